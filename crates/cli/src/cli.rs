@@ -1,0 +1,311 @@
+//! Command-line surface: subcommands, their flags, and how flags and environment variables
+//! land on top of the configuration file.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use steer5g_config::{Config, SliceConfig, Transport};
+
+use crate::exit::CliError;
+
+/// steer5g: a 5G core (AMF, AUSF, UDM/UDR, SMF, UPF) and RAN/UE load generator whose
+/// throughput grows with every CPU core.
+#[derive(Debug, Parser)]
+#[command(name = "steer5g", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Flags every subcommand understands.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// Configuration file (TOML). Environment variables and flags override it.
+    #[arg(long, global = true, env = "STEER5G_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Print one JSON object on standard output instead of the human report.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Log filter (tracing-subscriber syntax, e.g. `debug` or `sctp=trace`); default: RUST_LOG,
+    /// else `info`. Logs always go to standard error.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub(crate) log: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the AMF's N2 side: NGAP over SCTP (raw IP and/or UDP encapsulation).
+    Amf(AmfArgs),
+    /// Run gNB emulators against an AMF (the load generator).
+    Ran(RanArgs),
+    /// Run the AMF and gNB emulators together on loopback and print the report.
+    Demo(DemoArgs),
+    /// Run a benchmark scenario.
+    Bench(BenchArgs),
+    /// Print the effective configuration (file < environment < flags) as TOML.
+    Config(ConfigArgs),
+}
+
+/// The network the node belongs to; overrides the configuration file.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct NetworkArgs {
+    /// Mobile country code (3 digits).
+    #[arg(long, env = "STEER5G_MCC")]
+    pub(crate) mcc: Option<String>,
+    /// Mobile network code (2 or 3 digits).
+    #[arg(long, env = "STEER5G_MNC")]
+    pub(crate) mnc: Option<String>,
+    /// Tracking area codes, comma-separated (decimal, or hex with 0x).
+    #[arg(long, env = "STEER5G_TAC", value_delimiter = ',', value_parser = parse_tac)]
+    pub(crate) tac: Option<Vec<u32>>,
+    /// S-NSSAIs, comma-separated, each SST or SST:SD (SD as six hex digits), e.g. `1,2:0000ff`.
+    #[arg(long, env = "STEER5G_SLICES", value_delimiter = ',', value_parser = parse_slice)]
+    pub(crate) slice: Option<Vec<SliceConfig>>,
+}
+
+/// Which transports the AMF listens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ListenTransport {
+    /// Raw IPv4 protocol 132 only (needs CAP_NET_RAW).
+    Raw,
+    /// SCTP over UDP encapsulation only.
+    Udp,
+    /// Both.
+    Both,
+}
+
+/// One SCTP transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportArg {
+    /// Raw IPv4 protocol 132 (needs CAP_NET_RAW).
+    Raw,
+    /// SCTP over UDP encapsulation (RFC 6951), unprivileged.
+    Udp,
+}
+
+impl From<TransportArg> for Transport {
+    fn from(t: TransportArg) -> Self {
+        match t {
+            TransportArg::Raw => Transport::Raw,
+            TransportArg::Udp => Transport::Udp,
+        }
+    }
+}
+
+/// The AMF's N2 listener.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct N2ListenArgs {
+    /// The AMF's N2 address.
+    #[arg(long, env = "STEER5G_N2_ADDR")]
+    pub(crate) n2_addr: Option<Ipv4Addr>,
+    /// SCTP port for NGAP.
+    #[arg(long, env = "STEER5G_SCTP_PORT")]
+    pub(crate) sctp_port: Option<u16>,
+    /// UDP port of SCTP over UDP encapsulation.
+    #[arg(long, env = "STEER5G_UDP_PORT")]
+    pub(crate) udp_port: Option<u16>,
+}
+
+/// `steer5g amf`.
+#[derive(Debug, Args)]
+pub(crate) struct AmfArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) listen: N2ListenArgs,
+    /// Transports to listen on (default: the configuration's, which is both).
+    #[arg(long, value_enum, env = "STEER5G_N2_TRANSPORT")]
+    pub(crate) transport: Option<ListenTransport>,
+    /// AMF name sent in NG Setup Response.
+    #[arg(long)]
+    pub(crate) amf_name: Option<String>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<f64>,
+}
+
+/// `steer5g ran`.
+#[derive(Debug, Args)]
+pub(crate) struct RanArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    /// Number of gNB emulators, each with its own SCTP association.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) gnbs: u32,
+    /// The AMF: HOST[:PORT]; PORT is the UDP encapsulation port (udp) or the SCTP port (raw).
+    /// Default: the configuration's N2 address.
+    #[arg(long, env = "STEER5G_AMF")]
+    pub(crate) amf: Option<String>,
+    /// SCTP transport.
+    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
+    pub(crate) transport: TransportArg,
+    /// The AMF's SCTP port when it is not the default (with --transport udp).
+    #[arg(long)]
+    pub(crate) sctp_port: Option<u16>,
+    /// Local address (default: the address the kernel would use to reach the AMF).
+    #[arg(long)]
+    pub(crate) local_addr: Option<Ipv4Addr>,
+    /// First gNB ID; the emulators use consecutive IDs from it.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) gnb_id_base: u32,
+    /// Give up on NG Setups not done after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
+}
+
+/// `steer5g demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Number of gNB emulators.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) gnbs: u32,
+    /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
+    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
+    pub(crate) transport: TransportArg,
+    #[command(flatten)]
+    pub(crate) listen: N2ListenArgs,
+    /// Give up after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
+}
+
+/// `steer5g bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    #[command(subcommand)]
+    pub(crate) scenario: crate::bench::Scenario,
+}
+
+/// `steer5g config`.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) listen: N2ListenArgs,
+}
+
+fn parse_tac(s: &str) -> Result<u32, String> {
+    let v = match s.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|e| format!("{s:?}: {e}"))?;
+    if v > 0xff_ffff {
+        return Err(format!("TAC {v} does not fit in 24 bits"));
+    }
+    Ok(v)
+}
+
+fn parse_slice(s: &str) -> Result<SliceConfig, String> {
+    let (sst, sd) = match s.split_once(':') {
+        Some((a, b)) => (a, Some(b.to_string())),
+        None => (s, None),
+    };
+    let sst = sst.parse::<u8>().map_err(|e| format!("SST {sst:?}: {e}"))?;
+    if let Some(sd) = &sd {
+        steer5g_config::parse_sd(sd).map_err(|e| e.to_string())?;
+    }
+    Ok(SliceConfig { sst, sd })
+}
+
+/// The configuration file (or the defaults), then the flags (clap has already folded the
+/// environment into them).
+pub(crate) fn load_config(
+    global: &Global,
+    network: &NetworkArgs,
+    listen: Option<&N2ListenArgs>,
+) -> Result<Config, CliError> {
+    let mut cfg = match &global.config {
+        Some(path) => Config::from_file(path)?,
+        None => Config::default(),
+    };
+    if let Some(m) = &network.mcc {
+        cfg.plmn.mcc = m.clone();
+    }
+    if let Some(m) = &network.mnc {
+        cfg.plmn.mnc = m.clone();
+    }
+    if let Some(t) = &network.tac {
+        cfg.amf.tacs = t.clone();
+    }
+    if let Some(s) = &network.slice {
+        cfg.amf.slices = s.clone();
+    }
+    if let Some(l) = listen {
+        if let Some(a) = l.n2_addr {
+            cfg.n2.addr = a;
+        }
+        if let Some(p) = l.sctp_port {
+            cfg.n2.sctp_port = p;
+        }
+        if let Some(p) = l.udp_port {
+            cfg.n2.udp_port = p;
+        }
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Parses `HOST[:PORT]` with an IPv4 host.
+pub(crate) fn parse_host_port(s: &str, default_port: u16) -> Result<SocketAddrV4, CliError> {
+    if let Ok(a) = s.parse::<SocketAddrV4>() {
+        return Ok(a);
+    }
+    if let Ok(ip) = s.parse::<Ipv4Addr>() {
+        return Ok(SocketAddrV4::new(ip, default_port));
+    }
+    Err(CliError::Usage(format!(
+        "--amf {s:?}: expected an IPv4 address with an optional port, e.g. 127.0.0.5:9899"
+    )))
+}
+
+/// `steer5g config`: the effective configuration.
+pub(crate) fn print_config(global: &Global, args: &ConfigArgs) -> Result<(), CliError> {
+    let cfg = load_config(global, &args.network, Some(&args.listen))?;
+    if global.json {
+        let v = serde_json::to_string(&cfg).map_err(|e| CliError::Failed(e.to_string()))?;
+        println!("{v}");
+    } else {
+        print!("{}", cfg.to_toml());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_slices_and_tacs() {
+        assert_eq!(parse_slice("1").unwrap(), SliceConfig { sst: 1, sd: None });
+        assert_eq!(parse_slice("2:0000ff").unwrap().sd.as_deref(), Some("0000ff"));
+        assert!(parse_slice("300").is_err());
+        assert!(parse_slice("1:xyz").is_err());
+        assert_eq!(parse_tac("0x10").unwrap(), 16);
+        assert!(parse_tac("16777216").is_err());
+    }
+
+    #[test]
+    fn host_port() {
+        assert_eq!(
+            parse_host_port("127.0.0.5", 9899).unwrap(),
+            "127.0.0.5:9899".parse().unwrap()
+        );
+        assert_eq!(
+            parse_host_port("10.0.0.1:1234", 9899).unwrap(),
+            "10.0.0.1:1234".parse().unwrap()
+        );
+        assert!(parse_host_port("amf.example", 1).is_err());
+    }
+}

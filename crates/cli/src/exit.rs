@@ -1,0 +1,46 @@
+//! The errors a subcommand ends with, each mapped to DESIGN.md's exit status.
+
+/// Why a run did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// Bad usage or bad input: exit status 2.
+    #[error("{0}")]
+    Usage(String),
+    /// A needed privilege (CAP_NET_RAW, CAP_BPF, namespaces) is missing: exit status 3.
+    #[error("{0}")]
+    Privilege(String),
+    /// The run itself failed (a procedure failed, a target was missed): exit status 1.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    pub(crate) fn exit_status(&self) -> u8 {
+        match self {
+            CliError::Failed(_) => 1,
+            CliError::Usage(_) => 2,
+            CliError::Privilege(_) => 3,
+        }
+    }
+}
+
+impl From<steer5g_config::ConfigError> for CliError {
+    fn from(e: steer5g_config::ConfigError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
+impl From<sctp_io::BindError> for CliError {
+    fn from(e: sctp_io::BindError) -> Self {
+        match e {
+            sctp_io::BindError::Privilege(_) => CliError::Privilege(e.to_string()),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}

@@ -1,0 +1,62 @@
+//! `steer5g`: one binary for the core, its network functions, the RAN/UE load generator, the
+//! benchmarks and the operator's tools.
+//!
+//! Conventions (DESIGN.md): configuration is file < environment < flags; with `--json`
+//! standard output carries exactly one JSON object and logs go to standard error; exit status
+//! 0 success, 1 the run failed, 2 bad usage or input, 3 a needed privilege is missing.
+
+mod bench;
+mod cli;
+mod exit;
+mod n2;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version to stdout with status 0 and usage errors to stderr
+            // with status 2, which is our convention too.
+            let code = e.exit_code();
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(code).unwrap_or(2));
+        }
+    };
+    init_logging(&cli.global);
+    let result = match &cli.command {
+        Command::Amf(args) => n2::amf::run(&cli.global, args),
+        Command::Ran(args) => n2::ran::run(&cli.global, args),
+        Command::Demo(args) => n2::demo::run(&cli.global, args),
+        Command::Bench(args) => bench::run(&cli.global, args),
+        Command::Config(args) => cli::print_config(&cli.global, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("steer5g: {e}");
+            ExitCode::from(e.exit_status())
+        }
+    }
+}
+
+/// Logs go to standard error so that `--json` output stays alone on standard output.
+/// `RUST_LOG` (or `--log`) selects what is shown, as `tracing-subscriber`'s filter syntax.
+fn init_logging(global: &cli::Global) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match &global.log {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .compact()
+        .init();
+}

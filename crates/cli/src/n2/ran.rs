@@ -1,0 +1,293 @@
+//! `steer5g ran`: gNB emulators doing NG Setup, each over its own SCTP association.
+//!
+//! All emulators share one SCTP endpoint (one socket), each association on its own local
+//! SCTP port, so a thousand gNBs cost one thread and one file descriptor.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
+use ran::gnb::{Gnb, GnbConfig, GnbEvent};
+use sctp::{AssocId, Endpoint, Event};
+use sctp_io::{SctpSocket, Transport};
+use serde::Serialize;
+use steer5g_config::{Config, Transport as TransportKind};
+
+use super::{endpoint_config, plmn, slices, NGAP_PPID};
+use crate::cli::{parse_host_port, Global, RanArgs};
+use crate::exit::CliError;
+use crate::report::{Latency, SctpCounters};
+
+/// First local SCTP port of the emulators; gNB `i` uses `LOCAL_PORT_BASE + i`.
+const LOCAL_PORT_BASE: u16 = 40_000;
+/// How many emulators one run can start (the local port range above).
+pub(crate) const MAX_GNBS: u32 = (u16::MAX - LOCAL_PORT_BASE) as u32;
+/// How long the emulators wait for their associations to shut down at the end.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What `ran` is asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct RanPlan {
+    pub(crate) cfg: Config,
+    pub(crate) transport: TransportKind,
+    /// The AMF's transport address (UDP encapsulation port for udp; port unused for raw).
+    pub(crate) amf: SocketAddrV4,
+    /// The AMF's SCTP port.
+    pub(crate) sctp_port: u16,
+    pub(crate) local_addr: Option<Ipv4Addr>,
+    pub(crate) gnbs: u32,
+    pub(crate) gnb_id_base: u32,
+    pub(crate) timeout: Duration,
+}
+
+/// One NG Setup that did not succeed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Failure {
+    pub(crate) gnb_id: u32,
+    pub(crate) cause: String,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Serialize)]
+pub(crate) struct RanReport {
+    pub(crate) transport: String,
+    pub(crate) amf: String,
+    pub(crate) local: String,
+    pub(crate) gnbs: u32,
+    pub(crate) ng_setup_ok: u32,
+    pub(crate) ng_setup_failed: u32,
+    pub(crate) failures: Vec<Failure>,
+    pub(crate) elapsed_ms: f64,
+    pub(crate) setup_latency_ms: Latency,
+    pub(crate) sctp: SctpCounters,
+}
+
+impl RanReport {
+    /// True when every gNB completed NG Setup.
+    pub(crate) fn all_ok(&self) -> bool {
+        self.ng_setup_failed == 0 && self.ng_setup_ok == self.gnbs
+    }
+}
+
+struct Emulator {
+    gnb: Gnb,
+    gnb_id: u32,
+    started: Instant,
+    done: bool,
+}
+
+/// Runs the emulators to completion (every gNB set up or failed) or until the timeout.
+pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
+    if plan.gnbs == 0 || plan.gnbs > MAX_GNBS {
+        return Err(CliError::Usage(format!("--gnbs must be between 1 and {MAX_GNBS}")));
+    }
+    let local_ip = match plan.local_addr {
+        Some(a) => a,
+        None => route_source(*plan.amf.ip())?,
+    };
+    let transport = match plan.transport {
+        TransportKind::Raw => Transport::bind_raw(local_ip)?,
+        TransportKind::Udp => Transport::bind_udp(SocketAddrV4::new(local_ip, 0))?,
+    };
+    let local = transport.local();
+    let remote = match plan.transport {
+        TransportKind::Raw => SocketAddr::V4(SocketAddrV4::new(*plan.amf.ip(), 0)),
+        TransportKind::Udp => SocketAddr::V4(plan.amf),
+    };
+    let mut sock = SctpSocket::new(transport, Endpoint::new(endpoint_config(None)));
+    let plmn = plmn(&plan.cfg)?;
+    let slices = slices(&plan.cfg)?;
+    let tac = plan.cfg.amf.tacs.first().copied().unwrap_or(1);
+
+    let start = Instant::now();
+    let mut emulators: HashMap<AssocId, Emulator> = HashMap::new();
+    let mut failures = Vec::new();
+    for i in 0..plan.gnbs {
+        let gnb_id = plan.gnb_id_base.wrapping_add(i) & 0x3f_ffff;
+        let local_port = LOCAL_PORT_BASE + i as u16;
+        let gnb = Gnb::new(GnbConfig {
+            gnb_id,
+            gnb_id_bits: 22,
+            name: format!("steer5g-gnb-{gnb_id}"),
+            plmn: plmn.clone(),
+            tac: proto::ids::Tac(tac),
+            slices: slices.clone(),
+        });
+        match sock
+            .endpoint_mut()
+            .connect(Instant::now(), remote, local_port, plan.sctp_port)
+        {
+            Ok(id) => {
+                emulators.insert(
+                    id,
+                    Emulator {
+                        gnb,
+                        gnb_id,
+                        started: Instant::now(),
+                        done: false,
+                    },
+                );
+            }
+            Err(e) => failures.push(Failure {
+                gnb_id,
+                cause: format!("SCTP connect: {e}"),
+            }),
+        }
+    }
+
+    let deadline = start + plan.timeout;
+    let mut pending = emulators.len();
+    let mut latencies = Vec::with_capacity(emulators.len());
+    let mut ok = 0u32;
+    while pending > 0 && Instant::now() < deadline {
+        sock.drive(Some(deadline)).await?;
+        while let Some((id, ev)) = sock.endpoint_mut().poll_event() {
+            let Some(em) = emulators.get_mut(&id) else { continue };
+            match ev {
+                Event::Connected { .. } => {
+                    let pdu = em.gnb.ng_setup_request();
+                    if let Err(e) = sock.endpoint_mut().send(id, 0, NGAP_PPID, false, pdu.into()) {
+                        finish(em, &mut pending, &mut failures, format!("SCTP send: {e}"));
+                    }
+                }
+                Event::Message(m) => {
+                    if em.done {
+                        continue;
+                    }
+                    match em.gnb.handle(m.stream, &m.data) {
+                        GnbEvent::SetupOk => {
+                            em.done = true;
+                            pending -= 1;
+                            ok += 1;
+                            latencies.push(em.started.elapsed());
+                        }
+                        GnbEvent::SetupFailed { cause, .. } => {
+                            let cause = format!("NG Setup Failure: {cause}");
+                            finish(em, &mut pending, &mut failures, cause);
+                        }
+                        other => {
+                            tracing::warn!(assoc = %id, event = ?other, "unexpected NGAP message during NG Setup");
+                        }
+                    }
+                }
+                Event::Closed { reason } => {
+                    finish(em, &mut pending, &mut failures, format!("SCTP association closed: {reason:?}"));
+                }
+                Event::Restarted | Event::PeerError { .. } => {
+                    tracing::warn!(assoc = %id, event = ?ev, "SCTP event during NG Setup");
+                }
+            }
+        }
+    }
+    for em in emulators.values_mut() {
+        if !em.done {
+            let cause = format!("timeout after {:?}", plan.timeout);
+            finish(em, &mut pending, &mut failures, cause);
+        }
+    }
+    let elapsed = start.elapsed();
+
+    // Leave politely: SHUTDOWN every association (RFC 9260 §9.2), bounded in time.
+    let now = Instant::now();
+    for id in emulators.keys() {
+        let _ = sock.endpoint_mut().shutdown(now, *id);
+    }
+    let grace = Instant::now() + SHUTDOWN_GRACE;
+    while !sock.endpoint().is_empty() && Instant::now() < grace {
+        sock.drive(Some(grace)).await?;
+        while sock.endpoint_mut().poll_event().is_some() {}
+    }
+
+    failures.sort_by_key(|f| f.gnb_id);
+    Ok(RanReport {
+        transport: plan.transport.to_string(),
+        amf: match plan.transport {
+            TransportKind::Raw => format!("{}:{}", plan.amf.ip(), plan.sctp_port),
+            TransportKind::Udp => plan.amf.to_string(),
+        },
+        local: local.to_string(),
+        gnbs: plan.gnbs,
+        ng_setup_ok: ok,
+        ng_setup_failed: failures.len() as u32,
+        failures,
+        elapsed_ms: elapsed.as_secs_f64() * 1e3,
+        setup_latency_ms: Latency::from_durations(&mut latencies),
+        sctp: SctpCounters::from_parts(sock.endpoint().stats(), sock.io_stats()),
+    })
+}
+
+fn finish(em: &mut Emulator, pending: &mut usize, failures: &mut Vec<Failure>, cause: String) {
+    if em.done {
+        return;
+    }
+    em.done = true;
+    *pending -= 1;
+    failures.push(Failure {
+        gnb_id: em.gnb_id,
+        cause,
+    });
+}
+
+/// The source address the kernel would pick to reach `dst`: a connected UDP socket learns it
+/// from the routing table without sending anything.
+fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, CliError> {
+    let probe = || -> std::io::Result<Ipv4Addr> {
+        let s = UdpSocket::bind("0.0.0.0:0")?;
+        s.connect((dst, 9))?;
+        match s.local_addr()? {
+            SocketAddr::V4(a) => Ok(*a.ip()),
+            SocketAddr::V6(_) => Ok(Ipv4Addr::UNSPECIFIED),
+        }
+    };
+    probe().map_err(|e| CliError::Failed(format!("no route to the AMF {dst}: {e}")))
+}
+
+/// `steer5g ran`.
+pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
+    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let transport: TransportKind = args.transport.into();
+    let default_port = match transport {
+        TransportKind::Raw => cfg.n2.sctp_port,
+        TransportKind::Udp => cfg.n2.udp_port,
+    };
+    let amf = match &args.amf {
+        Some(s) => parse_host_port(s, default_port)?,
+        None => SocketAddrV4::new(cfg.n2.addr, default_port),
+    };
+    let sctp_port = match (transport, args.sctp_port) {
+        (_, Some(p)) => p,
+        (TransportKind::Raw, None) => amf.port(),
+        (TransportKind::Udp, None) => cfg.n2.sctp_port,
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(CliError::Usage("--timeout must be a positive number of seconds".into()));
+    }
+    let plan = RanPlan {
+        cfg,
+        transport,
+        amf,
+        sctp_port,
+        local_addr: args.local_addr,
+        gnbs: args.gnbs,
+        gnb_id_base: args.gnb_id_base,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    let report = rt.block_on(run_plan(&plan))?;
+    if global.json {
+        crate::report::print_json(&report)?;
+    } else {
+        crate::report::print_ran_human(&report);
+    }
+    if report.all_ok() {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "{} of {} NG Setups failed",
+            report.ng_setup_failed, report.gnbs
+        )))
+    }
+}

@@ -1,0 +1,376 @@
+//! steer5g configuration.
+//!
+//! One TOML file describes the network (PLMN, AMF identity, tracking areas, slices) and where
+//! N2 listens. Precedence is file < environment < flags: this crate loads and validates the
+//! file; the CLI binds each flag to an environment variable (clap's `env`) and applies the
+//! values it got on top with the `override_*` helpers, so every source goes through the same
+//! validation.
+//!
+//! The defaults are DESIGN.md's Conventions: the 3GPP test network (PLMN 001/01, TAC 000001,
+//! S-NSSAI SST 1 without SD) and Open5GS's loopback plan (AMF on 127.0.0.5, SCTP port 38412,
+//! UDP encapsulation on 9899).
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Everything that can go wrong while loading or validating a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The path that was given.
+        path: String,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown keys.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The path that was given.
+        path: String,
+        /// The TOML parser's message (line and column included).
+        message: String,
+    },
+    /// A value is out of its range or badly formed.
+    #[error("invalid {field}: {message}")]
+    Invalid {
+        /// The dotted name of the field (`plmn.mcc`, `amf.set_id`, ...).
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The home PLMN the core serves.
+    pub plmn: PlmnConfig,
+    /// The AMF's identity and what it serves.
+    pub amf: AmfConfig,
+    /// Where N2 (NGAP over SCTP) listens, and over which transports.
+    pub n2: N2Config,
+}
+
+/// A PLMN identity as operators write it: MCC and MNC as decimal digit strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlmnConfig {
+    /// Mobile country code, three digits.
+    pub mcc: String,
+    /// Mobile network code, two or three digits (the number of digits is significant).
+    pub mnc: String,
+}
+
+/// The AMF identity (GUAMI parts, TS 23.003 §2.10.1) and what it serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AmfConfig {
+    /// AMF name sent in NG Setup Response (TS 38.413 §9.3.3.21).
+    pub name: String,
+    /// AMF Region ID, 8 bits.
+    pub region_id: u8,
+    /// AMF Set ID, 10 bits.
+    pub set_id: u16,
+    /// AMF Pointer, 6 bits.
+    pub pointer: u8,
+    /// Relative AMF capacity sent to gNBs (0-255).
+    pub relative_capacity: u8,
+    /// Tracking area codes served (24 bits each).
+    pub tacs: Vec<u32>,
+    /// S-NSSAIs supported in the PLMN.
+    pub slices: Vec<SliceConfig>,
+}
+
+/// One S-NSSAI (TS 23.003 §28.4.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceConfig {
+    /// Slice/Service Type.
+    pub sst: u8,
+    /// Slice Differentiator: six hex digits, absent for "no SD".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd: Option<String>,
+}
+
+/// N2 transport settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct N2Config {
+    /// The AMF's N2 address.
+    pub addr: Ipv4Addr,
+    /// SCTP port (NGAP's registered port is 38412, TS 38.412 §7).
+    pub sctp_port: u16,
+    /// UDP port for SCTP over UDP encapsulation (RFC 6951 registers 9899).
+    pub udp_port: u16,
+    /// Transports to listen on.
+    pub transports: Vec<Transport>,
+}
+
+/// How SCTP packets travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Raw IPv4, protocol 132: the wire format of kernel SCTP stacks and real gNBs. Needs
+    /// CAP_NET_RAW.
+    Raw,
+    /// SCTP over UDP (RFC 6951): unprivileged.
+    Udp,
+}
+
+impl FromStr for Transport {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "raw" => Ok(Transport::Raw),
+            "udp" => Ok(Transport::Udp),
+            other => Err(ConfigError::Invalid {
+                field: "n2.transports",
+                message: format!("unknown transport {other:?} (expected raw or udp)"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Raw => "raw",
+            Transport::Udp => "udp",
+        })
+    }
+}
+
+/// The AMF's default N2 address in DESIGN.md's loopback plan.
+pub const DEFAULT_AMF_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
+/// NGAP's SCTP port (TS 38.412 §7).
+pub const DEFAULT_SCTP_PORT: u16 = 38412;
+/// The IANA port of SCTP over UDP encapsulation (RFC 6951 §5).
+pub const DEFAULT_UDP_ENCAP_PORT: u16 = 9899;
+
+impl Default for PlmnConfig {
+    fn default() -> Self {
+        PlmnConfig {
+            mcc: "001".into(),
+            mnc: "01".into(),
+        }
+    }
+}
+
+impl Default for AmfConfig {
+    fn default() -> Self {
+        AmfConfig {
+            name: "steer5g-amf".into(),
+            region_id: 2,
+            set_id: 1,
+            pointer: 0,
+            relative_capacity: 255,
+            tacs: vec![1],
+            slices: vec![SliceConfig { sst: 1, sd: None }],
+        }
+    }
+}
+
+impl Default for N2Config {
+    fn default() -> Self {
+        N2Config {
+            addr: DEFAULT_AMF_ADDR,
+            sctp_port: DEFAULT_SCTP_PORT,
+            udp_port: DEFAULT_UDP_ENCAP_PORT,
+            transports: vec![Transport::Raw, Transport::Udp],
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates a TOML file. Keys it does not set keep their defaults.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|e| match e {
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses and validates TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: "<text>".into(),
+            message: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The configuration as TOML, as `steer5g config` prints it.
+    pub fn to_toml(&self) -> String {
+        // Serialising plain structs of strings and integers cannot fail.
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Checks every field's range; the CLI calls it again after applying flags.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_digits("plmn.mcc", &self.plmn.mcc, 3..=3)?;
+        validate_digits("plmn.mnc", &self.plmn.mnc, 2..=3)?;
+        if self.amf.set_id > 0x3ff {
+            return Err(invalid("amf.set_id", "must fit in 10 bits (0-1023)"));
+        }
+        if self.amf.pointer > 0x3f {
+            return Err(invalid("amf.pointer", "must fit in 6 bits (0-63)"));
+        }
+        if self.amf.name.is_empty() || self.amf.name.len() > 150 {
+            // TS 38.413 §9.3.3.21: PrintableString (SIZE(1..150, ...)).
+            return Err(invalid("amf.name", "must be 1 to 150 characters"));
+        }
+        if self.amf.tacs.is_empty() {
+            return Err(invalid("amf.tacs", "at least one TAC is needed"));
+        }
+        for tac in &self.amf.tacs {
+            if *tac > 0xff_ffff {
+                return Err(invalid("amf.tacs", format!("TAC {tac} does not fit in 24 bits")));
+            }
+        }
+        if self.amf.slices.is_empty() {
+            return Err(invalid("amf.slices", "at least one S-NSSAI is needed"));
+        }
+        for s in &self.amf.slices {
+            if let Some(sd) = &s.sd {
+                parse_sd(sd)?;
+            }
+        }
+        if self.n2.transports.is_empty() {
+            return Err(invalid("n2.transports", "at least one transport is needed"));
+        }
+        Ok(())
+    }
+
+    /// Replaces the PLMN, validating it.
+    pub fn override_plmn(&mut self, mcc: Option<String>, mnc: Option<String>) -> Result<(), ConfigError> {
+        if let Some(m) = mcc {
+            self.plmn.mcc = m;
+        }
+        if let Some(m) = mnc {
+            self.plmn.mnc = m;
+        }
+        self.validate()
+    }
+}
+
+/// Parses a Slice Differentiator written as six hex digits (`"000001"`, `0x` prefix allowed).
+pub fn parse_sd(sd: &str) -> Result<u32, ConfigError> {
+    let digits = sd.strip_prefix("0x").unwrap_or(sd);
+    if digits.len() != 6 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(invalid("amf.slices.sd", format!("{sd:?} is not six hex digits")));
+    }
+    u32::from_str_radix(digits, 16).map_err(|e| invalid("amf.slices.sd", e.to_string()))
+}
+
+fn validate_digits(
+    field: &'static str,
+    value: &str,
+    len: std::ops::RangeInclusive<usize>,
+) -> Result<(), ConfigError> {
+    if !len.contains(&value.len()) || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(
+            field,
+            format!(
+                "{value:?} must be {}{} decimal digits",
+                len.start(),
+                if len.start() == len.end() { String::new() } else { format!(" to {}", len.end()) }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_3gpp_test_network() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.plmn.mcc, "001");
+        assert_eq!(c.plmn.mnc, "01");
+        assert_eq!(c.amf.tacs, vec![1]);
+        assert_eq!(c.amf.slices, vec![SliceConfig { sst: 1, sd: None }]);
+        assert_eq!(c.n2.addr, Ipv4Addr::new(127, 0, 0, 5));
+        assert_eq!(c.n2.sctp_port, 38412);
+        assert_eq!(c.n2.udp_port, 9899);
+    }
+
+    #[test]
+    fn file_overrides_only_what_it_sets() {
+        let c = Config::from_toml(
+            r#"
+            [plmn]
+            mcc = "999"
+            mnc = "070"
+            [amf]
+            tacs = [1, 2, 0xffffff]
+            slices = [{ sst = 1 }, { sst = 2, sd = "0000ff" }]
+            [n2]
+            transports = ["udp"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.plmn.mnc, "070");
+        assert_eq!(c.amf.name, "steer5g-amf");
+        assert_eq!(c.amf.tacs.len(), 3);
+        assert_eq!(c.n2.transports, vec![Transport::Udp]);
+        assert_eq!(c.n2.sctp_port, 38412);
+        assert_eq!(parse_sd(c.amf.slices[1].sd.as_deref().unwrap()).unwrap(), 0xff);
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let c = Config::default();
+        assert_eq!(Config::from_toml(&c.to_toml()).unwrap(), c);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for bad in [
+            "[plmn]\nmcc = \"01\"\nmnc = \"01\"",
+            "[plmn]\nmcc = \"0a1\"\nmnc = \"01\"",
+            "[plmn]\nmcc = \"001\"\nmnc = \"1\"",
+            "[amf]\nset_id = 1024",
+            "[amf]\npointer = 64",
+            "[amf]\ntacs = [16777216]",
+            "[amf]\ntacs = []",
+            "[amf]\nslices = [{ sst = 1, sd = \"12345\" }]",
+            "[n2]\ntransports = [\"tcp\"]",
+            "[n2]\ntransports = []",
+            "[nope]\nx = 1",
+        ] {
+            assert!(Config::from_toml(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn transport_parses_case_insensitively() {
+        assert_eq!("RAW".parse::<Transport>().unwrap(), Transport::Raw);
+        assert!("sctp".parse::<Transport>().is_err());
+    }
+}

@@ -1,0 +1,25 @@
+//! Test infrastructure for steer5g's I/O-level and end-to-end tests.
+//!
+//! The protocol cores are tested over simulated links with virtual time; what this crate
+//! serves are the tests that need the real kernel: network namespaces joined by veth pairs
+//! ([`netns`]), packet loss injected with nftables ([`nft`]), packet captures ([`capture`])
+//! checked by Wireshark's dissectors ([`tshark`]), an independent SCTP peer built on Debian's
+//! libusrsctp ([`usrsctp`]), and child processes that cannot outlive a test ([`process`]).
+//!
+//! Most of it needs root. Every test that does calls [`privilege::require`] first, which
+//! skips the test on a developer machine and fails it in CI.
+//!
+//! Everything here shells out to the system tools (`ip`, `nft`, `ethtool`, `tshark`, `cc`)
+//! rather than issuing syscalls: a failing test then leaves a command line that a human can
+//! rerun by hand, and the crate needs no `unsafe`.
+
+pub mod capture;
+mod error;
+pub mod netns;
+pub mod nft;
+pub mod privilege;
+pub mod process;
+pub mod tshark;
+pub mod usrsctp;
+
+pub use error::{Error, Result};

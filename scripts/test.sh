@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order: formatting, lints, the test suite (unit, integration, the
+# root-only namespace and raw-socket tests, interop with libusrsctp, tshark checks), and a
+# bounded run of every fuzz target.
+#
+#   FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
+#   CARGO_TARGET_DIR  defaults to ~/.cache/steer5g/target so repeated runs are warm
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/steer5g/target}"
+export CARGO_TERM_COLOR=never
+# In CI a test that needs root, namespaces or BPF fails instead of skipping.
+if [ -n "${CI:-}" ]; then export STEER5G_REQUIRE_PRIV=1; fi
+
+step() { echo; echo "=== $* ==="; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+log="$(mktemp)"
+cargo test --workspace --locked 2>&1 | tee "$log"
+passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+rm -f "$log"
+
+fuzz_seconds="${FUZZ_SECONDS:-30}"
+if [ "$fuzz_seconds" != 0 ] && [ "${STEER5G_SKIP_FUZZ:-0}" != 1 ]; then
+  step "fuzz (${fuzz_seconds}s per target, nightly)"
+  for target in $(cd fuzz && cargo +nightly fuzz list); do
+    echo "--- fuzz $target"
+    # Fuzz into a scratch copy of the saved corpus: the committed corpus stays small and the
+    # stable test suite replays it.
+    work="$(mktemp -d)"
+    cp -r "fuzz/corpus/$target/." "$work/" 2>/dev/null || true
+    (cd fuzz && cargo +nightly fuzz run --target-dir "$CARGO_TARGET_DIR/fuzz" "$target" "$work" -- \
+        -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 12)
+    rm -rf "$work"
+  done
+fi
+
+step "done"
+# The summary line CI reads: every test binary's counts added up.
+echo "tests: $passed passed, $failed failed"
