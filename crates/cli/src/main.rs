@@ -28,7 +28,12 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(code).unwrap_or(2));
         }
     };
-    init_logging(&cli.global);
+    // The demo's product is its report: per-gNB log lines would bury it unless asked for.
+    let default_filter = match cli.command {
+        Command::Demo(_) => "warn",
+        _ => "info",
+    };
+    init_logging(&cli.global, default_filter);
     let result = match &cli.command {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
         Command::Ran(args) => n2::ran::run(&cli.global, args),
@@ -47,11 +52,11 @@ fn main() -> ExitCode {
 
 /// Logs go to standard error so that `--json` output stays alone on standard output.
 /// `RUST_LOG` (or `--log`) selects what is shown, as `tracing-subscriber`'s filter syntax.
-fn init_logging(global: &cli::Global) {
+fn init_logging(global: &cli::Global, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match &global.log {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

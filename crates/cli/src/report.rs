@@ -127,11 +127,21 @@ pub(crate) struct GnbRow {
 
 impl From<&nf::amf::n2::GnbContext> for GnbRow {
     fn from(g: &nf::amf::n2::GnbContext) -> Self {
+        use nf::amf::n2::SetupState;
+        use proto::ids::GlobalRanNodeId;
         GnbRow {
             assoc: g.assoc,
-            gnb_id: g.gnb_id,
+            gnb_id: match &g.global_ran_node_id {
+                Some(GlobalRanNodeId::Gnb { gnb_id, .. }) => Some(gnb_id.id()),
+                _ => None,
+            },
             name: g.name.clone(),
-            state: g.state.to_string(),
+            state: match &g.state {
+                SetupState::Pending => "pending".into(),
+                SetupState::Ready => "ready".into(),
+                SetupState::Failed { cause } => format!("failed: {cause}"),
+                other => format!("{other:?}"),
+            },
         }
     }
 }
@@ -155,7 +165,10 @@ impl<'a> AmfRunReport<'a> {
             sctp.add(&w.sctp);
         }
         AmfRunReport {
-            listening: workers.iter().map(|w| format!("{} {}", w.transport, w.local)).collect(),
+            listening: workers
+                .iter()
+                .map(|w| format!("{} {}", w.transport, w.local))
+                .collect(),
             gnbs: workers.iter().flat_map(|w| w.gnbs.iter()).collect(),
             n2,
             sctp,
@@ -165,7 +178,10 @@ impl<'a> AmfRunReport<'a> {
 }
 
 pub(crate) fn print_ran_human(r: &RanReport) {
-    println!("NG Setup report: {} gNB emulators over {} to the AMF at {} (local {})", r.gnbs, r.transport, r.amf, r.local);
+    println!(
+        "NG Setup report: {} gNB emulators over {} to the AMF at {} (local {})",
+        r.gnbs, r.transport, r.amf, r.local
+    );
     println!("  NG Setup succeeded  {:>8}", r.ng_setup_ok);
     println!("  NG Setup failed     {:>8}", r.ng_setup_failed);
     println!("  elapsed             {:>8.1} ms", r.elapsed_ms);
@@ -176,7 +192,10 @@ pub(crate) fn print_ran_human(r: &RanReport) {
     );
     println!(
         "  SCTP                {} packets out, {} in, {} retransmissions, {} fast retransmits",
-        r.sctp.packets_sent, r.sctp.packets_received, r.sctp.retransmissions, r.sctp.fast_retransmits
+        r.sctp.packets_sent,
+        r.sctp.packets_received,
+        r.sctp.retransmissions,
+        r.sctp.fast_retransmits
     );
     for f in r.failures.iter().take(20) {
         println!("  gNB {:>8}: {}", f.gnb_id, f.cause);
@@ -189,7 +208,7 @@ pub(crate) fn print_ran_human(r: &RanReport) {
 pub(crate) fn print_amf_human(workers: &[WorkerReport]) {
     let rep = AmfRunReport::new(workers);
     println!("AMF N2 report: listening on {}", rep.listening.join(", "));
-    println!("  gNBs known at exit  {:>8}", rep.gnbs.len());
+    println!("  gNBs connected now  {:>8}", rep.gnbs.len());
     println!("  {}", rep.n2);
     println!(
         "  SCTP                {} associations established, {} packets in, {} out, {} retransmissions",

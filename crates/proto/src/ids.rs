@@ -434,7 +434,7 @@ pub enum GlobalRanNodeId {
         /// Its length in bits.
         bits: u8,
     },
-    /// An N3IWF (TS 38.413 §9.3.1.57), 16-bit ID.
+    /// An N3IWF, 16-bit ID (N3IWF-ID of TS 38.413 §9.4.5).
     N3iwf {
         /// Its PLMN.
         plmn: Plmn,
@@ -508,7 +508,7 @@ pub mod defaults {
     };
     /// The AMF Name sent in NG Setup Response.
     pub const AMF_NAME: &str = "steer5g-amf";
-    /// Relative AMF Capacity (TS 38.413 §9.3.1.32): the maximum, as a lone AMF.
+    /// Relative AMF Capacity (TS 38.413 §9.2.6.2): the maximum, as a lone AMF.
     pub const RELATIVE_AMF_CAPACITY: u8 = 255;
     /// The emulated gNB's ID.
     pub const GNB_ID_VALUE: u32 = 1;
@@ -563,7 +563,9 @@ mod tests {
         assert_eq!("00101".parse::<Plmn>().unwrap(), p);
         assert_eq!("001/01".parse::<Plmn>().unwrap(), p);
         assert_eq!("001010".parse::<Plmn>().unwrap().mnc_str(), "010");
-        for bad in ["", "01-01", "0011", "001-1", "001-0101", "a01-01", "ü0101", "00-101"] {
+        for bad in [
+            "", "01-01", "0011", "001-1", "001-0101", "a01-01", "ü0101", "00-101",
+        ] {
             assert!(bad.parse::<Plmn>().is_err(), "{bad}");
         }
     }

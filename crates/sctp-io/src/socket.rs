@@ -29,12 +29,21 @@ pub struct IoStats {
 }
 
 /// An SCTP endpoint bound to a transport socket.
-#[derive(Debug)]
 pub struct SctpSocket {
     transport: Transport,
     endpoint: Endpoint,
     buf: Vec<u8>,
     stats: IoStats,
+}
+
+impl std::fmt::Debug for SctpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SctpSocket")
+            .field("transport", &self.transport)
+            .field("associations", &self.endpoint.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
 }
 
 impl SctpSocket {

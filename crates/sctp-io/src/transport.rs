@@ -81,7 +81,7 @@ impl Transport {
             .map_err(|e| io_err("set_nonblocking", e))?;
         let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
         let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
-        let fd = AsyncFd::new(sock).map_err(|e| io_err("register with the runtime", e))?;
+        let fd = register(sock).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
             inner: Inner::Raw(fd),
             local: SocketAddrV4::new(local, 0),
@@ -218,6 +218,15 @@ impl Transport {
             },
         }
     }
+}
+
+/// Registers the raw socket with the runtime's reactor.
+#[allow(unsafe_code)]
+fn register(sock: Socket) -> io::Result<AsyncFd<Socket>> {
+    // SAFETY: `Socket` owns its file descriptor: it stays open, and `as_raw_fd` returns the
+    // same descriptor, until the `Socket` is dropped, which only happens when the `AsyncFd`
+    // that owns it is dropped (tokio's requirement for `register`).
+    unsafe { AsyncFd::register(sock) }.map_err(io::Error::from)
 }
 
 /// Errors after which the socket is still fine: an ICMP error queued by an earlier datagram,

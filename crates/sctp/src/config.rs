@@ -19,8 +19,9 @@ pub struct AssociationConfig {
     pub max_init_retransmits: u32,
     /// Association.Max.Retrans, default 10.
     pub association_max_retrans: u32,
-    /// Path.Max.Retrans, default 5. With a single path it only matters if it is below
-    /// `association_max_retrans`: exceeding it also loses the association.
+    /// Path.Max.Retrans, default 5. With a single path, exceeding it only marks the path
+    /// inactive in `AssocInfo::path_active`; `association_max_retrans` decides when the
+    /// association is lost.
     pub path_max_retrans: u32,
     /// HB.interval, default 30 s; `Duration::ZERO` disables heartbeats.
     pub heartbeat_interval: Duration,

@@ -168,10 +168,7 @@ mod tests {
     fn tamper_and_wrong_key_rejected() {
         let k = [7u8; 32];
         let mut c = sample().encode(&k);
-        assert_eq!(
-            CookieData::decode(&c, &[8u8; 32]),
-            Err(CookieError::BadMac)
-        );
+        assert_eq!(CookieData::decode(&c, &[8u8; 32]), Err(CookieError::BadMac));
         c[20] ^= 0x40;
         assert_eq!(CookieData::decode(&c, &k), Err(CookieError::BadMac));
         assert_eq!(

@@ -10,5 +10,46 @@
 //! Single-homed and IPv4 only. The transport (raw IP protocol 132, or UDP encapsulation per
 //! RFC 6951) lives elsewhere and identifies the peer by a `SocketAddr` whose port is the UDP
 //! encapsulation port (0 for raw IP).
+//!
+//! ```
+//! use std::time::Instant;
+//! use bytes::Bytes;
+//! use sctp::{Endpoint, EndpointConfig, Event};
+//!
+//! let now = Instant::now();
+//! let (gnb_addr, amf_addr) = ("10.0.0.1:0".parse().unwrap(), "10.0.0.2:0".parse().unwrap());
+//! let mut amf = Endpoint::new(EndpointConfig { listen_port: Some(38412), ..Default::default() });
+//! let mut gnb = Endpoint::new(EndpointConfig { rng_seed: 1, ..Default::default() });
+//! let id = gnb.connect(now, amf_addr, 40000, 38412).unwrap();
+//! let mut got = None;
+//! for _ in 0..4 {
+//!     while let Some(t) = gnb.poll_transmit(now) { amf.handle(now, gnb_addr, &t.packet); }
+//!     while let Some(t) = amf.poll_transmit(now) { gnb.handle(now, amf_addr, &t.packet); }
+//!     while let Some((_, e)) = gnb.poll_event() {
+//!         if let Event::Connected { .. } = e {
+//!             gnb.send(id, 0, 60, false, Bytes::from_static(b"NGSetupRequest")).unwrap();
+//!         }
+//!     }
+//!     while let Some((_, e)) = amf.poll_event() {
+//!         if let Event::Message(m) = e { got = Some(m); }
+//!     }
+//! }
+//! let m = got.unwrap();
+//! assert_eq!((m.stream, m.ppid, &m.data[..]), (0, 60, &b"NGSetupRequest"[..]));
+//! ```
 
 pub mod wire;
+
+mod association;
+mod config;
+mod cookie;
+mod endpoint;
+mod types;
+
+pub use config::{AssociationConfig, EndpointConfig};
+pub use endpoint::Endpoint;
+pub use types::{
+    AssocCounters, AssocId, AssocInfo, CloseReason, ClosedError, ConnectError, EndpointStats,
+    Event, Message, SendError, State, Transmit, MAX_MESSAGE_SIZE,
+};
+pub use wire::ErrorCause;

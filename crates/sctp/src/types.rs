@@ -178,8 +178,19 @@ pub struct AssocInfo {
     pub peer_rwnd: u32,
     /// Bytes of user data queued or in flight.
     pub send_buffered: usize,
+    /// Verification tag the peer puts in packets to us.
+    pub local_vtag: u32,
+    /// Verification tag we put in packets to the peer.
+    pub peer_vtag: u32,
+    /// TSN the next new DATA chunk will carry.
+    pub next_tsn: u32,
+    /// Highest in-sequence TSN received from the peer.
+    pub peer_cum_tsn: u32,
     /// Association error counter.
     pub error_count: u32,
+    /// False once the error counter exceeds Path.Max.Retrans (RFC 9260 §8.2); with a single
+    /// path this is informational, only Association.Max.Retrans closes the association.
+    pub path_active: bool,
     /// Counters.
     pub counters: AssocCounters,
 }

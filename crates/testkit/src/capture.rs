@@ -18,7 +18,7 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// How long tshark may take to flush and exit on SIGINT.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A running capture; stopped (and the file flushed) by [`Capture::stop`], killed on drop.
+/// A running capture; stopped (and the file flushed) by [`Capture::stop`] or on drop.
 #[derive(Debug)]
 pub struct Capture {
     child: Option<ChildGuard>,
@@ -37,7 +37,10 @@ impl Capture {
         let mut child = ChildGuard::spawn(&mut cmd)?;
         child.wait_for_stderr("Capturing on", START_TIMEOUT)?;
         thread::sleep(SETTLE);
-        Ok(Capture { child: Some(child), path: path.to_owned() })
+        Ok(Capture {
+            child: Some(child),
+            path: path.to_owned(),
+        })
     }
 
     /// The capture file.
@@ -50,19 +53,40 @@ impl Capture {
     pub fn stop(mut self) -> Result<PathBuf> {
         // Packets still in flight (a final SHUTDOWN_COMPLETE) reach the socket buffer first.
         thread::sleep(SETTLE);
-        let child = self.child.take().ok_or_else(|| Error::Invalid("capture already stopped".into()))?;
+        let child = self
+            .child
+            .take()
+            .ok_or_else(|| Error::Invalid("capture already stopped".into()))?;
         let done = child.stop("INT", STOP_TIMEOUT)?;
         // tshark exits 0 on SIGINT; anything else means the file may be incomplete.
         if !(done.status.success() || done.code().is_none()) {
-            return Err(Error::Failed { cmd: "tshark (capture)".into(), status: done.status, stderr: done.stderr });
+            return Err(Error::Failed {
+                cmd: "tshark (capture)".into(),
+                status: done.status,
+                stderr: done.stderr,
+            });
         }
         if !self.path.exists() {
             return Err(Error::Io {
-                what: format!("capture file {} missing; tshark said: {}", self.path.display(), done.stderr),
+                what: format!(
+                    "capture file {} missing; tshark said: {}",
+                    self.path.display(),
+                    done.stderr
+                ),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
             });
         }
         Ok(self.path.clone())
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        // Not stopped (the test failed first): still end tshark gently, since SIGKILL would
+        // leave its dumpcap child capturing on its own.
+        if let Some(child) = self.child.take() {
+            let _ = child.stop("INT", STOP_TIMEOUT);
+        }
     }
 }
 
@@ -84,9 +108,17 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("cap.pcapng");
         let cap = Capture::start(Some(ns.name()), "lo", "udp port 7", &path).unwrap();
-        run(ns.exec("bash").args(["-c", "for i in 1 2 3; do echo x > /dev/udp/127.0.0.1/7; done"])).unwrap();
+        run(ns.exec("bash").args([
+            "-c",
+            "for i in 1 2 3; do echo x > /dev/udp/127.0.0.1/7; done",
+        ]))
+        .unwrap();
         let path = cap.stop().unwrap();
-        let count = run(Command::new("tshark").arg("-r").arg(&path).args(["-Y", "udp.dstport == 7"])).unwrap();
+        let count = run(Command::new("tshark")
+            .arg("-r")
+            .arg(&path)
+            .args(["-Y", "udp.dstport == 7"]))
+        .unwrap();
         assert_eq!(count.lines().count(), 3, "{count}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -42,7 +42,11 @@ impl Side {
 fn unique_id(tag: &str, pid: u32, n: u32) -> String {
     let suffix = format!("{pid:x}x{n:x}");
     let room = (IFNAME_MAX - 1).saturating_sub(suffix.len());
-    let tag: String = tag.chars().filter(char::is_ascii_alphanumeric).take(room).collect();
+    let tag: String = tag
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(room)
+        .collect();
     format!("{tag}{suffix}")
 }
 
@@ -80,11 +84,16 @@ impl Namespace {
         if name.is_empty() || name.contains('/') {
             return Err(Error::Invalid(format!("namespace name {name:?}")));
         }
-        if ip(["netns", "list"])?.lines().any(|l| l.split_whitespace().next() == Some(name)) {
+        if ip(["netns", "list"])?
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name))
+        {
             let _ = ip(["netns", "del", name]);
         }
         ip(["netns", "add", name])?;
-        let ns = Namespace { name: name.to_owned() };
+        let ns = Namespace {
+            name: name.to_owned(),
+        };
         ip(["-n", name, "link", "set", "lo", "up"])?;
         Ok(ns)
     }
@@ -111,7 +120,10 @@ impl Drop for Namespace {
         // A process left inside would keep the namespace alive after `ip netns del`; those
         // processes are this test's own children (ChildGuards normally got them already).
         if let Ok(pids) = ip(["netns", "pids", &self.name]) {
-            for pid in pids.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+            for pid in pids
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+            {
                 let _ = signal(pid, "KILL");
             }
         }
@@ -149,14 +161,40 @@ impl Pair {
         let net = u32::from(subnet(pid, n));
         let (addr_a, addr_b) = (Ipv4Addr::from(net + 1), Ipv4Addr::from(net + 2));
         ip([
-            "link", "add", &iface_a, "netns", a.name(), "type", "veth", "peer", "name", &iface_b, "netns", b.name(),
+            "link",
+            "add",
+            &iface_a,
+            "netns",
+            a.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &iface_b,
+            "netns",
+            b.name(),
         ])?;
         for (ns, iface, addr) in [(&a, &iface_a, addr_a), (&b, &iface_b, addr_b)] {
-            ip(["-n", ns.name(), "addr", "add", &format!("{addr}/30"), "dev", iface])?;
+            ip([
+                "-n",
+                ns.name(),
+                "addr",
+                "add",
+                &format!("{addr}/30"),
+                "dev",
+                iface,
+            ])?;
             ip(["-n", ns.name(), "link", "set", iface, "up"])?;
             run(ns.exec("ethtool").args(["-K", iface, "tx", "off"]))?;
         }
-        Ok(Pair { a, b, iface_a, iface_b, addr_a, addr_b })
+        Ok(Pair {
+            a,
+            b,
+            iface_a,
+            iface_b,
+            addr_a,
+            addr_b,
+        })
     }
 
     /// The namespace of `side`.
@@ -215,7 +253,14 @@ mod tests {
 
     #[test]
     fn subnets_are_valid_slash30s() {
-        for (pid, n) in [(0, 0), (1, 0), (1, 1), (4_194_303, 63), (u32::MAX, u32::MAX), (12345, 7)] {
+        for (pid, n) in [
+            (0, 0),
+            (1, 0),
+            (1, 1),
+            (4_194_303, 63),
+            (u32::MAX, u32::MAX),
+            (12345, 7),
+        ] {
             let s = subnet(pid, n).octets();
             assert_eq!(s[0], 10);
             assert_ne!(s[1], 0);
@@ -239,8 +284,15 @@ mod tests {
         let pair = Pair::new("tkpair").unwrap();
         // A reaches B: datagrams sent in A show up in B's receive counter.
         let rx = || -> u64 {
-            let path = format!("/sys/class/net/{}/statistics/rx_packets", pair.iface(Side::B));
-            run(pair.exec(Side::B, "cat").arg(path)).unwrap().trim().parse().unwrap()
+            let path = format!(
+                "/sys/class/net/{}/statistics/rx_packets",
+                pair.iface(Side::B)
+            );
+            run(pair.exec(Side::B, "cat").arg(path))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
         };
         let before = rx();
         let target = pair.addr(Side::B).to_string();
@@ -248,13 +300,21 @@ mod tests {
         run(pair.exec(Side::A, "bash").args(["-c", &script])).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
         assert!(rx() >= before + 3, "veth pair does not carry packets");
-        let offload = run(pair.exec(Side::A, "ethtool").args(["-k", pair.iface(Side::A)])).unwrap();
+        let offload = run(pair
+            .exec(Side::A, "ethtool")
+            .args(["-k", pair.iface(Side::A)]))
+        .unwrap();
         assert!(offload.contains("tx-checksumming: off"), "{offload}");
         let names = [pair.name(Side::A).to_owned(), pair.name(Side::B).to_owned()];
         drop(pair);
         let list = ip(["netns", "list"]).unwrap();
         for n in names {
-            assert!(!list.lines().any(|l| l.split_whitespace().next() == Some(n.as_str())), "{n} left behind");
+            assert!(
+                !list
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(n.as_str())),
+                "{n} left behind"
+            );
         }
     }
 
@@ -272,6 +332,9 @@ mod tests {
         assert!(res.is_err());
         let name = name.into_inner().unwrap();
         assert!(!name.is_empty());
-        assert!(!ip(["netns", "list"]).unwrap().lines().any(|l| l.split_whitespace().next() == Some(name.as_str())));
+        assert!(!ip(["netns", "list"])
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name.as_str())));
     }
 }

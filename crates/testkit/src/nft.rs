@@ -76,7 +76,10 @@ fn parse_counter(listing: &str, tag: &str) -> Option<u64> {
 
 /// Parses both counters of a loss table listing.
 fn parse_counters(listing: &str) -> Option<LossCounters> {
-    Some(LossCounters { matched: parse_counter(listing, "matched")?, dropped: parse_counter(listing, "dropped")? })
+    Some(LossCounters {
+        matched: parse_counter(listing, "matched")?,
+        dropped: parse_counter(listing, "dropped")?,
+    })
 }
 
 /// An installed loss table; removed on drop.
@@ -103,12 +106,23 @@ pub fn loss(netns: Option<&str>, percent: u8, matcher: &Matcher) -> Result<LossG
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|source| Error::Spawn { cmd: line.clone(), source })?;
+        .map_err(|source| Error::Spawn {
+            cmd: line.clone(),
+            source,
+        })?;
     let script = ruleset(&table, percent, matcher);
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(script.as_bytes()).map_err(|source| Error::Io { what: line.clone(), source })?;
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|source| Error::Io {
+                what: line.clone(),
+                source,
+            })?;
     }
-    let out = child.wait_with_output().map_err(|source| Error::Io { what: line.clone(), source })?;
+    let out = child.wait_with_output().map_err(|source| Error::Io {
+        what: line.clone(),
+        source,
+    })?;
     if !out.status.success() {
         return Err(Error::Failed {
             cmd: format!("{line} <<< {script}"),
@@ -116,7 +130,10 @@ pub fn loss(netns: Option<&str>, percent: u8, matcher: &Matcher) -> Result<LossG
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
-    Ok(LossGuard { netns: netns.map(str::to_owned), table })
+    Ok(LossGuard {
+        netns: netns.map(str::to_owned),
+        table,
+    })
 }
 
 impl LossGuard {
@@ -132,7 +149,10 @@ impl LossGuard {
     /// Current values of the matched and dropped counters.
     pub fn counters(&self) -> Result<LossCounters> {
         let listing = run(self.nft().args(["list", "table", "inet", &self.table]))?;
-        parse_counters(&listing).ok_or_else(|| Error::Parse { what: format!("nft list table {}", self.table), detail: listing })
+        parse_counters(&listing).ok_or_else(|| Error::Parse {
+            what: format!("nft list table {}", self.table),
+            detail: listing,
+        })
     }
 }
 
@@ -155,7 +175,10 @@ mod tests {
         assert_eq!(Matcher::Sctp.expr(), "meta l4proto 132");
         assert_eq!(Matcher::UdpDport(9899).expr(), "udp dport 9899");
         assert_eq!(Matcher::UdpSport(1).expr(), "udp sport 1");
-        assert_eq!(Matcher::Expr("ip saddr 10.0.0.1".into()).expr(), "ip saddr 10.0.0.1");
+        assert_eq!(
+            Matcher::Expr("ip saddr 10.0.0.1".into()).expr(),
+            "ip saddr 10.0.0.1"
+        );
     }
 
     #[test]
@@ -163,7 +186,9 @@ mod tests {
         let r = ruleset("t", 5, &Matcher::Sctp);
         assert!(r.contains("hook input"));
         assert!(r.contains("meta l4proto 132 counter comment \"matched\""));
-        assert!(r.contains("meta l4proto 132 numgen random mod 100 < 5 counter drop comment \"dropped\""));
+        assert!(r.contains(
+            "meta l4proto 132 numgen random mod 100 < 5 counter drop comment \"dropped\""
+        ));
     }
 
     #[test]
@@ -175,9 +200,18 @@ mod tests {
             \t\tudp dport 9999 counter packets 1000 bytes 42000 comment \"matched\"\n\
             \t\tudp dport 9999 numgen random mod 100 < 20 counter packets 197 bytes 8274 drop comment \"dropped\"\n\
             \t}\n}\n";
-        assert_eq!(parse_counters(listing), Some(LossCounters { matched: 1000, dropped: 197 }));
+        assert_eq!(
+            parse_counters(listing),
+            Some(LossCounters {
+                matched: 1000,
+                dropped: 197
+            })
+        );
         assert_eq!(parse_counters("table inet x {}"), None);
-        assert_eq!(parse_counter("counter packets x comment \"matched\"", "matched"), None);
+        assert_eq!(
+            parse_counter("counter packets x comment \"matched\"", "matched"),
+            None
+        );
     }
 
     #[test]
@@ -192,7 +226,10 @@ mod tests {
         // matter: the input hook runs before socket lookup.
         let target = pair.addr(Side::B).to_string();
         // Resolve ARP first so no datagram waits in (or falls out of) the neighbour queue.
-        run(pair.exec(Side::A, "bash").args(["-c", &format!("echo warm > /dev/udp/{target}/9998")])).unwrap();
+        run(pair
+            .exec(Side::A, "bash")
+            .args(["-c", &format!("echo warm > /dev/udp/{target}/9998")]))
+        .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
         let script = format!("for i in $(seq 200); do echo x > /dev/udp/{target}/9999; done");
         run(pair.exec(Side::A, "bash").args(["-c", &script])).unwrap();

@@ -26,8 +26,11 @@ pub enum Decision {
 /// True when the effective capability set holds everything the root-only tests use.
 pub fn has_net_privilege() -> bool {
     match fs::read_to_string("/proc/self/status") {
-        Ok(status) => parse_cap_eff(&status)
-            .is_some_and(|caps| [CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN].iter().all(|&c| caps & (1 << c) != 0)),
+        Ok(status) => parse_cap_eff(&status).is_some_and(|caps| {
+            [CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN]
+                .iter()
+                .all(|&c| caps & (1 << c) != 0)
+        }),
         Err(_) => false,
     }
 }
@@ -101,7 +104,8 @@ mod tests {
 
     #[test]
     fn cap_eff_is_parsed_from_proc_status() {
-        let status = "Name:\tcat\nCapInh:\t0000000000000000\nCapEff:\t000001fffeffffff\nCapBnd:\t0\n";
+        let status =
+            "Name:\tcat\nCapInh:\t0000000000000000\nCapEff:\t000001fffeffffff\nCapBnd:\t0\n";
         assert_eq!(parse_cap_eff(status), Some(0x0000_01ff_feff_ffff));
         assert_eq!(parse_cap_eff("Name:\tx\n"), None);
         assert_eq!(parse_cap_eff("CapEff:\tzz\n"), None);

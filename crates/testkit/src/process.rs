@@ -33,7 +33,10 @@ pub fn run(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| Error::Spawn { cmd: line.clone(), source })?;
+        .map_err(|source| Error::Spawn {
+            cmd: line.clone(),
+            source,
+        })?;
     if !out.status.success() {
         return Err(Error::Failed {
             cmd: line,
@@ -95,7 +98,10 @@ pub struct ChildGuard {
 
 impl std::fmt::Debug for ChildGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChildGuard").field("pid", &self.child.id()).field("name", &self.name).finish()
+        f.debug_struct("ChildGuard")
+            .field("pid", &self.child.id())
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -111,7 +117,10 @@ impl ChildGuard {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| Error::Spawn { cmd: name.clone(), source })?;
+            .map_err(|source| Error::Spawn {
+                cmd: name.clone(),
+                source,
+            })?;
         let echo = std::env::var_os("TESTKIT_ECHO").is_some();
         let stdout = child.stdout.take().map(|mut out| {
             thread::spawn(move || {
@@ -127,7 +136,10 @@ impl ChildGuard {
             let tag = cmd.get_program().to_string_lossy().into_owned();
             let tag = if tag == "ip" {
                 // `ip netns exec NS prog`: name the program, not `ip`.
-                cmd.get_args().nth(3).map(|a| a.to_string_lossy().into_owned()).unwrap_or(tag)
+                cmd.get_args()
+                    .nth(3)
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .unwrap_or(tag)
             } else {
                 tag
             };
@@ -152,7 +164,14 @@ impl ChildGuard {
                 sink.grew.notify_all();
             })
         });
-        Ok(ChildGuard { child, name, stdout, stderr, stderr_thread, echo })
+        Ok(ChildGuard {
+            child,
+            name,
+            stdout,
+            stderr,
+            stderr_thread,
+            echo,
+        })
     }
 
     /// The child's process id (for `ip netns exec` children, the program's own pid, since
@@ -185,7 +204,12 @@ impl ChildGuard {
                 }
                 let wait = (deadline - now).min(Duration::from_millis(100));
                 // Waking up early is harmless: the loop re-checks everything.
-                drop(self.stderr.grew.wait_timeout(text, wait).unwrap_or_else(PoisonError::into_inner));
+                drop(
+                    self.stderr
+                        .grew
+                        .wait_timeout(text, wait)
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 // Let the reader thread drain the last lines before judging.
@@ -196,7 +220,11 @@ impl ChildGuard {
                 if text.contains(needle) {
                     return Ok(());
                 }
-                return Err(Error::Failed { cmd: self.name.clone(), status, stderr: text.clone() });
+                return Err(Error::Failed {
+                    cmd: self.name.clone(),
+                    status,
+                    stderr: text.clone(),
+                });
             }
         }
     }
@@ -224,17 +252,28 @@ impl ChildGuard {
                     let _ = self.child.wait();
                     self.join_readers();
                     return Err(Error::Timeout {
-                        what: format!("`{}` to exit (killed); its stderr:\n{}", self.name, self.stderr_so_far()),
+                        what: format!(
+                            "`{}` to exit (killed); its stderr:\n{}",
+                            self.name,
+                            self.stderr_so_far()
+                        ),
                         after: timeout,
                     });
                 }
                 Err(source) => {
-                    return Err(Error::Io { what: format!("waiting for `{}`", self.name), source });
+                    return Err(Error::Io {
+                        what: format!("waiting for `{}`", self.name),
+                        source,
+                    });
                 }
             }
         };
         let stdout = self.join_readers();
-        Ok(Finished { status, stdout, stderr: self.stderr_so_far() })
+        Ok(Finished {
+            status,
+            stdout,
+            stderr: self.stderr_so_far(),
+        })
     }
 
     /// Asks the child to stop with `sig` and waits for it like [`ChildGuard::wait_timeout`].
@@ -244,7 +283,11 @@ impl ChildGuard {
     }
 
     fn join_readers(&mut self) -> String {
-        let out = self.stdout.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        let out = self
+            .stdout
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
         if let Some(t) = self.stderr_thread.take() {
             let _ = t.join();
         }
@@ -275,7 +318,12 @@ pub fn in_netns(netns: Option<&str>, program: impl AsRef<OsStr>) -> Command {
     match netns {
         Some(ns) => {
             let mut c = Command::new("ip");
-            c.args([OsStr::new("netns"), OsStr::new("exec"), OsStr::new(ns), program.as_ref()]);
+            c.args([
+                OsStr::new("netns"),
+                OsStr::new("exec"),
+                OsStr::new(ns),
+                program.as_ref(),
+            ]);
             c
         }
         None => Command::new(program),
@@ -289,17 +337,27 @@ mod tests {
 
     #[test]
     fn run_returns_stdout_and_reports_failures() {
-        assert_eq!(run(Command::new("sh").args(["-c", "echo hi"])).unwrap(), "hi\n");
+        assert_eq!(
+            run(Command::new("sh").args(["-c", "echo hi"])).unwrap(),
+            "hi\n"
+        );
         let err = run(Command::new("sh").args(["-c", "echo boom >&2; exit 3"])).unwrap_err();
         match err {
-            Error::Failed { status, stderr, cmd } => {
+            Error::Failed {
+                status,
+                stderr,
+                cmd,
+            } => {
                 assert_eq!(status.code(), Some(3));
                 assert_eq!(stderr, "boom\n");
                 assert!(cmd.starts_with("sh -c"));
             }
             other => panic!("unexpected {other}"),
         }
-        assert!(matches!(run(&mut Command::new("/nonexistent/prog")), Err(Error::Spawn { .. })));
+        assert!(matches!(
+            run(&mut Command::new("/nonexistent/prog")),
+            Err(Error::Spawn { .. })
+        ));
     }
 
     #[test]
@@ -317,14 +375,17 @@ mod tests {
     #[test]
     fn guard_times_out_and_kills() {
         let start = Instant::now();
-        let err = run_timeout(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap_err();
+        let err =
+            run_timeout(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }));
         assert!(start.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
     fn wait_for_stderr_sees_a_line_then_signal_stops() {
-        let mut g = ChildGuard::spawn(Command::new("sh").args(["-c", "echo ready >&2; exec sleep 30"])).unwrap();
+        let mut g =
+            ChildGuard::spawn(Command::new("sh").args(["-c", "echo ready >&2; exec sleep 30"]))
+                .unwrap();
         g.wait_for_stderr("ready", Duration::from_secs(5)).unwrap();
         assert!(g.is_running());
         let done = g.stop("TERM", Duration::from_secs(5)).unwrap();
@@ -333,15 +394,23 @@ mod tests {
 
     #[test]
     fn wait_for_stderr_fails_when_child_exits_without_it() {
-        let mut g = ChildGuard::spawn(Command::new("sh").args(["-c", "echo nope >&2; exit 1"])).unwrap();
-        let err = g.wait_for_stderr("ready", Duration::from_secs(5)).unwrap_err();
-        assert!(matches!(err, Error::Failed { ref stderr, .. } if stderr.contains("nope")), "{err}");
+        let mut g =
+            ChildGuard::spawn(Command::new("sh").args(["-c", "echo nope >&2; exit 1"])).unwrap();
+        let err = g
+            .wait_for_stderr("ready", Duration::from_secs(5))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Failed { ref stderr, .. } if stderr.contains("nope")),
+            "{err}"
+        );
     }
 
     #[test]
     fn wait_for_stderr_times_out() {
         let mut g = ChildGuard::spawn(Command::new("sleep").arg("30")).unwrap();
-        let err = g.wait_for_stderr("ready", Duration::from_millis(200)).unwrap_err();
+        let err = g
+            .wait_for_stderr("ready", Duration::from_millis(200))
+            .unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }));
     }
 

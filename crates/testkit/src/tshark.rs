@@ -96,7 +96,13 @@ pub struct Packet {
 
 impl fmt::Display for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:>5} {:<6} {}", self.number, self.protocol, self.info.trim_end())
+        write!(
+            f,
+            "{:>5} {:<6} {}",
+            self.number,
+            self.protocol,
+            self.info.trim_end()
+        )
     }
 }
 
@@ -155,7 +161,12 @@ impl Report {
 pub fn ngap_message_name(pdu: u32, code: u32) -> String {
     // (code, initiating, successful outcome, unsuccessful outcome)
     const TABLE: &[(u32, &str, &str, &str)] = &[
-        (0, "AMFConfigurationUpdate", "AMFConfigurationUpdateAcknowledge", "AMFConfigurationUpdateFailure"),
+        (
+            0,
+            "AMFConfigurationUpdate",
+            "AMFConfigurationUpdateAcknowledge",
+            "AMFConfigurationUpdateFailure",
+        ),
         (1, "AMFStatusIndication", "", ""),
         (2, "CellTrafficTrace", "", ""),
         (3, "DeactivateTrace", "", ""),
@@ -163,9 +174,24 @@ pub fn ngap_message_name(pdu: u32, code: u32) -> String {
         (9, "ErrorIndication", "", ""),
         (10, "HandoverCancel", "HandoverCancelAcknowledge", ""),
         (11, "HandoverNotify", "", ""),
-        (12, "HandoverRequired", "HandoverCommand", "HandoverPreparationFailure"),
-        (13, "HandoverRequest", "HandoverRequestAcknowledge", "HandoverFailure"),
-        (14, "InitialContextSetupRequest", "InitialContextSetupResponse", "InitialContextSetupFailure"),
+        (
+            12,
+            "HandoverRequired",
+            "HandoverCommand",
+            "HandoverPreparationFailure",
+        ),
+        (
+            13,
+            "HandoverRequest",
+            "HandoverRequestAcknowledge",
+            "HandoverFailure",
+        ),
+        (
+            14,
+            "InitialContextSetupRequest",
+            "InitialContextSetupResponse",
+            "InitialContextSetupFailure",
+        ),
         (15, "InitialUEMessage", "", ""),
         (19, "NASNonDeliveryIndication", "", ""),
         (20, "NGReset", "NGResetAcknowledge", ""),
@@ -173,22 +199,71 @@ pub fn ngap_message_name(pdu: u32, code: u32) -> String {
         (22, "OverloadStart", "", ""),
         (23, "OverloadStop", "", ""),
         (24, "Paging", "", ""),
-        (25, "PathSwitchRequest", "PathSwitchRequestAcknowledge", "PathSwitchRequestFailure"),
-        (26, "PDUSessionResourceModifyRequest", "PDUSessionResourceModifyResponse", ""),
-        (27, "PDUSessionResourceModifyIndication", "PDUSessionResourceModifyConfirm", ""),
-        (28, "PDUSessionResourceReleaseCommand", "PDUSessionResourceReleaseResponse", ""),
-        (29, "PDUSessionResourceSetupRequest", "PDUSessionResourceSetupResponse", ""),
+        (
+            25,
+            "PathSwitchRequest",
+            "PathSwitchRequestAcknowledge",
+            "PathSwitchRequestFailure",
+        ),
+        (
+            26,
+            "PDUSessionResourceModifyRequest",
+            "PDUSessionResourceModifyResponse",
+            "",
+        ),
+        (
+            27,
+            "PDUSessionResourceModifyIndication",
+            "PDUSessionResourceModifyConfirm",
+            "",
+        ),
+        (
+            28,
+            "PDUSessionResourceReleaseCommand",
+            "PDUSessionResourceReleaseResponse",
+            "",
+        ),
+        (
+            29,
+            "PDUSessionResourceSetupRequest",
+            "PDUSessionResourceSetupResponse",
+            "",
+        ),
         (30, "PDUSessionResourceNotify", "", ""),
-        (35, "RANConfigurationUpdate", "RANConfigurationUpdateAcknowledge", "RANConfigurationUpdateFailure"),
+        (
+            35,
+            "RANConfigurationUpdate",
+            "RANConfigurationUpdateAcknowledge",
+            "RANConfigurationUpdateFailure",
+        ),
         (36, "RerouteNASRequest", "", ""),
-        (40, "UEContextModificationRequest", "UEContextModificationResponse", "UEContextModificationFailure"),
-        (41, "UEContextReleaseCommand", "UEContextReleaseComplete", ""),
+        (
+            40,
+            "UEContextModificationRequest",
+            "UEContextModificationResponse",
+            "UEContextModificationFailure",
+        ),
+        (
+            41,
+            "UEContextReleaseCommand",
+            "UEContextReleaseComplete",
+            "",
+        ),
         (42, "UEContextReleaseRequest", "", ""),
-        (43, "UERadioCapabilityCheckRequest", "UERadioCapabilityCheckResponse", ""),
+        (
+            43,
+            "UERadioCapabilityCheckRequest",
+            "UERadioCapabilityCheckResponse",
+            "",
+        ),
         (44, "UERadioCapabilityInfoIndication", "", ""),
         (46, "UplinkNASTransport", "", ""),
     ];
-    let kind = ["initiatingMessage", "successfulOutcome", "unsuccessfulOutcome"];
+    let kind = [
+        "initiatingMessage",
+        "successfulOutcome",
+        "unsuccessfulOutcome",
+    ];
     let found = TABLE.iter().find(|e| e.0 == code).map(|e| [e.1, e.2, e.3]);
     match (found, usize::try_from(pdu).ok().filter(|&i| i < 3)) {
         (Some(names), Some(i)) if !names[i].is_empty() => names[i].to_owned(),
@@ -202,7 +277,10 @@ fn split_multi(field: &str) -> impl Iterator<Item = &str> {
 }
 
 fn parse_u<T: std::str::FromStr>(s: &str, what: &str, line: &str) -> Result<T> {
-    s.trim().parse().map_err(|_| Error::Parse { what: "tshark -T fields".into(), detail: format!("bad {what} {s:?} in {line:?}") })
+    s.trim().parse().map_err(|_| Error::Parse {
+        what: "tshark -T fields".into(),
+        detail: format!("bad {what} {s:?} in {line:?}"),
+    })
 }
 
 /// Parses tshark's `-T fields` output for [`FIELDS`] (tab separated, occurrences joined by
@@ -214,7 +292,11 @@ pub fn parse_fields(text: &str) -> Result<Report> {
         if cols.len() != FIELDS.len() {
             return Err(Error::Parse {
                 what: "tshark -T fields".into(),
-                detail: format!("{} columns instead of {} in {line:?}", cols.len(), FIELDS.len()),
+                detail: format!(
+                    "{} columns instead of {} in {line:?}",
+                    cols.len(),
+                    FIELDS.len()
+                ),
             });
         }
         let number: u64 = parse_u(cols[0], "frame number", line)?;
@@ -226,20 +308,36 @@ pub fn parse_fields(text: &str) -> Result<Report> {
                 _ => ChecksumStatus::Unverified,
             });
         }
-        let pdus: Vec<u32> = split_multi(cols[4]).map(|s| parse_u(s, "NGAP-PDU", line)).collect::<Result<_>>()?;
-        let codes: Vec<u32> = split_multi(cols[5]).map(|s| parse_u(s, "procedureCode", line)).collect::<Result<_>>()?;
+        let pdus: Vec<u32> = split_multi(cols[4])
+            .map(|s| parse_u(s, "NGAP-PDU", line))
+            .collect::<Result<_>>()?;
+        let codes: Vec<u32> = split_multi(cols[5])
+            .map(|s| parse_u(s, "procedureCode", line))
+            .collect::<Result<_>>()?;
         // A truncated PDU can leave one list shorter: name what is complete.
-        let ngap: Vec<String> = pdus.iter().zip(&codes).map(|(&p, &c)| ngap_message_name(p, c)).collect();
-        let severities: Vec<u32> =
-            split_multi(cols[7]).map(|s| parse_u(s, "expert severity", line)).collect::<Result<_>>()?;
+        let ngap: Vec<String> = pdus
+            .iter()
+            .zip(&codes)
+            .map(|(&p, &c)| ngap_message_name(p, c))
+            .collect();
+        let severities: Vec<u32> = split_multi(cols[7])
+            .map(|s| parse_u(s, "expert severity", line))
+            .collect::<Result<_>>()?;
         // Messages may contain commas, so split them on the aggregator only.
         let messages: Vec<&str> = cols[8].split(AGGREGATOR).collect();
         let expert: Vec<(Severity, String)> = severities
             .iter()
             .enumerate()
-            .map(|(i, &s)| (Severity::from_raw(s), messages.get(i).copied().unwrap_or("").to_owned()))
+            .map(|(i, &s)| {
+                (
+                    Severity::from_raw(s),
+                    messages.get(i).copied().unwrap_or("").to_owned(),
+                )
+            })
             .collect();
-        let sctp_chunks: Vec<u8> = split_multi(cols[9]).map(|s| parse_u(s, "chunk type", line)).collect::<Result<_>>()?;
+        let sctp_chunks: Vec<u8> = split_multi(cols[9])
+            .map(|s| parse_u(s, "chunk type", line))
+            .collect::<Result<_>>()?;
         let packet = Packet {
             number,
             protocol: cols[1].to_owned(),
@@ -287,11 +385,21 @@ pub fn decode_udp_as_sctp(port: u16) -> String {
 /// e.g. [`decode_udp_as_sctp`] for a test's own encapsulation port.
 pub fn check(path: &Path, decode_as: &[String]) -> Result<Report> {
     let mut cmd = Command::new("tshark");
-    cmd.arg("-r").arg(path).args(["-n", "-o", "sctp.checksum:CRC-32C"]);
+    cmd.arg("-r")
+        .arg(path)
+        .args(["-n", "-o", "sctp.checksum:CRC-32C"]);
     for d in decode_as {
         cmd.args(["-d", d]);
     }
-    cmd.args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E"]);
+    cmd.args([
+        "-T",
+        "fields",
+        "-E",
+        "separator=/t",
+        "-E",
+        "occurrence=a",
+        "-E",
+    ]);
     cmd.arg(format!("aggregator={AGGREGATOR}"));
     for f in FIELDS {
         cmd.args(["-e", f]);
@@ -311,8 +419,14 @@ mod tests {
         assert_eq!(ngap_message_name(2, 21), "NGSetupFailure");
         assert_eq!(ngap_message_name(0, 9), "ErrorIndication");
         assert_eq!(ngap_message_name(0, 15), "InitialUEMessage");
-        assert_eq!(ngap_message_name(1, 15), "procedureCode 15 successfulOutcome");
-        assert_eq!(ngap_message_name(0, 99), "procedureCode 99 initiatingMessage");
+        assert_eq!(
+            ngap_message_name(1, 15),
+            "procedureCode 15 successfulOutcome"
+        );
+        assert_eq!(
+            ngap_message_name(0, 99),
+            "procedureCode 99 initiatingMessage"
+        );
         assert_eq!(ngap_message_name(7, 21), "procedureCode 21 pdu 7");
     }
 
@@ -332,9 +446,14 @@ mod tests {
                 let name = ngap_message_name(0, code);
                 if !name.starts_with("procedureCode") {
                     // Initiating messages of class 1 procedures add Request/Required etc.
-                    let stem = id.trim_end_matches("Notification").trim_end_matches("Preparation");
+                    let stem = id
+                        .trim_end_matches("Notification")
+                        .trim_end_matches("Preparation");
                     let stem = stem.trim_end_matches("ResourceAllocation");
-                    assert!(name.starts_with(stem) || name.starts_with(id), "code {code}: {id} vs {name}");
+                    assert!(
+                        name.starts_with(stem) || name.starts_with(id),
+                        "code {code}: {id} vs {name}"
+                    );
                     checked += 1;
                 }
             }
@@ -363,7 +482,10 @@ mod tests {
         assert_eq!(r.expert_count(Severity::Warning), 1);
         assert_eq!(r.expert_count(Severity::Note), 1);
         assert_eq!(r.warnings, vec!["frame 8: comma, inside".to_owned()]);
-        assert_eq!(r.errors, vec!["frame 7: Malformed Packet (Exception occurred)".to_owned()]);
+        assert_eq!(
+            r.errors,
+            vec!["frame 7: Malformed Packet (Exception occurred)".to_owned()]
+        );
         assert_eq!(r.packets[3].sctp_chunks, vec![3, 0]);
         assert!(r.summary().contains("NGSetupRequest"));
     }

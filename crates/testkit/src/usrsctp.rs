@@ -21,12 +21,18 @@ pub fn source_path() -> PathBuf {
 }
 
 fn compile(src: &Path) -> Result<PathBuf> {
-    let code = fs::read(src).map_err(|source| Error::Io { what: format!("reading {}", src.display()), source })?;
+    let code = fs::read(src).map_err(|source| Error::Io {
+        what: format!("reading {}", src.display()),
+        source,
+    })?;
     // DefaultHasher::new() has fixed keys, so the name is stable across processes.
     let mut h = DefaultHasher::new();
     code.hash(&mut h);
     let dir = std::env::temp_dir().join("steer5g-testkit");
-    fs::create_dir_all(&dir).map_err(|source| Error::Io { what: format!("creating {}", dir.display()), source })?;
+    fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        what: format!("creating {}", dir.display()),
+        source,
+    })?;
     let bin = dir.join(format!("usrsctp_ngap-{:016x}", h.finish()));
     if bin.exists() {
         return Ok(bin);
@@ -39,7 +45,10 @@ fn compile(src: &Path) -> Result<PathBuf> {
         .arg(&tmp)
         .arg(src)
         .args(["-lusrsctp", "-lpthread"]))?;
-    fs::rename(&tmp, &bin).map_err(|source| Error::Io { what: format!("installing {}", bin.display()), source })?;
+    fs::rename(&tmp, &bin).map_err(|source| Error::Io {
+        what: format!("installing {}", bin.display()),
+        source,
+    })?;
     Ok(bin)
 }
 
@@ -49,7 +58,10 @@ pub fn build_peer() -> Result<PathBuf> {
     BUILT
         .get_or_init(|| compile(&source_path()).map_err(|e| e.to_string()))
         .clone()
-        .map_err(|detail| Error::Parse { what: "building usrsctp_ngap".into(), detail })
+        .map_err(|detail| Error::Parse {
+            what: "building usrsctp_ngap".into(),
+            detail,
+        })
 }
 
 /// Lower-case hex of `bytes` (the peer's PDU argument).
@@ -91,7 +103,14 @@ pub fn client_args(mode: Mode, remote: Ipv4Addr, sctp_port: u16, pdu: &[u8]) -> 
         Mode::Udp { local, remote } => ("udp", local.to_string(), remote.to_string()),
         Mode::Raw => ("raw", "-".to_owned(), "-".to_owned()),
     };
-    vec![m.to_owned(), local, remote.to_string(), rport, sctp_port.to_string(), hex(pdu)]
+    vec![
+        m.to_owned(),
+        local,
+        remote.to_string(),
+        rport,
+        sctp_port.to_string(),
+        hex(pdu),
+    ]
 }
 
 /// Arguments for the server mode (the peer plays an AMF and answers with `pdu`). For UDP,
@@ -101,7 +120,13 @@ pub fn server_args(mode: Mode, bind: Ipv4Addr, sctp_port: u16, pdu: &[u8]) -> Ve
         Mode::Udp { local, .. } => ("serve-udp", local.to_string()),
         Mode::Raw => ("serve-raw", "-".to_owned()),
     };
-    vec![m.to_owned(), local, bind.to_string(), sctp_port.to_string(), hex(pdu)]
+    vec![
+        m.to_owned(),
+        local,
+        bind.to_string(),
+        sctp_port.to_string(),
+        hex(pdu),
+    ]
 }
 
 /// One message the peer received, from its `RECV sid=S ppid=P len=N hex=...` line.
@@ -117,8 +142,14 @@ pub struct Recv {
 
 /// Finds and parses the `RECV` line in the peer's standard output.
 pub fn parse_recv(stdout: &str) -> Result<Recv> {
-    let bad = |detail: &str| Error::Parse { what: "usrsctp_ngap output".into(), detail: format!("{detail} in {stdout:?}") };
-    let line = stdout.lines().find_map(|l| l.strip_prefix("RECV ")).ok_or_else(|| bad("no RECV line"))?;
+    let bad = |detail: &str| Error::Parse {
+        what: "usrsctp_ngap output".into(),
+        detail: format!("{detail} in {stdout:?}"),
+    };
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RECV "))
+        .ok_or_else(|| bad("no RECV line"))?;
     let (mut sid, mut ppid, mut len, mut data) = (None, None, None, None);
     for kv in line.split_whitespace() {
         match kv.split_once('=') {
@@ -133,7 +164,11 @@ pub fn parse_recv(stdout: &str) -> Result<Recv> {
     if len != Some(data.len()) {
         return Err(bad("len does not match hex"));
     }
-    Ok(Recv { sid: sid.ok_or_else(|| bad("bad sid"))?, ppid: ppid.ok_or_else(|| bad("bad ppid"))?, data })
+    Ok(Recv {
+        sid: sid.ok_or_else(|| bad("bad sid"))?,
+        ppid: ppid.ok_or_else(|| bad("bad ppid"))?,
+        data,
+    })
 }
 
 #[cfg(test)]
@@ -146,7 +181,9 @@ mod tests {
     use std::time::Duration;
 
     /// The probe's 12-byte NGSetupFailure (unsuccessfulOutcome, procedure 21, cause misc).
-    const NG_SETUP_FAILURE: [u8; 12] = [0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a];
+    const NG_SETUP_FAILURE: [u8; 12] = [
+        0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a,
+    ];
 
     #[test]
     fn hex_round_trip() {
@@ -160,7 +197,14 @@ mod tests {
     #[test]
     fn parses_recv_lines() {
         let r = parse_recv("noise\nRECV sid=0 ppid=60 len=2 hex=0a0b\n").unwrap();
-        assert_eq!(r, Recv { sid: 0, ppid: 60, data: vec![0x0a, 0x0b] });
+        assert_eq!(
+            r,
+            Recv {
+                sid: 0,
+                ppid: 60,
+                data: vec![0x0a, 0x0b]
+            }
+        );
         assert!(parse_recv("RECV sid=0 ppid=60 len=3 hex=0a0b").is_err());
         assert!(parse_recv("RECV sid=x ppid=60 len=2 hex=0a0b").is_err());
         assert!(parse_recv("nothing").is_err());
@@ -170,11 +214,25 @@ mod tests {
     fn argument_lists() {
         let ip = Ipv4Addr::new(127, 0, 0, 1);
         assert_eq!(
-            client_args(Mode::Udp { local: 1, remote: 2 }, ip, 38412, &[0xab]),
+            client_args(
+                Mode::Udp {
+                    local: 1,
+                    remote: 2
+                },
+                ip,
+                38412,
+                &[0xab]
+            ),
             ["udp", "1", "127.0.0.1", "2", "38412", "ab"]
         );
-        assert_eq!(client_args(Mode::Raw, ip, 38412, &[0xab]), ["raw", "-", "127.0.0.1", "-", "38412", "ab"]);
-        assert_eq!(server_args(Mode::Raw, ip, 5, &[1]), ["serve-raw", "-", "127.0.0.1", "5", "01"]);
+        assert_eq!(
+            client_args(Mode::Raw, ip, 38412, &[0xab]),
+            ["raw", "-", "127.0.0.1", "-", "38412", "ab"]
+        );
+        assert_eq!(
+            server_args(Mode::Raw, ip, 5, &[1]),
+            ["serve-raw", "-", "127.0.0.1", "5", "01"]
+        );
     }
 
     #[test]
@@ -198,12 +256,17 @@ mod tests {
         // Unprivileged this may fail to open usrsctp's raw socket, which only matters in raw
         // mode; over UDP nobody answers on the remote port and the alarm must end the run.
         let done = run_timeout(
-            Command::new(&peer).env("USRSCTP_NGAP_TIMEOUT", "1").args(client_args(
-                Mode::Udp { local: 0, remote: 9 },
-                Ipv4Addr::LOCALHOST,
-                38412,
-                &NG_SETUP_FAILURE,
-            )),
+            Command::new(&peer)
+                .env("USRSCTP_NGAP_TIMEOUT", "1")
+                .args(client_args(
+                    Mode::Udp {
+                        local: 0,
+                        remote: 9,
+                    },
+                    Ipv4Addr::LOCALHOST,
+                    38412,
+                    &NG_SETUP_FAILURE,
+                )),
             Duration::from_secs(10),
         )
         .unwrap();
@@ -215,7 +278,10 @@ mod tests {
         let ns = Namespace::new("tkusto").unwrap();
         let mut cmd = ns.exec(&peer);
         cmd.env("USRSCTP_NGAP_TIMEOUT", "1").args(client_args(
-            Mode::Udp { local: 9900, remote: 9899 },
+            Mode::Udp {
+                local: 9900,
+                remote: 9899,
+            },
             Ipv4Addr::LOCALHOST,
             38412,
             &NG_SETUP_FAILURE,
@@ -234,14 +300,25 @@ mod tests {
         let peer = build_peer().unwrap();
         let ns = Namespace::new("tkuself").unwrap();
         let answer = [0x20, 0x15, 0x00, 0x00];
-        let mut server = ChildGuard::spawn(
-            ns.exec(&peer).args(server_args(Mode::Udp { local: 9899, remote: 0 }, Ipv4Addr::LOCALHOST, 38412, &answer)),
-        )
+        let mut server = ChildGuard::spawn(ns.exec(&peer).args(server_args(
+            Mode::Udp {
+                local: 9899,
+                remote: 0,
+            },
+            Ipv4Addr::LOCALHOST,
+            38412,
+            &answer,
+        )))
         .unwrap();
-        server.wait_for_stderr("listening", Duration::from_secs(5)).unwrap();
+        server
+            .wait_for_stderr("listening", Duration::from_secs(5))
+            .unwrap();
         let client = run_timeout(
             ns.exec(&peer).args(client_args(
-                Mode::Udp { local: 9900, remote: 9899 },
+                Mode::Udp {
+                    local: 9900,
+                    remote: 9899,
+                },
                 Ipv4Addr::LOCALHOST,
                 38412,
                 &NG_SETUP_FAILURE,
@@ -250,7 +327,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(client.code(), Some(0), "{}", client.stderr);
-        assert_eq!(parse_recv(&client.stdout).unwrap(), Recv { sid: 0, ppid: 60, data: answer.to_vec() });
+        assert_eq!(
+            parse_recv(&client.stdout).unwrap(),
+            Recv {
+                sid: 0,
+                ppid: 60,
+                data: answer.to_vec()
+            }
+        );
         let server = server.wait_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(server.code(), Some(0), "{}", server.stderr);
         assert_eq!(parse_recv(&server.stdout).unwrap().data, NG_SETUP_FAILURE);

@@ -1,20 +1,29 @@
-//! `steer5g bench`: benchmark scenarios.
+//! `steer5g bench`: benchmark scenarios, each measured in one run side by side with its
+//! baseline (DESIGN.md principle 6), with the machine and commit recorded beside the figures.
+
+mod echo;
+mod machine;
+mod plot;
+mod sctp;
 
 use clap::Subcommand;
 
 use crate::cli::{BenchArgs, Global};
 use crate::exit::CliError;
 
+pub(crate) use self::sctp::SctpArgs;
+
 /// A benchmark scenario.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Scenario {
-    /// NGAP-sized messages echoed over SCTP next to a plain UDP echo.
-    Sctp,
+    /// NGAP-sized messages echoed over SCTP (raw IP and UDP encapsulation), next to a plain
+    /// UDP echo of the same payloads on the same runtime.
+    Sctp(SctpArgs),
 }
 
 /// `steer5g bench`.
-pub(crate) fn run(_global: &Global, args: &BenchArgs) -> Result<(), CliError> {
-    match args.scenario {
-        Scenario::Sctp => Err(CliError::Failed("not yet".into())),
+pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
+    match &args.scenario {
+        Scenario::Sctp(a) => sctp::run(global, a),
     }
 }

@@ -40,8 +40,6 @@ pub(crate) struct WorkerReport {
 pub(crate) struct AmfServer {
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<Result<WorkerReport, CliError>>>,
-    /// Where each worker listens, in start order.
-    pub(crate) listening: Vec<(TransportKind, SocketAddrV4)>,
 }
 
 impl AmfServer {
@@ -85,18 +83,19 @@ impl AmfServer {
         }
         for (kind, local) in &listening {
             let what = match kind {
-                TransportKind::Raw => format!("SCTP over raw IP on {}:{}", local.ip(), cfg.n2.sctp_port),
+                TransportKind::Raw => {
+                    format!("SCTP over raw IP on {}:{}", local.ip(), cfg.n2.sctp_port)
+                }
                 TransportKind::Udp => {
-                    format!("SCTP port {} over UDP encapsulation on {local}", cfg.n2.sctp_port)
+                    format!(
+                        "SCTP port {} over UDP encapsulation on {local}",
+                        cfg.n2.sctp_port
+                    )
                 }
             };
             tracing::info!("N2 listening: {what}");
         }
-        Ok(AmfServer {
-            stop,
-            workers,
-            listening,
-        })
+        Ok(AmfServer { stop, workers })
     }
 
     /// Stops every worker (graceful SCTP shutdown of its associations) and collects reports.
@@ -119,10 +118,15 @@ fn worker(
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<SocketAddrV4, CliError>>,
 ) -> Result<WorkerReport, CliError> {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = ready.send(Err(CliError::Failed(format!("cannot start a runtime: {e}"))));
+            let _ = ready.send(Err(CliError::Failed(format!(
+                "cannot start a runtime: {e}"
+            ))));
             return Err(CliError::Failed("runtime".into()));
         }
     };
@@ -165,7 +169,9 @@ fn worker(
         Ok(WorkerReport {
             transport: kind.to_string(),
             local: match kind {
-                TransportKind::Raw => SocketAddr::new((*local.ip()).into(), cfg.n2.sctp_port).to_string(),
+                TransportKind::Raw => {
+                    SocketAddr::new((*local.ip()).into(), cfg.n2.sctp_port).to_string()
+                }
                 TransportKind::Udp => local.to_string(),
             },
             gnbs: amf.gnbs().map(GnbRow::from).collect(),
@@ -179,8 +185,14 @@ fn worker(
 pub(crate) fn pump(sock: &mut SctpSocket, amf: &mut AmfN2, out: &mut Vec<N2Output>) {
     while let Some((id, ev)) = sock.endpoint_mut().poll_event() {
         match ev {
-            Event::Connected { remote, remote_port, inbound_streams, outbound_streams, .. } => {
-                tracing::info!(
+            Event::Connected {
+                remote,
+                remote_port,
+                inbound_streams,
+                outbound_streams,
+                ..
+            } => {
+                tracing::debug!(
                     assoc = %id, %remote, remote_port, inbound_streams, outbound_streams,
                     "SCTP association up"
                 );
@@ -203,22 +215,24 @@ pub(crate) fn pump(sock: &mut SctpSocket, amf: &mut AmfN2, out: &mut Vec<N2Outpu
                 tracing::warn!(assoc = %id, ?causes, "SCTP ERROR chunk from peer");
             }
             Event::Closed { reason } => {
-                tracing::info!(assoc = %id, ?reason, "SCTP association closed");
+                tracing::debug!(assoc = %id, ?reason, "SCTP association closed");
                 amf.association_down(id.0);
             }
         }
         for o in out.drain(..) {
             match o {
                 N2Output::Send { assoc, stream, pdu } => {
-                    if let Err(e) =
-                        sock.endpoint_mut().send(AssocId(assoc), stream, NGAP_PPID, false, pdu.into())
-                    {
+                    if let Err(e) = sock.endpoint_mut().send(
+                        AssocId(assoc),
+                        stream,
+                        NGAP_PPID,
+                        false,
+                        pdu.into(),
+                    ) {
                         tracing::warn!(assoc, error = %e, "cannot send NGAP message");
                     }
                 }
-                N2Output::CloseAssociation { assoc } => {
-                    let _ = sock.endpoint_mut().abort(Instant::now(), AssocId(assoc));
-                }
+                other => tracing::warn!(?other, "N2 output this runtime does not carry out"),
             }
         }
     }
@@ -257,7 +271,11 @@ fn wait_for_stop(duration: Option<f64>) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
     let limit = match duration {
         Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
-        Some(d) => return Err(CliError::Usage(format!("--duration {d}: must be a non-negative number"))),
+        Some(d) => {
+            return Err(CliError::Usage(format!(
+                "--duration {d}: must be a non-negative number"
+            )))
+        }
         None => None,
     };
     rt.block_on(async {

@@ -42,7 +42,7 @@ pub(crate) fn slices(cfg: &Config) -> Result<Vec<Snssai>, CliError> {
                 Some(sd) => Some(steer5g_config::parse_sd(sd)?),
                 None => None,
             };
-            Ok(Snssai { sst: s.sst, sd })
+            Snssai::new(s.sst, sd).map_err(|e| CliError::Usage(format!("S-NSSAI: {e}")))
         })
         .collect()
 }
@@ -50,16 +50,22 @@ pub(crate) fn slices(cfg: &Config) -> Result<Vec<Snssai>, CliError> {
 /// What the AMF's N2 logic needs from the configuration.
 pub(crate) fn amf_n2_config(cfg: &Config) -> Result<AmfN2Config, CliError> {
     let plmn = plmn(cfg)?;
+    let guami = Guami::new(plmn, cfg.amf.region_id, cfg.amf.set_id, cfg.amf.pointer)
+        .map_err(|e| CliError::Usage(format!("GUAMI: {e}")))?;
     Ok(AmfN2Config {
         amf_name: cfg.amf.name.clone(),
-        served_guamis: vec![Guami {
-            plmn: plmn.clone(),
-            amf_region_id: cfg.amf.region_id,
-            amf_set_id: cfg.amf.set_id,
-            amf_pointer: cfg.amf.pointer,
-        }],
+        served_guamis: vec![guami],
         plmn_support: vec![(plmn, slices(cfg)?)],
-        tacs: cfg.amf.tacs.iter().map(|&t| Tac(t)).collect(),
+        tacs: tacs(cfg)?,
         relative_capacity: cfg.amf.relative_capacity,
     })
+}
+
+/// The configured tracking area codes in the codec's form.
+pub(crate) fn tacs(cfg: &Config) -> Result<Vec<Tac>, CliError> {
+    cfg.amf
+        .tacs
+        .iter()
+        .map(|&t| Tac::new(t).map_err(|e| CliError::Usage(format!("TAC: {e}"))))
+        .collect()
 }

@@ -13,7 +13,7 @@ use sctp_io::{SctpSocket, Transport};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
 
-use super::{endpoint_config, plmn, slices, NGAP_PPID};
+use super::{endpoint_config, plmn, slices, tacs, NGAP_PPID};
 use crate::cli::{parse_host_port, Global, RanArgs};
 use crate::exit::CliError;
 use crate::report::{Latency, SctpCounters};
@@ -97,7 +97,10 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
     let mut sock = SctpSocket::new(transport, Endpoint::new(endpoint_config(None)));
     let plmn = plmn(&plan.cfg)?;
     let slices = slices(&plan.cfg)?;
-    let tac = plan.cfg.amf.tacs.first().copied().unwrap_or(1);
+    let tac = tacs(&plan.cfg)?
+        .first()
+        .copied()
+        .ok_or_else(|| CliError::Usage("no TAC configured".into()))?;
 
     let start = Instant::now();
     let mut emulators: HashMap<AssocId, Emulator> = HashMap::new();
@@ -109,10 +112,11 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
             gnb_id,
             gnb_id_bits: 22,
             name: format!("steer5g-gnb-{gnb_id}"),
-            plmn: plmn.clone(),
-            tac: proto::ids::Tac(tac),
+            plmn,
+            tac,
             slices: slices.clone(),
-        });
+        })
+        .map_err(|e| CliError::Usage(format!("gNB {gnb_id}: {e}")))?;
         match sock
             .endpoint_mut()
             .connect(Instant::now(), remote, local_port, plan.sctp_port)

@@ -132,7 +132,11 @@ pub(crate) fn node_to_asn(n: &GlobalRanNodeId) -> Result<asn::GlobalRANNodeID, I
                 None,
             ))
         }
-        GlobalRanNodeId::NgEnb { plmn, id, bits: len } => {
+        GlobalRanNodeId::NgEnb {
+            plmn,
+            id,
+            bits: len,
+        } => {
             let b = bits("ng-eNB ID", (*id).into(), *len)?;
             let enb = match len {
                 20 => asn::NgENBID::macroNgENB_ID(b),
@@ -197,8 +201,7 @@ pub(crate) fn node_from_asn(n: &asn::GlobalRANNodeID) -> Result<GlobalRanNodeId,
             match &n.n3iwf_id {
                 asn::N3IWFID::n3IWF_ID(b) => GlobalRanNodeId::N3iwf {
                     plmn,
-                    id: u16::try_from(b.value())
-                        .map_err(|_| IdError::Number(format!("{b:?}")))?,
+                    id: u16::try_from(b.value()).map_err(|_| IdError::Number(format!("{b:?}")))?,
                 },
                 _ => GlobalRanNodeId::Other,
             }

@@ -141,7 +141,7 @@ impl CriticalityDiagnostics {
                 Direction::UnsuccessfulOutcome => asn::TriggeringMessage::unsuccessful_outcome,
             }),
             self.procedure_criticality.map(criticality_to_asn),
-            (!items.is_empty()).then(|| asn::CriticalityDiagnosticsIEList(items)),
+            (!items.is_empty()).then_some(asn::CriticalityDiagnosticsIEList(items)),
             None,
         )
     }

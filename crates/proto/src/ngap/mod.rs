@@ -14,6 +14,7 @@ mod convert;
 mod diagnostics;
 mod error_indication;
 mod setup;
+use setup as setup_support;
 
 use oxirush_ngap::ngap as asn;
 use oxirush_ngap::{ErrorKind, NgapPduKind};
@@ -210,13 +211,17 @@ impl ParseError {
                 let cause = diagnostics::cause_by_criticality(*criticality)?;
                 (cause, Some((*id, *criticality, TypeOfError::Missing)))
             }
-            Self::UndecodableIe { id, criticality, .. } => (
+            Self::UndecodableIe {
+                id, criticality, ..
+            } => (
                 ProtocolCause::TransferSyntaxError,
                 Some((*id, *criticality, TypeOfError::NotUnderstood)),
             ),
             Self::Malformed(_) => (ProtocolCause::TransferSyntaxError, None),
             Self::InvalidValue { .. } => (ProtocolCause::SemanticError, None),
-            Self::WrongMessage { .. } => (ProtocolCause::MessageNotCompatibleWithReceiverState, None),
+            Self::WrongMessage { .. } => {
+                (ProtocolCause::MessageNotCompatibleWithReceiverState, None)
+            }
         };
         // §9.3.1.3: an IE of criticality ignore is never listed.
         let ies = ie
@@ -286,6 +291,9 @@ impl NgapPdu {
             asn::NGAP_PDU::initiatingMessage(_) => Direction::InitiatingMessage,
             asn::NGAP_PDU::successfulOutcome(_) => Direction::SuccessfulOutcome,
             asn::NGAP_PDU::unsuccessfulOutcome(_) => Direction::UnsuccessfulOutcome,
+            // The codec marks the PDU CHOICE non-exhaustive; NGAP-PDU has an extension
+            // marker, and a later alternative is no outcome we could answer.
+            _ => Direction::UnsuccessfulOutcome,
         }
     }
 
@@ -365,7 +373,3 @@ impl NgapPdu {
         (amf, ran)
     }
 }
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests;

@@ -223,7 +223,10 @@ impl Iterator for CauseIter<'_> {
         }
         let r = tlv_at(self.data, self.pos).and_then(|(start, len, next)| {
             self.pos = next;
-            let b = self.data.get(start..start + len).ok_or(WireError::Truncated)?;
+            let b = self
+                .data
+                .get(start..start + len)
+                .ok_or(WireError::Truncated)?;
             let code = be16(b, 0).ok_or(WireError::Truncated)?;
             ErrorCause::parse(code, b.get(4..).unwrap_or(&[]))
         });

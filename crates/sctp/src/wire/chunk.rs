@@ -466,9 +466,7 @@ impl<'a> Chunk<'a> {
                 buf.extend_from_slice(s.gaps);
                 buf.extend_from_slice(s.dups);
             }
-            Chunk::Heartbeat { info } | Chunk::HeartbeatAck { info } => {
-                buf.extend_from_slice(info)
-            }
+            Chunk::Heartbeat { info } | Chunk::HeartbeatAck { info } => buf.extend_from_slice(info),
             Chunk::Abort { causes, .. } | Chunk::Error { causes } => buf.extend_from_slice(causes),
             Chunk::Shutdown { cum_tsn_ack } => buf.extend_from_slice(&cum_tsn_ack.to_be_bytes()),
             Chunk::CookieEcho { cookie } => buf.extend_from_slice(cookie),
@@ -511,7 +509,7 @@ pub(crate) fn emit_data(buf: &mut Vec<u8>, d: &DataChunk<'_>) {
 
 /// Pads `buf` with zeros to a multiple of four bytes.
 pub(crate) fn pad_vec(buf: &mut Vec<u8>) {
-    while buf.len() % 4 != 0 {
+    while !buf.len().is_multiple_of(4) {
         buf.push(0);
     }
 }

@@ -10,8 +10,8 @@ mod param;
 
 pub use cause::{CauseIter, ErrorCause};
 pub use chunk::{
-    chunk_type, data_flags, Chunk, ChunkIter, DataChunk, GapBlockIter, InitChunk, RawChunk, SackChunk,
-    TsnIter, DATA_HEADER_LEN, T_BIT,
+    chunk_type, data_flags, Chunk, ChunkIter, DataChunk, GapBlockIter, InitChunk, RawChunk,
+    SackChunk, TsnIter, DATA_HEADER_LEN, T_BIT,
 };
 pub(crate) use chunk::{emit_data, emit_sack};
 pub(crate) use param::emit_tlv;

@@ -1,0 +1,162 @@
+//! Wireshark as an independent oracle: every PDU we build must dissect as the message
+//! we meant, with no malformed packet or expert warning (DESIGN.md principle 5).
+//! Skipped, with a note, where `tshark`/`text2pcap` are not installed.
+#![allow(clippy::unwrap_used)]
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+use proto::ids::{defaults, GlobalRanNodeId, Plmn, Snssai};
+use proto::ngap::{
+    BroadcastPlmn, Cause, Criticality, CriticalityDiagnostics, Direction, ErrorIndication,
+    IeDiagnostic, MiscCause, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx,
+    PlmnSupport, ProtocolCause, SupportedTa, TimeToWait, TypeOfError, SCTP_PORT, SCTP_PPID,
+};
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+fn pdus() -> Vec<(&'static str, Vec<u8>)> {
+    let three_digit = Plmn::new("310", "410").unwrap();
+    let request = NgSetupRequest {
+        global_ran_node_id: GlobalRanNodeId::gnb(defaults::PLMN, defaults::GNB_ID),
+        ran_node_name: Some(defaults::GNB_NAME.into()),
+        supported_tas: vec![SupportedTa {
+            tac: defaults::TAC,
+            broadcast_plmns: vec![
+                BroadcastPlmn {
+                    plmn: defaults::PLMN,
+                    slices: vec![defaults::SNSSAI],
+                },
+                BroadcastPlmn {
+                    plmn: three_digit,
+                    slices: vec![Snssai::new(2, Some(0xabcdef)).unwrap()],
+                },
+            ],
+        }],
+        default_paging_drx: Some(PagingDrx::V128),
+    };
+    let notify = CriticalityDiagnostics {
+        procedure_code: None,
+        triggering_message: None,
+        procedure_criticality: Some(Criticality::Reject),
+        ies: vec![IeDiagnostic {
+            criticality: Criticality::Notify,
+            id: 65000,
+            type_of_error: TypeOfError::NotUnderstood,
+        }],
+    };
+    let response = NgSetupResponse {
+        amf_name: defaults::AMF_NAME.into(),
+        served_guamis: vec![defaults::GUAMI],
+        relative_amf_capacity: defaults::RELATIVE_AMF_CAPACITY,
+        plmn_support: vec![PlmnSupport {
+            plmn: defaults::PLMN,
+            slices: vec![defaults::SNSSAI],
+        }],
+        criticality_diagnostics: Some(notify),
+    };
+    let failure = NgSetupFailure {
+        cause: Cause::Protocol(ProtocolCause::AbstractSyntaxErrorReject),
+        time_to_wait: Some(TimeToWait::V5s),
+        criticality_diagnostics: Some(CriticalityDiagnostics {
+            procedure_code: None,
+            triggering_message: None,
+            procedure_criticality: Some(Criticality::Reject),
+            ies: vec![IeDiagnostic {
+                criticality: Criticality::Reject,
+                id: 27,
+                type_of_error: TypeOfError::Missing,
+            }],
+        }),
+    };
+    let ei = ErrorIndication {
+        amf_ue_ngap_id: Some(5),
+        ran_ue_ngap_id: Some(1),
+        cause: Some(Cause::Protocol(
+            ProtocolCause::MessageNotCompatibleWithReceiverState,
+        )),
+        criticality_diagnostics: Some(CriticalityDiagnostics {
+            procedure_code: Some(15),
+            triggering_message: Some(Direction::InitiatingMessage),
+            procedure_criticality: Some(Criticality::Ignore),
+            ies: vec![],
+        }),
+    };
+    vec![
+        ("NGSetupRequest", request.encode().unwrap()),
+        ("NGSetupResponse", response.encode().unwrap()),
+        ("NGSetupFailure", failure.encode().unwrap()),
+        (
+            "NGSetupFailure",
+            NgSetupFailure::new(MiscCause::UnknownPlmnOrSnpn)
+                .encode()
+                .unwrap(),
+        ),
+        ("ErrorIndication", ei.encode().unwrap()),
+        (
+            "ErrorIndication",
+            ErrorIndication::new(ProtocolCause::TransferSyntaxError)
+                .encode()
+                .unwrap(),
+        ),
+    ]
+}
+
+#[test]
+fn wireshark_dissects_every_pdu_we_build() {
+    if !have("tshark") || !have("text2pcap") {
+        eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
+        return;
+    }
+    let pdus = pdus();
+    let mut dump = String::new();
+    for (_, bytes) in &pdus {
+        // text2pcap's hex dump: an offset, then the octets.
+        dump.push_str("000000");
+        for b in bytes {
+            write!(dump, " {b:02x}").unwrap();
+        }
+        dump.push_str("\n\n");
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("steer5g-ngap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let txt = dir.join("ngap.txt");
+    let pcap = dir.join("ngap.pcap");
+    std::fs::write(&txt, dump).unwrap();
+    // Wrapped in SCTP DATA chunks of PPID 60 on port 38412, as on N2.
+    let sctp = format!("{SCTP_PORT},{SCTP_PORT},{SCTP_PPID}");
+    let status = Command::new("text2pcap")
+        .args(["-q", "-S", &sctp])
+        .arg(&txt)
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let summary = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&pcap)
+        .args(["-T", "fields", "-e", "_ws.col.Info"])
+        .output()
+        .unwrap();
+    let verbose = Command::new("tshark")
+        .args(["-n", "-V", "-r"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let summary = String::from_utf8_lossy(&summary.stdout);
+    let verbose = String::from_utf8_lossy(&verbose.stdout);
+    let infos: Vec<&str> = summary.lines().collect();
+    assert_eq!(infos.len(), pdus.len(), "{summary}");
+    for (info, (name, _)) in infos.iter().zip(&pdus) {
+        assert!(info.contains(name), "expected {name}, tshark says {info:?}");
+    }
+    for bad in ["Malformed", "Expert Info"] {
+        assert!(!verbose.contains(bad), "tshark reports {bad}:\n{verbose}");
+    }
+    // Wireshark reads the 3-digit MNC as we wrote it (TS 38.413 §9.3.3.5 order).
+    assert!(verbose.contains("(410)"), "{verbose}");
+}
