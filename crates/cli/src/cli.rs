@@ -45,6 +45,10 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Run a benchmark scenario.
     Bench(BenchArgs),
+    /// Manage subscribers in the UDR's store (add, list, show, delete, import CSV).
+    Subscriber(crate::subscriber::SubscriberArgs),
+    /// 3GPP security primitives: MILENAGE, the 5G-AKA key chain, SUCI concealment.
+    Crypto(crate::crypto::CryptoArgs),
     /// Print the effective configuration (file < environment < flags) as TOML.
     Config(ConfigArgs),
 }

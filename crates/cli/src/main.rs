@@ -7,9 +7,11 @@
 
 mod bench;
 mod cli;
+mod crypto;
 mod exit;
 mod n2;
 mod report;
+mod subscriber;
 
 use std::process::ExitCode;
 
@@ -40,6 +42,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => n2::demo::run(&cli.global, args),
         Command::Bench(args) => bench::run(&cli.global, args),
         Command::Config(args) => cli::print_config(&cli.global, args),
+        Command::Crypto(args) => crypto::run(&cli.global, args),
+        Command::Subscriber(args) => subscriber::run(&cli.global, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,6 +46,11 @@ pub struct Endpoint {
     events: VecDeque<(AssocId, Event)>,
     stats: EndpointStats,
     scratch_ids: Vec<AssocId>,
+    /// Recently closed associations, remembered so a retransmitted SHUTDOWN ACK (our
+    /// SHUTDOWN COMPLETE was lost) still gets its SHUTDOWN COMPLETE after the port is freed.
+    linger: HashMap<Key, Instant>,
+    linger_order: VecDeque<(Instant, Key)>,
+    last_now: Option<Instant>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -127,11 +132,50 @@ impl Endpoint {
             events: VecDeque::new(),
             stats: EndpointStats::default(),
             scratch_ids: Vec::new(),
+            linger: HashMap::new(),
+            linger_order: VecDeque::new(),
+            last_now: None,
         }
     }
 
     fn epoch(&mut self, now: Instant) -> Instant {
+        self.last_now = Some(now);
         *self.epoch.get_or_insert(now)
+    }
+
+    fn prune_linger(&mut self, now: Instant) {
+        while let Some(&(t, key)) = self.linger_order.front() {
+            if t > now {
+                break;
+            }
+            self.linger_order.pop_front();
+            if self.linger.get(&key) == Some(&t) {
+                self.linger.remove(&key);
+            }
+        }
+    }
+
+    /// A packet for a port we no longer own: answer only a SHUTDOWN ACK for an association
+    /// that closed moments ago (RFC 9260 §8.4 rule 5), else count and ignore it.
+    fn on_foreign(&mut self, now: Instant, remote: SocketAddr, pkt: &Packet<&[u8]>) {
+        let hdr = CommonHeader::parse(pkt);
+        if !self.linger.is_empty() {
+            self.prune_linger(now);
+            let key = (hdr.dst_port, remote, hdr.src_port);
+            if self.linger.contains_key(&key)
+                && pkt.verify_checksum()
+                && matches!(pkt.chunks().next(), Some(Ok(c)) if c.ty == chunk_type::SHUTDOWN_ACK)
+            {
+                self.reply(
+                    &hdr,
+                    remote,
+                    hdr.verification_tag,
+                    &Chunk::ShutdownComplete { t_bit: true },
+                );
+                return;
+            }
+        }
+        self.stats.foreign_port += 1;
     }
 
     fn micros_since_epoch(&mut self, now: Instant) -> u64 {
@@ -202,6 +246,10 @@ impl Endpoint {
     }
 
     /// Handles one received SCTP packet (common header onward) from `remote`. Never panics.
+    ///
+    /// Packets for ports this endpoint does not own are counted in `foreign_port` and not
+    /// answered, with one exception: a SHUTDOWN ACK for an association of this endpoint that
+    /// closed within the last 2 × RTO.Max gets its SHUTDOWN COMPLETE (our first one was lost).
     pub fn handle(&mut self, now: Instant, remote: SocketAddr, packet: &[u8]) {
         self.stats.packets_received += 1;
         let Ok(pkt) = Packet::new_checked(packet) else {
@@ -212,7 +260,7 @@ impl Endpoint {
         // other stacks must cost as little as possible and never be answered.
         let hdr = CommonHeader::parse(&pkt);
         if !self.owns_port(hdr.dst_port) {
-            self.stats.foreign_port += 1;
+            self.on_foreign(now, remote, &pkt);
             return;
         }
         if !pkt.verify_checksum() {
@@ -513,7 +561,12 @@ impl Endpoint {
         let expiry = c
             .timestamp_us
             .saturating_add(u64::from(c.lifetime_ms).saturating_mul(1000));
-        if now_us > expiry {
+        // RFC 9260 §5.2.4 step 3: a cookie whose tags are the existing association's own is
+        // valid however old (a retransmitted COOKIE ECHO after a lost COOKIE ACK).
+        let same_tags = existing
+            .and_then(|id| self.assocs.get(&id))
+            .is_some_and(|a| a.tags() == (c.local_tag, c.peer_tag));
+        if now_us > expiry && !same_tags {
             // RFC 9260 §5.1.5 step 3, §3.3.10.3: report how stale it is.
             self.stats.stale_cookies += 1;
             let staleness_us = (now_us - expiry).min(u64::from(u32::MAX)) as u32;
@@ -521,7 +574,7 @@ impl Endpoint {
             self.reply(hdr, remote, c.peer_tag, &Chunk::Error { causes: &enc });
             return;
         }
-        if c.timestamp_us > now_us {
+        if c.timestamp_us > now_us && !same_tags {
             // From another incarnation of this endpoint (different epoch): unusable.
             self.stats.stale_cookies += 1;
             return;
@@ -616,6 +669,11 @@ impl Endpoint {
         if self.by_key.get(&key) == Some(&id) {
             self.by_key.remove(&key);
         }
+        if let Some(now) = self.last_now {
+            let until = now + self.config.association.rto_max.saturating_mul(2);
+            self.linger.insert(key, until);
+            self.linger_order.push_back((until, key));
+        }
         if let Some(n) = self.ports.get_mut(&key.0) {
             *n -= 1;
             if *n == 0 {
@@ -627,6 +685,7 @@ impl Endpoint {
     /// Processes expired timers.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.epoch(now);
+        self.prune_linger(now);
         let mut ids = std::mem::take(&mut self.scratch_ids);
         ids.clear();
         ids.extend(
@@ -655,6 +714,7 @@ impl Endpoint {
 
     /// The next packet to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.last_now = Some(now);
         if let Some(t) = self.transmits.pop_front() {
             self.stats.packets_sent += 1;
             return Some(t);
@@ -708,6 +768,7 @@ impl Endpoint {
 
     /// Starts a graceful shutdown (RFC 9260 §9.2); queued data is delivered first.
     pub fn shutdown(&mut self, now: Instant, id: AssocId) -> Result<(), ClosedError> {
+        self.epoch(now);
         let a = self.assocs.get_mut(&id).ok_or(ClosedError)?;
         let mut ctx = Ctx {
             stats: &mut self.stats,

@@ -603,7 +603,7 @@ fn many_seeds_mixed_impairments() {
 
 #[test]
 fn shutdown_under_loss_flushes_both_directions() {
-    for seed in 200..220u64 {
+    for seed in 200..(200 + env_seeds(20)) {
         let (mut net, c, s) = Net::pair(seed, |_| {});
         net.impair = Impair {
             loss: 0.1,
@@ -637,7 +637,7 @@ fn shutdown_under_loss_flushes_both_directions() {
 
 #[test]
 fn restart_under_loss() {
-    for seed in 300..310u64 {
+    for seed in 300..(300 + env_seeds(10)) {
         let (mut net, c, s) = Net::pair(seed, |_| {});
         net.impair.loss = 0.15;
         net.nodes[0]
@@ -673,5 +673,103 @@ fn restart_under_loss() {
             .iter()
             .any(|(id, e)| *id == s && matches!(e, Event::Restarted)));
         assert!(net.closed(1).is_empty(), "seed {seed}");
+    }
+}
+
+/// Number of seeds for the randomized scenarios; `SCTP_SEEDS=1000` for a long soak.
+fn env_seeds(default: u64) -> u64 {
+    std::env::var("SCTP_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn server_restart_aborts_client() {
+    // The server loses all state; the client's next packet is out of the blue and draws an
+    // ABORT with the T bit (RFC 9260 §8.4 rule 8), which the client accepts (§8.5.1 B).
+    let (mut net, c, _) = Net::pair(50, |_| {});
+    net.nodes[1].ep = sctp::Endpoint::new(server_config(51));
+    net.nodes[0]
+        .ep
+        .send(c, 0, 1, false, payload(1, 10))
+        .unwrap();
+    assert!(net.run_until(Duration::from_secs(10), |n| !n.closed(0).is_empty()));
+    assert_eq!(
+        net.closed(0),
+        vec![(c, CloseReason::AbortedByPeer { causes: vec![] })]
+    );
+    assert_eq!(net.nodes[1].ep.stats().out_of_the_blue, 1);
+    // And it can connect again.
+    let c2 = net.connect(0, 1, 40000);
+    assert!(net.run_until(Duration::from_secs(10), |n| n.connected(0).contains(&c2)));
+}
+
+#[test]
+fn init_collision_under_loss() {
+    for seed in 400..(400 + env_seeds(20)) {
+        let mut net = Net::new(seed);
+        let mut a = server_config(seed + 1);
+        a.listen_port = Some(5000);
+        let mut b = server_config(seed + 2);
+        b.listen_port = Some(5000);
+        net.add(a, addr(1, 0));
+        net.add(b, addr(2, 0));
+        net.impair = Impair {
+            loss: 0.2,
+            dup: 0.05,
+            delay: Duration::from_millis(5),
+            jitter: Duration::from_millis(10),
+        };
+        let now = net.now;
+        let (ra, rb) = (net.nodes[1].addr, net.nodes[0].addr);
+        let ia = net.nodes[0].ep.connect(now, ra, 5000, 5000).unwrap();
+        let ib = net.nodes[1].ep.connect(now, rb, 5000, 5000).unwrap();
+        let ok = net.run_until(Duration::from_secs(600), |n| {
+            !n.connected(0).is_empty() && !n.connected(1).is_empty()
+        });
+        assert!(
+            ok,
+            "seed {seed}: {:?} {:?}",
+            net.nodes[0].events, net.nodes[1].events
+        );
+        net.nodes[0]
+            .ep
+            .send(ia, 0, 1, false, payload(1, 10))
+            .unwrap();
+        net.nodes[1]
+            .ep
+            .send(ib, 0, 2, false, payload(2, 10))
+            .unwrap();
+        let ok = net.run_until(Duration::from_secs(600), |n| {
+            n.messages(0).len() == 1 && n.messages(1).len() == 1
+        });
+        assert!(
+            ok,
+            "seed {seed}: {:?} {:?}",
+            net.nodes[0].events, net.nodes[1].events
+        );
+        assert!(
+            net.closed(0).is_empty() && net.closed(1).is_empty(),
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn abort_under_loss_eventually_closes_both() {
+    for seed in 500..(500 + env_seeds(10)) {
+        let (mut net, c, _s) = Net::pair(seed, |cfg| {
+            cfg.association.heartbeat_interval = Duration::from_secs(2);
+        });
+        net.impair.loss = 0.3;
+        net.nodes[0].ep.abort(net.now, c).unwrap();
+        // If the ABORT is lost the server finds out through heartbeats (the client answers
+        // them with ABORT as out-of-the-blue, or not at all once the port is gone).
+        assert!(
+            net.run_until(Duration::from_secs(3600), |n| !n.closed(1).is_empty()),
+            "seed {seed}"
+        );
+        assert!(net.nodes[1].ep.is_empty());
     }
 }

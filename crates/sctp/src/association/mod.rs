@@ -264,6 +264,11 @@ impl Association {
         self.my_vtag
     }
 
+    /// (our tag, peer's tag).
+    pub(crate) fn tags(&self) -> (u32, u32) {
+        (self.my_vtag, self.peer_vtag)
+    }
+
     pub(crate) fn state(&self) -> State {
         self.state
     }
@@ -571,6 +576,7 @@ impl Association {
         self.counters.packets_received += 1;
         self.burst_left = self.cfg.max_burst.max(1);
         let had_gaps = self.recv.has_gaps();
+        let cum_before = self.recv.cum;
         let mut got_data = false;
         let mut immediate = false;
         for (i, raw) in ChunkIter::new(chunks).enumerate() {
@@ -673,9 +679,13 @@ impl Association {
             self.packets_since_sack += 1;
             if self.state == State::ShutdownSent {
                 // RFC 9260 §9.2: DATA in SHUTDOWN-SENT is answered with SHUTDOWN, and T2
-                // restarts.
+                // restarts. The peer is still flushing its queue, so it is alive: T2 expiries
+                // while it does so are not failures.
                 self.queue_shutdown();
                 self.t2 = Some(now + self.rto);
+                if self.recv.cum != cum_before || self.recv.has_gaps() {
+                    self.error_count = 0;
+                }
             }
             // RFC 9260 §6.2: SACK at once on gaps, duplicates, when a gap closes, and for
             // every second packet; otherwise within the delayed-ACK time.
@@ -930,6 +940,11 @@ impl Association {
                 }
                 let ms = (us / 1000).saturating_mul(2).max(1000);
                 self.cookie_preservative = Some(ms);
+                // A fresh INIT is a new association attempt: new tag and TSN, so a peer that
+                // already holds a TCB for the old tag treats it as a restart (§5.2.4 A)
+                // rather than a late duplicate it must discard.
+                self.my_vtag = random_tag(&mut self.rng);
+                self.my_initial_tsn = self.rng.gen();
                 self.state = State::CookieWait;
                 self.peer_vtag = 0;
                 self.cookie.clear();

@@ -1,0 +1,94 @@
+//! The README's main job: `steer5g demo` on the embedded defaults must succeed and report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+#[test]
+fn demo_runs_on_the_default_plan_and_reports_every_ng_setup() {
+    // This is the only test that uses the default address plan (127.0.0.5, UDP 9899).
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args(["demo", "--gnbs", "16", "--json"])
+        .output()
+        .expect("run steer5g demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed ({:?}): {stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "--json must print exactly one line: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON report");
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["ran"]["gnbs"], 16);
+    assert_eq!(v["ran"]["ng_setup_ok"], 16);
+    assert_eq!(v["ran"]["ng_setup_failed"], 0);
+    assert_eq!(v["ran"]["transport"], "udp");
+    assert_eq!(v["amf"]["n2"]["ng_setup_ok"], 16);
+    assert_eq!(v["amf"]["sctp"]["associations_established"], 16);
+    assert_eq!(v["amf"]["sctp"]["bad_checksum"], 0);
+}
+
+#[test]
+fn demo_human_report_names_each_stage() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args(["demo", "--gnbs", "4", "--n2-addr", "127.0.0.59", "--udp-port", "19899"])
+        .output()
+        .expect("run steer5g demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("NG Setup succeeded"), "{stdout}");
+    assert!(stdout.contains("every NG Setup succeeded"), "{stdout}");
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g")).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for sub in ["amf", "ran", "demo", "bench", "config"] {
+        assert!(help.contains(sub), "--help does not list {sub}: {help}");
+    }
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args(["ran", "--transport", "tcp"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args(["ran", "--mcc", "12"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn config_file_then_env_then_flags() {
+    let dir = std::env::temp_dir().join(format!("steer5g-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("c.toml");
+    std::fs::write(&file, "[plmn]\nmcc = \"999\"\nmnc = \"70\"\n[amf]\ntacs = [7]\n").unwrap();
+    let run = |env: &[(&str, &str)], flags: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_steer5g"));
+        c.args(["config", "--json", "--config"]).arg(&file).args(flags);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = run(&[], &[]);
+    assert_eq!(v["plmn"]["mcc"], "999");
+    assert_eq!(v["amf"]["tacs"][0], 7);
+    let v = run(&[("STEER5G_MCC", "208")], &[]);
+    assert_eq!(v["plmn"]["mcc"], "208");
+    assert_eq!(v["plmn"]["mnc"], "70");
+    let v = run(&[("STEER5G_MCC", "208")], &["--mcc", "310"]);
+    assert_eq!(v["plmn"]["mcc"], "310");
+    std::fs::remove_dir_all(&dir).ok();
+}
