@@ -293,7 +293,10 @@ mod tests {
     #[test]
     fn parses_slices_and_tacs() {
         assert_eq!(parse_slice("1").unwrap(), SliceConfig { sst: 1, sd: None });
-        assert_eq!(parse_slice("2:0000ff").unwrap().sd.as_deref(), Some("0000ff"));
+        assert_eq!(
+            parse_slice("2:0000ff").unwrap().sd.as_deref(),
+            Some("0000ff")
+        );
         assert!(parse_slice("300").is_err());
         assert!(parse_slice("1:xyz").is_err());
         assert_eq!(parse_tac("0x10").unwrap(), 16);

@@ -60,7 +60,9 @@ fn init_logging(global: &cli::Global, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match &global.log {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
+        None => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter))
+        }
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -47,7 +47,12 @@ fn assert_clean(r: &Report) {
         r.ngap,
         r.summary()
     );
-    assert_eq!(r.malformed, 0, "malformed packets:\n{}", r.summary());
+    assert_eq!(
+        r.malformed,
+        0,
+        "malformed packets:\n{}",
+        r.malformed_details().join("\n")
+    );
     assert_eq!(
         r.expert_count(Severity::Error),
         0,

@@ -18,7 +18,11 @@ fn demo_runs_on_the_default_plan_and_reports_every_ng_setup() {
         String::from_utf8_lossy(&out.stderr)
     );
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "--json must print exactly one line: {stdout}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "--json must print exactly one line: {stdout}"
+    );
     let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON report");
     assert_eq!(v["ok"], true);
     assert_eq!(v["ran"]["gnbs"], 16);
@@ -33,7 +37,15 @@ fn demo_runs_on_the_default_plan_and_reports_every_ng_setup() {
 #[test]
 fn demo_human_report_names_each_stage() {
     let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
-        .args(["demo", "--gnbs", "4", "--n2-addr", "127.0.0.59", "--udp-port", "19899"])
+        .args([
+            "demo",
+            "--gnbs",
+            "4",
+            "--n2-addr",
+            "127.0.0.59",
+            "--udp-port",
+            "19899",
+        ])
         .output()
         .expect("run steer5g demo");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -44,7 +56,10 @@ fn demo_human_report_names_each_stage() {
 
 #[test]
 fn help_lists_the_subcommands() {
-    let out = Command::new(env!("CARGO_BIN_EXE_steer5g")).arg("--help").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .arg("--help")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for sub in ["amf", "ran", "demo", "bench", "config"] {
@@ -63,7 +78,12 @@ fn bad_usage_exits_2() {
         .args(["ran", "--mcc", "12"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -71,15 +91,25 @@ fn config_file_then_env_then_flags() {
     let dir = std::env::temp_dir().join(format!("steer5g-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("c.toml");
-    std::fs::write(&file, "[plmn]\nmcc = \"999\"\nmnc = \"70\"\n[amf]\ntacs = [7]\n").unwrap();
+    std::fs::write(
+        &file,
+        "[plmn]\nmcc = \"999\"\nmnc = \"70\"\n[amf]\ntacs = [7]\n",
+    )
+    .unwrap();
     let run = |env: &[(&str, &str)], flags: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_steer5g"));
-        c.args(["config", "--json", "--config"]).arg(&file).args(flags);
+        c.args(["config", "--json", "--config"])
+            .arg(&file)
+            .args(flags);
         for (k, v) in env {
             c.env(k, v);
         }
         let out = c.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let v = run(&[], &[]);

@@ -239,7 +239,10 @@ impl Config {
         }
         for tac in &self.amf.tacs {
             if *tac > 0xff_ffff {
-                return Err(invalid("amf.tacs", format!("TAC {tac} does not fit in 24 bits")));
+                return Err(invalid(
+                    "amf.tacs",
+                    format!("TAC {tac} does not fit in 24 bits"),
+                ));
             }
         }
         if self.amf.slices.is_empty() {
@@ -257,7 +260,11 @@ impl Config {
     }
 
     /// Replaces the PLMN, validating it.
-    pub fn override_plmn(&mut self, mcc: Option<String>, mnc: Option<String>) -> Result<(), ConfigError> {
+    pub fn override_plmn(
+        &mut self,
+        mcc: Option<String>,
+        mnc: Option<String>,
+    ) -> Result<(), ConfigError> {
         if let Some(m) = mcc {
             self.plmn.mcc = m;
         }
@@ -272,7 +279,10 @@ impl Config {
 pub fn parse_sd(sd: &str) -> Result<u32, ConfigError> {
     let digits = sd.strip_prefix("0x").unwrap_or(sd);
     if digits.len() != 6 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(invalid("amf.slices.sd", format!("{sd:?} is not six hex digits")));
+        return Err(invalid(
+            "amf.slices.sd",
+            format!("{sd:?} is not six hex digits"),
+        ));
     }
     u32::from_str_radix(digits, 16).map_err(|e| invalid("amf.slices.sd", e.to_string()))
 }
@@ -288,7 +298,11 @@ fn validate_digits(
             format!(
                 "{value:?} must be {}{} decimal digits",
                 len.start(),
-                if len.start() == len.end() { String::new() } else { format!(" to {}", len.end()) }
+                if len.start() == len.end() {
+                    String::new()
+                } else {
+                    format!(" to {}", len.end())
+                }
             ),
         ));
     }
@@ -340,7 +354,10 @@ mod tests {
         assert_eq!(c.amf.tacs.len(), 3);
         assert_eq!(c.n2.transports, vec![Transport::Udp]);
         assert_eq!(c.n2.sctp_port, 38412);
-        assert_eq!(parse_sd(c.amf.slices[1].sd.as_deref().unwrap()).unwrap(), 0xff);
+        assert_eq!(
+            parse_sd(c.amf.slices[1].sd.as_deref().unwrap()).unwrap(),
+            0xff
+        );
     }
 
     #[test]

@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 use sctp::wire::{finish_packet, Packet};
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 
+/// A harness: arbitrary bytes in, a panic only on a broken promise.
+pub type Harness = fn(&[u8]);
+
 /// The harnesses, by the name of their cargo-fuzz target.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("sctp_packet", sctp_packet),
     ("sctp_endpoint", sctp_endpoint),
     ("ngap_decode", ngap_decode),
@@ -122,7 +125,13 @@ pub fn sctp_endpoint(data: &[u8]) {
             5 => {
                 if let Some(id) = sid {
                     let stream = u16::from(body.first().copied().unwrap_or(0) % 20);
-                    let _ = server.send(id, stream, 60, op & 0x10 != 0, bytes::Bytes::copy_from_slice(body));
+                    let _ = server.send(
+                        id,
+                        stream,
+                        60,
+                        op & 0x10 != 0,
+                        bytes::Bytes::copy_from_slice(body),
+                    );
                 }
             }
             6 => exchange(now, &mut client, &mut server),
@@ -162,8 +171,15 @@ pub fn amf_n2(data: &[u8]) {
         assert!(out.len() <= 1, "more than one answer to one PDU");
         for o in out.drain(..) {
             if let N2Output::Send { assoc, stream, pdu } = o {
-                assert_eq!((assoc, stream), (7, 0), "answer on another association or stream");
-                assert!(proto::ngap::decode(&pdu).is_ok(), "our own answer does not decode");
+                assert_eq!(
+                    (assoc, stream),
+                    (7, 0),
+                    "answer on another association or stream"
+                );
+                assert!(
+                    proto::ngap::decode(&pdu).is_ok(),
+                    "our own answer does not decode"
+                );
             }
         }
     }

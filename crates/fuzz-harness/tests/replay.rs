@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 
 fn corpus_dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
 }
 
 #[test]
@@ -31,7 +33,10 @@ fn every_target_has_a_saved_corpus_and_it_replays_cleanly() {
 fn fuzz_targets_match_the_harness_list() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/fuzz_targets");
     for (name, _) in fuzz_harness::TARGETS {
-        assert!(dir.join(format!("{name}.rs")).exists(), "no fuzz target for {name}");
+        assert!(
+            dir.join(format!("{name}.rs")).exists(),
+            "no fuzz target for {name}"
+        );
     }
 }
 

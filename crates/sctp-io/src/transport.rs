@@ -104,7 +104,8 @@ impl Transport {
         sock.bind(&SockAddr::from(local))
             .map_err(|e| io_err("bind", e))?;
         let std_sock: std::net::UdpSocket = sock.into();
-        let udp = UdpSocket::from_std(std_sock).map_err(|e| io_err("register with the runtime", e))?;
+        let udp =
+            UdpSocket::from_std(std_sock).map_err(|e| io_err("register with the runtime", e))?;
         let local = match udp.local_addr() {
             Ok(SocketAddr::V4(a)) => a,
             _ => local,

@@ -11,6 +11,15 @@
 //! RFC 6951) lives elsewhere and identifies the peer by a `SocketAddr` whose port is the UDP
 //! encapsulation port (0 for raw IP).
 //!
+//! # Limitations
+//!
+//! - One path per association: extra addresses in INIT / INIT ACK are ignored, there is no
+//!   path failover, and Path.Max.Retrans only marks the path inactive in [`AssocInfo`].
+//! - No extensions: PR-SCTP, AUTH, ASCONF, I-DATA, stream reconfiguration and ECN are not
+//!   offered; their chunks and parameters are handled by the RFC 9260 §3.2 unknown-type rules.
+//! - Received messages wait in the event queue until polled; the advertised window only
+//!   accounts for data held for reassembly and ordering, not for unpolled events.
+//!
 //! ```
 //! use std::time::Instant;
 //! use bytes::Bytes;

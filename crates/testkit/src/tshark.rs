@@ -145,6 +145,28 @@ impl Report {
         self.expert.get(&sev).copied().unwrap_or(0)
     }
 
+    /// The malformed frames with their expert items: a malformed flag alone does not say
+    /// what is wrong, and a Note-level item of the Malformed group sets it too.
+    pub fn malformed_details(&self) -> Vec<String> {
+        self.packets
+            .iter()
+            .filter(|p| p.malformed)
+            .map(|p| {
+                let items: Vec<String> = p
+                    .expert
+                    .iter()
+                    .map(|(sev, msg)| format!("{sev:?}: {msg}"))
+                    .collect();
+                format!(
+                    "frame {} ({}): {}",
+                    p.number,
+                    p.info.trim_end(),
+                    items.join("; ")
+                )
+            })
+            .collect()
+    }
+
     /// One line per packet, as a reader of a failed test wants to see them.
     pub fn summary(&self) -> String {
         let mut s = String::new();
@@ -488,6 +510,10 @@ mod tests {
         );
         assert_eq!(r.packets[3].sctp_chunks, vec![3, 0]);
         assert!(r.summary().contains("NGSetupRequest"));
+        assert_eq!(
+            r.malformed_details(),
+            vec!["frame 7 (NGSetupResponse[Malformed Packet]): Error: Malformed Packet (Exception occurred)".to_owned()]
+        );
     }
 
     #[test]

@@ -169,6 +169,9 @@ pub(crate) struct CaseConfig {
     pub(crate) cores: Option<(CoreId, CoreId)>,
     /// Echoed messages to keep for inspection (tests); 0 in real runs.
     pub(crate) keep_samples: usize,
+    /// A case with no echo (or no association up) for this long fails; [`STALL`] in real
+    /// runs.
+    pub(crate) stall: Duration,
 }
 
 /// An echoed message as the client received it.
@@ -263,7 +266,7 @@ pub(crate) fn run_case(
 ) -> Result<CaseOutcome, CliError> {
     let shared = Arc::new(Shared::default());
     // The server gives up on its own well after the client must have finished.
-    let hard_deadline = Instant::now() + cfg.warmup + cfg.duration + STALL * 4;
+    let hard_deadline = Instant::now() + cfg.warmup + cfg.duration + cfg.stall * 4;
     let (ready_tx, ready_rx) = mpsc::channel();
     let server = {
         let cfg = cfg.clone();
@@ -574,6 +577,7 @@ struct Snapshot {
 struct Meter {
     shared: Arc<Shared>,
     label: &'static str,
+    stall: Duration,
     warm_end: Instant,
     duration: Duration,
     start: Option<Snapshot>,
@@ -599,6 +603,7 @@ impl Meter {
         Meter {
             shared,
             label: cfg.kind.label(),
+            stall: cfg.stall,
             warm_end: now + cfg.warmup,
             duration: cfg.duration,
             start: None,
@@ -632,10 +637,10 @@ impl Meter {
     /// Advances the phases. `packets` are the client's (in, out) packet counters.
     fn tick(&mut self, now: Instant, packets: (u64, u64)) -> Result<Tick, CliError> {
         self.shared.echoed.store(self.received, Ordering::Relaxed);
-        if now.duration_since(self.last_progress) >= STALL {
+        if now.duration_since(self.last_progress) >= self.stall {
             return Err(CliError::Failed(format!(
-                "{}: no echo for {STALL:?} ({} echoed so far); the peer stopped answering",
-                self.label, self.received
+                "{}: no echo for {:?} ({} echoed so far); the peer stopped answering",
+                self.label, self.stall, self.received
             )));
         }
         let boundary = match self.start {
@@ -659,7 +664,7 @@ impl Meter {
             }
             Some(s) => s.at + self.duration,
         };
-        Ok(Tick::Wake(boundary.min(self.last_progress + STALL)))
+        Ok(Tick::Wake(boundary.min(self.last_progress + self.stall)))
     }
 
     fn snapshot(&self, now: Instant, packets: (u64, u64)) -> Result<Snapshot, CliError> {
@@ -726,13 +731,13 @@ async fn sctp_client(
     }
 
     // RFC 9260 §5.1: four-way handshake for every association before any data.
-    let deadline = now + STALL;
+    let deadline = now + cfg.stall;
     let mut connected = 0;
     while connected < cfg.assocs {
         if Instant::now() >= deadline {
             return Err(CliError::Failed(format!(
-                "{label}: only {connected} of {} associations came up within {STALL:?}",
-                cfg.assocs
+                "{label}: only {connected} of {} associations came up within {:?}",
+                cfg.assocs, cfg.stall
             )));
         }
         sock.drive(Some(deadline))
@@ -749,7 +754,8 @@ async fn sctp_client(
                 }
                 Event::Closed { reason } => {
                     return Err(CliError::Failed(format!(
-                        "{label}: association {i} failed to come up: {reason:?}"
+                        "{label}: association {i} failed to come up: {reason:?}{}",
+                        raw_hint(cfg.kind)
                     )));
                 }
                 _ => {}
@@ -783,7 +789,8 @@ async fn sctp_client(
                 }
                 Event::Closed { reason } => {
                     return Err(CliError::Failed(format!(
-                        "{label}: association {i} closed during the run: {reason:?}"
+                        "{label}: association {i} closed during the run: {reason:?}{}",
+                        raw_hint(cfg.kind)
                     )));
                 }
                 Event::Restarted => {
@@ -818,6 +825,20 @@ async fn sctp_client(
         pinned: false,
         samples: meter.samples,
     })
+}
+
+/// A raw protocol-132 socket on the wildcard address sees our packets too, and a stack that
+/// answers out-of-the-blue packets for ports it does not own (usrsctp does) ABORTs our
+/// associations. A private network namespace keeps such neighbours out.
+fn raw_hint(kind: Kind) -> &'static str {
+    match kind {
+        Kind::SctpRaw => {
+            "; another raw SCTP stack on this host may be answering for our ports: run the \
+             benchmark in its own network namespace, e.g. \
+             unshare -n sh -c 'ip link set lo up && steer5g bench sctp'"
+        }
+        Kind::SctpUdp | Kind::PlainUdp => "",
+    }
 }
 
 /// Sends what each association's window allows, until the send buffer pushes back.
@@ -936,6 +957,55 @@ mod tests {
         let mut other = m.to_vec();
         other[11] = 58;
         assert_eq!(p.check(&other), None);
+    }
+
+    fn silent_peer_case(kind: Kind) -> CaseConfig {
+        CaseConfig {
+            kind,
+            assocs: 2,
+            window: 4,
+            payloads: Payloads::new(100, 300),
+            warmup: Duration::from_millis(50),
+            duration: Duration::from_secs(30),
+            association: AssociationConfig::default(),
+            cores: None,
+            keep_samples: 0,
+            stall: Duration::from_millis(300),
+        }
+    }
+
+    /// Runs the client alone against a UDP socket that never answers.
+    fn against_silent_peer(kind: Kind) -> (Result<ClientOut, CliError>, Duration) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let peer = silent.local_addr().unwrap();
+            let started = Instant::now();
+            let cfg = silent_peer_case(kind);
+            let r = client_main(cfg, Arc::new(Shared::default()), peer, false).await;
+            (r, started.elapsed())
+        })
+    }
+
+    #[test]
+    fn plain_udp_client_gives_up_when_nothing_comes_back() {
+        let (r, took) = against_silent_peer(Kind::PlainUdp);
+        let e = r.unwrap_err();
+        assert_eq!(e.exit_status(), 1);
+        assert!(e.to_string().contains("no echo for"), "{e}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    }
+
+    #[test]
+    fn sctp_client_gives_up_when_no_association_comes_up() {
+        let (r, took) = against_silent_peer(Kind::SctpUdp);
+        let e = r.unwrap_err();
+        assert_eq!(e.exit_status(), 1);
+        assert!(e.to_string().contains("0 of 2 associations came up"), "{e}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
     }
 
     #[test]

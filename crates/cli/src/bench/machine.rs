@@ -19,6 +19,8 @@ pub(crate) struct Machine {
     pub(crate) git_commit: Option<String>,
     /// When the run started, RFC 3339 in UTC.
     pub(crate) date: String,
+    /// `release` or `debug`: only release numbers mean anything.
+    pub(crate) build: &'static str,
     /// /proc/loadavg when the run started: on a shared 2-core machine other jobs take CPU
     /// from the benchmark threads and lower the rates (CPU per message suffers less).
     pub(crate) loadavg: Option<String>,
@@ -39,6 +41,11 @@ impl Machine {
                 .map(|s| s.trim().to_string()),
             git_commit: git_commit(),
             date: rfc3339_utc(secs),
+            build: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
             loadavg: std::fs::read_to_string("/proc/loadavg")
                 .ok()
                 .map(|s| s.trim().to_string()),

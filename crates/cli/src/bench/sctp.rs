@@ -68,6 +68,10 @@ pub(crate) struct SctpArgs {
     /// Traffic before each measured window, in seconds.
     #[arg(long, default_value_t = 0.5, value_name = "SECS")]
     pub(crate) warmup: f64,
+    /// Measure every case this many times, interleaved, and report each case's median round
+    /// (a shared machine's load comes in bursts).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) rounds: u32,
     /// Directory for sctp.json and sctp.svg.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub(crate) out: PathBuf,
@@ -85,6 +89,7 @@ pub(crate) struct Settings {
     pub(crate) window: u32,
     pub(crate) duration_s: f64,
     pub(crate) warmup_s: f64,
+    pub(crate) rounds: u32,
     pub(crate) ppid: u32,
     pub(crate) sctp_pmtu: usize,
     pub(crate) sctp_a_rwnd: u32,
@@ -118,6 +123,9 @@ pub(crate) struct CaseReport {
     pub(crate) retransmissions: Option<u64>,
     pub(crate) fast_retransmits: Option<u64>,
     pub(crate) pinned: bool,
+    /// Rate of every round of this case, in the order run (the figures above are the
+    /// median round's).
+    pub(crate) rounds_msgs_per_s: Vec<f64>,
 }
 
 /// SCTP against plain UDP for one transport and association count.
@@ -202,6 +210,9 @@ pub(crate) fn run(global: &Global, args: &SctpArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--duration must be positive".into()));
     }
     let warmup = seconds("warmup", args.warmup, 60.0)?;
+    if args.rounds == 0 || args.rounds > 100 {
+        return Err(CliError::Usage("--rounds must be between 1 and 100".into()));
+    }
 
     let (transports, choice) = match args.transport {
         Some(t) => {
@@ -246,6 +257,7 @@ pub(crate) fn run(global: &Global, args: &SctpArgs) -> Result<(), CliError> {
         window: args.window,
         duration_s: duration.as_secs_f64(),
         warmup_s: warmup.as_secs_f64(),
+        rounds: args.rounds,
         ppid: crate::n2::NGAP_PPID,
         sctp_pmtu: association.pmtu,
         sctp_a_rwnd: association.a_rwnd,
@@ -257,31 +269,56 @@ pub(crate) fn run(global: &Global, args: &SctpArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
 
     let machine = Machine::probe();
+    if machine.build == "debug" {
+        tracing::warn!(
+            "this is a debug build: the figures will not mean much; \
+             build with `cargo build --release -p steer5g`"
+        );
+    }
     let payloads = Payloads::new(args.min_size, args.max_size);
-    let mut cases = Vec::new();
-    let mut comparisons = Vec::new();
-    for &assocs in &args.assocs {
-        let mut udp: Option<CaseReport> = None;
-        for kind in std::iter::once(Kind::PlainUdp).chain(transports.iter().copied()) {
-            let cfg = CaseConfig {
-                kind,
-                assocs,
-                window: args.window,
-                payloads: payloads.clone(),
-                warmup,
-                duration,
-                association: association.clone(),
-                cores,
-                keep_samples: 0,
-            };
-            let outcome = measure(&cfg)?;
-            let report = case_report(&cfg, &outcome);
-            match (&udp, kind) {
-                (_, Kind::PlainUdp) => udp = Some(report.clone()),
-                (Some(u), _) => comparisons.push(compare(&report, u)),
-                (None, _) => {}
+    // Rounds interleave the cases (UDP, then SCTP, per association count) so that a burst of
+    // load from other jobs hits every case alike; each case reports its median round.
+    let mut rounds: Vec<Vec<CaseReport>> = Vec::new();
+    for round in 0..args.rounds {
+        if args.rounds > 1 {
+            tracing::info!("round {} of {}", round + 1, args.rounds);
+        }
+        let mut slot = 0;
+        for &assocs in &args.assocs {
+            for kind in std::iter::once(Kind::PlainUdp).chain(transports.iter().copied()) {
+                let cfg = CaseConfig {
+                    kind,
+                    assocs,
+                    window: args.window,
+                    payloads: payloads.clone(),
+                    warmup,
+                    duration,
+                    association: association.clone(),
+                    cores,
+                    keep_samples: 0,
+                    stall: echo::STALL,
+                };
+                let outcome = measure(&cfg)?;
+                let report = case_report(&cfg, &outcome);
+                match rounds.get_mut(slot) {
+                    Some(v) => v.push(report),
+                    None => rounds.push(vec![report]),
+                }
+                slot += 1;
             }
-            cases.push(report);
+        }
+    }
+    let cases: Vec<CaseReport> = rounds.into_iter().filter_map(median_round).collect();
+    let mut comparisons = Vec::new();
+    for c in &cases {
+        if c.case == Kind::PlainUdp.label() {
+            continue;
+        }
+        let udp = cases
+            .iter()
+            .find(|u| u.case == Kind::PlainUdp.label() && u.assocs == c.assocs);
+        if let Some(u) = udp {
+            comparisons.push(compare(c, u));
         }
     }
 
@@ -327,6 +364,7 @@ fn labels(kinds: &[Kind]) -> String {
 /// Runs one case behind a progress bar on standard error and checks what came back.
 fn measure(cfg: &CaseConfig) -> Result<CaseOutcome, CliError> {
     let total_ms = (cfg.warmup + cfg.duration).as_millis() as u64;
+    // Hidden by indicatif when standard error is not a terminal.
     let bar = ProgressBar::new(total_ms);
     if let Ok(style) = ProgressStyle::with_template("{prefix:>16} [{bar:30}] {msg}") {
         bar.set_style(style.progress_chars("=> "));
@@ -340,11 +378,13 @@ fn measure(cfg: &CaseConfig) -> Result<CaseOutcome, CliError> {
         Ok(o) => o,
         Err(e) => {
             bar.abandon_with_message("failed");
+            end_bar_line(&bar);
             return Err(e);
         }
     };
     let rate = rate(outcome.messages, outcome.elapsed);
     bar.finish_with_message(format!("{rate:.0} msg/s"));
+    end_bar_line(&bar);
     if outcome.bad_echoes > 0 {
         return Err(CliError::Failed(format!(
             "{} x{}: {} echoes did not match what was sent",
@@ -361,6 +401,14 @@ fn measure(cfg: &CaseConfig) -> Result<CaseOutcome, CliError> {
         )));
     }
     Ok(outcome)
+}
+
+/// indicatif leaves a finished bar's line open; end it so the next bar (or the report) starts
+/// on a line of its own, and the finished bar stays on screen.
+fn end_bar_line(bar: &ProgressBar) {
+    if !bar.is_hidden() {
+        eprintln!();
+    }
 }
 
 fn rate(n: u64, d: Duration) -> f64 {
@@ -401,7 +449,19 @@ fn case_report(cfg: &CaseConfig, o: &CaseOutcome) -> CaseReport {
         retransmissions: sctp.then_some(o.retransmissions),
         fast_retransmits: sctp.then_some(o.fast_retransmits),
         pinned: o.pinned,
+        rounds_msgs_per_s: Vec::new(),
     }
+}
+
+/// The round with the median rate (the lower middle one for an even count), carrying the
+/// rates of all rounds.
+fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
+    let all: Vec<f64> = rounds.iter().map(|r| r.msgs_per_s).collect();
+    rounds.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
+    let mid = rounds.len().checked_sub(1)? / 2;
+    let mut m = rounds.into_iter().nth(mid)?;
+    m.rounds_msgs_per_s = all;
+    Some(m)
 }
 
 fn compare(sctp: &CaseReport, udp: &CaseReport) -> Comparison {
@@ -433,8 +493,9 @@ fn table(r: &SctpBenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "SCTP echo: {}..{} B messages, window {} per association, {} s per case after {} s warm-up",
-        s.min_size, s.max_size, s.window, s.duration_s, s.warmup_s
+        "SCTP echo: {}..{} B messages, window {} per association, {} s per case after {} s \
+         warm-up, {} round(s) (median shown)",
+        s.min_size, s.max_size, s.window, s.duration_s, s.warmup_s, s.rounds
     );
     let _ = writeln!(
         out,
@@ -449,10 +510,11 @@ fn table(r: &SctpBenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{} nproc, kernel {}, commit {}, {}, load {}",
+        "{} nproc, kernel {}, commit {}, {} build, {}, load {}",
         r.machine.nproc,
         r.machine.kernel.as_deref().unwrap_or("?"),
         r.machine.git_commit.as_deref().unwrap_or("none"),
+        r.machine.build,
         r.machine.date,
         r.machine.loadavg.as_deref().unwrap_or("?"),
     );
@@ -511,6 +573,7 @@ mod tests {
             association: bench_association(),
             cores: None,
             keep_samples: 64,
+            stall: echo::STALL,
         };
         let o = echo::run_case(&cfg, |_, _| {}).unwrap();
         assert!(o.messages > 0, "nothing echoed in the measured window");
@@ -570,6 +633,7 @@ mod tests {
             retransmissions: None,
             fast_retransmits: None,
             pinned: false,
+            rounds_msgs_per_s: Vec::new(),
         };
         let c = compare(
             &mk("sctp/udp", 40_000.0, 30.0),
@@ -583,5 +647,16 @@ mod tests {
             &mk("plain-udp", 100_000.0, 1.0),
         );
         assert!(c.meets_target);
+
+        let rounds = vec![
+            mk("sctp/raw", 3.0, 9.0),
+            mk("sctp/raw", 1.0, 8.0),
+            mk("sctp/raw", 2.0, 7.0),
+        ];
+        let m = median_round(rounds).unwrap();
+        assert_eq!(m.msgs_per_s, 2.0);
+        assert_eq!(m.cpu_us_per_msg, 7.0);
+        assert_eq!(m.rounds_msgs_per_s, vec![3.0, 1.0, 2.0]);
+        assert!(median_round(Vec::new()).is_none());
     }
 }

@@ -29,7 +29,9 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     let cfg = crate::cli::load_config(global, &NetworkArgs::default(), Some(&args.listen))?;
     let transport: TransportKind = args.transport.into();
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return Err(CliError::Usage("--timeout must be a positive number of seconds".into()));
+        return Err(CliError::Usage(
+            "--timeout must be a positive number of seconds".into(),
+        ));
     }
     let server = AmfServer::start(&cfg, &[transport])?;
     let amf = match transport {
@@ -62,17 +64,30 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
             amf: AmfRunReport::new(&amf_reports),
         })?;
     } else {
-        println!("steer5g demo: NG Setup of {} gNB emulators against the AMF over {}", ran.gnbs, ran.transport);
+        println!(
+            "steer5g demo: NG Setup of {} gNB emulators against the AMF over {}",
+            ran.gnbs, ran.transport
+        );
         println!();
         crate::report::print_ran_human(&ran);
         println!();
         crate::report::print_amf_human(&amf_reports);
         println!();
-        println!("result: {}", if ok { "every NG Setup succeeded" } else { "FAILED" });
+        println!(
+            "result: {}",
+            if ok {
+                "every NG Setup succeeded"
+            } else {
+                "FAILED"
+            }
+        );
     }
     if ok {
         Ok(())
     } else {
-        Err(CliError::Failed(format!("{} of {} NG Setups failed", ran.ng_setup_failed, ran.gnbs)))
+        Err(CliError::Failed(format!(
+            "{} of {} NG Setups failed",
+            ran.ng_setup_failed, ran.gnbs
+        )))
     }
 }

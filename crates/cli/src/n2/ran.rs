@@ -79,7 +79,9 @@ struct Emulator {
 /// Runs the emulators to completion (every gNB set up or failed) or until the timeout.
 pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
     if plan.gnbs == 0 || plan.gnbs > MAX_GNBS {
-        return Err(CliError::Usage(format!("--gnbs must be between 1 and {MAX_GNBS}")));
+        return Err(CliError::Usage(format!(
+            "--gnbs must be between 1 and {MAX_GNBS}"
+        )));
     }
     let local_ip = match plan.local_addr {
         Some(a) => a,
@@ -146,11 +148,16 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
     while pending > 0 && Instant::now() < deadline {
         sock.drive(Some(deadline)).await?;
         while let Some((id, ev)) = sock.endpoint_mut().poll_event() {
-            let Some(em) = emulators.get_mut(&id) else { continue };
+            let Some(em) = emulators.get_mut(&id) else {
+                continue;
+            };
             match ev {
                 Event::Connected { .. } => {
                     let pdu = em.gnb.ng_setup_request();
-                    if let Err(e) = sock.endpoint_mut().send(id, 0, NGAP_PPID, false, pdu.into()) {
+                    if let Err(e) = sock
+                        .endpoint_mut()
+                        .send(id, 0, NGAP_PPID, false, pdu.into())
+                    {
                         finish(em, &mut pending, &mut failures, format!("SCTP send: {e}"));
                     }
                 }
@@ -175,7 +182,12 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
                     }
                 }
                 Event::Closed { reason } => {
-                    finish(em, &mut pending, &mut failures, format!("SCTP association closed: {reason:?}"));
+                    finish(
+                        em,
+                        &mut pending,
+                        &mut failures,
+                        format!("SCTP association closed: {reason:?}"),
+                    );
                 }
                 Event::Restarted | Event::PeerError { .. } => {
                     tracing::warn!(assoc = %id, event = ?ev, "SCTP event during NG Setup");
@@ -264,7 +276,9 @@ pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
         (TransportKind::Udp, None) => cfg.n2.sctp_port,
     };
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return Err(CliError::Usage("--timeout must be a positive number of seconds".into()));
+        return Err(CliError::Usage(
+            "--timeout must be a positive number of seconds".into(),
+        ));
     }
     let plan = RanPlan {
         cfg,

@@ -1,15 +1,540 @@
-//! `steer5g subscriber`: provisioning the UDR.
+//! `steer5g subscriber`: provisioning the UDR's store under `--data-dir`.
+//!
+//! Subcommands: `add`, `list`, `show`, `delete`, `import` (the DESIGN.md CSV), `export`,
+//! `generate` (a CSV of made-up subscribers for demos and load tests) and `keys` (the home
+//! network SUCI key file, created with fresh keys when absent).
+//!
+//! Secrets (K, OP/OPc, private keys) are read from flags and files but never echoed: flags that
+//! carry them are parsed here rather than by clap, whose errors would quote the value; `show`
+//! prints them only with `--reveal`.
+//!
+//! Exit status: 2 for bad input (malformed flag or CSV line), 1 when the operation fails
+//! (no such subscriber, SUPI already provisioned, store busy or broken).
 
-use clap::Args;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{ArgGroup, Args, Subcommand};
+use serde_json::{json, Value};
+use store::csv::{parse_csv, write_row, CSV_HEADER};
+use store::subscriber::{hex, parse_hex, parse_sqn, validate_supi, DEFAULT_AMBR_BPS};
+use store::{
+    HnKeys, KeyFileError, OpOrOpc, RedbStore, Snssai, StoreError, Subscriber, SubscriberStore,
+    HN_KEY_FILE, STORE_FILE,
+};
 
 use crate::cli::Global;
 use crate::exit::CliError;
 
 /// `steer5g subscriber`.
 #[derive(Debug, Args)]
-pub(crate) struct SubscriberArgs {}
+pub(crate) struct SubscriberArgs {
+    /// Directory holding the subscriber store and the home network key file.
+    #[arg(
+        long,
+        global = true,
+        env = "STEER5G_DATA_DIR",
+        default_value = "./steer5g-data",
+        value_name = "DIR"
+    )]
+    data_dir: PathBuf,
+    /// Home network SUCI key file (TOML); default `<data-dir>/hn-keys.toml`. Stands in for the
+    /// configuration key `udm.hn_key_file` until the configuration has it.
+    #[arg(long, global = true, env = "STEER5G_HN_KEY_FILE", value_name = "FILE")]
+    hn_key_file: Option<PathBuf>,
+    #[command(subcommand)]
+    command: SubscriberCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SubscriberCommand {
+    /// Provision one subscriber.
+    Add(AddArgs),
+    /// List subscribers (secrets never shown), in SUPI order.
+    List(ListArgs),
+    /// Show one subscriber; K and OPc only with --reveal.
+    Show(ShowArgs),
+    /// Remove one subscriber.
+    Delete(SupiArg),
+    /// Import subscribers from a CSV file (header `supi,k,opc,amf,sqn,sst,sd,dnn`), in one
+    /// transaction: all rows or none. Existing subscribers are replaced, keeping the higher SQN.
+    Import(ImportArgs),
+    /// Write every subscriber to a CSV file (OP subscribers with the derived OPc).
+    Export(FileArg),
+    /// Write a CSV of made-up subscribers (consecutive SUPIs, random K and OPc).
+    Generate(GenerateArgs),
+    /// Show the home network's public SUCI keys, creating the key file if absent.
+    Keys,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("operator").required(true).args(["opc", "op"])))]
+struct AddArgs {
+    /// SUPI: imsi- followed by 5 to 15 digits.
+    #[arg(long)]
+    supi: String,
+    /// Subscriber key K, 32 hex digits.
+    #[arg(long, value_name = "HEX")]
+    k: String,
+    /// OPc, 32 hex digits.
+    #[arg(long, value_name = "HEX")]
+    opc: Option<String>,
+    /// OP, 32 hex digits (OPc is derived from it with K).
+    #[arg(long, value_name = "HEX")]
+    op: Option<String>,
+    /// Initial SQN: decimal, or hex with 0x (the first vector uses the next one).
+    #[arg(long, default_value = "0", value_name = "SQN")]
+    sqn: String,
+    /// AMF field, 4 hex digits.
+    #[arg(long, default_value = "8000", value_name = "HEX")]
+    amf: String,
+    /// Subscribed S-NSSAI, SST or SST:SD (SD six hex digits); repeat for several.
+    #[arg(long, default_value = "1", value_name = "SST[:SD]")]
+    slice: Vec<String>,
+    /// Subscribed DNN; repeat for several.
+    #[arg(long, default_value = "internet")]
+    dnn: Vec<String>,
+    /// Subscribed UE-AMBR uplink, bits per second.
+    #[arg(long, default_value_t = DEFAULT_AMBR_BPS, value_name = "BPS")]
+    ambr_ul: u64,
+    /// Subscribed UE-AMBR downlink, bits per second.
+    #[arg(long, default_value_t = DEFAULT_AMBR_BPS, value_name = "BPS")]
+    ambr_dl: u64,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    /// At most this many subscribers.
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+    /// Start after this SUPI (the last one of the previous page).
+    #[arg(long, value_name = "SUPI")]
+    after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ShowArgs {
+    /// SUPI.
+    #[arg(long)]
+    supi: String,
+    /// Also print K and OP/OPc.
+    #[arg(long)]
+    reveal: bool,
+}
+
+#[derive(Debug, Args)]
+struct SupiArg {
+    /// SUPI.
+    #[arg(long)]
+    supi: String,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// CSV file.
+    file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct FileArg {
+    /// CSV file to write (created mode 0600: it holds keys).
+    file: PathBuf,
+    /// Overwrite the file if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Debug, Args)]
+struct GenerateArgs {
+    /// Number of subscribers.
+    #[arg(long)]
+    count: u64,
+    /// First SUPI; the others follow it.
+    #[arg(long, default_value = "imsi-001010000000001", value_name = "SUPI")]
+    start_supi: String,
+    /// CSV file to write (created mode 0600: it holds keys).
+    file: PathBuf,
+    /// Overwrite the file if it exists.
+    #[arg(long)]
+    force: bool,
+}
 
 /// `steer5g subscriber`.
-pub(crate) fn run(_global: &Global, _args: &SubscriberArgs) -> Result<(), CliError> {
-    Err(CliError::Failed("not yet".into()))
+pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError> {
+    let ctx = Ctx {
+        json: global.json,
+        data_dir: &args.data_dir,
+        key_file: args
+            .hn_key_file
+            .clone()
+            .unwrap_or_else(|| args.data_dir.join(HN_KEY_FILE)),
+    };
+    match &args.command {
+        SubscriberCommand::Add(a) => add(&ctx, a),
+        SubscriberCommand::List(a) => list(&ctx, a),
+        SubscriberCommand::Show(a) => show(&ctx, a),
+        SubscriberCommand::Delete(a) => delete(&ctx, a),
+        SubscriberCommand::Import(a) => import(&ctx, a),
+        SubscriberCommand::Export(a) => export(&ctx, a),
+        SubscriberCommand::Generate(a) => generate(&ctx, a),
+        SubscriberCommand::Keys => keys(&ctx),
+    }
+}
+
+struct Ctx<'a> {
+    json: bool,
+    data_dir: &'a Path,
+    key_file: PathBuf,
+}
+
+impl Ctx<'_> {
+    /// Opens the store for provisioning: creates the data directory, the store and the key
+    /// file as needed.
+    fn open_rw(&self) -> Result<RedbStore, CliError> {
+        create_private_dir(self.data_dir)?;
+        self.ensure_keys()?;
+        RedbStore::open_in(self.data_dir).map_err(store_err)
+    }
+
+    /// Opens an existing store; a missing one is an error rather than silently created.
+    fn open_existing(&self) -> Result<RedbStore, CliError> {
+        let path = self.data_dir.join(STORE_FILE);
+        if !path.exists() {
+            return Err(CliError::Failed(format!(
+                "no subscriber store at {} (add or import subscribers first, or pass --data-dir)",
+                path.display()
+            )));
+        }
+        RedbStore::open(&path).map_err(store_err)
+    }
+
+    fn ensure_keys(&self) -> Result<(HnKeys, bool), CliError> {
+        if let Some(parent) = self.key_file.parent().filter(|p| !p.as_os_str().is_empty()) {
+            create_private_dir(parent)?;
+        }
+        let (keys, created) =
+            store::hn_keys::load_or_create(&self.key_file, &mut rand::thread_rng())
+                .map_err(key_err)?;
+        if created {
+            tracing::info!(
+                file = %self.key_file.display(),
+                "created the home network SUCI key file (key 1 profile A, key 2 profile B)"
+            );
+        }
+        Ok((keys, created))
+    }
+
+    /// Prints the JSON object or the human text.
+    fn out(&self, v: Value, human: impl FnOnce() -> String) {
+        if self.json {
+            println!("{v}");
+        } else {
+            print!("{}", human());
+        }
+    }
+}
+
+/// Creates a directory (and its parents) mode 0700 if absent: it holds secrets.
+fn create_private_dir(dir: &Path) -> Result<(), CliError> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        b.mode(0o700);
+    }
+    b.create(dir)
+        .map_err(|e| CliError::Failed(format!("data directory {}: {e}", dir.display())))
+}
+
+fn store_err(e: StoreError) -> CliError {
+    match e {
+        StoreError::Invalid { .. } => CliError::Usage(e.to_string()),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+fn key_err(e: KeyFileError) -> CliError {
+    CliError::Failed(format!("home network key file: {e}"))
+}
+
+fn usage<E: std::fmt::Display>(e: E) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+fn add(ctx: &Ctx<'_>, a: &AddArgs) -> Result<(), CliError> {
+    validate_supi(&a.supi).map_err(usage)?;
+    let k = parse_hex::<16>("--k", &a.k).map_err(usage)?;
+    let op_or_opc = match (&a.opc, &a.op) {
+        (Some(opc), None) => OpOrOpc::Opc(parse_hex("--opc", opc).map_err(usage)?),
+        (None, Some(op)) => OpOrOpc::Op(parse_hex("--op", op).map_err(usage)?),
+        // clap's group makes exactly one present
+        _ => return Err(CliError::Usage("give exactly one of --opc and --op".into())),
+    };
+    let mut sub = Subscriber::new(&a.supi, k, op_or_opc).map_err(usage)?;
+    sub.sqn = parse_sqn(&a.sqn).map_err(usage)?;
+    sub.amf = parse_hex("--amf", &a.amf).map_err(usage)?;
+    sub.slices = a
+        .slice
+        .iter()
+        .map(|s| Snssai::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(usage)?;
+    sub.dnns = a.dnn.clone();
+    sub.ambr_ul = a.ambr_ul;
+    sub.ambr_dl = a.ambr_dl;
+    sub.validate().map_err(usage)?;
+    let store = ctx.open_rw()?;
+    store.insert(&sub).map_err(store_err)?;
+    ctx.out(json!({ "added": sub.supi }), || {
+        format!("added {}\n", sub.supi)
+    });
+    Ok(())
+}
+
+/// The public fields of a subscriber, as JSON.
+fn public_json(s: &Subscriber) -> Value {
+    json!({
+        "supi": s.supi,
+        "sqn": s.sqn,
+        "amf": hex(&s.amf),
+        "slices": s.slices.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+        "dnns": s.dnns,
+        "ambr_ul": s.ambr_ul,
+        "ambr_dl": s.ambr_dl,
+        "operator_key": match s.op_or_opc { OpOrOpc::Op(_) => "op", OpOrOpc::Opc(_) => "opc" },
+    })
+}
+
+fn slices_text(s: &Subscriber) -> String {
+    s.slices
+        .iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn list(ctx: &Ctx<'_>, a: &ListArgs) -> Result<(), CliError> {
+    let store = ctx.open_existing()?;
+    let total = store.count().map_err(store_err)?;
+    let page = store.list(a.after.as_deref(), a.limit).map_err(store_err)?;
+    ctx.out(
+        json!({
+            "total": total,
+            "subscribers": page.iter().map(public_json).collect::<Vec<_>>(),
+        }),
+        || {
+            let mut t = format!(
+                "{:<21} {:>15} {:>4} {:<16} {}\n",
+                "SUPI", "SQN", "AMF", "SLICES", "DNNS"
+            );
+            for s in &page {
+                let _ = writeln!(
+                    t,
+                    "{:<21} {:>15} {:>4} {:<16} {}",
+                    s.supi,
+                    s.sqn,
+                    hex(&s.amf),
+                    slices_text(s),
+                    s.dnns.join(",")
+                );
+            }
+            let _ = writeln!(t, "{} of {total} subscribers", page.len());
+            t
+        },
+    );
+    Ok(())
+}
+
+fn get_existing(store: &RedbStore, supi: &str) -> Result<Subscriber, CliError> {
+    store
+        .get(supi)
+        .map_err(store_err)?
+        .ok_or_else(|| CliError::Failed(format!("no subscriber {supi}")))
+}
+
+fn show(ctx: &Ctx<'_>, a: &ShowArgs) -> Result<(), CliError> {
+    validate_supi(&a.supi).map_err(usage)?;
+    let store = ctx.open_existing()?;
+    let s = get_existing(&store, &a.supi)?;
+    let mut v = public_json(&s);
+    let (op_name, op_value) = match &s.op_or_opc {
+        OpOrOpc::Op(op) => ("op", op),
+        OpOrOpc::Opc(opc) => ("opc", opc),
+    };
+    if a.reveal {
+        v["k"] = json!(hex(&s.k));
+        v[op_name] = json!(hex(op_value));
+    }
+    ctx.out(v, || {
+        let hidden = "(hidden; --reveal shows it)".to_string();
+        let mut t = String::new();
+        let _ = writeln!(t, "supi     {}", s.supi);
+        let _ = writeln!(
+            t,
+            "k        {}",
+            if a.reveal { hex(&s.k) } else { hidden.clone() }
+        );
+        let _ = writeln!(
+            t,
+            "{op_name:<8} {}",
+            if a.reveal { hex(op_value) } else { hidden }
+        );
+        let _ = writeln!(t, "sqn      {} ({:#014x})", s.sqn, s.sqn);
+        let _ = writeln!(t, "amf      {}", hex(&s.amf));
+        let _ = writeln!(t, "slices   {}", slices_text(&s));
+        let _ = writeln!(t, "dnns     {}", s.dnns.join(","));
+        let _ = writeln!(t, "ambr     ul {} bps, dl {} bps", s.ambr_ul, s.ambr_dl);
+        t
+    });
+    Ok(())
+}
+
+fn delete(ctx: &Ctx<'_>, a: &SupiArg) -> Result<(), CliError> {
+    validate_supi(&a.supi).map_err(usage)?;
+    let store = ctx.open_existing()?;
+    if !store.delete(&a.supi).map_err(store_err)? {
+        return Err(CliError::Failed(format!("no subscriber {}", a.supi)));
+    }
+    ctx.out(json!({ "deleted": a.supi }), || {
+        format!("deleted {}\n", a.supi)
+    });
+    Ok(())
+}
+
+fn import(ctx: &Ctx<'_>, a: &ImportArgs) -> Result<(), CliError> {
+    let start = Instant::now();
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", a.file.display())))?;
+    let subs =
+        parse_csv(&text).map_err(|e| CliError::Usage(format!("{}: {e}", a.file.display())))?;
+    let parsed = start.elapsed();
+    let store = ctx.open_rw()?;
+    // One transaction: 100k rows commit with one fsync, and a failure leaves nothing behind.
+    store.put_batch(&subs).map_err(store_err)?;
+    let secs = start.elapsed().as_secs_f64();
+    let total = store.count().map_err(store_err)?;
+    tracing::info!(
+        rows = subs.len(),
+        parse_s = parsed.as_secs_f64(),
+        total_s = secs,
+        "import done"
+    );
+    ctx.out(
+        json!({
+            "imported": subs.len(),
+            "total": total,
+            "seconds": secs,
+            "per_second": subs.len() as f64 / secs.max(1e-9),
+        }),
+        || {
+            format!(
+                "imported {} subscribers in {secs:.2} s ({} in the store)\n",
+                subs.len(),
+                total
+            )
+        },
+    );
+    Ok(())
+}
+
+/// Creates `path` for writing, mode 0600 (it holds keys); refuses to overwrite unless `force`.
+fn create_secret_file(path: &Path, force: bool) -> Result<std::fs::File, CliError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true);
+    if force {
+        opts.create(true).truncate(true);
+    } else {
+        opts.create_new(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        opts.mode(0o600);
+    }
+    opts.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            CliError::Usage(format!("{} exists (--force overwrites it)", path.display()))
+        } else {
+            CliError::Failed(format!("{}: {e}", path.display()))
+        }
+    })
+}
+
+fn write_csv(path: &Path, force: bool, text: &str) -> Result<(), CliError> {
+    let mut f = create_secret_file(path, force)?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))
+}
+
+fn export(ctx: &Ctx<'_>, a: &FileArg) -> Result<(), CliError> {
+    let store = ctx.open_existing()?;
+    let mut text = format!("{CSV_HEADER}\n");
+    let mut n = 0u64;
+    store
+        .for_each(4096, &mut |s| {
+            write_row(&mut text, s);
+            n += 1;
+            Ok(())
+        })
+        .map_err(store_err)?;
+    write_csv(&a.file, a.force, &text)?;
+    let file = a.file.display().to_string();
+    ctx.out(json!({ "exported": n, "file": file }), || {
+        format!("exported {n} subscribers to {file}\n")
+    });
+    Ok(())
+}
+
+fn generate(ctx: &Ctx<'_>, a: &GenerateArgs) -> Result<(), CliError> {
+    let subs = store::generate::generate(&a.start_supi, a.count, &mut rand::thread_rng())
+        .map_err(usage)?;
+    let mut text = String::with_capacity(subs.len() * 110 + CSV_HEADER.len() + 1);
+    text.push_str(CSV_HEADER);
+    text.push('\n');
+    for s in &subs {
+        write_row(&mut text, s);
+    }
+    write_csv(&a.file, a.force, &text)?;
+    let file = a.file.display().to_string();
+    ctx.out(json!({ "generated": subs.len(), "file": file }), || {
+        format!("wrote {} subscribers to {file}\n", subs.len())
+    });
+    Ok(())
+}
+
+fn keys(ctx: &Ctx<'_>) -> Result<(), CliError> {
+    let (keys, created) = ctx.ensure_keys()?;
+    let file = ctx.key_file.display().to_string();
+    let list: Vec<Value> = keys
+        .keys
+        .iter()
+        .map(|k| {
+            json!({
+                "id": k.id,
+                "profile": k.profile.to_string(),
+                "public_key": hex(k.public_octets()),
+            })
+        })
+        .collect();
+    ctx.out(
+        json!({ "file": file, "created": created, "keys": list }),
+        || {
+            let mut t = format!("{file}{}\n", if created { " (created)" } else { "" });
+            for k in &keys.keys {
+                let _ = writeln!(
+                    t,
+                    "id {:>3}  profile {}  public {}",
+                    k.id,
+                    k.profile,
+                    hex(k.public_octets())
+                );
+            }
+            t
+        },
+    );
+    Ok(())
 }

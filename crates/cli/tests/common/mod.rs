@@ -155,6 +155,24 @@ pub fn ng_setup_request(gnb_id: u32) -> Vec<u8> {
     req.encode().unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The NG SETUP RESPONSE an AMF of the test network (PLMN 001/01, SST 1) sends.
+pub fn ng_setup_response() -> Vec<u8> {
+    use proto::ids::{Guami, Plmn, Snssai};
+    use proto::ngap::{NgSetupResponse, PlmnSupport};
+    let plmn = Plmn::new("001", "01").unwrap_or_else(|e| panic!("{e}"));
+    let rsp = NgSetupResponse {
+        amf_name: "usrsctp-amf".to_owned(),
+        served_guamis: vec![Guami::new(plmn, 2, 1, 0).unwrap_or_else(|e| panic!("{e}"))],
+        relative_amf_capacity: 255,
+        plmn_support: vec![PlmnSupport {
+            plmn,
+            slices: vec![Snssai::new(1, None).unwrap_or_else(|e| panic!("{e}"))],
+        }],
+        criticality_diagnostics: None,
+    };
+    rsp.encode().unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A scratch directory for this test's files, removed on drop.
 pub struct Scratch(pub std::path::PathBuf);
 

@@ -35,6 +35,23 @@ pub(super) struct SackResult {
     pub(super) cum_advanced: bool,
     pub(super) newly_fast_marked: usize,
     pub(super) rtt_acked: Option<Instant>,
+    /// Previously gap-acked chunks this SACK no longer covers.
+    pub(super) reneged: usize,
+}
+
+/// Gap blocks as `usize` offsets, cut at the first one that is empty, starts at 0 or does
+/// not ascend (§3.3.4 requires ascending, non-overlapping blocks). Bounding the input this
+/// way keeps a hostile SACK to one pass over the queue.
+fn ascending(gaps: impl Iterator<Item = (u16, u16)>) -> impl Iterator<Item = (usize, usize)> {
+    let mut prev_end = 0usize;
+    gaps.map(|(s, e)| (usize::from(s), usize::from(e)))
+        .take_while(move |&(s, e)| {
+            let ok = s != 0 && e >= s && s > prev_end;
+            if ok {
+                prev_end = e;
+            }
+            ok
+        })
 }
 
 #[derive(Debug)]
@@ -56,6 +73,8 @@ pub(super) struct SendQueue {
     pub(super) rtt_probe: Option<(u32, Instant)>,
     /// Next SSN per outbound stream.
     pub(super) ssn: Vec<u16>,
+    /// Chunks currently marked gap-acked.
+    pub(super) gap_acked: usize,
 }
 
 impl SendQueue {
@@ -70,6 +89,7 @@ impl SendQueue {
             cum_ack: initial_tsn.wrapping_sub(1),
             rtt_probe: None,
             ssn: vec![0; usize::from(out_streams)],
+            gap_acked: 0,
         }
     }
 
@@ -140,7 +160,7 @@ impl SendQueue {
     pub(super) fn on_sack(
         &mut self,
         cum: u32,
-        gaps: impl Iterator<Item = (u16, u16)>,
+        gaps: impl Iterator<Item = (u16, u16)> + Clone,
         has_gaps: bool,
     ) -> Option<SackResult> {
         let mut res = SackResult::default();
@@ -158,6 +178,9 @@ impl SendQueue {
                 break;
             };
             self.next_new -= 1;
+            if c.acked {
+                self.gap_acked = self.gap_acked.saturating_sub(1);
+            }
             self.account_acked(&c, &mut res);
             self.buffered = self.buffered.saturating_sub(c.data.len());
             if c.retx {
@@ -168,20 +191,17 @@ impl SendQueue {
             res.cum_advanced = true;
             self.cum_ack = cum;
         }
+        if self.gap_acked > 0 {
+            self.detect_reneging(gaps.clone(), &mut res);
+        }
         if !has_gaps {
             return Some(res);
         }
         // Gap blocks: offsets are from `cum`; blocks must ascend (§3.3.4), anything else is
         // ignored from there on so a hostile SACK costs at most one pass over the queue.
         let sent = self.sent_len();
-        let mut prev_end = 0usize;
         let mut highest_new: Option<usize> = None;
-        for (s, e) in gaps {
-            let (s, e) = (usize::from(s), usize::from(e));
-            if s == 0 || e < s || s <= prev_end {
-                break;
-            }
-            prev_end = e;
+        for (s, e) in ascending(gaps) {
             let last = e.min(sent);
             for off in s..=last {
                 let idx = off - 1;
@@ -192,6 +212,7 @@ impl SendQueue {
                     continue;
                 }
                 c.acked = true;
+                self.gap_acked += 1;
                 let len = c.data.len();
                 res.bytes_acked += len;
                 if c.in_flight {
@@ -232,6 +253,36 @@ impl SendQueue {
             }
         }
         Some(res)
+    }
+
+    /// RFC 9260 §6.2.1: a chunk gap-acked before but not covered by this SACK was reneged
+    /// (dropped by the receiver); it goes back to the retransmission list.
+    fn detect_reneging(&mut self, gaps: impl Iterator<Item = (u16, u16)>, res: &mut SackResult) {
+        let mut blocks = ascending(gaps).peekable();
+        let mut seen = 0usize;
+        let total = self.gap_acked;
+        for (idx, c) in self.queue.iter_mut().enumerate().take(self.next_new) {
+            if seen == total {
+                break;
+            }
+            if !c.acked {
+                continue;
+            }
+            seen += 1;
+            let off = idx + 1;
+            while blocks.peek().is_some_and(|&(_, e)| e < off) {
+                blocks.next();
+            }
+            if blocks.peek().is_some_and(|&(s, e)| s <= off && off <= e) {
+                continue;
+            }
+            c.acked = false;
+            c.retx = true;
+            c.miss = 0;
+            self.gap_acked -= 1;
+            self.retx_pending += 1;
+            res.reneged += 1;
+        }
     }
 
     fn account_acked(&mut self, c: &OutChunk, res: &mut SackResult) {
@@ -343,6 +394,27 @@ mod tests {
         assert!(q.is_empty());
         assert_eq!(q.retx_pending, 0);
         assert_eq!(q.buffered, 0);
+    }
+
+    #[test]
+    fn reneged_chunks_are_retransmitted() {
+        let mut q = sent_queue(4); // TSNs 100..=103
+        q.on_sack(99, [(2, 3)].into_iter(), true).unwrap();
+        assert_eq!(q.gap_acked, 2);
+        assert!(q.queue[1].acked && q.queue[2].acked);
+        // The receiver dropped TSN 102 (offset 3) but kept 101.
+        let r = q.on_sack(99, [(2, 2)].into_iter(), true).unwrap();
+        assert_eq!(r.reneged, 1);
+        assert!(!q.queue[2].acked && q.queue[2].retx);
+        assert_eq!(q.gap_acked, 1);
+        // A SACK without gaps reneges the rest.
+        let r = q.on_sack(99, std::iter::empty(), false).unwrap();
+        assert_eq!(r.reneged, 1);
+        assert_eq!(q.gap_acked, 0);
+        assert_eq!(q.retx_pending, 2);
+        let r = q.on_sack(103, std::iter::empty(), false).unwrap();
+        assert_eq!(r.bytes_acked, 400);
+        assert_eq!(q.retx_pending, 0);
     }
 
     #[test]

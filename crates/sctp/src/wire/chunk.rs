@@ -418,10 +418,10 @@ impl<'a> Chunk<'a> {
     fn value_len(&self) -> usize {
         match self {
             Chunk::Data(d) => DATA_HEADER_LEN - 4 + d.payload.len(),
-            Chunk::Init(i) | Chunk::InitAck(i) => INIT_FIXED_LEN + i.params.len(),
+            Chunk::Init(i) | Chunk::InitAck(i) => INIT_FIXED_LEN + tlv_list_len(i.params),
             Chunk::Sack(s) => SACK_FIXED_LEN + s.gaps.len() + s.dups.len(),
-            Chunk::Heartbeat { info } | Chunk::HeartbeatAck { info } => info.len(),
-            Chunk::Abort { causes, .. } | Chunk::Error { causes } => causes.len(),
+            Chunk::Heartbeat { info } | Chunk::HeartbeatAck { info } => tlv_list_len(info),
+            Chunk::Abort { causes, .. } | Chunk::Error { causes } => tlv_list_len(causes),
             Chunk::Shutdown { .. } => 4,
             Chunk::CookieEcho { cookie } => cookie.len(),
             Chunk::ShutdownAck | Chunk::CookieAck | Chunk::ShutdownComplete { .. } => 0,
@@ -456,7 +456,7 @@ impl<'a> Chunk<'a> {
                 buf.extend_from_slice(&i.outbound_streams.to_be_bytes());
                 buf.extend_from_slice(&i.inbound_streams.to_be_bytes());
                 buf.extend_from_slice(&i.initial_tsn.to_be_bytes());
-                buf.extend_from_slice(i.params);
+                buf.extend_from_slice(unpadded(i.params));
             }
             Chunk::Sack(s) => {
                 buf.extend_from_slice(&s.cum_tsn_ack.to_be_bytes());
@@ -475,6 +475,28 @@ impl<'a> Chunk<'a> {
         }
         pad_vec(buf);
     }
+}
+
+/// Length of an encoded parameter or cause list without the last element's padding:
+/// RFC 9260 §3.2 says the chunk length includes the padding of every variable-length
+/// parameter except the last one. Lists that do not parse are taken whole.
+fn tlv_list_len(list: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut end = 0;
+    while pos < list.len() {
+        match tlv_at(list, pos) {
+            Ok((start, len, next)) => {
+                end = start + len;
+                pos = next;
+            }
+            Err(_) => return list.len(),
+        }
+    }
+    end
+}
+
+fn unpadded(list: &[u8]) -> &[u8] {
+    list.get(..tlv_list_len(list)).unwrap_or(list)
 }
 
 /// Appends a SACK built from gap blocks (offsets from `cum_tsn_ack`) and duplicate TSNs.
@@ -623,6 +645,9 @@ mod tests {
             Chunk::Heartbeat {
                 info: &[0, 1, 0, 6, 7, 8],
             },
+            Chunk::Error {
+                causes: &[0, 1, 0, 8, 0, 7, 0, 0],
+            },
         ];
         for c in cases {
             let mut out = Vec::new();
@@ -630,6 +655,15 @@ mod tests {
             assert_eq!(out.len(), c.buffer_len());
             assert_eq!(one(&out).unwrap(), c);
         }
+        // The last parameter's padding is outside the chunk length (RFC 9260 §3.2): an
+        // ABORT with one 5-byte cause has length 9 and 3 bytes of padding.
+        let mut out = Vec::new();
+        Chunk::Abort {
+            t_bit: false,
+            causes: &[0, 12, 0, 5, 0xee, 0, 0, 0],
+        }
+        .emit(&mut out);
+        assert_eq!(out, [6, 0, 0, 9, 0, 12, 0, 5, 0xee, 0, 0, 0]);
         // SHUTDOWN COMPLETE with T bit, bytes per RFC 9260 §3.3.13.
         assert_eq!(
             one(&[14, 1, 0, 4]).unwrap(),

@@ -80,8 +80,8 @@ pub struct Packet<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length; accessors may then panic on short buffers.
-    /// Use [`Packet::new_checked`] on untrusted input.
+    /// Wraps a buffer without checking its length; header fields of a buffer shorter than the
+    /// common header read as zero. Use [`Packet::new_checked`] on untrusted input.
     pub fn new_unchecked(buffer: T) -> Self {
         Packet { buffer }
     }
@@ -99,13 +99,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer
     }
 
-    fn header(&self) -> &[u8; COMMON_HEADER_LEN] {
-        // new_checked guarantees the length; new_unchecked documents the panic.
+    fn header(&self) -> [u8; COMMON_HEADER_LEN] {
+        // `new_checked` guarantees the length; a short buffer behind `new_unchecked` reads as
+        // zeros rather than panicking.
         let b = self.buffer.as_ref();
-        match b.get(..COMMON_HEADER_LEN).and_then(|s| s.try_into().ok()) {
-            Some(h) => h,
-            None => panic!("SCTP packet shorter than the common header"),
-        }
+        b.get(..COMMON_HEADER_LEN)
+            .and_then(|s| s.try_into().ok())
+            .unwrap_or([0; COMMON_HEADER_LEN])
     }
 
     /// Source port.

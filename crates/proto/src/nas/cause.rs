@@ -1,0 +1,165 @@
+//! 5GMM cause (TS 24.501 §9.11.3.2, values of Table 9.11.3.2.1).
+
+use core::fmt;
+
+macro_rules! causes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal, $text:literal;)*) => {
+        /// A 5GMM cause value (TS 24.501 §9.11.3.2). Values the table does not have are
+        /// kept as [`FiveGmmCause::Other`]: Annex A has a receiver treat them as #111,
+        /// which [`FiveGmmCause::as_received`] does.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum FiveGmmCause {
+            $($(#[$doc])* $name,)*
+            /// A value that Table 9.11.3.2.1 does not list.
+            Other(u8),
+        }
+
+        impl FiveGmmCause {
+            /// The octet on the wire.
+            pub fn value(self) -> u8 {
+                match self {
+                    $(Self::$name => $value,)*
+                    Self::Other(v) => v,
+                }
+            }
+
+            /// The cause of an octet.
+            pub fn from_value(value: u8) -> Self {
+                match value {
+                    $($value => Self::$name,)*
+                    v => Self::Other(v),
+                }
+            }
+
+            /// The name Table 9.11.3.2.1 gives the value.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$name => $text,)*
+                    Self::Other(_) => "unknown cause",
+                }
+            }
+        }
+    };
+}
+
+causes! {
+    /// #3 Illegal UE.
+    IllegalUe = 3, "Illegal UE";
+    /// #5 PEI not accepted.
+    PeiNotAccepted = 5, "PEI not accepted";
+    /// #6 Illegal ME.
+    IllegalMe = 6, "Illegal ME";
+    /// #7 5GS services not allowed.
+    FiveGsServicesNotAllowed = 7, "5GS services not allowed";
+    /// #9 UE identity cannot be derived by the network.
+    UeIdentityCannotBeDerived = 9, "UE identity cannot be derived by the network";
+    /// #10 Implicitly de-registered.
+    ImplicitlyDeregistered = 10, "Implicitly de-registered";
+    /// #11 PLMN not allowed.
+    PlmnNotAllowed = 11, "PLMN not allowed";
+    /// #12 Tracking area not allowed.
+    TrackingAreaNotAllowed = 12, "Tracking area not allowed";
+    /// #13 Roaming not allowed in this tracking area.
+    RoamingNotAllowedInTa = 13, "Roaming not allowed in this tracking area";
+    /// #15 No suitable cells in tracking area.
+    NoSuitableCellsInTa = 15, "No suitable cells in tracking area";
+    /// #20 MAC failure.
+    MacFailure = 20, "MAC failure";
+    /// #21 Synch failure.
+    SynchFailure = 21, "Synch failure";
+    /// #22 Congestion.
+    Congestion = 22, "Congestion";
+    /// #23 UE security capabilities mismatch.
+    UeSecurityCapabilitiesMismatch = 23, "UE security capabilities mismatch";
+    /// #24 Security mode rejected, unspecified.
+    SecurityModeRejectedUnspecified = 24, "Security mode rejected, unspecified";
+    /// #26 Non-5G authentication unacceptable.
+    Non5gAuthenticationUnacceptable = 26, "Non-5G authentication unacceptable";
+    /// #27 N1 mode not allowed.
+    N1ModeNotAllowed = 27, "N1 mode not allowed";
+    /// #28 Restricted service area.
+    RestrictedServiceArea = 28, "Restricted service area";
+    /// #31 Redirection to EPC required.
+    RedirectionToEpcRequired = 31, "Redirection to EPC required";
+    /// #62 No network slices available.
+    NoNetworkSlicesAvailable = 62, "No network slices available";
+    /// #65 Maximum number of PDU sessions reached.
+    MaximumPduSessionsReached = 65, "Maximum number of PDU sessions reached";
+    /// #67 Insufficient resources for specific slice and DNN.
+    InsufficientResourcesForSliceAndDnn = 67, "Insufficient resources for specific slice and DNN";
+    /// #69 Insufficient resources for specific slice.
+    InsufficientResourcesForSlice = 69, "Insufficient resources for specific slice";
+    /// #71 ngKSI already in use.
+    NgksiAlreadyInUse = 71, "ngKSI already in use";
+    /// #72 Non-3GPP access to 5GCN not allowed.
+    Non3gppAccessNotAllowed = 72, "Non-3GPP access to 5GCN not allowed";
+    /// #73 Serving network not authorized.
+    ServingNetworkNotAuthorized = 73, "Serving network not authorized";
+    /// #74 Temporarily not authorized for this SNPN.
+    TemporarilyNotAuthorizedForSnpn = 74, "Temporarily not authorized for this SNPN";
+    /// #75 Permanently not authorized for this SNPN.
+    PermanentlyNotAuthorizedForSnpn = 75, "Permanently not authorized for this SNPN";
+    /// #76 Not authorized for this CAG or authorized for CAG cells only.
+    NotAuthorizedForCag = 76, "Not authorized for this CAG or authorized for CAG cells only";
+    /// #90 Payload was not forwarded.
+    PayloadNotForwarded = 90, "Payload was not forwarded";
+    /// #91 DNN not supported or not subscribed in the slice.
+    DnnNotSupportedInSlice = 91, "DNN not supported or not subscribed in the slice";
+    /// #92 Insufficient user-plane resources for the PDU session.
+    InsufficientUserPlaneResources = 92, "Insufficient user-plane resources for the PDU session";
+    /// #95 Semantically incorrect message.
+    SemanticallyIncorrectMessage = 95, "Semantically incorrect message";
+    /// #96 Invalid mandatory information.
+    InvalidMandatoryInformation = 96, "Invalid mandatory information";
+    /// #97 Message type non-existent or not implemented.
+    MessageTypeNonExistent = 97, "Message type non-existent or not implemented";
+    /// #98 Message type not compatible with the protocol state.
+    MessageTypeNotCompatible = 98, "Message type not compatible with the protocol state";
+    /// #99 Information element non-existent or not implemented.
+    IeNonExistent = 99, "Information element non-existent or not implemented";
+    /// #100 Conditional IE error.
+    ConditionalIeError = 100, "Conditional IE error";
+    /// #101 Message not compatible with the protocol state.
+    MessageNotCompatible = 101, "Message not compatible with the protocol state";
+    /// #111 Protocol error, unspecified.
+    ProtocolErrorUnspecified = 111, "Protocol error, unspecified";
+}
+
+impl FiveGmmCause {
+    /// The cause a receiver acts on: TS 24.501 Annex A has any value the table does
+    /// not list treated as #111.
+    pub fn as_received(self) -> Self {
+        match self {
+            Self::Other(_) => Self::ProtocolErrorUnspecified,
+            c => c,
+        }
+    }
+}
+
+impl fmt::Display for FiveGmmCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{} ({})", self.value(), self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_round_trips() {
+        for v in 0..=u8::MAX {
+            assert_eq!(FiveGmmCause::from_value(v).value(), v);
+        }
+        assert_eq!(FiveGmmCause::from_value(21), FiveGmmCause::SynchFailure);
+        assert_eq!(
+            FiveGmmCause::from_value(4).as_received(),
+            FiveGmmCause::ProtocolErrorUnspecified
+        );
+        assert_eq!(
+            FiveGmmCause::MacFailure.to_string(),
+            "#20 (MAC failure)"
+        );
+    }
+}

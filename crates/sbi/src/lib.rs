@@ -1,0 +1,25 @@
+//! steer5g Service Based Interface: the wire layer the AMF, AUSF and UDM use to talk to each
+//! other.
+//!
+//! - [`model`]: serde models of the Nausf_UEAuthentication, Nudm_UEAU, Nudm_UECM and Nudm_SDM
+//!   bodies, hand-written after the Rel-18 OpenAPI files and checked against them in tests.
+//! - [`problem`]: `application/problem+json` errors with the 3GPP causes, and the AMF's map
+//!   from SBI causes to 5GMM causes (TS 29.524).
+//! - [`server`] / [`client`]: HTTP/2 cleartext with prior knowledge (h2c) over hyper on a
+//!   current-thread runtime; TLS comes later.
+//! - [`paths`]: resource URIs and a router with path variables.
+//! - [`discovery`]: static NF directory (no NRF yet).
+//!
+//! The NF state machines live elsewhere; this crate only moves and checks bodies.
+
+pub mod client;
+pub mod discovery;
+pub mod model;
+pub mod paths;
+pub mod problem;
+pub mod server;
+
+pub use client::{ClientConfig, JsonResponse, SbiClient, SbiError};
+pub use discovery::{NfType, StaticDirectory};
+pub use model::ProblemDetails;
+pub use server::{parse_json, serve, Handler, SbiRequest, SbiResponse, Server, ServerStats};

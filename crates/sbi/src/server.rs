@@ -1,0 +1,439 @@
+//! SBI server: HTTP/2 over cleartext TCP with prior knowledge (h2c, RFC 9113 §3.3; TS 29.500
+//! §5.2.1 allows it where TLS is not used), on a current-thread Tokio runtime.
+//!
+//! The NF supplies a [`Handler`]: one whole request in, one whole response out. Nothing here is
+//! `Send`: the project runs one pinned current-thread runtime per core, so connection and
+//! stream tasks are spawned with `spawn_local` inside a `LocalSet` that [`Server::run`] owns.
+//! Dropping the `run` future closes every connection it accepted.
+
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::net::TcpListener;
+
+use crate::model::ProblemDetails;
+use crate::problem::PROBLEM_JSON;
+
+/// `Content-Type` of SBI JSON bodies (TS 29.500 §5.4).
+pub const APPLICATION_JSON: &str = "application/json";
+
+/// Largest request body accepted by default: generous for the JSON of the registration
+/// procedures (a few hundred bytes), small enough that a peer cannot make us buffer much.
+pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
+
+/// One SBI request, body fully read.
+#[derive(Debug, Clone)]
+pub struct SbiRequest {
+    /// HTTP method.
+    pub method: Method,
+    /// Path, percent-encoded as received, without the query.
+    pub path: String,
+    /// Query string without the `?`, if any.
+    pub query: Option<String>,
+    /// The body.
+    pub body: Bytes,
+    /// The `Content-Type` header, if present and visible ASCII.
+    pub content_type: Option<String>,
+}
+
+/// One SBI response.
+#[derive(Debug, Clone)]
+pub struct SbiResponse {
+    /// Status code.
+    pub status: StatusCode,
+    /// Extra headers, e.g. `Location` on 201 Created.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Bytes,
+    /// `Content-Type` of the body; `None` for an empty body.
+    pub content_type: Option<&'static str>,
+}
+
+impl SbiResponse {
+    /// A JSON response. Serialisation of our own models cannot fail in practice; if it does,
+    /// the answer is a 500 problem rather than a panic.
+    pub fn json<T: Serialize>(status: StatusCode, body: &T) -> Self {
+        match serde_json::to_vec(body) {
+            Ok(v) => SbiResponse {
+                status,
+                headers: HeaderMap::new(),
+                body: Bytes::from(v),
+                content_type: Some(APPLICATION_JSON),
+            },
+            Err(e) => Self::problem(&ProblemDetails::unspecified_nf_failure(format!(
+                "response encoding: {e}"
+            ))),
+        }
+    }
+
+    /// 201 Created with a `Location` header (TS 29.500 §5.2.2: the URI of the new resource).
+    pub fn created<T: Serialize>(location: &str, body: &T) -> Self {
+        let mut r = Self::json(StatusCode::CREATED, body);
+        match HeaderValue::from_str(location) {
+            Ok(v) => {
+                r.headers.insert(header::LOCATION, v);
+                r
+            }
+            Err(_) => Self::problem(&ProblemDetails::unspecified_nf_failure(
+                "location is not a valid header value",
+            )),
+        }
+    }
+
+    /// 204 No Content.
+    pub fn no_content() -> Self {
+        SbiResponse {
+            status: StatusCode::NO_CONTENT,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            content_type: None,
+        }
+    }
+
+    /// An `application/problem+json` error with the problem's status.
+    pub fn problem(p: &ProblemDetails) -> Self {
+        let status =
+            StatusCode::from_u16(p.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(p).unwrap_or_default();
+        SbiResponse {
+            status,
+            headers: HeaderMap::new(),
+            body: Bytes::from(body),
+            content_type: Some(PROBLEM_JSON),
+        }
+    }
+
+    /// The `Location` header, if any.
+    pub fn location(&self) -> Option<&str> {
+        self.headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+    }
+}
+
+impl From<ProblemDetails> for SbiResponse {
+    fn from(p: ProblemDetails) -> Self {
+        SbiResponse::problem(&p)
+    }
+}
+
+/// Decodes a JSON request body into `T`.
+///
+/// Malformed JSON is 400 INVALID_MSG_FORMAT; well-formed JSON of the wrong shape is 400
+/// MANDATORY_IE_MISSING or MANDATORY_IE_INCORRECT with the member as a JSON pointer in
+/// `invalidParams` (TS 29.500 §5.2.7.2, TS 29.571 `InvalidParam`). A `Content-Type` other
+/// than JSON is 415.
+pub fn parse_json<T: DeserializeOwned>(req: &SbiRequest) -> Result<T, ProblemDetails> {
+    if let Some(ct) = &req.content_type {
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        if !essence.eq_ignore_ascii_case(APPLICATION_JSON) {
+            return Err(ProblemDetails::from_cause(
+                crate::problem::Cause::UnsupportedMediaType,
+                format!("content type {essence} is not {APPLICATION_JSON}"),
+            ));
+        }
+    }
+    decode_json(&req.body)
+}
+
+/// [`parse_json`] without the content-type check, for bodies from elsewhere.
+pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProblemDetails> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    match serde_path_to_error::deserialize::<_, T>(de) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let pointer = json_pointer(e.path());
+            let inner = e.into_inner();
+            match inner.classify() {
+                serde_json::error::Category::Data => {
+                    let msg = inner.to_string();
+                    // serde's wording for an absent required member.
+                    if let Some(field) = missing_field(&msg) {
+                        let param = if pointer.is_empty() {
+                            format!("/{field}")
+                        } else {
+                            format!("{pointer}/{field}")
+                        };
+                        Err(ProblemDetails::mandatory_ie_missing(param))
+                    } else {
+                        let param = if pointer.is_empty() {
+                            "/".to_owned()
+                        } else {
+                            pointer
+                        };
+                        Err(ProblemDetails::mandatory_ie_incorrect(param, msg))
+                    }
+                }
+                _ => Err(ProblemDetails::invalid_msg_format(inner.to_string())),
+            }
+        }
+    }
+}
+
+fn missing_field(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("missing field `")?;
+    rest.split('`').next()
+}
+
+/// RFC 6901 JSON pointer for a serde path (`a.b[0]` → `/a/b/0`).
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        out.push('/');
+        match seg {
+            Segment::Seq { index } => out.push_str(&index.to_string()),
+            Segment::Map { key } => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Segment::Enum { variant } => out.push_str(variant),
+            Segment::Unknown => out.push('?'),
+        }
+    }
+    out
+}
+
+/// The NF's request handler. Implemented for `Fn(SbiRequest) -> impl Future<Output =
+/// SbiResponse>` closures too.
+pub trait Handler: 'static {
+    /// Answers one request.
+    fn handle(&self, req: SbiRequest) -> impl Future<Output = SbiResponse>;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(SbiRequest) -> Fut + 'static,
+    Fut: Future<Output = SbiResponse>,
+{
+    fn handle(&self, req: SbiRequest) -> impl Future<Output = SbiResponse> {
+        self(req)
+    }
+}
+
+/// Counters of a running server, readable while it runs.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    connections: Cell<u64>,
+    requests: Cell<u64>,
+}
+
+impl ServerStats {
+    /// TCP connections accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.connections.get()
+    }
+    /// Requests (HTTP/2 streams) handled so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.get()
+    }
+}
+
+/// Spawns `hyper` tasks with `spawn_local`, so that handler futures need not be `Send`.
+#[derive(Clone, Copy, Debug)]
+struct LocalExec;
+
+impl<F> hyper::rt::Executor<F> for LocalExec
+where
+    F: Future + 'static,
+{
+    fn execute(&self, fut: F) {
+        tokio::task::spawn_local(fut);
+    }
+}
+
+/// An h2c SBI server on one listener.
+pub struct Server<H> {
+    listener: TcpListener,
+    handler: Rc<H>,
+    stats: Rc<ServerStats>,
+    max_body: usize,
+}
+
+impl<H: Handler> Server<H> {
+    /// A server answering every request on `listener` with `handler`.
+    pub fn new(listener: TcpListener, handler: H) -> Self {
+        Server {
+            listener,
+            handler: Rc::new(handler),
+            stats: Rc::new(ServerStats::default()),
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
+
+    /// Sets the largest request body; larger ones get 413.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> Rc<ServerStats> {
+        self.stats.clone()
+    }
+
+    /// Accepts and serves connections until the future is dropped. Accept errors (such as
+    /// running out of descriptors) are logged and retried after a pause, not returned, so a
+    /// burst of connections cannot stop the NF.
+    pub async fn run(self) {
+        let local = tokio::task::LocalSet::new();
+        local.run_until(self.accept_loop()).await
+    }
+
+    async fn accept_loop(self) {
+        let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
+        // Many UEs' procedures share one connection; let the peer open enough streams.
+        builder.max_concurrent_streams(1024);
+        loop {
+            let stream = match self.listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "sbi accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            // Small request/response exchanges: Nagle would add a round-trip of delay.
+            let _ = stream.set_nodelay(true);
+            self.stats.connections.set(self.stats.connections.get() + 1);
+            let handler = self.handler.clone();
+            let stats = self.stats.clone();
+            let max_body = self.max_body;
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let handler = handler.clone();
+                let stats = stats.clone();
+                async move {
+                    stats.requests.set(stats.requests.get() + 1);
+                    Ok::<_, Infallible>(dispatch(&*handler, req, max_body).await)
+                }
+            });
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::task::spawn_local(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "sbi connection ended");
+                }
+            });
+        }
+    }
+}
+
+/// Serves `handler` on `listener` until the future is dropped; see [`Server`].
+pub async fn serve<H: Handler>(listener: TcpListener, handler: H) {
+    Server::new(listener, handler).run().await
+}
+
+async fn dispatch<H: Handler>(
+    handler: &H,
+    req: Request<Incoming>,
+    max_body: usize,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, max_body).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let p = if e.is::<http_body_util::LengthLimitError>() {
+                ProblemDetails::from_cause(
+                    crate::problem::Cause::PayloadTooLarge,
+                    format!("body larger than {max_body} bytes"),
+                )
+            } else {
+                ProblemDetails::invalid_msg_format(format!("reading body: {e}"))
+            };
+            return into_http(SbiResponse::problem(&p));
+        }
+    };
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let sbi = SbiRequest {
+        method: parts.method,
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        body,
+        content_type,
+    };
+    into_http(handler.handle(sbi).await)
+}
+
+fn into_http(r: SbiResponse) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(r.body));
+    *resp.status_mut() = r.status;
+    *resp.headers_mut() = r.headers;
+    if let Some(ct) = r.content_type {
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    resp
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::{AuthenticationInfo, ConfirmationData};
+
+    fn req(body: &str) -> SbiRequest {
+        SbiRequest {
+            method: Method::POST,
+            path: "/".into(),
+            query: None,
+            body: Bytes::copy_from_slice(body.as_bytes()),
+            content_type: Some("application/json".into()),
+        }
+    }
+
+    #[test]
+    fn malformed_json_is_invalid_msg_format() {
+        let e = parse_json::<AuthenticationInfo>(&req("{\"supiOrSuci\": ")).unwrap_err();
+        assert_eq!(e.status, Some(400));
+        assert_eq!(e.cause.as_deref(), Some("INVALID_MSG_FORMAT"));
+        let e = parse_json::<AuthenticationInfo>(&req("")).unwrap_err();
+        assert_eq!(e.cause.as_deref(), Some("INVALID_MSG_FORMAT"));
+    }
+
+    #[test]
+    fn missing_member_is_named() {
+        let e = parse_json::<AuthenticationInfo>(&req(r#"{"supiOrSuci":"imsi-001010000000001"}"#))
+            .unwrap_err();
+        assert_eq!(e.cause.as_deref(), Some("MANDATORY_IE_MISSING"));
+        assert_eq!(
+            e.invalid_params.unwrap()[0].param,
+            "/servingNetworkName".to_owned()
+        );
+    }
+
+    #[test]
+    fn wrong_member_is_pointed_at() {
+        let e = parse_json::<ConfirmationData>(&req(r#"{"resStar":"123"}"#)).unwrap_err();
+        assert_eq!(e.cause.as_deref(), Some("MANDATORY_IE_INCORRECT"));
+        assert_eq!(e.invalid_params.unwrap()[0].param, "/resStar".to_owned());
+    }
+
+    #[test]
+    fn wrong_content_type_is_415() {
+        let mut r = req("{}");
+        r.content_type = Some("text/plain".into());
+        let e = parse_json::<ConfirmationData>(&r).unwrap_err();
+        assert_eq!(e.status, Some(415));
+        r.content_type = Some("application/json; charset=utf-8".into());
+        assert!(parse_json::<ConfirmationData>(&r).is_err_and(|e| e.status == Some(400)));
+    }
+
+    #[test]
+    fn problem_response_has_problem_json() {
+        let r = SbiResponse::problem(&ProblemDetails::user_not_found("x"));
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        assert_eq!(r.content_type, Some(PROBLEM_JSON));
+        let back: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(back.cause.as_deref(), Some("USER_NOT_FOUND"));
+    }
+}

@@ -1,0 +1,209 @@
+//! The backend-neutral store interface, its errors, and an in-memory implementation for tests
+//! and for NF unit tests that need a UDR without a file.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::sqn::{sqn_after, SqnError};
+use crate::subscriber::{DecodeError, FieldError, Subscriber};
+
+/// Why a store operation failed. Never carries K, OP or OPc.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No subscriber with this SUPI.
+    #[error("no subscriber {0}")]
+    NotFound(String),
+    /// A subscriber with this SUPI exists already.
+    #[error("subscriber {0} exists already")]
+    AlreadyExists(String),
+    /// The record to write is not valid.
+    #[error("subscriber {supi}: {source}")]
+    Invalid {
+        /// The subscriber's SUPI as given.
+        supi: String,
+        /// What is wrong.
+        source: FieldError,
+    },
+    /// A stored record could not be decoded.
+    #[error("stored record of {supi} is corrupt: {source}")]
+    Corrupt {
+        /// The subscriber.
+        supi: String,
+        /// What is wrong with the bytes.
+        source: DecodeError,
+    },
+    /// The store is held by another process (the embedded engine allows one at a time).
+    #[error("store {0} is in use by another process")]
+    Busy(String),
+    /// An SQN operation cannot proceed.
+    #[error(transparent)]
+    Sqn(#[from] SqnError),
+    /// The engine failed (I/O, storage).
+    #[error("store engine: {0}")]
+    Backend(String),
+}
+
+/// The UDR's subscriber data, whatever holds it. Implemented by the embedded
+/// [`crate::RedbStore`] and [`MemStore`]; a PostgreSQL backend will implement it later, which
+/// is why nothing here exposes engine types or transactions.
+///
+/// Invariant of every implementation: a subscriber's stored SQN never decreases while the
+/// subscriber exists. `put`, `put_batch` and `sqn_persist` keep the larger of the stored and
+/// the written SQN (compare-and-max); only `delete` forgets it.
+pub trait SubscriberStore: Send + Sync {
+    /// The subscriber with this SUPI, if any.
+    fn get(&self, supi: &str) -> Result<Option<Subscriber>, StoreError>;
+
+    /// Adds a new subscriber; [`StoreError::AlreadyExists`] if the SUPI is taken.
+    fn insert(&self, sub: &Subscriber) -> Result<(), StoreError>;
+
+    /// Adds or replaces subscribers in one atomic, durable write; the SQN of a replaced
+    /// subscriber becomes the larger of the old and the new.
+    fn put_batch(&self, subs: &[Subscriber]) -> Result<(), StoreError>;
+
+    /// Adds or replaces one subscriber (see [`SubscriberStore::put_batch`]).
+    fn put(&self, sub: &Subscriber) -> Result<(), StoreError> {
+        self.put_batch(std::slice::from_ref(sub))
+    }
+
+    /// Removes a subscriber; `false` if there was none.
+    fn delete(&self, supi: &str) -> Result<bool, StoreError>;
+
+    /// Up to `limit` subscribers in SUPI order, starting after `after` (exclusive): call again
+    /// with the last SUPI of a page to get the next.
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<Subscriber>, StoreError>;
+
+    /// Number of subscribers.
+    fn count(&self) -> Result<u64, StoreError>;
+
+    /// Records that SQNs up to `sqn` may have been issued: the stored SQN becomes
+    /// `max(stored, sqn)`, durably, and the result is returned.
+    fn sqn_persist(&self, supi: &str, sqn: u64) -> Result<u64, StoreError>;
+
+    /// Reserves `count` SQNs in one durable write: returns the stored SQN before and after;
+    /// the caller may issue the SQNs above the first up to the second.
+    fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError>;
+
+    /// Visits every subscriber in SUPI order, a page at a time.
+    fn for_each(
+        &self,
+        page: usize,
+        f: &mut dyn FnMut(&Subscriber) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut after: Option<String> = None;
+        loop {
+            let batch = self.list(after.as_deref(), page.max(1))?;
+            for s in &batch {
+                f(s)?;
+            }
+            match batch.last() {
+                Some(last) if batch.len() >= page.max(1) => after = Some(last.supi.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Checks a record before any write.
+pub(crate) fn check(sub: &Subscriber) -> Result<(), StoreError> {
+    sub.validate().map_err(|source| StoreError::Invalid {
+        supi: sub.supi.chars().take(40).collect(),
+        source,
+    })
+}
+
+/// The SQN after reserving `count` more above `stored`.
+pub(crate) fn reserved(supi: &str, stored: u64, count: u64) -> Result<u64, StoreError> {
+    sqn_after(stored, count).ok_or_else(|| StoreError::Sqn(SqnError::Exhausted(supi.to_string())))
+}
+
+/// Subscribers in a map behind a mutex: no persistence. For tests and in-process demos.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    map: Mutex<BTreeMap<String, Subscriber>>,
+}
+
+impl MemStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Subscriber>> {
+        // A panic elsewhere while holding the lock leaves the map consistent (every
+        // operation is a single insert/remove), so a poisoned lock is still usable.
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl SubscriberStore for MemStore {
+    fn get(&self, supi: &str) -> Result<Option<Subscriber>, StoreError> {
+        Ok(self.lock().get(supi).cloned())
+    }
+
+    fn insert(&self, sub: &Subscriber) -> Result<(), StoreError> {
+        check(sub)?;
+        let mut m = self.lock();
+        if m.contains_key(&sub.supi) {
+            return Err(StoreError::AlreadyExists(sub.supi.clone()));
+        }
+        m.insert(sub.supi.clone(), sub.clone());
+        Ok(())
+    }
+
+    fn put_batch(&self, subs: &[Subscriber]) -> Result<(), StoreError> {
+        for s in subs {
+            check(s)?;
+        }
+        let mut m = self.lock();
+        for s in subs {
+            let mut s = s.clone();
+            if let Some(old) = m.get(&s.supi) {
+                s.sqn = s.sqn.max(old.sqn);
+            }
+            m.insert(s.supi.clone(), s);
+        }
+        Ok(())
+    }
+
+    fn delete(&self, supi: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().remove(supi).is_some())
+    }
+
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<Subscriber>, StoreError> {
+        let m = self.lock();
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Unbounded,
+        };
+        Ok(m.range::<str, _>((lower, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, s)| s.clone())
+            .collect())
+    }
+
+    fn count(&self) -> Result<u64, StoreError> {
+        Ok(self.lock().len() as u64)
+    }
+
+    fn sqn_persist(&self, supi: &str, sqn: u64) -> Result<u64, StoreError> {
+        let mut m = self.lock();
+        let s = m
+            .get_mut(supi)
+            .ok_or_else(|| StoreError::NotFound(supi.to_string()))?;
+        s.sqn = s.sqn.max(sqn.min(crate::sqn::SQN_MAX));
+        Ok(s.sqn)
+    }
+
+    fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError> {
+        let mut m = self.lock();
+        let s = m
+            .get_mut(supi)
+            .ok_or_else(|| StoreError::NotFound(supi.to_string()))?;
+        let before = s.sqn;
+        s.sqn = reserved(supi, before, count)?;
+        Ok((before, s.sqn))
+    }
+}
