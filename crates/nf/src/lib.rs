@@ -1,5 +1,11 @@
 //! The network functions of steer5g as sans-IO state machines.
 //!
 //! - [`amf`]: the AMF; for now its N2 side for non-UE-associated signalling.
+//! - [`ausf`]: the AUSF, 5G AKA (Nausf_UEAuthentication).
+//! - [`udm`]: the UDM (Nudm_UEAU, Nudm_UECM, Nudm_SDM) with its SIDF.
+//! - [`state`]: where per-UE state lives, per-worker shards or one locked map.
 
 pub mod amf;
+pub mod ausf;
+pub mod state;
+pub mod udm;

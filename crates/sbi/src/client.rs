@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 
 use crate::model::ProblemDetails;
 use crate::problem::{GmmCause, PROBLEM_JSON};
-use crate::server::{SbiResponse, APPLICATION_JSON, DEFAULT_MAX_BODY};
+use crate::server::{SbiResponse, APPLICATION_3GPP_HAL_JSON, APPLICATION_JSON, DEFAULT_MAX_BODY};
 
 /// Errors of an SBI request.
 #[derive(Debug, thiserror::Error)]
@@ -184,7 +184,9 @@ impl SbiClient {
         };
         let mut builder = Request::builder().method(method).uri(uri).header(
             header::ACCEPT,
-            HeaderValue::from_static("application/json, application/problem+json"),
+            HeaderValue::from_static(
+                "application/json, application/3gppHal+json, application/problem+json",
+            ),
         );
         if json_body.is_some() {
             builder = builder.header(header::CONTENT_TYPE, APPLICATION_JSON);
@@ -202,36 +204,42 @@ impl SbiClient {
         authority: &str,
         req: Request<Full<Bytes>>,
     ) -> Result<SbiResponse, SbiError> {
-        let resp = if self.config.short_connections {
+        if self.config.short_connections {
             let mut sender = self.connect(authority).await?;
             let resp = sender.send_request(req).await?;
-            // Read the body before the sender (and so the connection) is dropped.
-            let out = self.read(resp).await;
-            drop(sender);
-            return out;
-        } else {
-            let slot = self.slot(authority);
-            let mut sender = self.pooled(&slot, authority, false).await?;
-            match sender.try_send_request(req).await {
-                Ok(r) => r,
-                Err(mut e) => match e.take_message() {
-                    // The connection died before our request went out: it is safe to resend
-                    // once on a fresh connection.
-                    Some(req) => {
-                        let mut sender = self.pooled(&slot, authority, true).await?;
-                        sender.send_request(req).await?
+            // The body is read while `sender` still holds the connection open; dropping it
+            // afterwards closes the connection.
+            return self.read(resp).await;
+        }
+        let slot = self.slot(authority);
+        let mut sender = self.pooled(&slot, authority, false).await?;
+        let resp = match sender.try_send_request(req).await {
+            Ok(r) => r,
+            Err(mut e) => match e.take_message() {
+                // The connection died before our request went out, so resending it cannot
+                // duplicate it: once, on a fresh connection.
+                Some(req) => {
+                    let mut sender = self.pooled(&slot, authority, true).await?;
+                    sender.send_request(req).await?
+                }
+                None => {
+                    let mut guard = slot.lock().await;
+                    // Forget the connection only if it is the broken one, not a newer one
+                    // another request has set up meanwhile.
+                    if guard.as_ref().is_some_and(SendRequest::is_closed) {
+                        guard.take();
                     }
-                    None => {
-                        slot.lock().await.take();
-                        return Err(SbiError::Http(e.into_error()));
-                    }
-                },
-            }
+                    return Err(SbiError::Http(e.into_error()));
+                }
+            },
         };
         self.read(resp).await
     }
 
-    async fn read(&self, resp: http::Response<hyper::body::Incoming>) -> Result<SbiResponse, SbiError> {
+    async fn read(
+        &self,
+        resp: http::Response<hyper::body::Incoming>,
+    ) -> Result<SbiResponse, SbiError> {
         let (parts, body) = resp.into_parts();
         let body = Limited::new(body, self.config.max_body)
             .collect()
@@ -247,6 +255,8 @@ impl SbiClient {
                     PROBLEM_JSON
                 } else if ct.starts_with(APPLICATION_JSON) {
                     APPLICATION_JSON
+                } else if ct.starts_with(APPLICATION_3GPP_HAL_JSON) {
+                    APPLICATION_3GPP_HAL_JSON
                 } else {
                     "application/octet-stream"
                 }
@@ -317,7 +327,10 @@ impl SbiClient {
         body: &B,
     ) -> Result<JsonResponse<R>, SbiError> {
         let b = serde_json::to_vec(body).map_err(SbiError::Encode)?;
-        typed(self.request(Method::POST, uri, Some(Bytes::from(b))).await?)
+        typed(
+            self.request(Method::POST, uri, Some(Bytes::from(b)))
+                .await?,
+        )
     }
 
     /// PUTs `body` as JSON and decodes a 2xx answer as `R`.

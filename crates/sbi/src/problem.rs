@@ -44,11 +44,10 @@ pub enum Cause {
     DataNotFound,
     /// 404: the URI matches no resource of the API (TS 29.500).
     ResourceUriStructureNotFound,
-    /// 405: the resource exists, the method does not apply (TS 29.500 uses the status alone).
-    MethodNotAllowed,
-    /// 413: the body is larger than we accept (TS 29.500).
+    /// 413: the body is larger than we accept. UNCERTAIN: TS 29.500 may define 413 by status
+    /// alone; the name is ours until checked against the spec text.
     PayloadTooLarge,
-    /// 415: the body is not `application/json` (TS 29.500).
+    /// 415: the body is not `application/json`. UNCERTAIN, as for [`Cause::PayloadTooLarge`].
     UnsupportedMediaType,
     /// 500: the UDM could not produce an authentication vector (TS 29.503).
     AvGenerationProblem,
@@ -87,7 +86,6 @@ impl Cause {
             Cause::ContextNotFound => "CONTEXT_NOT_FOUND",
             Cause::DataNotFound => "DATA_NOT_FOUND",
             Cause::ResourceUriStructureNotFound => "RESOURCE_URI_STRUCTURE_NOT_FOUND",
-            Cause::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             Cause::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             Cause::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Cause::AvGenerationProblem => "AV_GENERATION_PROBLEM",
@@ -118,7 +116,6 @@ impl Cause {
             Cause::ContextNotFound,
             Cause::DataNotFound,
             Cause::ResourceUriStructureNotFound,
-            Cause::MethodNotAllowed,
             Cause::PayloadTooLarge,
             Cause::UnsupportedMediaType,
             Cause::AvGenerationProblem,
@@ -153,12 +150,9 @@ impl Cause {
             | Cause::ContextNotFound
             | Cause::DataNotFound
             | Cause::ResourceUriStructureNotFound => 404,
-            Cause::MethodNotAllowed => 405,
             Cause::PayloadTooLarge => 413,
             Cause::UnsupportedMediaType => 415,
-            Cause::AvGenerationProblem | Cause::UnspecifiedNfFailure | Cause::SystemFailure => {
-                500
-            }
+            Cause::AvGenerationProblem | Cause::UnspecifiedNfFailure | Cause::SystemFailure => 500,
             Cause::UnsupportedProtectionScheme => 501,
             Cause::NfCongestion => 503,
             Cause::UpstreamServerError | Cause::NetworkFailure | Cause::TimedOutRequest => 504,
@@ -172,7 +166,6 @@ impl Cause {
             400 => "Bad Request",
             403 => "Forbidden",
             404 => "Not Found",
-            405 => "Method Not Allowed",
             413 => "Payload Too Large",
             415 => "Unsupported Media Type",
             501 => "Not Implemented",
@@ -296,12 +289,15 @@ impl ProblemDetails {
         )
     }
 
-    /// 405: the method does not apply to this resource.
+    /// 405: the method does not apply to this resource. No application cause: TS 29.500
+    /// conveys this by the status code alone.
     pub fn method_not_allowed(method: &str, path: &str) -> Self {
-        Self::from_cause(
-            Cause::MethodNotAllowed,
-            format!("{method} not allowed on {path}"),
-        )
+        ProblemDetails {
+            title: Some("Method Not Allowed".to_owned()),
+            status: Some(405),
+            detail: Some(format!("{method} not allowed on {path}")),
+            ..Default::default()
+        }
     }
 
     /// 500 AV_GENERATION_PROBLEM.

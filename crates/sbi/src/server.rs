@@ -27,6 +27,10 @@ use crate::problem::PROBLEM_JSON;
 /// `Content-Type` of SBI JSON bodies (TS 29.500 §5.4).
 pub const APPLICATION_JSON: &str = "application/json";
 
+/// `Content-Type` of JSON bodies with HAL `_links` (TS 29.501 §6.3), e.g. the AUSF's
+/// `UEAuthenticationCtx` in the 201 of POST `ue-authentications` (TS 29.509 §6.1.3.2.3.1).
+pub const APPLICATION_3GPP_HAL_JSON: &str = "application/3gppHal+json";
+
 /// Largest request body accepted by default: generous for the JSON of the registration
 /// procedures (a few hundred bytes), small enough that a peer cannot make us buffer much.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -90,6 +94,12 @@ impl SbiResponse {
         }
     }
 
+    /// The same response with another `Content-Type`, e.g. [`APPLICATION_3GPP_HAL_JSON`].
+    pub fn with_content_type(mut self, content_type: &'static str) -> Self {
+        self.content_type = Some(content_type);
+        self
+    }
+
     /// 204 No Content.
     pub fn no_content() -> Self {
         SbiResponse {
@@ -133,6 +143,9 @@ impl From<ProblemDetails> for SbiResponse {
 /// MANDATORY_IE_MISSING or MANDATORY_IE_INCORRECT with the member as a JSON pointer in
 /// `invalidParams` (TS 29.500 §5.2.7.2, TS 29.571 `InvalidParam`). A `Content-Type` other
 /// than JSON is 415.
+// The problem goes straight into a response on the rare error path; boxing it would only
+// add an allocation there.
+#[allow(clippy::result_large_err)]
 pub fn parse_json<T: DeserializeOwned>(req: &SbiRequest) -> Result<T, ProblemDetails> {
     if let Some(ct) = &req.content_type {
         let essence = ct.split(';').next().unwrap_or("").trim();
@@ -147,6 +160,9 @@ pub fn parse_json<T: DeserializeOwned>(req: &SbiRequest) -> Result<T, ProblemDet
 }
 
 /// [`parse_json`] without the content-type check, for bodies from elsewhere.
+// The problem goes straight into a response on the rare error path; boxing it would only
+// add an allocation there.
+#[allow(clippy::result_large_err)]
 pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProblemDetails> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     match serde_path_to_error::deserialize::<_, T>(de) {
@@ -426,6 +442,52 @@ mod tests {
         assert_eq!(e.status, Some(415));
         r.content_type = Some("application/json; charset=utf-8".into());
         assert!(parse_json::<ConfirmationData>(&r).is_err_and(|e| e.status == Some(400)));
+    }
+
+    /// Arbitrary and mutated bodies: every outcome is a value or a 4xx problem, never a panic.
+    #[test]
+    fn decoding_is_total_on_garbage() {
+        use crate::model::*;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let seeds: [&[u8]; 3] = [
+            br#"{"supiOrSuci":"imsi-001010000000001","servingNetworkName":"5G:mnc001.mcc001.3gppnetwork.org"}"#,
+            br#"{"authType":"5G_AKA","authenticationVector":{"avType":"5G_HE_AKA","rand":"00000000000000000000000000000000","xresStar":"00000000000000000000000000000000","autn":"00000000000000000000000000000000","kausf":"0000000000000000000000000000000000000000000000000000000000000000"}}"#,
+            br#"{"amfInstanceId":"a","deregCallbackUri":"b","guami":{"plmnId":{"mcc":"001","mnc":"01"},"amfId":"020040"},"ratType":"NR"}"#,
+        ];
+        for i in 0..3000 {
+            let mut body: Vec<u8> = seeds[i % seeds.len()].to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let len = body.len().max(1) as u64;
+                let pos = (next() % len) as usize;
+                match next() % 3 {
+                    0 => {
+                        if let Some(b) = body.get_mut(pos) {
+                            *b = next() as u8;
+                        }
+                    }
+                    1 => body.truncate(pos),
+                    _ => body.insert(pos.min(body.len()), next() as u8),
+                }
+            }
+            for r in [
+                decode_json::<AuthenticationInfo>(&body).err(),
+                decode_json::<AuthenticationInfoResult>(&body).err(),
+                decode_json::<Amf3GppAccessRegistration>(&body).err(),
+                decode_json::<UeAuthenticationCtx>(&body).err(),
+                decode_json::<ConfirmationData>(&body).err(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                assert!(matches!(r.status, Some(400)), "{r:?}");
+            }
+        }
     }
 
     #[test]

@@ -16,9 +16,19 @@ use std::time::{Duration, Instant};
 use common::*;
 use sctp::{CloseReason, Endpoint, Event};
 
-fn build_peer() -> Option<std::path::PathBuf> {
+/// Kills and reaps the peer however the test ends (including by panic).
+struct Peer(std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn build_peer(name: &str) -> Option<std::path::PathBuf> {
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/usrsctp_echo.c");
-    let out = std::env::temp_dir().join(format!("usrsctp_echo_{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!("usrsctp_{name}_{}", std::process::id()));
     let ok = Command::new("cc")
         .args(["-O1", "-o"])
         .arg(&out)
@@ -32,7 +42,7 @@ fn build_peer() -> Option<std::path::PathBuf> {
 
 #[test]
 fn echo_with_usrsctp() {
-    let Some(bin) = build_peer() else {
+    let Some(bin) = build_peer("server") else {
         eprintln!("cannot build the usrsctp peer (cc or libusrsctp-dev missing); skipping");
         return;
     };
@@ -41,11 +51,14 @@ fn echo_with_usrsctp() {
         let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let mut child = Command::new(&bin)
-        .args([encaps.to_string(), "38412".into(), N.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut peer = Peer(
+        Command::new(&bin)
+            .args([encaps.to_string(), "38412".into(), N.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut peer.0;
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
 
@@ -106,8 +119,19 @@ fn echo_with_usrsctp() {
             }
         }
     }
-    if closed.is_none() {
-        let _ = child.kill();
+    // The SHUTDOWN COMPLETE queued by the close.
+    while let Some(t) = ep.poll_transmit(Instant::now()) {
+        sock.send_to(&t.packet, t.remote).unwrap();
+    }
+    let mut status = None;
+    for _ in 0..500 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if closed.is_none() || status.is_none() {
         panic!(
             "no close: got {} echoes; {:?} {:?}",
             got.len(),
@@ -115,14 +139,99 @@ fn echo_with_usrsctp() {
             ep.stats()
         );
     }
-    let status = child.wait().unwrap();
     let _ = std::fs::remove_file(&bin);
+    assert!(status.unwrap().success());
+    assert_eq!(lines.next().unwrap().unwrap(), format!("done {N}"));
     let plan_all = plan(71, N, 4, 6000);
     let got: Vec<_> = got.into_iter().map(|m| (id, m)).collect();
     check_delivery(&got, &plan_all);
     assert_eq!(closed, Some(CloseReason::ShutdownComplete));
-    assert!(status.success());
     let st = ep.stats();
     assert_eq!(st.bad_checksum, 0);
     assert_eq!(st.malformed, 0);
+}
+
+#[test]
+fn usrsctp_client_against_our_server() {
+    let Some(bin) = build_peer("client") else {
+        eprintln!("cannot build the usrsctp peer (cc or libusrsctp-dev missing); skipping");
+        return;
+    };
+    const N: u32 = 200;
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(5)))
+        .unwrap();
+    let our_port = sock.local_addr().unwrap().port();
+    let their_port = {
+        let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let mut peer = Peer(
+        Command::new(&bin)
+            .args([
+                "client".to_string(),
+                their_port.to_string(),
+                our_port.to_string(),
+                SERVER_PORT.to_string(),
+                N.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut peer.0;
+    let mut ep = Endpoint::new(server_config(72));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = vec![0u8; 70_000];
+    let mut echoed = 0u32;
+    let mut events = Vec::new();
+    let mut status = None;
+    while Instant::now() < deadline {
+        let now = Instant::now();
+        while let Some(t) = ep.poll_transmit(now) {
+            sock.send_to(&t.packet, t.remote).unwrap();
+        }
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            ep.handle(Instant::now(), from, &buf[..n]);
+        }
+        let now = Instant::now();
+        if ep.poll_timeout().is_some_and(|t| t <= now) {
+            ep.handle_timeout(now);
+        }
+        while let Some((id, e)) = ep.poll_event() {
+            if let Event::Message(m) = &e {
+                // usrsctp puts the PPID on the wire in network order: it is the index.
+                let i = m.ppid;
+                let want: Vec<u8> = (0..1 + (i as usize * 7919) % 3000)
+                    .map(|k| (i as usize + k) as u8)
+                    .collect();
+                assert_eq!(&m.data[..], &want[..], "message {i}");
+                ep.send(id, m.stream, m.ppid, false, m.data.clone())
+                    .unwrap();
+                echoed += 1;
+            }
+            events.push(e);
+        }
+        status = child.try_wait().unwrap();
+        if status.is_some() && ep.is_empty() {
+            break;
+        }
+    }
+    let _ = std::fs::remove_file(&bin);
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{events:?} {:?}",
+        ep.stats()
+    );
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), format!("done {N}"));
+    assert_eq!(echoed, N);
+    assert!(matches!(events.first(), Some(Event::Connected { .. })));
+    assert_eq!(
+        events.last(),
+        Some(&Event::Closed {
+            reason: CloseReason::ShutdownComplete
+        })
+    );
+    assert_eq!(ep.stats().bad_checksum, 0);
 }

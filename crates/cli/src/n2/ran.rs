@@ -141,11 +141,20 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
         }
     }
 
+    // One tick per gNB that finished NG Setup, either way; indicatif hides the bar when
+    // standard error is not a terminal, so scripts and CI see only the report.
+    let progress = indicatif::ProgressBar::new(u64::from(plan.gnbs));
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("NG Setup {bar:40} {pos}/{len} gNBs {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    progress.inc(failures.len() as u64);
     let deadline = start + plan.timeout;
     let mut pending = emulators.len();
     let mut latencies = Vec::with_capacity(emulators.len());
     let mut ok = 0u32;
     while pending > 0 && Instant::now() < deadline {
+        progress.set_position(u64::from(plan.gnbs) - pending as u64);
         sock.drive(Some(deadline)).await?;
         while let Some((id, ev)) = sock.endpoint_mut().poll_event() {
             let Some(em) = emulators.get_mut(&id) else {
@@ -202,6 +211,7 @@ pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
         }
     }
     let elapsed = start.elapsed();
+    progress.finish_and_clear();
 
     // Leave politely: SHUTDOWN every association (RFC 9260 §9.2), bounded in time.
     let now = Instant::now();

@@ -34,6 +34,7 @@ pub use messages::{
     RegistrationReject, RegistrationRequest, SecurityModeCommand, SecurityModeComplete,
     SecurityModeReject,
 };
+pub use ::security::nas::{Bearer, Direction};
 pub use security::{
     may_be_unprotected, NasCount, NasSecurityContext, NasSecurityError, SecurityHeaderType,
     Unprotected,

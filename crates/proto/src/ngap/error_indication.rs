@@ -33,6 +33,17 @@ impl ErrorIndication {
         }
     }
 
+    /// An indication about one UE-associated logical connection: the IDs it has
+    /// (§8.7.4.2 asks for both when both are known) and the cause.
+    pub fn for_ue(amf_ue_ngap_id: Option<u64>, ran_ue_ngap_id: Option<u32>, cause: impl Into<Cause>) -> Self {
+        Self {
+            amf_ue_ngap_id,
+            ran_ue_ngap_id,
+            cause: Some(cause.into()),
+            criticality_diagnostics: None,
+        }
+    }
+
     /// Reads an ERROR INDICATION. IEs that do not decode are left out: all are of
     /// criticality ignore, and §10.5 has errors in an ERROR INDICATION handled locally.
     pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {

@@ -14,6 +14,7 @@ mod convert;
 mod diagnostics;
 mod error_indication;
 mod setup;
+mod ue;
 use setup as setup_support;
 
 use oxirush_ngap::ngap as asn;
@@ -26,6 +27,13 @@ pub use error_indication::ErrorIndication;
 pub use setup::{
     BroadcastPlmn, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx, PlmnSupport,
     SupportedTa, TimeToWait,
+};
+pub use ue::{
+    DownlinkNasTransport, InitialContextSetupFailure, InitialContextSetupRequest,
+    InitialContextSetupResponse, InitialUeMessage, NasNonDeliveryIndication, NrCgi,
+    RrcEstablishmentCause, UeAmbr, UeContextReleaseCommand, UeContextReleaseComplete,
+    UeContextReleaseRequest, UeNgapIds, UeSecurityCapabilities, UplinkNasTransport,
+    UserLocation, AMF_UE_NGAP_ID_MAX,
 };
 
 use crate::ids::IdError;
@@ -40,6 +48,18 @@ pub const NON_UE_STREAM: u16 = 0;
 
 /// Procedure codes of TS 38.413 §9.4.7 that steer5g names.
 pub mod procedure {
+    /// Downlink NAS Transport.
+    pub const DOWNLINK_NAS_TRANSPORT: u8 = 4;
+    /// Initial Context Setup.
+    pub const INITIAL_CONTEXT_SETUP: u8 = 14;
+    /// NAS Non Delivery Indication.
+    pub const NAS_NON_DELIVERY_INDICATION: u8 = 19;
+    /// UE Context Release.
+    pub const UE_CONTEXT_RELEASE: u8 = 41;
+    /// UE Context Release Request.
+    pub const UE_CONTEXT_RELEASE_REQUEST: u8 = 42;
+    /// Uplink NAS Transport.
+    pub const UPLINK_NAS_TRANSPORT: u8 = 46;
     /// Error Indication.
     pub const ERROR_INDICATION: u8 = 9;
     /// Initial UE Message.
@@ -54,8 +74,30 @@ pub mod procedure {
 pub mod ie_id {
     /// AMF Name.
     pub const AMF_NAME: u16 = 1;
+    /// Allowed NSSAI.
+    pub const ALLOWED_NSSAI: u16 = 0;
     /// AMF UE NGAP ID.
     pub const AMF_UE_NGAP_ID: u16 = 10;
+    /// FiveG-S-TMSI.
+    pub const FIVE_G_S_TMSI: u16 = 26;
+    /// GUAMI.
+    pub const GUAMI: u16 = 28;
+    /// NAS-PDU.
+    pub const NAS_PDU: u16 = 38;
+    /// RRC Establishment Cause.
+    pub const RRC_ESTABLISHMENT_CAUSE: u16 = 90;
+    /// Security Key.
+    pub const SECURITY_KEY: u16 = 94;
+    /// UE Aggregate Maximum Bit Rate.
+    pub const UE_AGGREGATE_MAXIMUM_BIT_RATE: u16 = 110;
+    /// UE Context Request.
+    pub const UE_CONTEXT_REQUEST: u16 = 112;
+    /// UE NGAP IDs.
+    pub const UE_NGAP_IDS: u16 = 114;
+    /// UE Security Capabilities.
+    pub const UE_SECURITY_CAPABILITIES: u16 = 119;
+    /// User Location Information.
+    pub const USER_LOCATION_INFORMATION: u16 = 121;
     /// Cause.
     pub const CAUSE: u16 = 15;
     /// Criticality Diagnostics.
@@ -115,6 +157,26 @@ pub enum MessageKind {
     NgSetupFailure,
     /// ERROR INDICATION (§9.2.7.1).
     ErrorIndication,
+    /// INITIAL UE MESSAGE (§9.2.5.1).
+    InitialUeMessage,
+    /// DOWNLINK NAS TRANSPORT (§9.2.5.2).
+    DownlinkNasTransport,
+    /// UPLINK NAS TRANSPORT (§9.2.5.3).
+    UplinkNasTransport,
+    /// NAS NON DELIVERY INDICATION (§9.2.5.5).
+    NasNonDeliveryIndication,
+    /// INITIAL CONTEXT SETUP REQUEST (§9.2.2.1).
+    InitialContextSetupRequest,
+    /// INITIAL CONTEXT SETUP RESPONSE (§9.2.2.2).
+    InitialContextSetupResponse,
+    /// INITIAL CONTEXT SETUP FAILURE (§9.2.2.3).
+    InitialContextSetupFailure,
+    /// UE CONTEXT RELEASE REQUEST (§9.2.2.4).
+    UeContextReleaseRequest,
+    /// UE CONTEXT RELEASE COMMAND (§9.2.2.5).
+    UeContextReleaseCommand,
+    /// UE CONTEXT RELEASE COMPLETE (§9.2.2.6).
+    UeContextReleaseComplete,
     /// A message of the specification that this module has no struct for yet.
     Other,
     /// A procedure code that TS 38.413 Rel-19 does not have in this direction.
@@ -309,6 +371,20 @@ impl NgapPdu {
             NgapPduKind::Successful_NGSetup => MessageKind::NgSetupResponse,
             NgapPduKind::Unsuccessful_NGSetup => MessageKind::NgSetupFailure,
             NgapPduKind::Initiating_ErrorIndication => MessageKind::ErrorIndication,
+            NgapPduKind::Initiating_InitialUEMessage => MessageKind::InitialUeMessage,
+            NgapPduKind::Initiating_DownlinkNASTransport => MessageKind::DownlinkNasTransport,
+            NgapPduKind::Initiating_UplinkNASTransport => MessageKind::UplinkNasTransport,
+            NgapPduKind::Initiating_NASNonDeliveryIndication => {
+                MessageKind::NasNonDeliveryIndication
+            }
+            NgapPduKind::Initiating_InitialContextSetup => MessageKind::InitialContextSetupRequest,
+            NgapPduKind::Successful_InitialContextSetup => MessageKind::InitialContextSetupResponse,
+            NgapPduKind::Unsuccessful_InitialContextSetup => {
+                MessageKind::InitialContextSetupFailure
+            }
+            NgapPduKind::Initiating_UEContextReleaseRequest => MessageKind::UeContextReleaseRequest,
+            NgapPduKind::Initiating_UEContextRelease => MessageKind::UeContextReleaseCommand,
+            NgapPduKind::Successful_UEContextRelease => MessageKind::UeContextReleaseComplete,
             NgapPduKind::Other { .. } => MessageKind::UnknownProcedure,
             _ => MessageKind::Other,
         }

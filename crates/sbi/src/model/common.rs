@@ -348,10 +348,7 @@ mod tests {
         };
         assert_eq!(s.to_key(), "1-000001");
         assert_eq!(Snssai::from_key("1-000001"), Some(s));
-        assert_eq!(
-            Snssai::from_key("255"),
-            Some(Snssai { sst: 255, sd: None })
-        );
+        assert_eq!(Snssai::from_key("255"), Some(Snssai { sst: 255, sd: None }));
         for bad in ["", "256", "1-", "1-0000", "x", "-000001", "1000"] {
             assert_eq!(Snssai::from_key(bad), None, "{bad}");
         }

@@ -1,0 +1,637 @@
+//! The UDM as a sans-IO state machine: Nudm_UEAuthentication (generate-auth-data,
+//! auth-events; TS 29.503 §5.4, §6.3), Nudm_UECM AMF registration for 3GPP access (§5.3,
+//! §6.2) and the Nudm_SDM reads a registration needs (§5.2, §6.1).
+//!
+//! One [`Udm`] runs per worker. Requests come in with [`Udm::handle_request`]; answers and
+//! other work go out through [`Udm::poll_action`]. The UDM owns no socket, thread or clock:
+//! subscriber records are read synchronously from a [`SubscriberStore`] (a read transaction
+//! on the embedded store), and SQN reservations are handed to the runtime as
+//! [`Action::PersistSqn`] so that the durable write stays off the hot path (see
+//! [`store::sqn`]).
+//!
+//! # Ownership
+//!
+//! A subscriber's SQN and UECM state belong to the worker [`steer::owner::owner_of_supi`]
+//! names. Requests naming a SUPI in the path are expected at the owner already (the client
+//! hashes the SUPI). A generate-auth-data with a concealed SUCI cannot be routed that way:
+//! the SUPI exists only after deconcealment, so the worker that received it deconceals it and
+//! hands the request one hop to the owner ([`Action::Forward`], counted in
+//! [`UdmStats::suci_hops`]). In the locking baseline every worker sees every subscriber and
+//! nothing is forwarded.
+
+mod suci;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use http::StatusCode;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
+use sbi::model::{
+    AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, AuthEvent, AuthType,
+    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
+    DnnInfo, HexBytes, Nssai, ProblemDetails, ResynchronizationInfo,
+    SmfSelectionSubscriptionData, Snssai, SnssaiInfo,
+};
+use sbi::paths::{resolve, Route};
+use sbi::server::parse_json;
+use sbi::{SbiRequest, SbiResponse};
+use security::kdf::{self, ServingNetworkName};
+use security::milenage::Milenage;
+use security::{Amf, Auts, Opc, Rand, Sqn, K};
+use steer::owner::owner_of_supi;
+use steer::{WorkerId, Workers};
+use store::sqn::{PersistRequest, DEFAULT_BLOCK};
+use store::{HnKeys, SqnError, SqnShard, Subscriber, SubscriberStore};
+
+use crate::state::ContextMap;
+
+pub use suci::{deconceal, SuciError};
+
+/// The operations a UDM serves.
+const UDM_ROUTES: &[Route] = &[
+    Route::GenerateAuthData,
+    Route::AuthEvents,
+    Route::Amf3GppAccessRegistration,
+    Route::AmData,
+    Route::SmfSelectData,
+    Route::Nssai,
+];
+
+/// How one UDM worker is set up.
+#[derive(Debug, Clone)]
+pub struct UdmConfig {
+    /// This worker.
+    pub worker: WorkerId,
+    /// All workers of the process.
+    pub workers: Workers,
+    /// `scheme://host:port` this UDM is reached at, for `Location` headers.
+    pub api_root: String,
+    /// Serving network names this home network serves (TS 33.501 §6.1.1.4); an
+    /// authentication for another is refused.
+    pub serving_networks: Vec<String>,
+    /// The home network's SUCI private keys.
+    pub hn_keys: HnKeys,
+    /// Seed of the RAND generator; `None` seeds from the operating system. A seed makes
+    /// simulations reproducible and must not be used in production.
+    pub rand_seed: Option<u64>,
+}
+
+/// What the UDM keeps per subscriber besides the SQN.
+#[derive(Debug, Clone, Default)]
+pub struct UeRecord {
+    /// The serving AMF's registration (Nudm_UECM).
+    pub registration: Option<Amf3GppAccessRegistration>,
+    /// The last authentication result the AUSF reported.
+    pub last_auth_event: Option<AuthEvent>,
+    /// Number of authentication results reported.
+    pub auth_events: u64,
+}
+
+/// A request handed from one UDM worker to the owner of its subscriber. Opaque: pass it to
+/// the owner's [`Udm::handle_forwarded`].
+#[derive(Debug, Clone)]
+pub struct Forwarded(Job);
+
+#[derive(Debug, Clone)]
+enum Job {
+    /// generate-auth-data after deconcealment.
+    Auth(AuthJob),
+    /// A request with the SUPI in its path that reached another worker.
+    Raw(SbiRequest),
+}
+
+#[derive(Debug, Clone)]
+struct AuthJob {
+    supi: String,
+    snn: String,
+    resync: Option<ResynchronizationInfo>,
+}
+
+/// Work the UDM hands to its runtime.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Action {
+    /// Answer request `req_id`.
+    Respond {
+        /// The request being answered.
+        req_id: u64,
+        /// The answer.
+        response: SbiResponse,
+    },
+    /// Give the request to worker `to`'s UDM ([`Udm::handle_forwarded`]); its answer still
+    /// goes to `req_id` wherever that request arrived.
+    Forward {
+        /// The owner.
+        to: WorkerId,
+        /// The request.
+        req_id: u64,
+        /// What to hand over.
+        request: Forwarded,
+    },
+    /// Write this SQN high-water mark durably (`SubscriberStore::sqn_persist`), then call
+    /// [`Udm::sqn_persisted`] or [`Udm::sqn_persist_failed`].
+    PersistSqn(PersistRequest),
+}
+
+/// Counters of one UDM worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdmStats {
+    /// Authentication vectors issued.
+    pub vectors: u64,
+    /// Resynchronisations accepted (AUTS verified).
+    pub resyncs: u64,
+    /// AUTS refused (MAC-S wrong).
+    pub resync_failures: u64,
+    /// SUCIs deconcealed whose owner was another worker: one hop each.
+    pub suci_hops: u64,
+    /// SUPI-addressed requests that reached a worker other than the owner.
+    pub misrouted: u64,
+    /// Requests that waited for an SQN reservation to become durable.
+    pub parked: u64,
+}
+
+struct Parked {
+    req_id: u64,
+    snn: ServingNetworkName,
+    sub: Subscriber,
+}
+
+/// One UDM worker. `M` holds per-subscriber records, `Q` the SQN shard (one entry under
+/// the key `()`): [`crate::state::ShardMap`]s for the sharded mode, clones of
+/// [`crate::state::LockedMap`]s for the locking baseline.
+pub struct Udm<M, Q> {
+    cfg: UdmConfig,
+    store: Arc<dyn SubscriberStore>,
+    ues: M,
+    sqn: Q,
+    rng: StdRng,
+    actions: VecDeque<Action>,
+    parked: HashMap<String, Vec<Parked>>,
+    stats: UdmStats,
+}
+
+impl<M, Q> std::fmt::Debug for Udm<M, Q> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Udm")
+            .field("worker", &self.cfg.worker)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M, Q> Udm<M, Q>
+where
+    M: ContextMap<String, UeRecord>,
+    Q: ContextMap<(), SqnShard>,
+{
+    /// A UDM worker over `store`, with its (possibly shared) maps.
+    pub fn new(cfg: UdmConfig, store: Arc<dyn SubscriberStore>, ues: M, sqn: Q) -> Self {
+        let rng = match cfg.rand_seed {
+            // Each worker draws its own stream from the one seed.
+            Some(seed) => StdRng::seed_from_u64(seed ^ u64::from(cfg.worker.0)),
+            None => StdRng::from_entropy(),
+        };
+        Self {
+            cfg,
+            store,
+            ues,
+            sqn,
+            rng,
+            actions: VecDeque::new(),
+            parked: HashMap::new(),
+            stats: UdmStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> UdmStats {
+        self.stats
+    }
+
+    /// The next piece of work for the runtime.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The per-subscriber record, if any (for tests and the CLI).
+    pub fn record(&mut self, supi: &str) -> Option<UeRecord> {
+        self.ues.with(&supi.to_owned(), |r| r.cloned())
+    }
+
+    /// Whether requests for subscribers of other workers must go to them.
+    fn sharded() -> bool {
+        !(M::SHARED && Q::SHARED)
+    }
+
+    fn respond(&mut self, req_id: u64, response: SbiResponse) {
+        self.actions.push_back(Action::Respond { req_id, response });
+    }
+
+    fn problem(&mut self, req_id: u64, p: ProblemDetails) {
+        self.respond(req_id, SbiResponse::problem(&p));
+    }
+
+    /// The owner of `supi` if it is not this worker (and the mode is sharded).
+    fn foreign_owner(&self, supi: &str) -> Option<WorkerId> {
+        let owner = owner_of_supi(supi, self.cfg.workers);
+        (Self::sharded() && owner != self.cfg.worker).then_some(owner)
+    }
+
+    /// A request from the SBI server.
+    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
+        let m = match resolve(UDM_ROUTES, &req.method, &req.path) {
+            Ok(m) => m,
+            Err(p) => return self.problem(req_id, p),
+        };
+        if m.route == Route::GenerateAuthData {
+            let Some(id) = m.param("supiOrSuci").map(str::to_owned) else {
+                return self.problem(req_id, ProblemDetails::resource_not_found(&req.path));
+            };
+            return self.generate_auth_data(req_id, &id, &req);
+        }
+        let supi = m.params.first().map(|(_, v)| v.clone()).unwrap_or_default();
+        if let Some(to) = self.foreign_owner(&supi) {
+            self.stats.misrouted += 1;
+            self.actions.push_back(Action::Forward {
+                to,
+                req_id,
+                request: Forwarded(Job::Raw(req)),
+            });
+            return;
+        }
+        self.serve_supi(req_id, m.route, &supi, &req);
+    }
+
+    /// A request another worker handed over with [`Action::Forward`].
+    pub fn handle_forwarded(&mut self, req_id: u64, fwd: Forwarded) {
+        match fwd.0 {
+            Job::Auth(job) => self.authenticate(req_id, job),
+            Job::Raw(req) => match resolve(UDM_ROUTES, &req.method, &req.path) {
+                Ok(m) => {
+                    let supi = m.params.first().map(|(_, v)| v.clone()).unwrap_or_default();
+                    self.serve_supi(req_id, m.route, &supi, &req)
+                }
+                Err(p) => self.problem(req_id, p),
+            },
+        }
+    }
+
+    /// POST `/{supiOrSuci}/security-information/generate-auth-data` (TS 29.503 §5.4.2.2).
+    fn generate_auth_data(&mut self, req_id: u64, supi_or_suci: &str, req: &SbiRequest) {
+        let body: AuthenticationInfoRequest = match parse_json(req) {
+            Ok(b) => b,
+            Err(p) => return self.problem(req_id, p),
+        };
+        // TS 33.501 §6.1.2: the UDM checks that the serving network may use this home
+        // network before it spends a vector.
+        if !self
+            .cfg
+            .serving_networks
+            .iter()
+            .any(|s| *s == body.serving_network_name)
+        {
+            return self.problem(
+                req_id,
+                ProblemDetails::serving_network_not_authorized(format!(
+                    "{} is not served",
+                    body.serving_network_name
+                )),
+            );
+        }
+        let (supi, concealed) = if supi_or_suci.starts_with("suci-") {
+            // TS 33.501 §6.12.2: the SIDF in the UDM deconceals the SUCI.
+            match deconceal(supi_or_suci, &self.cfg.hn_keys) {
+                Ok(s) => (s, true),
+                Err(e) => return self.problem(req_id, e.problem()),
+            }
+        } else {
+            (supi_or_suci.to_owned(), false)
+        };
+        let job = AuthJob {
+            supi,
+            snn: body.serving_network_name,
+            resync: body.resynchronization_info,
+        };
+        if let Some(to) = self.foreign_owner(&job.supi) {
+            if concealed {
+                self.stats.suci_hops += 1;
+            } else {
+                self.stats.misrouted += 1;
+            }
+            self.actions.push_back(Action::Forward {
+                to,
+                req_id,
+                request: Forwarded(Job::Auth(job)),
+            });
+            return;
+        }
+        self.authenticate(req_id, job);
+    }
+
+    /// The subscriber, or the problem to answer with.
+    fn subscriber(&self, supi: &str) -> Result<Subscriber, ProblemDetails> {
+        match self.store.get(supi) {
+            Ok(Some(s)) => Ok(s),
+            Ok(None) => Err(ProblemDetails::user_not_found(format!("{supi} unknown"))),
+            Err(e) => Err(ProblemDetails::unspecified_nf_failure(format!(
+                "subscriber store: {e}"
+            ))),
+        }
+    }
+
+    fn with_shard<R>(&mut self, f: impl FnOnce(&mut SqnShard) -> R) -> R {
+        self.sqn
+            .with_or_insert((), || SqnShard::new(DEFAULT_BLOCK), |s, _| f(s))
+    }
+
+    /// Generate-auth-data at the owner: resynchronise if asked, then issue a vector.
+    fn authenticate(&mut self, req_id: u64, job: AuthJob) {
+        let sub = match self.subscriber(&job.supi) {
+            Ok(s) => s,
+            Err(p) => return self.problem(req_id, p),
+        };
+        let snn = match ServingNetworkName::new(&job.snn) {
+            Ok(s) => s,
+            Err(_) => {
+                return self.problem(
+                    req_id,
+                    ProblemDetails::mandatory_ie_incorrect(
+                        "/servingNetworkName",
+                        "not a serving network name",
+                    ),
+                )
+            }
+        };
+        let stored = sub.sqn;
+        let supi = job.supi.clone();
+        self.with_shard(|s| {
+            if !s.is_loaded(&supi) {
+                s.load(&supi, stored);
+            }
+        });
+        if let Some(r) = &job.resync {
+            let m = milenage(&sub);
+            // TS 33.102 §6.3.5: take SQN_MS only if MAC-S verifies. A wrong MAC-S means the
+            // AUTS did not come from this USIM, and we refuse rather than hand out a vector
+            // that the UE would reject again.
+            match m.resync(&Rand::from_bytes(r.rand.0), &Auts::from_bytes(r.auts.0)) {
+                Ok(sqn_ms) => {
+                    self.stats.resyncs += 1;
+                    let res = self.with_shard(|s| s.resync(&supi, sqn_ms.to_u64()));
+                    if let Err(e) = res {
+                        return self.problem(
+                            req_id,
+                            ProblemDetails::av_generation_problem(e.to_string()),
+                        );
+                    }
+                }
+                Err(_) => {
+                    self.stats.resync_failures += 1;
+                    return self.problem(
+                        req_id,
+                        ProblemDetails::authentication_rejected("AUTS MAC-S does not verify"),
+                    );
+                }
+            }
+        }
+        self.issue(Parked { req_id, snn, sub });
+    }
+
+    /// Takes the next SQN and answers with a vector, or parks the request until the SQN
+    /// reservation is durable.
+    fn issue(&mut self, p: Parked) {
+        let supi = p.sub.supi.clone();
+        let next = self.with_shard(|s| s.next(&supi));
+        self.drain_persist();
+        match next {
+            Ok(sqn) => {
+                let response = match self.vector(&p.sub, &p.snn, sqn) {
+                    Ok(r) => SbiResponse::json(StatusCode::OK, &r),
+                    Err(prob) => SbiResponse::problem(&prob),
+                };
+                self.respond(p.req_id, response);
+            }
+            Err(SqnError::AwaitingPersist(_)) => {
+                self.stats.parked += 1;
+                self.parked.entry(supi).or_default().push(p);
+            }
+            Err(e) => self.problem(p.req_id, ProblemDetails::av_generation_problem(e.to_string())),
+        }
+    }
+
+    fn drain_persist(&mut self) {
+        while let Some(req) = self.with_shard(|s| s.poll_persist()) {
+            self.actions.push_back(Action::PersistSqn(req));
+        }
+    }
+
+    /// The 5G HE AV (TS 33.501 §6.1.3.2 step 2): MILENAGE, then KAUSF (Annex A.2) and XRES*
+    /// (Annex A.4).
+    fn vector(
+        &mut self,
+        sub: &Subscriber,
+        snn: &ServingNetworkName,
+        sqn: u64,
+    ) -> Result<AuthenticationInfoResult, ProblemDetails> {
+        let gen = |e: security::Error| ProblemDetails::av_generation_problem(e.to_string());
+        let mut rand = [0u8; 16];
+        self.rng.fill_bytes(&mut rand);
+        let rand = Rand::from_bytes(rand);
+        let sqn = Sqn::from_u64(sqn).map_err(gen)?;
+        let av = milenage(sub).auth_vector(&rand, &sqn, &Amf::from_bytes(sub.amf));
+        let kausf = kdf::kausf(&av.ck, &av.ik, snn, &av.sqn_xor_ak()).map_err(gen)?;
+        let xres_star = kdf::xres_star(&av.ck, &av.ik, snn, &rand, &av.xres).map_err(gen)?;
+        self.stats.vectors += 1;
+        Ok(AuthenticationInfoResult {
+            auth_type: AuthType::FiveGAka,
+            supported_features: None,
+            authentication_vector: Some(AuthenticationVector::FiveGHeAka(Av5gHeAka {
+                rand: HexBytes(*rand.as_bytes()),
+                xres_star: HexBytes(*xres_star.as_bytes()),
+                autn: HexBytes(*av.autn.as_bytes()),
+                kausf: HexBytes(*kausf.as_bytes()),
+            })),
+            supi: Some(sub.supi.clone()),
+        })
+    }
+
+    /// The store has durably recorded `high_water` for `supi`: requests waiting for it go on.
+    /// In the locking baseline, report it to every worker (any of them may have parked a
+    /// request behind the reservation another one asked for).
+    pub fn sqn_persisted(&mut self, supi: &str, high_water: u64) {
+        self.with_shard(|s| s.persisted(supi, high_water));
+        for p in self.parked.remove(supi).unwrap_or_default() {
+            self.issue(p);
+        }
+    }
+
+    /// The SQN write failed: the requests waiting for it fail with AV_GENERATION_PROBLEM.
+    pub fn sqn_persist_failed(&mut self, supi: &str) {
+        self.with_shard(|s| s.persist_failed(supi));
+        for p in self.parked.remove(supi).unwrap_or_default() {
+            self.problem(
+                p.req_id,
+                ProblemDetails::av_generation_problem("SQN reservation could not be stored"),
+            );
+        }
+    }
+
+    /// Requests naming a SUPI in the path, at its owner.
+    fn serve_supi(&mut self, req_id: u64, route: Route, supi: &str, req: &SbiRequest) {
+        let response = match self.supi_response(route, supi, req) {
+            Ok(r) => r,
+            Err(p) => SbiResponse::problem(&p),
+        };
+        self.respond(req_id, response);
+    }
+
+    fn supi_response(
+        &mut self,
+        route: Route,
+        supi: &str,
+        req: &SbiRequest,
+    ) -> Result<SbiResponse, ProblemDetails> {
+        match route {
+            // TS 29.503 §5.4.2.3 Nudm_UEAuthentication_ResultConfirmation.
+            Route::AuthEvents => {
+                let ev: AuthEvent = parse_json(req)?;
+                self.subscriber(supi)?;
+                let n = self.ues.with_or_insert(
+                    supi.to_owned(),
+                    UeRecord::default,
+                    |r, _| {
+                        r.last_auth_event = Some(ev.clone());
+                        r.auth_events = r.auth_events.wrapping_add(1);
+                        r.auth_events
+                    },
+                );
+                let location = format!("{}{}/{n}", self.cfg.api_root, req.path);
+                Ok(SbiResponse::created(&location, &ev))
+            }
+            // TS 29.503 §5.3.2.2.2: 201 for a new registration, 200 when it replaces one.
+            Route::Amf3GppAccessRegistration => {
+                let reg: Amf3GppAccessRegistration = parse_json(req)?;
+                self.subscriber(supi)?;
+                let replaced = self.ues.with_or_insert(
+                    supi.to_owned(),
+                    UeRecord::default,
+                    |r, _| r.registration.replace(reg.clone()).is_some(),
+                );
+                if replaced {
+                    Ok(SbiResponse::json(StatusCode::OK, &reg))
+                } else {
+                    let location = format!("{}{}", self.cfg.api_root, req.path);
+                    Ok(SbiResponse::created(&location, &reg))
+                }
+            }
+            Route::AmData => {
+                let sub = self.subscriber(supi)?;
+                let am = AccessAndMobilitySubscriptionData {
+                    subscribed_ue_ambr: Some(Ambr {
+                        uplink: bit_rate(sub.ambr_ul),
+                        downlink: bit_rate(sub.ambr_dl),
+                    }),
+                    nssai: Some(nssai(&sub)),
+                    ..Default::default()
+                };
+                Ok(SbiResponse::json(StatusCode::OK, &am))
+            }
+            Route::SmfSelectData => {
+                let sub = self.subscriber(supi)?;
+                Ok(SbiResponse::json(StatusCode::OK, &smf_select(&sub)))
+            }
+            Route::Nssai => {
+                let sub = self.subscriber(supi)?;
+                Ok(SbiResponse::json(StatusCode::OK, &nssai(&sub)))
+            }
+            _ => Err(ProblemDetails::resource_not_found(&req.path)),
+        }
+    }
+}
+
+fn milenage(sub: &Subscriber) -> Milenage {
+    Milenage::new(&K::from_bytes(&sub.k), &Opc::from_bytes(&sub.opc()))
+}
+
+/// A bit rate in the `BitRate` form of TS 29.571 §5.5.2 (`"1 Gbps"`), in the largest unit
+/// that keeps it exact.
+pub fn bit_rate(bps: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "Tbps"),
+        (1_000_000_000, "Gbps"),
+        (1_000_000, "Mbps"),
+        (1_000, "Kbps"),
+    ];
+    for (div, unit) in UNITS {
+        if bps >= div && bps % div == 0 {
+            return format!("{} {unit}", bps / div);
+        }
+    }
+    format!("{bps} bps")
+}
+
+fn snssai(s: &store::Snssai) -> Snssai {
+    Snssai {
+        sst: s.sst,
+        sd: s.sd.map(|sd| {
+            let [_, a, b, c] = sd.to_be_bytes();
+            HexBytes([a, b, c])
+        }),
+    }
+}
+
+/// Every subscribed slice is a default one: the store has no other kind yet.
+fn nssai(sub: &Subscriber) -> Nssai {
+    Nssai {
+        supported_features: None,
+        default_single_nssais: sub.slices.iter().map(snssai).collect(),
+        single_nssais: None,
+        provisioning_time: None,
+    }
+}
+
+/// Each slice offers every subscribed DNN, the first being the default.
+fn smf_select(sub: &Subscriber) -> SmfSelectionSubscriptionData {
+    let dnn_infos: Vec<DnnInfo> = sub
+        .dnns
+        .iter()
+        .enumerate()
+        .map(|(i, d)| DnnInfo {
+            dnn: d.clone(),
+            default_dnn_indicator: (i == 0).then_some(true),
+            lbo_roaming_allowed: None,
+            iwk_eps_ind: None,
+        })
+        .collect();
+    let infos: BTreeMap<String, SnssaiInfo> = sub
+        .slices
+        .iter()
+        .map(|s| {
+            (
+                snssai(s).to_key(),
+                SnssaiInfo {
+                    dnn_infos: dnn_infos.clone(),
+                },
+            )
+        })
+        .collect();
+    SmfSelectionSubscriptionData {
+        subscribed_snssai_infos: Some(infos),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_rates() {
+        assert_eq!(bit_rate(1_000_000_000), "1 Gbps");
+        assert_eq!(bit_rate(1_500_000_000), "1500 Mbps");
+        assert_eq!(bit_rate(999), "999 bps");
+        assert_eq!(bit_rate(0), "0 bps");
+        assert_eq!(bit_rate(2_000), "2 Kbps");
+    }
+}
