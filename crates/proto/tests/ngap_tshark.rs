@@ -109,6 +109,11 @@ fn pdus() -> Vec<(&'static str, Vec<u8>)> {
 fn wireshark_dissects_every_pdu_we_build() {
     if !have("tshark") || !have("text2pcap") {
         eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
+        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "a tool this test needs is missing in CI"
+        );
         return;
     }
     let pdus = pdus();

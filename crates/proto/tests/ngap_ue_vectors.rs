@@ -36,7 +36,8 @@ const PR_RELEASE_COMPLETE: &str = "2029000f000002000a40020001005540020001";
 const F5GC_DL_AUTH_REQUEST: &str = "0004403e000003000a000200010055000200000026002b2a7e00560002000021cd5c5af5444d91e369196d063119dbe820105fc2be10849080001296434701604095";
 /// DownlinkNASTransport sent by free5GC: a SECURITY MODE COMMAND, integrity protected
 /// with the new context.
-const F5GC_DL_SMC: &str = "00044027000003000a0002000100550002000000260014137e03cfac058a007e005d2200022020e1360102";
+const F5GC_DL_SMC: &str =
+    "00044027000003000a0002000100550002000000260014137e03cfac058a007e005d2200022020e1360102";
 /// DownlinkNASTransport sent by free5GC: an AUTHENTICATION REJECT.
 const F5GC_DL_AUTH_REJECT: &str = "00044017000003000a0002000600550002000000260004037e0058";
 /// InitialContextSetupRequest sent by free5GC, with a protected REGISTRATION ACCEPT.
@@ -59,7 +60,10 @@ fn packetrusher_initial_ue_message_parses_and_reencodes() {
     assert_eq!(pdu.check().unwrap(), None);
     let m = InitialUeMessage::parse(&pdu).unwrap();
     assert_eq!(m.ran_ue_ngap_id, 1);
-    assert_eq!(m.rrc_establishment_cause, Some(RrcEstablishmentCause::MoSignalling));
+    assert_eq!(
+        m.rrc_establishment_cause,
+        Some(RrcEstablishmentCause::MoSignalling)
+    );
     assert!(m.ue_context_requested);
     assert_eq!(m.five_g_s_tmsi, None);
     let UserLocation::Nr { nr_cgi, tai } = m.user_location else {
@@ -147,11 +151,14 @@ fn free5gc_downlink_messages_parse_and_reencode() {
     assert_eq!(smc.nia, nas::IntegrityAlgorithm::Nia2);
     assert_eq!(smc.nea, nas::CipheringAlgorithm::Nea2);
     assert!(smc.imeisv_request);
-    assert!(smc.additional_security_information.unwrap().retransmit_initial_message);
+    assert!(
+        smc.additional_security_information
+            .unwrap()
+            .retransmit_initial_message
+    );
     assert_eq!(smc.encode().unwrap(), m.nas_pdu[7..]);
 
-    let m = DownlinkNasTransport::parse(&ngap::decode(&hex(F5GC_DL_AUTH_REJECT)).unwrap())
-        .unwrap();
+    let m = DownlinkNasTransport::parse(&ngap::decode(&hex(F5GC_DL_AUTH_REJECT)).unwrap()).unwrap();
     assert!(matches!(
         NasMessage::parse(&m.nas_pdu).unwrap(),
         NasMessage::AuthenticationReject(_)
@@ -183,7 +190,10 @@ fn free5gc_release_command_parses_and_reencodes() {
     assert_eq!(pdu.kind(), MessageKind::UeContextReleaseCommand);
     let m = UeContextReleaseCommand::parse(&pdu).unwrap();
     assert_eq!(m.ue_ngap_ids, UeNgapIds::Pair { amf: 1, ran: 0 });
-    assert_eq!(m.cause, Cause::RadioNetwork(RadioNetworkCause::UserInactivity));
+    assert_eq!(
+        m.cause,
+        Cause::RadioNetwork(RadioNetworkCause::UserInactivity)
+    );
     assert_eq!(m.encode().unwrap(), bytes);
 }
 
@@ -319,12 +329,18 @@ pub fn every_message() -> Vec<(&'static str, Vec<u8>)> {
         ("UplinkNASTransport", ul.encode().unwrap()),
         ("NASNonDeliveryIndication", non_delivery.encode().unwrap()),
         ("InitialContextSetupRequest", ics.encode().unwrap()),
-        ("InitialContextSetupResponse", ics_response.encode().unwrap()),
+        (
+            "InitialContextSetupResponse",
+            ics_response.encode().unwrap(),
+        ),
         ("InitialContextSetupFailure", ics_failure.encode().unwrap()),
         ("UEContextReleaseRequest", release_request.encode().unwrap()),
         ("UEContextReleaseCommand", release_pair.encode().unwrap()),
         ("UEContextReleaseCommand", release_amf.encode().unwrap()),
-        ("UEContextReleaseComplete", release_complete.encode().unwrap()),
+        (
+            "UEContextReleaseComplete",
+            release_complete.encode().unwrap(),
+        ),
         ("ErrorIndication", ei.encode().unwrap()),
     ]
 }
@@ -366,7 +382,9 @@ fn every_builder_round_trips() {
             k => panic!("{name}: {k:?}"),
         };
         assert_eq!(again.unwrap(), bytes, "{name}");
-        assert!(name.to_lowercase().starts_with(&pdu.procedure_name().to_lowercase()[..6]));
+        assert!(name
+            .to_lowercase()
+            .starts_with(&pdu.procedure_name().to_lowercase()[..6]));
     }
 }
 
@@ -493,6 +511,11 @@ fn have(tool: &str) -> bool {
 fn wireshark_dissects_every_ue_pdu() {
     if !have("tshark") || !have("text2pcap") {
         eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
+        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "a tool this test needs is missing in CI"
+        );
         return;
     }
     let mut pdus = every_message();
@@ -542,7 +565,12 @@ fn wireshark_dissects_every_ue_pdu() {
     let txt = dir.join("ngap.txt");
     let pcap = dir.join("ngap.pcap");
     std::fs::write(&txt, dump).unwrap();
-    let sctp = format!("{},{},{}", ngap::SCTP_PORT, ngap::SCTP_PORT, ngap::SCTP_PPID);
+    let sctp = format!(
+        "{},{},{}",
+        ngap::SCTP_PORT,
+        ngap::SCTP_PORT,
+        ngap::SCTP_PPID
+    );
     let status = Command::new("text2pcap")
         .args(["-q", "-S", &sctp])
         .arg(&txt)
@@ -579,8 +607,11 @@ fn wireshark_dissects_every_ue_pdu() {
         "Registration complete",
         "Security mode command",
         "5G-GUTI",
-        "Integrity protected with new 5G NAS security context",
+        "Integrity protected with new 5GS security context",
     ] {
-        assert!(verbose.contains(nas), "tshark does not show {nas:?}:\n{summary}");
+        assert!(
+            verbose.contains(nas),
+            "tshark does not show {nas:?}:\n{summary}"
+        );
     }
 }

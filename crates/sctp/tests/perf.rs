@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use common::*;
@@ -83,5 +83,4 @@ fn echo_throughput() {
     echo(16, 200_000, 100);
     echo(64, 200_000, 100);
     echo(64, 50_000, 3000);
-    let _ = Duration::ZERO;
 }

@@ -44,6 +44,11 @@ fn build_peer(name: &str) -> Option<std::path::PathBuf> {
 fn echo_with_usrsctp() {
     let Some(bin) = build_peer("server") else {
         eprintln!("cannot build the usrsctp peer (cc or libusrsctp-dev missing); skipping");
+        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "a tool this test needs is missing in CI"
+        );
         return;
     };
     const N: u32 = 300;
@@ -155,6 +160,11 @@ fn echo_with_usrsctp() {
 fn usrsctp_client_against_our_server() {
     let Some(bin) = build_peer("client") else {
         eprintln!("cannot build the usrsctp peer (cc or libusrsctp-dev missing); skipping");
+        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "a tool this test needs is missing in CI"
+        );
         return;
     };
     const N: u32 = 200;

@@ -120,15 +120,17 @@ impl Direction {
     }
 }
 
-/// BEARER, 5 bits. For NAS it is the NAS connection identifier (TS 33.501 §6.4.3.1).
+/// BEARER, 5 bits. For NAS it is the NAS connection identifier (TS 33.501 §6.4.3.1,
+/// §6.4.2.2). Peers use 1 for 3GPP access and 2 for non-3GPP access: NAS messages captured
+/// from free5GC and PacketRusher verify only with these (crates/proto/tests/nas_messages.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Bearer(u8);
 
 impl Bearer {
     /// The NAS connection of 3GPP access.
-    pub const NAS_3GPP: Bearer = Bearer(0);
+    pub const NAS_3GPP: Bearer = Bearer(1);
     /// The NAS connection of non-3GPP access.
-    pub const NAS_NON_3GPP: Bearer = Bearer(1);
+    pub const NAS_NON_3GPP: Bearer = Bearer(2);
 
     /// Any 5-bit value (the algorithm test sets use all of them).
     pub fn new(value: u8) -> Result<Self, Error> {

@@ -1,5 +1,8 @@
 //! The AMF (TS 23.501 §6.2.1).
 //!
 //! - [`n2`]: NG Setup, Error Indication and NGAP error handling towards gNBs.
+//! - [`registration`]: the UE-associated side: registration, authentication, security
+//!   mode, deregistration and UE context release.
 
 pub mod n2;
+pub mod registration;

@@ -255,7 +255,10 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
 
     /// A request from the SBI server.
     pub fn handle_request(&mut self, now: Instant, req_id: u64, req: SbiRequest) {
-        self.epoch.get_or_insert(WallClock { at: now, unix_ms: 0 });
+        self.epoch.get_or_insert(WallClock {
+            at: now,
+            unix_ms: 0,
+        });
         let m = match resolve(AUSF_ROUTES, &req.method, &req.path) {
             Ok(m) => m,
             Err(p) => return self.problem(req_id, p),
@@ -280,8 +283,7 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
         if !self
             .cfg
             .serving_networks
-            .iter()
-            .any(|s| *s == info.serving_network_name)
+            .contains(&info.serving_network_name)
         {
             return self.problem(
                 req_id,
@@ -336,6 +338,9 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
     }
 
     /// The UDM's vector to a context and the 201 answer.
+    // A problem goes straight into a response on this rare path; boxing it would only
+    // add an allocation.
+    #[allow(clippy::result_large_err)]
     fn new_context(
         &mut self,
         now: Instant,

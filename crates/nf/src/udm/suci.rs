@@ -3,8 +3,70 @@
 
 use sbi::model::ProblemDetails;
 use sbi::problem::Cause;
-use security::suci;
-use store::{HnKeys, Profile};
+use security::suci::{self, HomeNetworkPrivateKey, Profile};
+use store::HnKeys;
+
+/// The SIDF's private keys by home network public key identifier (TS 23.003 §2.2B).
+#[derive(Clone, Default)]
+pub struct SidfKeys {
+    keys: Vec<(u8, HomeNetworkPrivateKey)>,
+}
+
+impl std::fmt::Debug for SidfKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<u8> = self.keys.iter().map(|(id, _)| *id).collect();
+        write!(f, "SidfKeys({ids:?}, <redacted>)")
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct KeyFile {
+    #[serde(default)]
+    key: Vec<KeyEntry>,
+}
+
+#[derive(serde::Deserialize)]
+struct KeyEntry {
+    id: u8,
+    profile: String,
+    private_key: String,
+}
+
+impl SidfKeys {
+    /// Keys given directly.
+    pub fn new(keys: Vec<(u8, HomeNetworkPrivateKey)>) -> Self {
+        Self { keys }
+    }
+
+    /// The keys of the data directory's key file.
+    ///
+    /// `store::HnKey` keeps its private octets to itself and hands out `oxirush-security`'s
+    /// key type, while the SIDF runs on `security::suci`; until the store exposes the
+    /// octets, they are read back from the key file's own text form.
+    pub fn from_hn_keys(hn: &HnKeys) -> Result<Self, SuciError> {
+        let text = zeroize::Zeroizing::new(hn.to_toml());
+        let file: KeyFile = toml::from_str(&text).map_err(|_| SuciError::BadKey(0))?;
+        let mut keys = Vec::with_capacity(file.key.len());
+        for e in file.key {
+            let profile = match e.profile.as_str() {
+                "a" => Profile::A,
+                "b" => Profile::B,
+                _ => return Err(SuciError::BadKey(e.id)),
+            };
+            let octets =
+                zeroize::Zeroizing::new(hex_decode(&e.private_key).ok_or(SuciError::BadKey(e.id))?);
+            let k = HomeNetworkPrivateKey::from_bytes(profile, &octets)
+                .map_err(|_| SuciError::BadKey(e.id))?;
+            keys.push((e.id, k));
+        }
+        Ok(Self { keys })
+    }
+
+    /// The key with this id.
+    pub fn get(&self, id: u8) -> Option<&HomeNetworkPrivateKey> {
+        self.keys.iter().find(|(i, _)| *i == id).map(|(_, k)| k)
+    }
+}
 
 /// Why a SUCI does not give a SUPI; mapped to the SBI answer by [`SuciError::problem`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,7 +97,9 @@ impl SuciError {
     pub fn problem(&self) -> ProblemDetails {
         let detail = self.to_string();
         match self {
-            SuciError::Malformed(_) => ProblemDetails::mandatory_ie_incorrect("{supiOrSuci}", detail),
+            SuciError::Malformed(_) => {
+                ProblemDetails::mandatory_ie_incorrect("{supiOrSuci}", detail)
+            }
             SuciError::SupiType(_) | SuciError::Scheme(_) => {
                 ProblemDetails::from_cause(Cause::UnsupportedProtectionScheme, detail)
             }
@@ -60,7 +124,7 @@ fn hex_decode(s: &str) -> Option<Vec<u8>> {
         }
     }
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return None;
     }
     b.chunks_exact(2)
@@ -72,7 +136,7 @@ fn hex_decode(s: &str) -> Option<Vec<u8>> {
 }
 
 /// The SUPI (`imsi-<digits>`) behind `text`, a SUCI string.
-pub fn deconceal(text: &str, keys: &HnKeys) -> Result<String, SuciError> {
+pub fn deconceal(text: &str, keys: &SidfKeys) -> Result<String, SuciError> {
     let rest = text
         .strip_prefix("suci-")
         .ok_or(SuciError::Malformed("no suci- prefix"))?;
@@ -108,15 +172,14 @@ pub fn deconceal(text: &str, keys: &HnKeys) -> Result<String, SuciError> {
         }
         1 | 2 => {
             let want = if scheme == 1 { Profile::A } else { Profile::B };
-            let key = keys
+            let private = keys
                 .get(key_id)
-                .filter(|k| k.profile == want)
+                .filter(|k| k.profile() == want)
                 .ok_or(SuciError::KeyId(key_id))?;
-            let private = key.private_key().map_err(|_| SuciError::BadKey(key_id))?;
             let bytes = hex_decode(output)
                 .filter(|b| !b.is_empty())
                 .ok_or(SuciError::Malformed("scheme output hex"))?;
-            let plain = suci::deconceal(&private, &bytes).map_err(|_| SuciError::Deconceal)?;
+            let plain = suci::deconceal(private, &bytes).map_err(|_| SuciError::Deconceal)?;
             suci::bcd_to_msin(&plain).map_err(|_| SuciError::Deconceal)?
         }
         other => return Err(SuciError::Scheme(other)),
@@ -136,26 +199,22 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    fn keys() -> HnKeys {
+    fn keys() -> SidfKeys {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        HnKeys {
+        let hn = HnKeys {
             keys: vec![
-                store::HnKey::generate(1, Profile::A, &mut rng),
-                store::HnKey::generate(2, Profile::B, &mut rng),
+                store::HnKey::generate(1, store::Profile::A, &mut rng),
+                store::HnKey::generate(2, store::Profile::B, &mut rng),
             ],
-        }
+        };
+        SidfKeys::from_hn_keys(&hn).unwrap()
     }
 
-    fn conceal(keys: &HnKeys, id: u8, msin: &str) -> String {
+    fn conceal(keys: &SidfKeys, id: u8, msin: &str) -> String {
         let k = keys.get(id).unwrap();
-        let out = suci::conceal(
-            &k.public_key().unwrap(),
-            &suci::msin_to_bcd(msin).unwrap(),
-        )
-        .unwrap();
+        let out = suci::conceal(&k.public_key(), &suci::msin_to_bcd(msin).unwrap()).unwrap();
         let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
-        let scheme = if k.profile == Profile::A { 1 } else { 2 };
-        format!("suci-0-001-01-0000-{scheme}-{id}-{hex}")
+        format!("suci-0-001-01-0000-{}-{id}-{hex}", k.profile().scheme_id())
     }
 
     #[test]

@@ -157,9 +157,6 @@ mod tests {
             FiveGmmCause::from_value(4).as_received(),
             FiveGmmCause::ProtocolErrorUnspecified
         );
-        assert_eq!(
-            FiveGmmCause::MacFailure.to_string(),
-            "#20 (MAC failure)"
-        );
+        assert_eq!(FiveGmmCause::MacFailure.to_string(), "#20 (MAC failure)");
     }
 }

@@ -173,7 +173,10 @@ fn set_and_pointer(amf_set: u16, amf_pointer: u8) -> Result<[u8; 2], NasError> {
             "AMF Set ID {amf_set:#x} or AMF Pointer {amf_pointer:#x} too wide"
         )));
     }
-    Ok([(amf_set >> 2) as u8, (((amf_set & 0x03) as u8) << 6) | amf_pointer])
+    Ok([
+        (amf_set >> 2) as u8,
+        (((amf_set & 0x03) as u8) << 6) | amf_pointer,
+    ])
 }
 
 fn read_set_and_pointer(o: [u8; 2]) -> (u16, u8) {
@@ -262,8 +265,8 @@ impl MobileIdentity {
                 if (first >> 4) & 0x07 != 0 {
                     return Err(invalid("a SUCI of SUPI format other than IMSI"));
                 }
-                let plmn = Plmn::from_nas_octets(array(v, 1)?)
-                    .map_err(|e| invalid(e.to_string()))?;
+                let plmn =
+                    Plmn::from_nas_octets(array(v, 1)?).map_err(|e| invalid(e.to_string()))?;
                 let ri = array::<2>(v, 4)?;
                 let ri_digits: Vec<u8> = [ri[0] & 0x0f, ri[0] >> 4, ri[1] & 0x0f, ri[1] >> 4]
                     .into_iter()
@@ -273,7 +276,8 @@ impl MobileIdentity {
                     return Err(invalid("routing indicator is not 1 to 4 digits"));
                 }
                 let routing_indicator = ri_digits.iter().map(|d| char::from(b'0' + d)).collect();
-                let scheme = ProtectionScheme::from_id(*v.get(6).ok_or_else(|| invalid("too short"))?);
+                let scheme =
+                    ProtectionScheme::from_id(*v.get(6).ok_or_else(|| invalid("too short"))?);
                 let hn_key_id = *v.get(7).ok_or_else(|| invalid("too short"))?;
                 let out = v.get(8..).unwrap_or_default();
                 let output = match scheme {
@@ -292,8 +296,8 @@ impl MobileIdentity {
                 if v.len() != 11 {
                     return Err(invalid("a 5G-GUTI has 11 octets"));
                 }
-                let plmn = Plmn::from_nas_octets(array(v, 1)?)
-                    .map_err(|e| invalid(e.to_string()))?;
+                let plmn =
+                    Plmn::from_nas_octets(array(v, 1)?).map_err(|e| invalid(e.to_string()))?;
                 let (amf_set, amf_pointer) = read_set_and_pointer(array(v, 5)?);
                 Self::Guti(Guti {
                     plmn,
@@ -315,15 +319,22 @@ impl MobileIdentity {
                 })
             }
             k @ (kind::IMEI | kind::IMEISV) => {
-                let first_digit = first >> 4;
-                if first_digit > 9 {
-                    return Err(invalid("not BCD"));
+                // Figure 9.11.3.4.2: digit 1 beside the type, then two digits an
+                // octet; an IMEISV's 16 digits leave the last high half a filler,
+                // which some senders set to 0 rather than 1111, so it is not read.
+                let (octets, digits) = if k == kind::IMEI { (8, 15) } else { (9, 16) };
+                if v.len() != octets {
+                    return Err(invalid(format!("an IMEI(SV) of {} octets", v.len())));
                 }
-                let mut d = String::from(char::from(b'0' + first_digit));
-                d.push_str(&unbcd(v.get(1..).unwrap_or_default())?);
-                let want = if k == kind::IMEI { 15 } else { 16 };
-                if d.len() != want {
-                    return Err(invalid(format!("{} digits, not {want}", d.len())));
+                let halves = core::iter::once(first >> 4)
+                    .chain(v.iter().skip(1).flat_map(|o| [o & 0x0f, o >> 4]))
+                    .take(digits);
+                let mut d = String::with_capacity(digits);
+                for h in halves {
+                    if h > 9 {
+                        return Err(invalid("an IMEI(SV) digit is not BCD"));
+                    }
+                    d.push(char::from(b'0' + h));
                 }
                 if k == kind::IMEI {
                     Self::Imei(d)
@@ -414,7 +425,9 @@ mod tests {
     fn garbage_never_panics() {
         for len in 0..16 {
             for seed in 0..=255u8 {
-                let v: Vec<u8> = (0..len).map(|i| seed.wrapping_mul(31).wrapping_add(i)).collect();
+                let v: Vec<u8> = (0..len)
+                    .map(|i| seed.wrapping_mul(31).wrapping_add(i))
+                    .collect();
                 let _ = MobileIdentity::parse(&v);
             }
         }

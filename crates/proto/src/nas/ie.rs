@@ -377,10 +377,7 @@ pub(crate) fn timer3_value(v: &[u8]) -> Option<TimerValue> {
 pub(crate) fn nssai_to_octets(list: &[Snssai]) -> Result<Vec<u8>, NasError> {
     let mut v = Vec::new();
     for s in list {
-        match s
-            .sd_octets()
-            .map_err(|e| invalid("NSSAI", e.to_string()))?
-        {
+        match s.sd_octets().map_err(|e| invalid("NSSAI", e.to_string()))? {
             None => v.extend_from_slice(&[1, s.sst]),
             Some(sd) => {
                 v.extend_from_slice(&[4, s.sst]);
@@ -400,9 +397,7 @@ pub(crate) fn nssai_from_octets(mut v: &[u8]) -> Result<Vec<Snssai>, NasError> {
         // §9.11.2.8: SST, SST+mapped SST, SST+SD, SST+SD+mapped SST, all four.
         let (sst, sd) = match (len, body) {
             (1 | 2, [sst, ..]) => (*sst, None),
-            (4 | 5 | 8, [sst, a, b, c, ..]) => {
-                (*sst, Some(u32::from_be_bytes([0, *a, *b, *c])))
-            }
+            (4 | 5 | 8, [sst, a, b, c, ..]) => (*sst, Some(u32::from_be_bytes([0, *a, *b, *c]))),
             _ => return Err(invalid("NSSAI", format!("an S-NSSAI of {len} octets"))),
         };
         out.push(Snssai { sst, sd });

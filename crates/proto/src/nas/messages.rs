@@ -3,6 +3,7 @@
 use oxirush_nas::nas_5gs as ox;
 use oxirush_nas::nas_5gs::Nas5gmmMessage as M;
 
+use super::identity::{Guti, MobileIdentity};
 use super::ie::{
     algorithms_from_octet, algorithms_to_octet, nssai_from_octets, nssai_to_octets,
     tai_from_octets, tai_list_from_octets, tai_list_to_octets, tai_to_octets, timer2_octet,
@@ -10,7 +11,6 @@ use super::ie::{
     CipheringAlgorithm, IdentityType, IntegrityAlgorithm, Ngksi, RegistrationResult,
     RegistrationType, TimerValue, UeSecurityCapability,
 };
-use super::identity::{Guti, MobileIdentity};
 use super::{message_type as t, FiveGmmCause, NasError, NasMessage};
 use crate::ids::{Snssai, Tai};
 
@@ -221,7 +221,7 @@ macro_rules! plain_message {
 
             /// The plain message's octets.
             pub fn encode(&self) -> Result<Vec<u8>, NasError> {
-                Ok(ox::Nas5gsMessage::new_5gmm(self.to_ox()?).encode()?)
+                Ok(ox::Nas5gsMessage::new_5gmm(self.ox_message()?).encode()?)
             }
         }
 
@@ -234,7 +234,7 @@ macro_rules! plain_message {
 
         pub(super) fn to_ox(m: &NasMessage) -> Result<M, NasError> {
             match m {
-                $(NasMessage::$name(m) => m.to_ox(),)*
+                $(NasMessage::$name(m) => m.ox_message(),)*
             }
         }
     };
@@ -296,12 +296,15 @@ fn fixed<const N: usize>(ie: &'static str, v: &[u8]) -> Result<[u8; N], NasError
     })
 }
 
-fn opt<T, U>(v: &Option<T>, f: impl FnOnce(&T) -> Result<U, NasError>) -> Result<Option<U>, NasError> {
+fn opt<T, U>(
+    v: &Option<T>,
+    f: impl FnOnce(&T) -> Result<U, NasError>,
+) -> Result<Option<U>, NasError> {
     v.as_ref().map(f).transpose()
 }
 
 impl RegistrationRequest {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let kind = (u8::from(self.follow_on_request) << 3) | self.registration_type.value();
         let mut m = ox::NasRegistrationRequest::new(
             ox::NasFGsRegistrationType::new(kind),
@@ -343,15 +346,15 @@ impl RegistrationRequest {
 }
 
 impl RegistrationAccept {
-    fn to_ox(&self) -> Result<M, NasError> {
-        let mut m = ox::NasRegistrationAccept::new(ox::NasFGsRegistrationResult::new(vec![
-            self.result.value(),
-        ]));
+    fn ox_message(&self) -> Result<M, NasError> {
+        let mut m = ox::NasRegistrationAccept::new(ox::NasFGsRegistrationResult::new(vec![self
+            .result
+            .value()]));
         m.fg_guti = opt(&self.guti, |g| identity(&MobileIdentity::Guti(*g)))?;
         if !self.tai_list.is_empty() {
-            m.tai_list = Some(ox::NasFGsTrackingAreaIdentityList::new(
-                tai_list_to_octets(&self.tai_list)?,
-            ));
+            m.tai_list = Some(ox::NasFGsTrackingAreaIdentityList::new(tai_list_to_octets(
+                &self.tai_list,
+            )?));
         }
         if !self.allowed_nssai.is_empty() {
             m.allowed_nssai = Some(ox::NasNssai::new(nssai_to_octets(&self.allowed_nssai)?));
@@ -385,7 +388,7 @@ impl RegistrationAccept {
 }
 
 impl RegistrationComplete {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::RegistrationComplete(Box::new(
             ox::NasRegistrationComplete::new(),
         )))
@@ -398,7 +401,7 @@ impl RegistrationReject {
         Self { cause, t3502: None }
     }
 
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasRegistrationReject::new(ox::NasFGmmCause::new(self.cause.value()));
         m.t3502_value = self
             .t3502
@@ -408,7 +411,7 @@ impl RegistrationReject {
 }
 
 impl AuthenticationRequest {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasAuthenticationRequest::new(
             ox::NasKeySetIdentifier::new(self.ngksi.to_nibble()),
             ox::NasAbba::new(self.abba.clone()),
@@ -439,7 +442,7 @@ impl AuthenticationRequest {
 }
 
 impl AuthenticationResponse {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasAuthenticationResponse::new();
         m.authentication_response_parameter = Some(ox::NasAuthenticationResponseParameter::new(
             self.res_star.to_vec(),
@@ -459,9 +462,8 @@ impl AuthenticationResponse {
 }
 
 impl AuthenticationFailure {
-    fn to_ox(&self) -> Result<M, NasError> {
-        let mut m =
-            ox::NasAuthenticationFailure::new(ox::NasFGmmCause::new(self.cause.value()));
+    fn ox_message(&self) -> Result<M, NasError> {
+        let mut m = ox::NasAuthenticationFailure::new(ox::NasFGmmCause::new(self.cause.value()));
         m.authentication_failure_parameter = self
             .auts
             .map(|a| ox::NasAuthenticationFailureParameter::new(a.to_vec()));
@@ -483,7 +485,7 @@ impl AuthenticationFailure {
 }
 
 impl AuthenticationReject {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::AuthenticationReject(Box::new(
             ox::NasAuthenticationReject::new(),
         )))
@@ -491,16 +493,14 @@ impl AuthenticationReject {
 }
 
 impl SecurityModeCommand {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasSecurityModeCommand::new(
             ox::NasSecurityAlgorithms::new(algorithms_to_octet(self.nea, self.nia)),
             ox::NasKeySetIdentifier::new(self.ngksi.to_nibble()),
             ox::NasUeSecurityCapability::new(self.replayed_ue_security_capability.to_octets()),
         );
         // §9.11.3.28: 001 "IMEISV requested".
-        m.imeisv_request = self
-            .imeisv_request
-            .then(|| ox::NasImeisvRequest::new(1));
+        m.imeisv_request = self.imeisv_request.then(|| ox::NasImeisvRequest::new(1));
         m.additional_5g_security_information = self
             .additional_security_information
             .map(|a| ox::NasAdditional5gSecurityInformation::new(vec![a.value()]));
@@ -531,7 +531,7 @@ impl SecurityModeCommand {
 }
 
 impl SecurityModeComplete {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasSecurityModeComplete::new();
         m.imeisv = opt(&self.imeisv, |d| {
             identity(&MobileIdentity::Imeisv(d.clone()))
@@ -562,7 +562,7 @@ impl SecurityModeComplete {
 }
 
 impl SecurityModeReject {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::SecurityModeReject(Box::new(
             ox::NasSecurityModeReject::new(ox::NasFGmmCause::new(self.cause.value())),
         )))
@@ -570,7 +570,7 @@ impl SecurityModeReject {
 }
 
 impl DeregistrationRequestUeOriginating {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         let kind = (u8::from(self.switch_off) << 3) | self.access.value();
         Ok(M::DeregistrationRequestUeOriginating(Box::new(
             ox::NasDeregistrationRequestUeOriginating::new(
@@ -593,7 +593,7 @@ impl DeregistrationRequestUeOriginating {
 }
 
 impl DeregistrationAcceptUeOriginating {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::DeregistrationAcceptUeOriginating(Box::new(
             ox::NasDeregistrationAcceptUeOriginating::new(),
         )))
@@ -601,7 +601,7 @@ impl DeregistrationAcceptUeOriginating {
 }
 
 impl FiveGmmStatus {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::FiveGmmStatus(Box::new(ox::NasFGmmStatus::new(
             ox::NasFGmmCause::new(self.cause.value()),
         ))))
@@ -609,7 +609,7 @@ impl FiveGmmStatus {
 }
 
 impl IdentityRequest {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::IdentityRequest(Box::new(ox::NasIdentityRequest::new(
             ox::NasFGsIdentityType::new(self.identity_type.value()),
         ))))
@@ -617,14 +617,14 @@ impl IdentityRequest {
 }
 
 impl IdentityResponse {
-    fn to_ox(&self) -> Result<M, NasError> {
+    fn ox_message(&self) -> Result<M, NasError> {
         Ok(M::IdentityResponse(Box::new(ox::NasIdentityResponse::new(
             identity(&self.mobile_identity)?,
         ))))
     }
 }
 
-pub(super) fn from_ox(m: &M) -> Result<NasMessage, NasError> {
+pub(super) fn from_ox(m: &M, message_type: u8) -> Result<NasMessage, NasError> {
     Ok(match m {
         M::RegistrationRequest(m) => RegistrationRequest::from_ox(m)?.into(),
         M::RegistrationAccept(m) => RegistrationAccept::from_ox(m)?.into(),
@@ -660,6 +660,6 @@ pub(super) fn from_ox(m: &M) -> Result<NasMessage, NasError> {
             mobile_identity: MobileIdentity::parse(&m.mobile_identity.value)?,
         }
         .into(),
-        _ => return Err(NasError::Unsupported(0)),
+        _ => return Err(NasError::Unsupported(message_type)),
     })
 }

@@ -20,6 +20,7 @@ mod security;
 use oxirush_nas::nas_5gs::{Nas5gmmMessage, Nas5gsMessage};
 use thiserror::Error;
 
+pub use ::security::nas::{Bearer, Direction};
 pub use cause::FiveGmmCause;
 pub use identity::{Guti, MobileIdentity, ProtectionScheme, STmsi, SchemeOutput, Suci};
 pub use ie::{
@@ -34,10 +35,9 @@ pub use messages::{
     RegistrationReject, RegistrationRequest, SecurityModeCommand, SecurityModeComplete,
     SecurityModeReject,
 };
-pub use ::security::nas::{Bearer, Direction};
 pub use security::{
     may_be_unprotected, NasCount, NasSecurityContext, NasSecurityError, SecurityHeaderType,
-    Unprotected,
+    Unprotected, BEARER_3GPP, BEARER_NON_3GPP,
 };
 
 /// Extended protocol discriminator of 5GMM (TS 24.007 §11.2.3.1.1A).
@@ -206,7 +206,7 @@ impl NasMessage {
             _ => {}
         }
         match Nas5gsMessage::decode(octets)? {
-            Nas5gsMessage::Gmm(_, m) => messages::from_ox(&m),
+            Nas5gsMessage::Gmm(h, m) => messages::from_ox(&m, h.message_type.as_u8()),
             _ => Err(NasError::Protected),
         }
     }
@@ -232,9 +232,7 @@ impl NasMessage {
             Self::SecurityModeCommand(_) => t::SECURITY_MODE_COMMAND,
             Self::SecurityModeComplete(_) => t::SECURITY_MODE_COMPLETE,
             Self::SecurityModeReject(_) => t::SECURITY_MODE_REJECT,
-            Self::DeregistrationRequestUeOriginating(_) => {
-                t::DEREGISTRATION_REQUEST_UE_ORIGINATING
-            }
+            Self::DeregistrationRequestUeOriginating(_) => t::DEREGISTRATION_REQUEST_UE_ORIGINATING,
             Self::DeregistrationAcceptUeOriginating(_) => t::DEREGISTRATION_ACCEPT_UE_ORIGINATING,
             Self::FiveGmmStatus(_) => t::FIVEGMM_STATUS,
             Self::IdentityRequest(_) => t::IDENTITY_REQUEST,

@@ -4,8 +4,10 @@
 //! A protected message is `7e | security header type | MAC (4) | SN | message`
 //! (§9.1.1, figure 9.1.1.2). The MAC is computed with 128-NIA over SN || message, the
 //! message ciphered first when the header type says so (TS 33.501 §6.4.3.1, §6.4.4.1);
-//! COUNT is 0x00 || overflow (16 bits) || SN (8 bits); BEARER is the NAS connection
-//! identifier, 0 for 3GPP access (TS 33.501 §6.4.3.1); DIRECTION 0 up, 1 down.
+//! COUNT is 0x00 || overflow (16 bits) || SN (8 bits); DIRECTION 0 up, 1 down; BEARER
+//! is the NAS connection identifier (TS 33.501 §6.4.3.1), whose values §6.4.2.2 sets
+//! to 1 for 3GPP access and 2 for non-3GPP access. Messages captured from free5GC and
+//! PacketRusher verify with BEARER 1 and not with 0 (see `tests/nas_messages.rs`).
 
 use security::nas::{
     cipher, mac, Bearer, CipheringAlgorithm, Direction, IntegrityAlgorithm, NasParams,
@@ -174,7 +176,7 @@ pub struct NasSecurityContext {
     pub ul_count: NasCount,
     /// Next downlink COUNT.
     pub dl_count: NasCount,
-    /// BEARER, the NAS connection identifier: [`Bearer::NAS_3GPP`] (0) by default.
+    /// BEARER, the NAS connection identifier: [`BEARER_3GPP`] by default.
     pub bearer: Bearer,
 }
 
@@ -190,12 +192,24 @@ impl core::fmt::Debug for NasSecurityContext {
     }
 }
 
+/// BEARER of the NAS connection of 3GPP access: identifier 1 (TS 33.501 §6.4.2.2), the
+/// value `security::nas::Bearer::NAS_3GPP` carries.
+pub const BEARER_3GPP: u8 = 1;
+
+/// BEARER of the NAS connection of non-3GPP access: identifier 2 (TS 33.501 §6.4.2.2).
+pub const BEARER_NON_3GPP: u8 = 2;
+
+fn bearer_3gpp() -> Bearer {
+    // In range (5 bits) by construction.
+    Bearer::new(BEARER_3GPP).unwrap_or(Bearer::NAS_NON_3GPP)
+}
+
 /// Security header length: EPD, header type, MAC, SN.
 const HEADER: usize = 7;
 
 impl NasSecurityContext {
     /// A new context with both COUNTs at zero (§4.4.3.1: a new context after a
-    /// primary authentication starts at zero) on 3GPP access.
+    /// primary authentication starts at zero) on 3GPP access (BEARER 1).
     pub fn new(
         ngksi: Ngksi,
         k_nas_int: KnasInt,
@@ -211,7 +225,7 @@ impl NasSecurityContext {
             nea,
             ul_count: NasCount::ZERO,
             dl_count: NasCount::ZERO,
-            bearer: Bearer::NAS_3GPP,
+            bearer: bearer_3gpp(),
         }
     }
 
@@ -257,6 +271,10 @@ impl NasSecurityContext {
     /// Verifies and deciphers a message received in `direction`. The COUNT is
     /// estimated from its SN (§4.4.3.1); only a message whose MAC verifies moves the
     /// counter, past its COUNT, so no COUNT is accepted twice (§4.4.3.2).
+    ///
+    /// With NIA0 (emergency sessions only) the MAC is all zeros and proves nothing:
+    /// a replayed message then verifies under the next overflow, so the caller must
+    /// not rely on this check for NIA0.
     pub fn unprotect(
         &mut self,
         octets: &[u8],
@@ -288,7 +306,9 @@ impl NasSecurityContext {
             bearer: self.bearer,
             direction,
         };
-        let covered = octets.get(HEADER - 1..).ok_or(NasSecurityError::Malformed)?;
+        let covered = octets
+            .get(HEADER - 1..)
+            .ok_or(NasSecurityError::Malformed)?;
         security::nas::verify_mac(&self.k_nas_int, self.nia, params, covered, &received_mac)
             .map_err(|_| NasSecurityError::MacFailure)?;
         let mut plain = octets.get(HEADER..).unwrap_or_default().to_vec();
@@ -309,10 +329,11 @@ impl NasSecurityContext {
 /// §4.4.4.3 for the AMF (uplink), §4.4.4.2 for the UE (downlink). Everything else
 /// that fails or lacks integrity protection is discarded.
 ///
-/// Conditions the clauses add are the caller's to check: an IDENTITY RESPONSE only
-/// when the SUCI was requested; a REGISTRATION REJECT or SERVICE REJECT not with
-/// #76 or #78; a DEREGISTRATION ACCEPT on the UE side only for a request that was not
-/// a switch off.
+/// Conditions the clauses add are the caller's to check: an IDENTITY RESPONSE (and,
+/// on the UE side, an IDENTITY REQUEST) only when the identity is the SUCI; a
+/// REGISTRATION REJECT or SERVICE REJECT not with #76 or #78; a DEREGISTRATION
+/// ACCEPT on the UE side only for a request that was not a switch off. 5GMM STATUS is
+/// not on either list.
 pub fn may_be_unprotected(message_type: u8, direction: Direction) -> bool {
     match direction {
         Direction::Uplink => matches!(
@@ -358,7 +379,10 @@ mod tests {
         CipheringAlgorithm::Nea3,
     ];
 
-    fn pair(nia: IntegrityAlgorithm, nea: CipheringAlgorithm) -> (NasSecurityContext, NasSecurityContext) {
+    fn pair(
+        nia: IntegrityAlgorithm,
+        nea: CipheringAlgorithm,
+    ) -> (NasSecurityContext, NasSecurityContext) {
         let ctx = NasSecurityContext::new(
             Ngksi::native(0),
             KnasInt::from_bytes(&[0x11; 16]),
@@ -401,9 +425,16 @@ mod tests {
                 assert_eq!(amf.ul_count.as_u32(), 3);
                 // Downlink the other way round.
                 let wire = amf
-                    .protect(&plain, SecurityHeaderType::IntegrityProtectedAndCiphered, Direction::Downlink)
+                    .protect(
+                        &plain,
+                        SecurityHeaderType::IntegrityProtectedAndCiphered,
+                        Direction::Downlink,
+                    )
                     .unwrap();
-                assert_eq!(ue.unprotect(&wire, Direction::Downlink).unwrap().plain, plain);
+                assert_eq!(
+                    ue.unprotect(&wire, Direction::Downlink).unwrap().plain,
+                    plain
+                );
             }
         }
     }
@@ -412,7 +443,11 @@ mod tests {
     fn tampered_mac_or_body_is_rejected() {
         let (mut ue, mut amf) = pair(IntegrityAlgorithm::Nia2, CipheringAlgorithm::Nea2);
         let wire = ue
-            .protect(&status(), SecurityHeaderType::IntegrityProtectedAndCiphered, Direction::Uplink)
+            .protect(
+                &status(),
+                SecurityHeaderType::IntegrityProtectedAndCiphered,
+                Direction::Uplink,
+            )
             .unwrap();
         for i in [2, 5, 6, 7, wire.len() - 1] {
             let mut bad = wire.clone();
@@ -429,7 +464,11 @@ mod tests {
         // The wrong direction is a wrong input to the MAC.
         let (mut ue, mut amf) = pair(IntegrityAlgorithm::Nia1, CipheringAlgorithm::Nea0);
         let wire = ue
-            .protect(&status(), SecurityHeaderType::IntegrityProtected, Direction::Uplink)
+            .protect(
+                &status(),
+                SecurityHeaderType::IntegrityProtected,
+                Direction::Uplink,
+            )
             .unwrap();
         assert_eq!(
             amf.unprotect(&wire, Direction::Downlink),
@@ -442,7 +481,11 @@ mod tests {
         let (mut ue, mut amf) = pair(IntegrityAlgorithm::Nia3, CipheringAlgorithm::Nea3);
         let plain = RegistrationComplete.encode().unwrap();
         let first = ue
-            .protect(&plain, SecurityHeaderType::IntegrityProtectedAndCiphered, Direction::Uplink)
+            .protect(
+                &plain,
+                SecurityHeaderType::IntegrityProtectedAndCiphered,
+                Direction::Uplink,
+            )
             .unwrap();
         assert!(amf.unprotect(&first, Direction::Uplink).is_ok());
         // The same octets again: SN 0 below the expected 1 estimates to overflow 1.
@@ -457,7 +500,11 @@ mod tests {
             sqn: 1,
         };
         let wrong = ahead
-            .protect(&plain, SecurityHeaderType::IntegrityProtected, Direction::Uplink)
+            .protect(
+                &plain,
+                SecurityHeaderType::IntegrityProtected,
+                Direction::Uplink,
+            )
             .unwrap();
         assert_eq!(
             amf.unprotect(&wrong, Direction::Uplink),
@@ -466,9 +513,16 @@ mod tests {
         // Lost messages: a later SN of the same overflow is taken.
         ue.ul_count.sqn = 9;
         let later = ue
-            .protect(&plain, SecurityHeaderType::IntegrityProtected, Direction::Uplink)
+            .protect(
+                &plain,
+                SecurityHeaderType::IntegrityProtected,
+                Direction::Uplink,
+            )
             .unwrap();
-        assert_eq!(amf.unprotect(&later, Direction::Uplink).unwrap().count.sqn, 9);
+        assert_eq!(
+            amf.unprotect(&later, Direction::Uplink).unwrap().count.sqn,
+            9
+        );
         assert_eq!(amf.ul_count.sqn, 10);
     }
 
@@ -479,20 +533,45 @@ mod tests {
         amf.ul_count.sqn = 254;
         for expect in [(0, 254), (0, 255), (1, 0), (1, 1)] {
             let wire = ue
-                .protect(&status(), SecurityHeaderType::IntegrityProtected, Direction::Uplink)
+                .protect(
+                    &status(),
+                    SecurityHeaderType::IntegrityProtected,
+                    Direction::Uplink,
+                )
                 .unwrap();
             let got = amf.unprotect(&wire, Direction::Uplink).unwrap();
             assert_eq!((got.count.overflow, got.count.sqn), expect);
         }
         assert_eq!(
-            NasCount { overflow: 3, sqn: 200 }.estimate_from_sqn(5),
-            Some(NasCount { overflow: 4, sqn: 5 })
+            NasCount {
+                overflow: 3,
+                sqn: 200
+            }
+            .estimate_from_sqn(5),
+            Some(NasCount {
+                overflow: 4,
+                sqn: 5
+            })
         );
-        assert_eq!(NasCount { overflow: u16::MAX, sqn: 255 }.next(), None);
-        let mut full = ue.clone();
-        full.ul_count = NasCount { overflow: u16::MAX, sqn: 255 };
         assert_eq!(
-            full.protect(&status(), SecurityHeaderType::IntegrityProtected, Direction::Uplink),
+            NasCount {
+                overflow: u16::MAX,
+                sqn: 255
+            }
+            .next(),
+            None
+        );
+        let mut full = ue.clone();
+        full.ul_count = NasCount {
+            overflow: u16::MAX,
+            sqn: 255,
+        };
+        assert_eq!(
+            full.protect(
+                &status(),
+                SecurityHeaderType::IntegrityProtected,
+                Direction::Uplink
+            ),
             Err(NasSecurityError::CountExhausted)
         );
     }
@@ -505,19 +584,40 @@ mod tests {
             Err(NasSecurityError::NotProtected(t::FIVEGMM_STATUS))
         );
         for n in 0..8 {
-            let v = vec![0x7e, 0x02, 0, 0, 0, 0, 0, 0];
+            let v = [0x7e, 0x02, 0, 0, 0, 0, 0, 0];
             let _ = amf.unprotect(&v[..n], Direction::Uplink);
         }
         assert_eq!(
             amf.unprotect(&[0x7e, 0x09, 0, 0, 0, 0, 0], Direction::Uplink),
             Err(NasSecurityError::ReservedHeaderType(9))
         );
-        assert!(may_be_unprotected(t::REGISTRATION_REQUEST, Direction::Uplink));
-        assert!(may_be_unprotected(t::AUTHENTICATION_FAILURE, Direction::Uplink));
-        assert!(!may_be_unprotected(t::REGISTRATION_COMPLETE, Direction::Uplink));
-        assert!(!may_be_unprotected(t::SECURITY_MODE_COMPLETE, Direction::Uplink));
-        assert!(may_be_unprotected(t::AUTHENTICATION_REQUEST, Direction::Downlink));
-        assert!(!may_be_unprotected(t::SECURITY_MODE_COMMAND, Direction::Downlink));
-        assert!(!may_be_unprotected(t::REGISTRATION_ACCEPT, Direction::Downlink));
+        assert!(may_be_unprotected(
+            t::REGISTRATION_REQUEST,
+            Direction::Uplink
+        ));
+        assert!(may_be_unprotected(
+            t::AUTHENTICATION_FAILURE,
+            Direction::Uplink
+        ));
+        assert!(!may_be_unprotected(
+            t::REGISTRATION_COMPLETE,
+            Direction::Uplink
+        ));
+        assert!(!may_be_unprotected(
+            t::SECURITY_MODE_COMPLETE,
+            Direction::Uplink
+        ));
+        assert!(may_be_unprotected(
+            t::AUTHENTICATION_REQUEST,
+            Direction::Downlink
+        ));
+        assert!(!may_be_unprotected(
+            t::SECURITY_MODE_COMMAND,
+            Direction::Downlink
+        ));
+        assert!(!may_be_unprotected(
+            t::REGISTRATION_ACCEPT,
+            Direction::Downlink
+        ));
     }
 }

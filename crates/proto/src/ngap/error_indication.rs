@@ -35,7 +35,11 @@ impl ErrorIndication {
 
     /// An indication about one UE-associated logical connection: the IDs it has
     /// (§8.7.4.2 asks for both when both are known) and the cause.
-    pub fn for_ue(amf_ue_ngap_id: Option<u64>, ran_ue_ngap_id: Option<u32>, cause: impl Into<Cause>) -> Self {
+    pub fn for_ue(
+        amf_ue_ngap_id: Option<u64>,
+        ran_ue_ngap_id: Option<u32>,
+        cause: impl Into<Cause>,
+    ) -> Self {
         Self {
             amf_ue_ngap_id,
             ran_ue_ngap_id,

@@ -32,8 +32,8 @@ pub use ue::{
     DownlinkNasTransport, InitialContextSetupFailure, InitialContextSetupRequest,
     InitialContextSetupResponse, InitialUeMessage, NasNonDeliveryIndication, NrCgi,
     RrcEstablishmentCause, UeAmbr, UeContextReleaseCommand, UeContextReleaseComplete,
-    UeContextReleaseRequest, UeNgapIds, UeSecurityCapabilities, UplinkNasTransport,
-    UserLocation, AMF_UE_NGAP_ID_MAX,
+    UeContextReleaseRequest, UeNgapIds, UeSecurityCapabilities, UplinkNasTransport, UserLocation,
+    AMF_UE_NGAP_ID_MAX,
 };
 
 use crate::ids::IdError;

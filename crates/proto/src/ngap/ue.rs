@@ -76,11 +76,7 @@ impl UserLocation {
                 })?;
                 Ok(asn::UserLocationInformation::userLocationInformationNR(
                     asn::UserLocationInformationNR::new(
-                        asn::NRCGI::new(
-                            plmn_to_asn(&nr_cgi.plmn),
-                            asn::NRCellIdentity(cell),
-                            None,
-                        ),
+                        asn::NRCGI::new(plmn_to_asn(&nr_cgi.plmn), asn::NRCellIdentity(cell), None),
                         asn::TAI::new(plmn_to_asn(&tai.plmn), tac_to_asn(&tai.tac), None),
                         None,
                         None,
@@ -334,8 +330,8 @@ impl InitialUeMessage {
             extract_ngap_ies!(msg, InitialUEMessage,
                 req ran: u32 = RAN_UE_NGAP_ID(id),
                 req nas: Vec<u8> = NAS_PDU(p) => p.0.to_vec(),
-                req uli: UserLocation = UserLocationInformation(u) =>
-                    UserLocation::from_asn(&u).unwrap_or(UserLocation::Other),
+                req uli: Result<UserLocation, IdError> = UserLocationInformation(u) =>
+                    UserLocation::from_asn(&u),
                 lax rrc: asn::RRCEstablishmentCause = RRCEstablishmentCause(c) => c,
                 opt tmsi: STmsi = FiveG_S_TMSI(t) => s_tmsi_from_asn(&t),
                 lax ctx: asn::UEContextRequest = UEContextRequest(c) => c,
@@ -345,7 +341,7 @@ impl InitialUeMessage {
         Ok(Self {
             ran_ue_ngap_id: ran,
             nas_pdu: nas,
-            user_location: uli,
+            user_location: uli.map_err(invalid(ie_id::USER_LOCATION_INFORMATION))?,
             rrc_establishment_cause: rrc.and_then(RrcEstablishmentCause::from_asn),
             five_g_s_tmsi: tmsi,
             ue_context_requested: ctx.is_some(),
@@ -369,7 +365,10 @@ impl InitialUeMessage {
             )?);
         }
         if let Some(t) = &self.five_g_s_tmsi {
-            ies.push(build_ngap_ie!(InitialUEMessage, FiveG_S_TMSI(s_tmsi_to_asn(t)?))?);
+            ies.push(build_ngap_ie!(
+                InitialUEMessage,
+                FiveG_S_TMSI(s_tmsi_to_asn(t)?)
+            )?);
         }
         if self.ue_context_requested {
             ies.push(build_ngap_ie!(
@@ -423,7 +422,9 @@ impl DownlinkNasTransport {
             build_ngap_ie!(DownlinkNASTransport, RAN_UE_NGAP_ID(self.ran_ue_ngap_id))?,
             build_ngap_ie!(DownlinkNASTransport, NAS_PDU(nas_pdu(&self.nas_pdu)))?,
         ];
-        pdu_of(&asn::DownlinkNASTransport::new(asn::ProtocolIEContainer(ies)))
+        pdu_of(&asn::DownlinkNASTransport::new(asn::ProtocolIEContainer(
+            ies,
+        )))
     }
 
     encode_fn!();
@@ -504,8 +505,7 @@ pub struct NasNonDeliveryIndication {
 impl NasNonDeliveryIndication {
     /// Reads a NAS NON DELIVERY INDICATION.
     pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {
-        let msg: asn::NASNonDeliveryIndication =
-            decode_message(pdu, "NASNonDeliveryIndication")?;
+        let msg: asn::NASNonDeliveryIndication = decode_message(pdu, "NASNonDeliveryIndication")?;
         let (amf, ran, nas, cause) = codec((|| {
             extract_ngap_ies!(msg, NASNonDeliveryIndication,
                 req amf: u64 = AMF_UE_NGAP_ID(id),
@@ -538,9 +538,9 @@ impl NasNonDeliveryIndication {
             build_ngap_ie!(NASNonDeliveryIndication, NAS_PDU(nas_pdu(&self.nas_pdu)))?,
             build_ngap_ie!(NASNonDeliveryIndication, Cause(cause))?,
         ];
-        pdu_of(&asn::NASNonDeliveryIndication::new(asn::ProtocolIEContainer(
-            ies,
-        )))
+        pdu_of(&asn::NASNonDeliveryIndication::new(
+            asn::ProtocolIEContainer(ies),
+        ))
     }
 
     encode_fn!();
@@ -834,9 +834,9 @@ impl UeContextReleaseCommand {
             build_ngap_ie!(UEContextReleaseCommand, UE_NGAP_IDs(ids))?,
             build_ngap_ie!(UEContextReleaseCommand, Cause(cause))?,
         ];
-        pdu_of(&asn::UEContextReleaseCommand::new(asn::ProtocolIEContainer(
-            ies,
-        )))
+        pdu_of(&asn::UEContextReleaseCommand::new(
+            asn::ProtocolIEContainer(ies),
+        ))
     }
 
     encode_fn!();
@@ -854,8 +854,7 @@ pub struct UeContextReleaseComplete {
 impl UeContextReleaseComplete {
     /// Reads a UE CONTEXT RELEASE COMPLETE.
     pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {
-        let msg: asn::UEContextReleaseComplete =
-            decode_message(pdu, "UEContextReleaseComplete")?;
+        let msg: asn::UEContextReleaseComplete = decode_message(pdu, "UEContextReleaseComplete")?;
         let (amf, ran) = codec((|| {
             extract_ngap_ies!(msg, UEContextReleaseComplete,
                 req amf: u64 = AMF_UE_NGAP_ID(id),
@@ -927,16 +926,62 @@ impl UeContextReleaseRequest {
                 UEContextReleaseRequest,
                 AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
             )?,
-            build_ngap_ie!(
-                UEContextReleaseRequest,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
+            build_ngap_ie!(UEContextReleaseRequest, RAN_UE_NGAP_ID(self.ran_ue_ngap_id))?,
             build_ngap_ie!(UEContextReleaseRequest, Cause(cause))?,
         ];
-        pdu_of(&asn::UEContextReleaseRequest::new(asn::ProtocolIEContainer(
-            ies,
-        )))
+        pdu_of(&asn::UEContextReleaseRequest::new(
+            asn::ProtocolIEContainer(ies),
+        ))
     }
 
     encode_fn!();
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nas_capabilities_map_to_ngap_bitmaps() {
+        // NAS: EA0..EA3 and IA0..IA3 (f0 f0), EEA0/EEA2 and EIA2 (a0 20).
+        let nas = UeSecurityCapability {
+            nea: 0xf0,
+            nia: 0xf0,
+            eps: Some((0xa0, 0x20)),
+        };
+        // NGAP has no bit for algorithm 0: NEA1..3 are the first three bits.
+        let c = UeSecurityCapabilities::from_nas(&nas);
+        assert_eq!(c.nr_encryption, 0xe000);
+        assert_eq!(c.nr_integrity, 0xe000);
+        assert_eq!(c.eutra_encryption, 0x4000);
+        assert_eq!(c.eutra_integrity, 0x4000);
+        assert_eq!(UeSecurityCapabilities::from_asn(&c.to_asn()), c);
+    }
+
+    #[test]
+    fn s_tmsi_and_ids_convert_and_check_widths() {
+        let t = STmsi {
+            amf_set: 0x3ff,
+            amf_pointer: 0x3f,
+            tmsi: 0x0102_0304,
+        };
+        assert_eq!(s_tmsi_from_asn(&s_tmsi_to_asn(&t).unwrap()), t);
+        assert!(s_tmsi_to_asn(&STmsi {
+            amf_set: 0x400,
+            ..t
+        })
+        .is_err());
+        assert!(s_tmsi_to_asn(&STmsi {
+            amf_pointer: 0x40,
+            ..t
+        })
+        .is_err());
+        assert_eq!(
+            check_amf_id(AMF_UE_NGAP_ID_MAX).unwrap(),
+            AMF_UE_NGAP_ID_MAX
+        );
+        assert!(check_amf_id(AMF_UE_NGAP_ID_MAX + 1).is_err());
+        assert_eq!(UeNgapIds::Pair { amf: 3, ran: 4 }.amf(), 3);
+    }
 }

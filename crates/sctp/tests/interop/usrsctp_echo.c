@@ -22,6 +22,9 @@ static int client(int argc, char **argv) {
     long want = atol(argv[5]);
     usrsctp_init(local, NULL, NULL);
     usrsctp_sysctl_set_sctp_no_csum_on_loopback(0);
+    /* As root usrsctp also opens raw SCTP sockets in this namespace: never answer other
+       tests' SCTP packets with ABORT. */
+    usrsctp_sysctl_set_sctp_blackhole(2);
     struct socket *s = usrsctp_socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
     if (!s) { perror("usrsctp_socket"); return 1; }
     struct sctp_udpencaps enc;
@@ -91,6 +94,9 @@ int main(int argc, char **argv) {
     usrsctp_init(encaps, NULL, NULL);
     /* Compute CRC32c even on loopback: the peer checks it. */
     usrsctp_sysctl_set_sctp_no_csum_on_loopback(0);
+    /* As root usrsctp also opens raw SCTP sockets in this namespace: never answer other
+       tests' SCTP packets with ABORT. */
+    usrsctp_sysctl_set_sctp_blackhole(2);
     struct socket *l = usrsctp_socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
     if (!l) { perror("usrsctp_socket"); return 1; }
     struct sockaddr_in sin;

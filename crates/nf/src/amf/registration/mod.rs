@@ -1,0 +1,1630 @@
+//! The AMF's registration procedures as a sans-IO state machine: initial registration
+//! with 5G AKA through the AUSF, Security Mode Control, UECM registration and SDM,
+//! Initial Context Setup carrying the REGISTRATION ACCEPT, REGISTRATION COMPLETE;
+//! mobility and periodic registration with the 5G-GUTI; UE-originating deregistration
+//! and UE context release (TS 23.502 §4.2.2.2.2, §4.2.2.3.2; TS 24.501 §5.4, §5.5;
+//! TS 33.501 §6.1.3.2, §6.7.2).
+//!
+//! One [`Amf`] runs per worker. Inputs: UE-associated NGAP ([`Amf::handle_ngap`]), the
+//! replies to its SBI calls ([`Amf::handle_sbi_reply`]) and time ([`Amf::handle_timeout`]).
+//! Outputs: [`Amf::poll_action`] and [`Amf::poll_timeout`]. It owns no socket, thread or
+//! clock. [`route`] tells the runtime which worker a message belongs to.
+//!
+//! # Ownership
+//!
+//! Connected UEs live in `M` under their AMF-UE-NGAP-ID, UEs without an N2 connection in
+//! `P` under their 5G-TMSI. Both identifiers encode the worker that allocated them. A
+//! message is acted on only if the context exists, its association is the one the
+//! message came on and its RAN-UE-NGAP-ID matches: the identifier routes, it never
+//! proves ownership. Anything else is answered with an ERROR INDICATION and touches no
+//! context.
+//!
+//! # Choices
+//!
+//! - An AUTHENTICATION FAILURE with #20 (MAC failure) for a UE identified by its SUCI ends
+//!   in AUTHENTICATION REJECT: the vector came from the UDM for that very SUCI, so there is
+//!   no other identity to try. For a UE identified by its 5G-GUTI the AMF asks for the SUCI
+//!   first (TS 24.501 §5.4.1.3.7 c).
+//! - A registration with an unknown 5G-GUTI, or one whose integrity check fails and whose
+//!   context cannot be read, runs the identification procedure for the SUCI (§5.5.1.2.2).
+//! - A registration with a known 5G-GUTI that fails the integrity check is authenticated
+//!   again with the SUPI (§4.4.4.3, §5.4.1.1).
+//! - The INITIAL CONTEXT SETUP REQUEST is sent on every registration that arrives in an
+//!   INITIAL UE MESSAGE: the N2 connection is new and NAS security is active.
+
+mod ue;
+
+pub mod route;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use proto::ids::{Guami, Snssai, Tai};
+use proto::nas::{
+    self, AccessType, AuthenticationReject, AuthenticationRequest, CipheringAlgorithm,
+    DeregistrationAcceptUeOriginating, Direction, FiveGmmCause, FiveGmmStatus, Guti,
+    IdentityRequest, IdentityType, IntegrityAlgorithm, MobileIdentity, NasCount, NasMessage,
+    NasSecurityContext, NasSecurityError, Ngksi, RegistrationAccept, RegistrationReject,
+    RegistrationRequest, RegistrationResult, RegistrationType, SchemeOutput, SecurityHeaderType,
+    SecurityModeCommand, Suci, UeSecurityCapability,
+};
+use proto::ngap::{
+    self, Cause, DownlinkNasTransport, ErrorIndication, InitialContextSetupFailure,
+    InitialContextSetupRequest, InitialContextSetupResponse, InitialUeMessage, MessageKind,
+    NasCause, NgapPdu, ProtocolCause, RadioNetworkCause, UeContextReleaseCommand,
+    UeContextReleaseComplete, UeContextReleaseRequest, UeNgapIds, UeSecurityCapabilities,
+    UplinkNasTransport,
+};
+use sbi::discovery::NfType;
+use sbi::model::{
+    AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthData5g, AuthResult,
+    AuthenticationInfo, ConfirmationData, ConfirmationDataResponse, HexBytes, PlmnId,
+    ProblemDetails, RatType, ResynchronizationInfo, UeAuthenticationCtx,
+};
+use sbi::paths::build;
+use sbi::problem::GmmCause;
+use sbi::server::decode_json;
+use security::kdf::{self, Abba, ServingNetworkName, Supi};
+use security::{HxresStar, Kamf, Kseaf, Rand, ResStar};
+use steer::owner::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
+use steer::{WorkerId, Workers};
+use tracing::{debug, warn};
+
+use crate::state::ContextMap;
+
+pub use route::{route, Route};
+pub use ue::{IdleUe, UeContext, UeState};
+use ue::{AuthRun, TimerKind};
+
+/// T3560 and T3550 (TS 24.501 Table 10.2.1): 6 s.
+pub const DEFAULT_RETRANSMISSION_TIMER: Duration = Duration::from_secs(6);
+/// Retransmissions before a procedure is aborted (§5.4.1.3.7, §5.4.2.7, §5.5.1.2.8: on the
+/// fifth expiry).
+pub const MAX_RETRANSMISSIONS: u8 = 4;
+/// How long a UE CONTEXT RELEASE COMMAND waits for its COMPLETE before the AMF drops the
+/// N2 part anyway.
+pub const RELEASE_GUARD: Duration = Duration::from_secs(5);
+/// ABBA of the current releases (TS 33.501 Annex A.7.1).
+const ABBA: [u8; 2] = [0, 0];
+
+/// How one AMF worker is set up.
+#[derive(Debug, Clone)]
+pub struct AmfConfig {
+    /// This worker.
+    pub worker: WorkerId,
+    /// All workers of the process.
+    pub workers: Workers,
+    /// The AMF's GUAMI (its PLMN is the serving network).
+    pub guami: Guami,
+    /// The TAI list handed to registered UEs.
+    pub tais: Vec<Tai>,
+    /// The S-NSSAIs this AMF serves.
+    pub slices: Vec<Snssai>,
+    /// NAS integrity algorithms, most preferred first (TS 33.501 §6.7.2).
+    pub integrity: Vec<IntegrityAlgorithm>,
+    /// NAS ciphering algorithms, most preferred first.
+    pub ciphering: Vec<CipheringAlgorithm>,
+    /// Authenticate on every registration, even with a valid security context.
+    pub always_auth: bool,
+    /// The AMF's NF instance id (UUID), sent to the UDM.
+    pub instance_id: String,
+    /// `scheme://host:port` of the AMF, for the UDM's deregistration callback.
+    pub api_root: String,
+    /// T3560 / T3550 / T3570.
+    pub retransmission_timer: Duration,
+    /// Most UEs kept without an N2 connection on this worker; the oldest goes first.
+    pub max_idle: usize,
+}
+
+impl AmfConfig {
+    /// The project defaults for `worker`: GUAMI 001-01/02/001/00, TAI 001-01-000001,
+    /// SST 1, NIA2, NIA1, NIA3 and NEA2, NEA1, NEA3, NEA0, 6 s timers.
+    pub fn new(worker: WorkerId, workers: Workers) -> Self {
+        use proto::ids::defaults;
+        Self {
+            worker,
+            workers,
+            guami: defaults::GUAMI,
+            tais: vec![defaults::TAI],
+            slices: vec![defaults::SNSSAI],
+            integrity: vec![
+                IntegrityAlgorithm::Nia2,
+                IntegrityAlgorithm::Nia1,
+                IntegrityAlgorithm::Nia3,
+            ],
+            ciphering: vec![
+                CipheringAlgorithm::Nea2,
+                CipheringAlgorithm::Nea1,
+                CipheringAlgorithm::Nea3,
+                CipheringAlgorithm::Nea0,
+            ],
+            always_auth: false,
+            instance_id: "00000000-0000-4000-8000-00000000a3f0".to_owned(),
+            api_root: "http://127.0.0.1:7777".to_owned(),
+            retransmission_timer: DEFAULT_RETRANSMISSION_TIMER,
+            max_idle: 100_000,
+        }
+    }
+
+    /// The serving network name of the GUAMI's PLMN (TS 24.501 §9.12.1).
+    pub fn serving_network_name(&self) -> String {
+        let p = self.guami.plmn;
+        ServingNetworkName::from_plmn(&p.mcc_str(), &p.mnc_str())
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Work the AMF hands to its runtime.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Action {
+    /// Send an NGAP PDU (SCTP PPID 60).
+    Ngap {
+        /// The association.
+        assoc: u32,
+        /// The SCTP stream.
+        stream: u16,
+        /// The encoded PDU.
+        pdu: Vec<u8>,
+    },
+    /// Send a request to another NF and report its reply with [`Amf::handle_sbi_reply`]
+    /// under `call_id`. The runtime must answer every call: a transport failure or timeout
+    /// is a reply with status 504 and an empty body.
+    Call {
+        /// Identifies the reply.
+        call_id: u64,
+        /// Which NF.
+        nf: NfType,
+        /// HTTP method.
+        method: Method,
+        /// Path (no authority).
+        path: String,
+        /// JSON body (empty for a GET).
+        body: Bytes,
+    },
+}
+
+/// Counters of one AMF worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AmfStats {
+    /// UE contexts created by an INITIAL UE MESSAGE.
+    pub ues_created: u64,
+    /// REGISTRATION COMPLETEs received.
+    pub registrations: u64,
+    /// REGISTRATION REJECTs sent.
+    pub registration_rejects: u64,
+    /// AUTHENTICATION REJECTs sent.
+    pub authentication_rejects: u64,
+    /// Resynchronisations asked of the AUSF.
+    pub resyncs: u64,
+    /// Deregistrations.
+    pub deregistrations: u64,
+    /// Protected uplink NAS messages discarded for a MAC that does not verify.
+    pub mac_failures: u64,
+    /// Uplink NAS messages discarded for lack of protection (§4.4.4.3).
+    pub unprotected_discarded: u64,
+    /// 5GMM STATUS messages sent.
+    pub statuses: u64,
+    /// ERROR INDICATIONs sent.
+    pub error_indications: u64,
+    /// Downlink NAS retransmissions.
+    pub retransmissions: u64,
+    /// Procedures aborted after the last retransmission.
+    pub aborted: u64,
+    /// UE contexts released.
+    pub releases: u64,
+    /// SBI replies for no outstanding call, or for a UE that moved on.
+    pub stray_replies: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    AuthVector,
+    Confirmation,
+    Uecm,
+    Sdm,
+}
+
+/// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
+/// N2 connection by 5G-TMSI: [`crate::state::ShardMap`]s in the sharded mode, clones of
+/// [`crate::state::LockedMap`]s in the locking baseline.
+#[derive(Debug)]
+pub struct Amf<M, P> {
+    cfg: AmfConfig,
+    snn: String,
+    ues: M,
+    idle: P,
+    next_ue: u32,
+    next_tmsi: u32,
+    next_call: u64,
+    calls: HashMap<u64, (u64, CallKind)>,
+    timers: BTreeSet<(Instant, u64)>,
+    idle_order: VecDeque<u32>,
+    actions: VecDeque<Action>,
+    stats: AmfStats,
+}
+
+impl<M, P> Amf<M, P>
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    /// An AMF worker with its (possibly shared) maps.
+    pub fn new(cfg: AmfConfig, ues: M, idle: P) -> Self {
+        let snn = cfg.serving_network_name();
+        Self {
+            cfg,
+            snn,
+            ues,
+            idle,
+            next_ue: 0,
+            next_tmsi: 0,
+            next_call: 0,
+            calls: HashMap::new(),
+            timers: BTreeSet::new(),
+            idle_order: VecDeque::new(),
+            actions: VecDeque::new(),
+            stats: AmfStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> AmfStats {
+        self.stats
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AmfConfig {
+        &self.cfg
+    }
+
+    /// Connected UE contexts (in the locking baseline: of every worker).
+    pub fn contexts(&self) -> usize {
+        self.ues.len()
+    }
+
+    /// UEs kept without an N2 connection.
+    pub fn idle_contexts(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// A copy of the context of a connected UE.
+    pub fn ue(&mut self, amf_ue_ngap_id: u64) -> Option<UeContext> {
+        self.ues.with(&amf_ue_ngap_id, |u| u.cloned())
+    }
+
+    /// A copy of what is kept of a UE without an N2 connection.
+    pub fn idle_ue(&mut self, tmsi: u32) -> Option<IdleUe> {
+        self.idle.with(&tmsi, |u| u.cloned())
+    }
+
+    /// The next piece of work for the runtime.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`Amf::handle_timeout`] should run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|(t, _)| *t)
+    }
+
+    // ---- NGAP in ----
+
+    /// One UE-associated NGAP message received on `assoc`/`stream` from gNB `gnb_id`;
+    /// `ready` says whether NG Setup succeeded on the association
+    /// ([`crate::amf::n2::AmfN2::is_ready`]). Never panics, whatever `bytes` holds.
+    pub fn handle_ngap(
+        &mut self,
+        now: Instant,
+        assoc: u32,
+        stream: u16,
+        ready: bool,
+        gnb_id: u32,
+        bytes: &[u8],
+    ) {
+        let pdu = match ngap::decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                // TS 38.413 §10.2: transfer syntax error.
+                debug!(assoc, error = %e, "undecodable NGAP message");
+                return self.error_indication(
+                    assoc,
+                    stream,
+                    None,
+                    None,
+                    ProtocolCause::TransferSyntaxError.into(),
+                    None,
+                );
+            }
+        };
+        let (amf_id, ran_id) = pdu.ue_ngap_ids();
+        match pdu.check() {
+            Ok(Some(fault)) if fault.rejects() => {
+                // §10.3.4.2, §10.3.5, §10.3.6: abstract syntax error.
+                let diag = pdu.diagnostics_for_error_indication(&fault.ies);
+                return self.error_indication(
+                    assoc,
+                    stream,
+                    amf_id,
+                    ran_id,
+                    fault.cause.into(),
+                    Some(diag),
+                );
+            }
+            Ok(_) => {}
+            Err(_) => {
+                return self.error_indication(
+                    assoc,
+                    stream,
+                    amf_id,
+                    ran_id,
+                    ProtocolCause::TransferSyntaxError.into(),
+                    None,
+                )
+            }
+        }
+        if !ready {
+            // TS 38.413 §8.7.1.1: UE-associated signalling needs NG Setup first.
+            return self.not_compatible(assoc, stream, &pdu);
+        }
+        match pdu.kind() {
+            MessageKind::InitialUeMessage => match InitialUeMessage::parse(&pdu) {
+                Ok(m) => self.on_initial_ue_message(now, assoc, stream, gnb_id, m),
+                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+            },
+            MessageKind::UplinkNasTransport => match UplinkNasTransport::parse(&pdu) {
+                Ok(m) => {
+                    if let Some(mut ue) =
+                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                    {
+                        self.on_uplink_nas(now, &mut ue, &m.nas_pdu);
+                        self.put_back(ue);
+                    }
+                }
+                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+            },
+            MessageKind::InitialContextSetupResponse => {
+                match InitialContextSetupResponse::parse(&pdu) {
+                    Ok(m) => {
+                        if let Some(mut ue) =
+                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                        {
+                            if ue.state == UeState::WaitIcsResponse {
+                                ue.state = UeState::WaitRegistrationComplete;
+                            } else {
+                                self.not_compatible(assoc, stream, &pdu);
+                            }
+                            self.put_back(ue);
+                        }
+                    }
+                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                }
+            }
+            MessageKind::InitialContextSetupFailure => {
+                match InitialContextSetupFailure::parse(&pdu) {
+                    Ok(m) => {
+                        if let Some(mut ue) =
+                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                        {
+                            debug!(amf_ue_ngap_id = m.amf_ue_ngap_id, cause = %m.cause, "initial context setup failed");
+                            // TS 23.502 §4.2.2.2.2: without an access stratum context the
+                            // registration cannot complete; release the connection and keep
+                            // the security context.
+                            let park = ue.sec.is_some();
+                            self.release(now, &mut ue, NasCause::Unspecified.into(), park);
+                            self.put_back(ue);
+                        }
+                    }
+                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                }
+            }
+            MessageKind::UeContextReleaseRequest => match UeContextReleaseRequest::parse(&pdu) {
+                Ok(m) => {
+                    if let Some(mut ue) =
+                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                    {
+                        // TS 23.502 §4.2.6: AN release; a registered UE keeps its context.
+                        let park = ue.state == UeState::Registered || ue.park;
+                        self.release(now, &mut ue, m.cause, park);
+                        self.put_back(ue);
+                    }
+                }
+                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+            },
+            MessageKind::UeContextReleaseComplete => {
+                match UeContextReleaseComplete::parse(&pdu) {
+                    Ok(m) => {
+                        if let Some(ue) =
+                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                        {
+                            if ue.state == UeState::Releasing {
+                                self.finish_release(ue);
+                            } else {
+                                self.not_compatible(assoc, stream, &pdu);
+                                self.put_back(ue);
+                            }
+                        }
+                    }
+                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                }
+            }
+            MessageKind::NasNonDeliveryIndication | MessageKind::ErrorIndication => {
+                debug!(assoc, procedure = pdu.procedure_name(), "noted");
+            }
+            _ => self.not_compatible(assoc, stream, &pdu),
+        }
+    }
+
+    fn parse_failed(&mut self, assoc: u32, stream: u16, pdu: &NgapPdu, e: &ngap::ParseError) {
+        debug!(assoc, procedure = pdu.procedure_name(), error = %e, "NGAP message refused");
+        if let Some(fault) = e.fault() {
+            let (amf, ran) = pdu.ue_ngap_ids();
+            let diag = pdu.diagnostics_for_error_indication(&fault.ies);
+            self.error_indication(assoc, stream, amf, ran, fault.cause.into(), Some(diag));
+        }
+    }
+
+    fn not_compatible(&mut self, assoc: u32, stream: u16, pdu: &NgapPdu) {
+        let (amf, ran) = pdu.ue_ngap_ids();
+        let diag = pdu.diagnostics_for_error_indication(&[]);
+        self.error_indication(
+            assoc,
+            stream,
+            amf,
+            ran,
+            ProtocolCause::MessageNotCompatibleWithReceiverState.into(),
+            Some(diag),
+        );
+    }
+
+    /// Takes the context of a UE-associated message out of the map, if and only if the
+    /// message may act on it: owned here, on its association, with its RAN-UE-NGAP-ID
+    /// (TS 38.413 §10.6). Otherwise answers with an ERROR INDICATION.
+    fn take_ue(&mut self, assoc: u32, stream: u16, amf: u64, ran: u32) -> Option<UeContext> {
+        let unknown: Cause = RadioNetworkCause::UnknownLocalUENGAPID.into();
+        if !M::SHARED && owner_of_amf_ue_ngap_id(amf, self.cfg.workers) != Some(self.cfg.worker)
+        {
+            self.error_indication(assoc, stream, Some(amf), Some(ran), unknown, None);
+            return None;
+        }
+        let check = self.ues.with(&amf, |u| {
+            u.map(|u| (u.assoc == assoc, u.ran_ue_ngap_id == ran))
+        });
+        match check {
+            Some((true, true)) => self.ues.remove(&amf),
+            Some((true, false)) => {
+                let c = RadioNetworkCause::InconsistentRemoteUENGAPID.into();
+                self.error_indication(assoc, stream, Some(amf), Some(ran), c, None);
+                None
+            }
+            // Another gNB's UE: to this association the id is unknown.
+            _ => {
+                self.error_indication(assoc, stream, Some(amf), Some(ran), unknown, None);
+                None
+            }
+        }
+    }
+
+    fn put_back(&mut self, ue: UeContext) {
+        self.ues.insert(ue.amf_ue_ngap_id, ue);
+    }
+
+    fn on_initial_ue_message(
+        &mut self,
+        now: Instant,
+        assoc: u32,
+        stream: u16,
+        gnb_id: u32,
+        m: InitialUeMessage,
+    ) {
+        let octets = &m.nas_pdu;
+        let header = octets.get(1).map(|h| h & 0x0f);
+        // The initial NAS message is a REGISTRATION REQUEST, plain or integrity protected
+        // (TS 24.501 §4.4.6); its 5GMM header sits after the security header if any.
+        let inner = match header {
+            Some(0) => octets.get(..),
+            Some(_) => octets.get(7..),
+            None => None,
+        };
+        let mt = inner.and_then(|i| i.get(2)).copied();
+        if header == Some(0) && mt != Some(nas::message_type::REGISTRATION_REQUEST) {
+            // §4.4.4.3: nothing but the listed messages is processed unprotected, and
+            // this AMF has no context yet to read anything else with.
+            self.stats.unprotected_discarded += 1;
+            debug!(assoc, gnb_id, message_type = ?mt, "initial NAS message discarded");
+            return;
+        }
+        let id = amf_ue_ngap_id(self.cfg.worker, self.next_ue);
+        self.next_ue = self.next_ue.wrapping_add(1);
+        let mut ue = UeContext::new(id, m.ran_ue_ngap_id, assoc, stream);
+        self.stats.ues_created += 1;
+        if header == Some(0) {
+            match nas::RegistrationRequest::parse(octets) {
+                Ok(req) => self.start_registration(now, &mut ue, req, false),
+                Err(e) => self.registration_reject(now, &mut ue, e.cause()),
+            }
+            return self.put_back(ue);
+        }
+        // A protected REGISTRATION REQUEST: the 5G-GUTI inside names the context to
+        // verify it with.
+        let plain_req = inner.map(nas::RegistrationRequest::parse);
+        let Some(Ok(req)) = plain_req else {
+            // Ciphered or malformed: nothing can be read.
+            let cause = match plain_req {
+                Some(Err(e)) => e.cause(),
+                _ => FiveGmmCause::SemanticallyIncorrectMessage,
+            };
+            self.registration_reject(now, &mut ue, cause);
+            return self.put_back(ue);
+        };
+        let kept = match &req.mobile_identity {
+            MobileIdentity::Guti(g) => self.take_idle(g),
+            _ => None,
+        };
+        let Some(kept) = kept else {
+            self.start_registration(now, &mut ue, req, false);
+            return self.put_back(ue);
+        };
+        ue.supi = Some(kept.supi.clone());
+        ue.guti = Some(kept.guti);
+        ue.kamf = Some(kept.kamf.clone());
+        ue.caps = kept.caps;
+        ue.allowed_nssai = kept.allowed_nssai.clone();
+        let mut sec = kept.sec;
+        match sec.unprotect(octets, Direction::Uplink) {
+            Ok(u) => {
+                ue.last_ul_count = u.count;
+                ue.sec = Some(sec);
+                ue.secured = true;
+                // Read again from the verified octets: they are what counts.
+                match nas::RegistrationRequest::parse(&u.plain) {
+                    Ok(req) => self.start_registration(now, &mut ue, req, true),
+                    Err(e) => self.registration_reject(now, &mut ue, e.cause()),
+                }
+            }
+            Err(e) => {
+                // §4.4.4.3: a REGISTRATION REQUEST that fails the integrity check is
+                // still processed, by authenticating the UE again.
+                debug!(amf_ue_ngap_id = id, error = %e, "initial registration request fails integrity check");
+                self.stats.mac_failures += 1;
+                ue.sec = Some(sec);
+                self.start_registration(now, &mut ue, req, false);
+            }
+        }
+        self.put_back(ue);
+    }
+
+    /// The kept context of a 5G-GUTI this AMF allocated, taken out of the idle map.
+    fn take_idle(&mut self, g: &Guti) -> Option<IdleUe> {
+        let gu = &self.cfg.guami;
+        if g.plmn != gu.plmn
+            || g.amf_region != gu.amf_region_id
+            || g.amf_set != gu.amf_set_id
+            || g.amf_pointer != gu.amf_pointer
+        {
+            return None;
+        }
+        if !P::SHARED && owner_of_tmsi(g.tmsi, self.cfg.workers) != Some(self.cfg.worker) {
+            return None;
+        }
+        self.idle.remove(&g.tmsi).filter(|k| k.guti == *g)
+    }
+
+    // ---- NAS in ----
+
+    fn on_uplink_nas(&mut self, now: Instant, ue: &mut UeContext, octets: &[u8]) {
+        let header = octets.get(1).map(|h| h & 0x0f);
+        let (plain, header_type) = if header.is_some_and(|h| h != 0) {
+            let Some(sec) = ue.sec.as_mut() else {
+                // §4.4.4.3: no context to verify it with.
+                self.stats.mac_failures += 1;
+                return;
+            };
+            match sec.unprotect(octets, Direction::Uplink) {
+                Ok(u) => {
+                    ue.last_ul_count = u.count;
+                    (u.plain, u.header_type)
+                }
+                Err(NasSecurityError::MacFailure) => {
+                    // §4.4.4.3: a message whose integrity check fails is discarded.
+                    self.stats.mac_failures += 1;
+                    debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, "uplink NAS MAC failure");
+                    return;
+                }
+                Err(e) => {
+                    self.stats.mac_failures += 1;
+                    debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "uplink NAS not verified");
+                    return;
+                }
+            }
+        } else {
+            let mt = nas::plain_message_type(octets);
+            let allowed = mt.is_some_and(|t| nas::may_be_unprotected(t, Direction::Uplink));
+            if !allowed && mt.is_some() || (ue.secured && mt.is_some()) {
+                // §4.4.4.3: only the listed messages are processed without integrity
+                // protection, and none once the secure exchange is established.
+                self.stats.unprotected_discarded += 1;
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, message_type = ?mt, "unprotected NAS message discarded");
+                return;
+            }
+            (octets.to_vec(), SecurityHeaderType::Plain)
+        };
+        let msg = match NasMessage::parse(&plain) {
+            Ok(m) => m,
+            Err(e) => {
+                // TS 24.501 §7: a message that cannot be read is answered with 5GMM
+                // STATUS and the cause of its fault (#96 invalid mandatory information,
+                // #97 message type non-existent...).
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "undecodable uplink NAS");
+                return self.status(ue, e.cause());
+            }
+        };
+        if header_type != SecurityHeaderType::Plain {
+            ue.secured = true;
+        }
+        match msg {
+            NasMessage::RegistrationRequest(req) => {
+                let protected = header_type != SecurityHeaderType::Plain;
+                self.start_registration(now, ue, req, protected)
+            }
+            NasMessage::IdentityResponse(r) if ue.state == UeState::WaitIdentity => {
+                self.on_identity_response(now, ue, r.mobile_identity)
+            }
+            NasMessage::AuthenticationResponse(r) if ue.state == UeState::WaitAuthResponse => {
+                self.on_authentication_response(now, ue, &r.res_star)
+            }
+            NasMessage::AuthenticationFailure(f) if ue.state == UeState::WaitAuthResponse => {
+                self.on_authentication_failure(now, ue, f.cause, f.auts)
+            }
+            NasMessage::SecurityModeComplete(c) if ue.state == UeState::WaitSmcComplete => {
+                // TS 24.501 §5.4.2.3: the complete comes under the new context, integrity
+                // protected and ciphered (security header type 4).
+                if header_type != SecurityHeaderType::IntegrityProtectedAndCipheredNewContext {
+                    self.stats.unprotected_discarded += 1;
+                    return;
+                }
+                self.stop_timer(ue);
+                // §4.4.6: the container holds the complete REGISTRATION REQUEST, which
+                // replaces the cleartext one.
+                if let Some(Ok(req)) = c.registration_request() {
+                    if req.ue_security_capability.is_some() {
+                        ue.caps = req.ue_security_capability;
+                    }
+                    ue.registration = Some(req);
+                }
+                self.after_security(now, ue);
+            }
+            NasMessage::SecurityModeReject(r) if ue.state == UeState::WaitSmcComplete => {
+                // §5.4.2.5: the UE refused the command; the registration cannot go on.
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, cause = %r.cause, "security mode rejected");
+                self.stop_timer(ue);
+                ue.sec = None;
+                self.release(now, ue, NasCause::Unspecified.into(), false);
+            }
+            NasMessage::RegistrationComplete(_)
+                if matches!(
+                    ue.state,
+                    UeState::WaitIcsResponse | UeState::WaitRegistrationComplete
+                ) =>
+            {
+                // §5.5.1.2.4: REGISTRATION COMPLETE stops T3550.
+                self.stop_timer(ue);
+                ue.state = UeState::Registered;
+                ue.park = true;
+                self.stats.registrations += 1;
+            }
+            NasMessage::DeregistrationRequestUeOriginating(d) => {
+                // §5.5.2.2.2: accept unless switched off, then release the N2 connection.
+                self.stop_timer(ue);
+                self.stats.deregistrations += 1;
+                if !d.switch_off {
+                    self.send_nas(
+                        ue,
+                        &NasMessage::DeregistrationAcceptUeOriginating(
+                            DeregistrationAcceptUeOriginating,
+                        ),
+                    );
+                }
+                let park = ue.sec.is_some() && ue.guti.is_some();
+                self.release(now, ue, NasCause::Deregister.into(), park);
+            }
+            NasMessage::FiveGmmStatus(s) => {
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, cause = %s.cause, "5GMM STATUS received");
+            }
+            other => {
+                // §7.4: a message not compatible with the protocol state.
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, message = other.name(), state = ?ue.state, "unexpected NAS message");
+                self.status(ue, FiveGmmCause::MessageTypeNotCompatible);
+            }
+        }
+    }
+
+    /// A REGISTRATION REQUEST: `protected` when it verified under the UE's current
+    /// context.
+    fn start_registration(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        req: RegistrationRequest,
+        protected: bool,
+    ) {
+        self.stop_timer(ue);
+        if ue.state == UeState::Releasing {
+            return;
+        }
+        ue.initial = req.registration_type == RegistrationType::Initial;
+        if let Some(c) = req.ue_security_capability {
+            ue.caps = Some(c);
+        }
+        let identity = req.mobile_identity.clone();
+        ue.registration = Some(req);
+        if ue.caps.is_none() {
+            // §5.5.1.2.2: the UE security capability is mandatory in an initial
+            // registration and this AMF has none stored.
+            return self.registration_reject(now, ue, FiveGmmCause::InvalidMandatoryInformation);
+        }
+        match identity {
+            MobileIdentity::Suci(s) => {
+                ue.supi_or_suci = Some(suci_string(&s));
+                self.authenticate(now, ue, None);
+            }
+            MobileIdentity::Guti(_) if protected && !self.cfg.always_auth => {
+                // §5.5.1.3.2 / §5.5.1.2.2: the context is valid; no new authentication.
+                self.accept(now, ue);
+            }
+            MobileIdentity::Guti(_) if ue.supi.is_some() => {
+                // Known UE, but a new authentication is wanted (always_auth, or the
+                // integrity check failed: §4.4.4.3).
+                ue.supi_or_suci = ue.supi.clone();
+                self.authenticate(now, ue, None);
+            }
+            _ => self.identify(now, ue),
+        }
+    }
+
+    /// IDENTITY REQUEST for the SUCI (TS 24.501 §5.4.3.2), T3570.
+    fn identify(&mut self, now: Instant, ue: &mut UeContext) {
+        ue.state = UeState::WaitIdentity;
+        let m = NasMessage::IdentityRequest(IdentityRequest {
+            identity_type: IdentityType::Suci,
+        });
+        self.send_nas_retransmitted(now, ue, &m, TimerKind::T3570);
+    }
+
+    fn on_identity_response(&mut self, now: Instant, ue: &mut UeContext, id: MobileIdentity) {
+        self.stop_timer(ue);
+        match id {
+            MobileIdentity::Suci(s) => {
+                ue.supi = None;
+                ue.supi_or_suci = Some(suci_string(&s));
+                self.authenticate(now, ue, None);
+            }
+            // §5.4.3.5 c: not the identity asked for.
+            _ => self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived),
+        }
+    }
+
+    // ---- authentication ----
+
+    /// POST `ue-authentications` (TS 29.509 §5.2.2.2.2), with the resynchronisation
+    /// info of a synch failure if any.
+    fn authenticate(
+        &mut self,
+        _now: Instant,
+        ue: &mut UeContext,
+        resync: Option<ResynchronizationInfo>,
+    ) {
+        let Some(id) = ue.supi_or_suci.clone() else {
+            return self.identify(_now, ue);
+        };
+        if resync.is_none() {
+            // TS 24.501 §5.4.1.3.2: a new ngKSI, different from the one the UE holds.
+            let ue_ksi = ue
+                .registration
+                .as_ref()
+                .map_or(7, |r| r.ngksi.ksi)
+                .min(7);
+            let current = ue.sec.as_ref().map(|s| s.ngksi.ksi);
+            let mut k = if ue_ksi >= 7 { 0 } else { (ue_ksi + 1) % 7 };
+            if Some(k) == current {
+                k = (k + 1) % 7;
+            }
+            ue.new_ksi = k;
+        }
+        let body = AuthenticationInfo {
+            supi_or_suci: id,
+            serving_network_name: self.snn.clone(),
+            resynchronization_info: resync,
+            pei: None,
+            udm_group_id: None,
+            routing_indicator: None,
+            supported_features: None,
+        };
+        ue.state = UeState::WaitAuthVector;
+        self.call(
+            ue,
+            CallKind::AuthVector,
+            NfType::Ausf,
+            Method::POST,
+            build::ue_authentications(),
+            &body,
+        );
+    }
+
+    fn on_auth_vector(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        if status != 201 {
+            return self.sbi_failed(now, ue, status, body);
+        }
+        let ctx: UeAuthenticationCtx = match decode_json(body) {
+            Ok(c) => c,
+            Err(_) => return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA)),
+        };
+        let (AuthData5g::Av5gAka(av), Some(href)) = (&ctx.auth_data_5g, ctx.five_g_aka_href())
+        else {
+            return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA));
+        };
+        let resyncs = ue.auth.as_ref().map_or(0, |a| a.resyncs);
+        ue.auth = Some(AuthRun {
+            rand: Rand::from_bytes(av.rand.0),
+            autn: av.autn.0,
+            hxres_star: HxresStar::from_bytes(av.hxres_star.0),
+            confirm_path: path_of(href).to_owned(),
+            resyncs,
+        });
+        ue.state = UeState::WaitAuthResponse;
+        // TS 24.501 §5.4.1.3.2: ngKSI, ABBA, RAND and AUTN, unprotected.
+        let m = NasMessage::AuthenticationRequest(AuthenticationRequest {
+            ngksi: Ngksi::native(ue.new_ksi),
+            abba: ABBA.to_vec(),
+            rand: av.rand.0,
+            autn: av.autn.0,
+        });
+        self.send_nas_retransmitted(now, ue, &m, TimerKind::T3560);
+    }
+
+    fn on_authentication_response(&mut self, now: Instant, ue: &mut UeContext, res: &[u8; 16]) {
+        self.stop_timer(ue);
+        let Some(auth) = ue.auth.as_ref() else {
+            return;
+        };
+        // TS 33.501 §6.1.3.2 step 10: the SEAF checks HRES* against HXRES* before it asks
+        // the AUSF to confirm.
+        let res_star = ResStar::from_bytes(res);
+        if !auth
+            .hxres_star
+            .accepts(&kdf::hres_star(&auth.rand, &res_star))
+        {
+            debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, "HRES* mismatch");
+            return self.authentication_reject(now, ue);
+        }
+        let path = auth.confirm_path.clone();
+        let body = ConfirmationData {
+            res_star: Some(HexBytes(*res)),
+            supported_features: None,
+        };
+        ue.state = UeState::WaitConfirmation;
+        self.call(
+            ue,
+            CallKind::Confirmation,
+            NfType::Ausf,
+            Method::PUT,
+            path,
+            &body,
+        );
+    }
+
+    fn on_authentication_failure(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        cause: FiveGmmCause,
+        auts: Option<[u8; 14]>,
+    ) {
+        self.stop_timer(ue);
+        match (cause, auts, ue.auth.as_mut()) {
+            // TS 24.501 §5.4.1.3.7 f: synch failure: resynchronise once with the AUTS at
+            // the UDM (TS 33.501 §6.1.3.3.2), then a new AUTHENTICATION REQUEST.
+            (FiveGmmCause::SynchFailure, Some(auts), Some(auth)) if auth.resyncs == 0 => {
+                auth.resyncs += 1;
+                self.stats.resyncs += 1;
+                let info = ResynchronizationInfo {
+                    rand: HexBytes(*auth.rand.as_bytes()),
+                    auts: HexBytes(auts),
+                };
+                self.authenticate(now, ue, Some(info));
+            }
+            // §5.4.1.3.7 c: MAC failure with a UE identified by its 5G-GUTI: ask for the
+            // SUCI and start again.
+            (FiveGmmCause::MacFailure, _, _)
+                if ue
+                    .supi_or_suci
+                    .as_deref()
+                    .is_some_and(|s| !s.starts_with("suci-")) =>
+            {
+                ue.auth = None;
+                ue.supi_or_suci = None;
+                self.identify(now, ue);
+            }
+            // A second synch failure in a row, a MAC failure with the SUCI, non-5G
+            // authentication unacceptable: the network gives up (§5.4.1.3.7).
+            _ => self.authentication_reject(now, ue),
+        }
+    }
+
+    fn on_confirmation(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        if status != 200 {
+            return self.sbi_failed(now, ue, status, body);
+        }
+        let Ok(r) = decode_json::<ConfirmationDataResponse>(body) else {
+            return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA));
+        };
+        let (AuthResult::AuthenticationSuccess, Some(supi), Some(kseaf)) =
+            (r.auth_result, r.supi, r.kseaf)
+        else {
+            // TS 33.501 §6.1.3.2 step 12: the AUSF said no.
+            return self.authentication_reject(now, ue);
+        };
+        if ue.supi.as_deref().is_some_and(|s| s != supi) {
+            // Another subscriber than the one whose context this is.
+            return self.authentication_reject(now, ue);
+        }
+        // TS 33.501 Annex A.7: KAMF from KSEAF, the SUPI and ABBA.
+        let kamf = Supi::parse(&supi)
+            .or_else(|_| Supi::parse(supi.trim_start_matches("imsi-")))
+            .and_then(|s| {
+                let abba = Abba::new(&ABBA)?;
+                kdf::kamf(&Kseaf::from_bytes(&kseaf.0), &s, &abba)
+            });
+        let Ok(kamf) = kamf else {
+            return self.registration_reject(now, ue, FiveGmmCause::IllegalUe);
+        };
+        ue.supi = Some(supi);
+        ue.kamf = Some(kamf);
+        ue.auth = None;
+        self.security_mode_command(now, ue);
+    }
+
+    // ---- security mode ----
+
+    /// SECURITY MODE COMMAND with the new context (TS 24.501 §5.4.2.2, TS 33.501
+    /// §6.7.2): algorithms by the configured preference among those the UE supports,
+    /// the replayed UE security capability, integrity protected with the new context
+    /// (security header type 3).
+    fn security_mode_command(&mut self, now: Instant, ue: &mut UeContext) {
+        let (Some(caps), Some(kamf)) = (ue.caps, ue.kamf.as_ref()) else {
+            return self.registration_reject(now, ue, FiveGmmCause::InvalidMandatoryInformation);
+        };
+        let nia = self
+            .cfg
+            .integrity
+            .iter()
+            .copied()
+            .find(|a| caps.supports_nia(*a));
+        let nea = self
+            .cfg
+            .ciphering
+            .iter()
+            .copied()
+            .find(|a| caps.supports_nea(*a));
+        let (Some(nia), Some(nea)) = (nia, nea) else {
+            return self.registration_reject(now, ue, FiveGmmCause::UeSecurityCapabilitiesMismatch);
+        };
+        let ngksi = Ngksi::native(ue.new_ksi);
+        ue.sec = Some(NasSecurityContext::new(
+            ngksi,
+            kdf::knas_int(kamf, nia),
+            kdf::knas_enc(kamf, nea),
+            nia,
+            nea,
+        ));
+        ue.secured = false;
+        ue.state = UeState::WaitSmcComplete;
+        let smc = NasMessage::SecurityModeCommand(SecurityModeCommand {
+            nia,
+            nea,
+            ngksi,
+            replayed_ue_security_capability: caps,
+            imeisv_request: false,
+            // §4.4.6: ask for the complete initial message in the SMC COMPLETE.
+            additional_security_information: Some(nas::AdditionalSecurityInformation {
+                retransmit_initial_message: true,
+                horizontal_derivation: false,
+            }),
+            abba: Some(ABBA.to_vec()),
+        });
+        let Ok(plain) = smc.encode() else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        ue.retransmissions = 0;
+        ue.retransmit = Some((plain.clone(), SecurityHeaderType::IntegrityProtectedNewContext));
+        self.send_protected(ue, &plain, SecurityHeaderType::IntegrityProtectedNewContext);
+        self.start_timer(now, ue, TimerKind::T3560);
+    }
+
+    /// Security is established: UECM registration for an initial registration, then the
+    /// subscription; straight to the accept otherwise.
+    fn after_security(&mut self, now: Instant, ue: &mut UeContext) {
+        if ue.initial || ue.allowed_nssai.is_empty() {
+            self.uecm_register(now, ue);
+        } else {
+            self.accept(now, ue);
+        }
+    }
+
+    // ---- UDM ----
+
+    /// Nudm_UECM_Registration for 3GPP access (TS 29.503 §5.3.2.2.2).
+    fn uecm_register(&mut self, now: Instant, ue: &mut UeContext) {
+        let Some(supi) = ue.supi.clone() else {
+            return self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived);
+        };
+        let g = &self.cfg.guami;
+        let amf_id = (u32::from(g.amf_region_id) << 16)
+            | (u32::from(g.amf_set_id & 0x3ff) << 6)
+            | u32::from(g.amf_pointer & 0x3f);
+        let b = amf_id.to_be_bytes();
+        let Some(plmn) = PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str()) else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        let body = Amf3GppAccessRegistration {
+            amf_instance_id: self.cfg.instance_id.clone(),
+            supported_features: None,
+            purge_flag: None,
+            pei: None,
+            ims_vo_ps: None,
+            dereg_callback_uri: format!("{}/namf-callback/v1/{supi}/dereg-notify", self.cfg.api_root),
+            amf_service_name_dereg: None,
+            pcscf_restoration_callback_uri: None,
+            initial_registration_ind: Some(ue.initial),
+            emergency_registration_ind: None,
+            guami: sbi::model::Guami {
+                plmn_id: plmn.into(),
+                amf_id: HexBytes([b[1], b[2], b[3]]),
+            },
+            dr_flag: None,
+            rat_type: RatType::Nr,
+            urrp_indicator: None,
+            ue_srvcc_capability: None,
+            registration_time: None,
+            no_ee_subscription_ind: None,
+            supi: Some(supi.clone()),
+            re_registration_required: None,
+        };
+        ue.state = UeState::WaitUecm;
+        self.call(
+            ue,
+            CallKind::Uecm,
+            NfType::Udm,
+            Method::PUT,
+            build::amf_3gpp_access_registration(&supi),
+            &body,
+        );
+    }
+
+    fn on_uecm(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        if !(200..300).contains(&status) {
+            return self.sbi_failed(now, ue, status, body);
+        }
+        let Some(supi) = ue.supi.clone() else {
+            return self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived);
+        };
+        // Nudm_SDM_Get am-data (TS 29.503 §5.2.2.2.3).
+        ue.state = UeState::WaitSdm;
+        self.call(
+            ue,
+            CallKind::Sdm,
+            NfType::Udm,
+            Method::GET,
+            build::am_data(&supi),
+            &(),
+        );
+    }
+
+    fn on_sdm(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        if status != 200 {
+            return self.sbi_failed(now, ue, status, body);
+        }
+        let Ok(am) = decode_json::<AccessAndMobilitySubscriptionData>(body) else {
+            return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA));
+        };
+        let subscribed: Vec<Snssai> = am
+            .nssai
+            .map(|n| {
+                n.default_single_nssais
+                    .into_iter()
+                    .chain(n.single_nssais.unwrap_or_default())
+                    .map(|s| Snssai {
+                        sst: s.sst,
+                        sd: s
+                            .sd
+                            .map(|d| u32::from_be_bytes([0, d.0[0], d.0[1], d.0[2]])),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // TS 23.501 §5.15.5.2.1: allowed = requested ∩ subscribed ∩ served; without a
+        // usable request, the subscribed defaults this AMF serves.
+        let served: Vec<Snssai> = subscribed
+            .iter()
+            .copied()
+            .filter(|s| self.cfg.slices.contains(s))
+            .collect();
+        let requested = ue
+            .registration
+            .as_ref()
+            .and_then(|r| r.requested_nssai.clone())
+            .unwrap_or_default();
+        let mut allowed: Vec<Snssai> = served
+            .iter()
+            .copied()
+            .filter(|s| requested.contains(s))
+            .collect();
+        if allowed.is_empty() {
+            allowed = served;
+        }
+        allowed.truncate(8);
+        if allowed.is_empty() {
+            // TS 24.501 §5.5.1.2.5: #62 no network slices available.
+            return self.registration_reject(now, ue, FiveGmmCause::NoNetworkSlicesAvailable);
+        }
+        ue.allowed_nssai = allowed;
+        self.accept(now, ue);
+    }
+
+    // ---- accept / reject ----
+
+    /// REGISTRATION ACCEPT (TS 24.501 §5.5.1.2.4) with a new 5G-GUTI whose 5G-TMSI names
+    /// this worker, in an INITIAL CONTEXT SETUP REQUEST with KgNB; T3550.
+    fn accept(&mut self, now: Instant, ue: &mut UeContext) {
+        let (Some(kamf), Some(caps)) = (ue.kamf.clone(), ue.caps) else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        let t = tmsi(self.cfg.worker, self.next_tmsi);
+        self.next_tmsi = self.next_tmsi.wrapping_add(1) & 0x00ff_ffff;
+        let g = &self.cfg.guami;
+        ue.guti = Some(Guti {
+            plmn: g.plmn,
+            amf_region: g.amf_region_id,
+            amf_set: g.amf_set_id,
+            amf_pointer: g.amf_pointer,
+            tmsi: t,
+        });
+        let accept = NasMessage::RegistrationAccept(RegistrationAccept {
+            result: RegistrationResult {
+                access: AccessType::ThreeGpp,
+                sms_allowed: false,
+            },
+            guti: ue.guti,
+            tai_list: self.cfg.tais.clone(),
+            allowed_nssai: ue.allowed_nssai.clone(),
+            t3512: None,
+        });
+        let Ok(plain) = accept.encode() else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        let header = SecurityHeaderType::IntegrityProtectedAndCiphered;
+        let Some(nas_pdu) = ue
+            .sec
+            .as_mut()
+            .and_then(|s| s.protect(&plain, header, Direction::Downlink).ok())
+        else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        // TS 33.501 §6.9.2.1.1 / Annex A.9: KgNB from KAMF and the uplink NAS COUNT of
+        // the message that established or verified the security (here the last one).
+        let Ok(kgnb) = kdf::kgnb(&kamf, ue.last_ul_count.as_u32()) else {
+            return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
+        };
+        let ics = InitialContextSetupRequest {
+            amf_ue_ngap_id: ue.amf_ue_ngap_id,
+            ran_ue_ngap_id: ue.ran_ue_ngap_id,
+            ue_ambr: None,
+            guami: self.cfg.guami,
+            allowed_nssai: ue.allowed_nssai.clone(),
+            ue_security_capabilities: UeSecurityCapabilities::from_nas(&caps),
+            security_key: kgnb,
+            nas_pdu: Some(nas_pdu),
+        };
+        match ics.encode() {
+            Ok(pdu) => self.actions.push_back(Action::Ngap {
+                assoc: ue.assoc,
+                stream: ue.stream,
+                pdu,
+            }),
+            Err(e) => {
+                warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "INITIAL CONTEXT SETUP REQUEST does not encode");
+                return self.release(now, ue, NasCause::Unspecified.into(), false);
+            }
+        }
+        ue.state = UeState::WaitIcsResponse;
+        ue.retransmissions = 0;
+        ue.retransmit = Some((plain, header));
+        self.start_timer(now, ue, TimerKind::T3550);
+    }
+
+    /// REGISTRATION REJECT (TS 24.501 §5.5.1.2.5), then the release of the connection.
+    fn registration_reject(&mut self, now: Instant, ue: &mut UeContext, cause: FiveGmmCause) {
+        self.stop_timer(ue);
+        self.stats.registration_rejects += 1;
+        debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, %cause, "registration rejected");
+        self.send_nas(
+            ue,
+            &NasMessage::RegistrationReject(RegistrationReject::new(cause)),
+        );
+        ue.sec = None;
+        self.release(now, ue, NasCause::Unspecified.into(), false);
+    }
+
+    /// AUTHENTICATION REJECT (TS 24.501 §5.4.1.3.5), unprotected, then the release; the
+    /// UE's security context is gone.
+    fn authentication_reject(&mut self, now: Instant, ue: &mut UeContext) {
+        self.stop_timer(ue);
+        self.stats.authentication_rejects += 1;
+        ue.sec = None;
+        ue.secured = false;
+        self.send_nas(
+            ue,
+            &NasMessage::AuthenticationReject(AuthenticationReject),
+        );
+        self.release(now, ue, NasCause::AuthenticationFailure.into(), false);
+    }
+
+    /// An SBI error: the 5GMM cause sbi::problem maps it to, in a REGISTRATION REJECT.
+    fn sbi_failed(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        let cause = decode_json::<ProblemDetails>(body)
+            .ok()
+            .and_then(|p| {
+                let mut p = p;
+                if !(400..=599).contains(&p.status.unwrap_or(0)) {
+                    p.status = Some(status);
+                }
+                p.to_5gmm_cause()
+            })
+            .or_else(|| sbi::problem::to_5gmm_cause(status, None))
+            .unwrap_or(GmmCause::PROTOCOL_ERROR_UNSPECIFIED);
+        self.registration_reject(now, ue, gmm(cause));
+    }
+
+    fn status(&mut self, ue: &mut UeContext, cause: FiveGmmCause) {
+        self.stats.statuses += 1;
+        self.send_nas(ue, &NasMessage::FiveGmmStatus(FiveGmmStatus { cause }));
+    }
+
+    // ---- release ----
+
+    /// UE CONTEXT RELEASE COMMAND (TS 38.413 §8.3.3); the N2 part goes with its
+    /// COMPLETE, or after [`RELEASE_GUARD`].
+    fn release(&mut self, now: Instant, ue: &mut UeContext, cause: Cause, park: bool) {
+        if ue.state == UeState::Releasing {
+            return;
+        }
+        ue.state = UeState::Releasing;
+        ue.park = park;
+        ue.retransmit = None;
+        ue.pending_call = None;
+        let cmd = UeContextReleaseCommand {
+            ue_ngap_ids: UeNgapIds::Pair {
+                amf: ue.amf_ue_ngap_id,
+                ran: ue.ran_ue_ngap_id,
+            },
+            cause,
+        };
+        match cmd.encode() {
+            Ok(pdu) => self.actions.push_back(Action::Ngap {
+                assoc: ue.assoc,
+                stream: ue.stream,
+                pdu,
+            }),
+            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "UE CONTEXT RELEASE COMMAND does not encode"),
+        }
+        let deadline = now + RELEASE_GUARD;
+        self.set_timer(ue, deadline, TimerKind::ReleaseGuard);
+    }
+
+    /// The N2 part is gone: the context leaves the connected map, and what a later
+    /// registration with the 5G-GUTI needs is kept if asked for.
+    fn finish_release(&mut self, ue: UeContext) {
+        self.stats.releases += 1;
+        if let Some((t, _)) = ue.timer {
+            self.timers.remove(&(t, ue.amf_ue_ngap_id));
+        }
+        let UeContext {
+            park,
+            supi,
+            guti,
+            kamf,
+            sec,
+            caps,
+            allowed_nssai,
+            ..
+        } = ue;
+        if let (true, Some(supi), Some(guti), Some(kamf), Some(sec)) = (park, supi, guti, kamf, sec)
+        {
+            let t = guti.tmsi;
+            self.idle.insert(
+                t,
+                IdleUe {
+                    supi,
+                    guti,
+                    kamf,
+                    sec,
+                    caps,
+                    allowed_nssai,
+                },
+            );
+            self.idle_order.push_back(t);
+            // Bounded: the oldest kept context goes first.
+            while self.idle_order.len() > self.cfg.max_idle {
+                if let Some(old) = self.idle_order.pop_front() {
+                    self.idle.remove(&old);
+                }
+            }
+        }
+    }
+
+    // ---- SBI ----
+
+    fn call<T: serde::Serialize>(
+        &mut self,
+        ue: &mut UeContext,
+        kind: CallKind,
+        nf: NfType,
+        method: Method,
+        path: String,
+        body: &T,
+    ) {
+        let body = if method == Method::GET {
+            Bytes::new()
+        } else {
+            match serde_json::to_vec(body) {
+                Ok(v) => Bytes::from(v),
+                Err(e) => {
+                    warn!(error = %e, "SBI request does not encode");
+                    return;
+                }
+            }
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.calls.insert(call_id, (ue.amf_ue_ngap_id, kind));
+        ue.pending_call = Some(call_id);
+        self.actions.push_back(Action::Call {
+            call_id,
+            nf,
+            method,
+            path,
+            body,
+        });
+    }
+
+    /// The reply to call `call_id`.
+    pub fn handle_sbi_reply(&mut self, now: Instant, call_id: u64, status: StatusCode, body: &[u8]) {
+        let Some((id, kind)) = self.calls.remove(&call_id) else {
+            self.stats.stray_replies += 1;
+            return;
+        };
+        let Some(mut ue) = self.ues.remove(&id) else {
+            self.stats.stray_replies += 1;
+            return;
+        };
+        if ue.pending_call != Some(call_id) {
+            self.stats.stray_replies += 1;
+            return self.put_back(ue);
+        }
+        ue.pending_call = None;
+        let status = status.as_u16();
+        match kind {
+            CallKind::AuthVector => self.on_auth_vector(now, &mut ue, status, body),
+            CallKind::Confirmation => self.on_confirmation(now, &mut ue, status, body),
+            CallKind::Uecm => self.on_uecm(now, &mut ue, status, body),
+            CallKind::Sdm => self.on_sdm(now, &mut ue, status, body),
+        }
+        self.put_back(ue);
+    }
+
+    // ---- timers ----
+
+    /// Runs the timers whose time is up: retransmissions, aborts and release guards.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, id)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            let Some(mut ue) = self.ues.remove(&id) else {
+                continue;
+            };
+            let kind = match ue.timer {
+                Some((d, k)) if d == t => k,
+                _ => {
+                    self.put_back(ue);
+                    continue;
+                }
+            };
+            ue.timer = None;
+            match kind {
+                TimerKind::ReleaseGuard => {
+                    self.finish_release(ue);
+                    continue;
+                }
+                TimerKind::T3560 | TimerKind::T3550 | TimerKind::T3570 => {
+                    if ue.retransmissions < MAX_RETRANSMISSIONS {
+                        ue.retransmissions += 1;
+                        self.stats.retransmissions += 1;
+                        if let Some((plain, header)) = ue.retransmit.clone() {
+                            if header == SecurityHeaderType::Plain {
+                                self.downlink(&ue, plain);
+                            } else {
+                                self.send_protected(&mut ue, &plain, header);
+                            }
+                        }
+                        self.start_timer(now, &mut ue, kind);
+                    } else {
+                        // §5.4.1.3.7 b, §5.4.2.7 b, §5.5.1.2.8 a: abort on the fifth
+                        // expiry and release the connection.
+                        self.stats.aborted += 1;
+                        let park = kind == TimerKind::T3550 && ue.sec.is_some();
+                        self.release(now, &mut ue, NasCause::Unspecified.into(), park);
+                    }
+                }
+            }
+            self.put_back(ue);
+        }
+    }
+
+    fn start_timer(&mut self, now: Instant, ue: &mut UeContext, kind: TimerKind) {
+        let deadline = now + self.cfg.retransmission_timer;
+        self.set_timer(ue, deadline, kind);
+    }
+
+    fn set_timer(&mut self, ue: &mut UeContext, deadline: Instant, kind: TimerKind) {
+        if let Some((t, _)) = ue.timer.take() {
+            self.timers.remove(&(t, ue.amf_ue_ngap_id));
+        }
+        ue.timer = Some((deadline, kind));
+        self.timers.insert((deadline, ue.amf_ue_ngap_id));
+    }
+
+    fn stop_timer(&mut self, ue: &mut UeContext) {
+        if let Some((t, k)) = ue.timer {
+            if k != TimerKind::ReleaseGuard {
+                self.timers.remove(&(t, ue.amf_ue_ngap_id));
+                ue.timer = None;
+            }
+        }
+        ue.retransmit = None;
+        ue.retransmissions = 0;
+    }
+
+    // ---- downlink ----
+
+    /// Sends a NAS message with a retransmission timer.
+    fn send_nas_retransmitted(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        m: &NasMessage,
+        timer: TimerKind,
+    ) {
+        let Ok(plain) = m.encode() else {
+            warn!(message = m.name(), "NAS message does not encode");
+            return;
+        };
+        let header = if ue.secured {
+            SecurityHeaderType::IntegrityProtectedAndCiphered
+        } else {
+            SecurityHeaderType::Plain
+        };
+        ue.retransmissions = 0;
+        ue.retransmit = Some((plain.clone(), header));
+        if header == SecurityHeaderType::Plain {
+            self.downlink(ue, plain);
+        } else {
+            self.send_protected(ue, &plain, header);
+        }
+        self.start_timer(now, ue, timer);
+    }
+
+    /// Sends a NAS message: protected once the secure exchange is established, plain
+    /// before (TS 24.501 §4.4.4.2 lists what the UE takes unprotected).
+    fn send_nas(&mut self, ue: &mut UeContext, m: &NasMessage) {
+        let Ok(plain) = m.encode() else {
+            warn!(message = m.name(), "NAS message does not encode");
+            return;
+        };
+        if ue.secured && ue.sec.is_some() {
+            self.send_protected(ue, &plain, SecurityHeaderType::IntegrityProtectedAndCiphered);
+        } else {
+            self.downlink(ue, plain);
+        }
+    }
+
+    fn send_protected(&mut self, ue: &mut UeContext, plain: &[u8], header: SecurityHeaderType) {
+        let Some(sec) = ue.sec.as_mut() else {
+            return;
+        };
+        match sec.protect(plain, header, Direction::Downlink) {
+            Ok(p) => self.downlink(ue, p),
+            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "NAS protection failed"),
+        }
+    }
+
+    fn downlink(&mut self, ue: &UeContext, nas_pdu: Vec<u8>) {
+        let m = DownlinkNasTransport {
+            amf_ue_ngap_id: ue.amf_ue_ngap_id,
+            ran_ue_ngap_id: ue.ran_ue_ngap_id,
+            nas_pdu,
+        };
+        match m.encode() {
+            Ok(pdu) => self.actions.push_back(Action::Ngap {
+                assoc: ue.assoc,
+                stream: ue.stream,
+                pdu,
+            }),
+            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "DOWNLINK NAS TRANSPORT does not encode"),
+        }
+    }
+
+    /// ERROR INDICATION (TS 38.413 §8.7.4). The error path never fails on the values
+    /// that provoked it: if the IDs do not encode, it goes without them.
+    fn error_indication(
+        &mut self,
+        assoc: u32,
+        stream: u16,
+        amf: Option<u64>,
+        ran: Option<u32>,
+        cause: Cause,
+        diagnostics: Option<ngap::CriticalityDiagnostics>,
+    ) {
+        self.stats.error_indications += 1;
+        let ei = ErrorIndication {
+            amf_ue_ngap_id: amf,
+            ran_ue_ngap_id: ran,
+            cause: Some(cause),
+            criticality_diagnostics: diagnostics,
+        };
+        let pdu = ei
+            .encode()
+            .or_else(|_| ErrorIndication::new(cause).encode());
+        match pdu {
+            Ok(pdu) => self.actions.push_back(Action::Ngap { assoc, stream, pdu }),
+            Err(e) => warn!(assoc, error = %e, "ERROR INDICATION does not encode"),
+        }
+    }
+}
+
+/// The `supiOrSuci` form of a SUCI (TS 29.503 §6.1.6.3.2 `SupiOrSuci`, TS 23.003 §2.2B):
+/// `suci-0-<mcc>-<mnc>-<routing indicator>-<scheme>-<key id>-<output>`.
+pub fn suci_string(s: &Suci) -> String {
+    let output = match &s.output {
+        SchemeOutput::Msin(m) => m.clone(),
+        SchemeOutput::Concealed(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+    };
+    format!(
+        "suci-0-{}-{}-{}-{:x}-{}-{}",
+        s.plmn.mcc_str(),
+        s.plmn.mnc_str(),
+        s.routing_indicator,
+        s.scheme.id(),
+        s.hn_key_id,
+        output
+    )
+}
+
+/// The path of an absolute URI (`http://host:port/path` → `/path`); a path stays as it is.
+fn path_of(uri: &str) -> &str {
+    match uri.split_once("://") {
+        Some((_, rest)) => rest.find('/').and_then(|i| rest.get(i..)).unwrap_or("/"),
+        None => uri,
+    }
+}
+
+fn gmm(c: GmmCause) -> FiveGmmCause {
+    FiveGmmCause::from_value(c.0)
+}

@@ -1,0 +1,203 @@
+//! What the AMF keeps per UE: the context of a UE with an N2 connection ([`UeContext`]) and
+//! what survives the connection for a later registration with the 5G-GUTI ([`IdleUe`]).
+
+use std::time::Instant;
+
+use proto::ids::Snssai;
+use proto::nas::{
+    Guti, NasCount, NasSecurityContext, RegistrationRequest, SecurityHeaderType,
+    UeSecurityCapability,
+};
+use security::{HxresStar, Kamf, Rand};
+
+/// Where a UE stands in its 5GMM procedures (TS 24.501 §5.4, §5.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UeState {
+    /// IDENTITY REQUEST sent for the SUCI (§5.4.3), T3570 running.
+    WaitIdentity,
+    /// POST `ue-authentications` sent to the AUSF.
+    WaitAuthVector,
+    /// AUTHENTICATION REQUEST sent (§5.4.1.3), T3560 running.
+    WaitAuthResponse,
+    /// PUT `5g-aka-confirmation` sent to the AUSF.
+    WaitConfirmation,
+    /// SECURITY MODE COMMAND sent (§5.4.2), T3560 running.
+    WaitSmcComplete,
+    /// Nudm_UECM_Registration sent.
+    WaitUecm,
+    /// Nudm_SDM_Get am-data sent.
+    WaitSdm,
+    /// INITIAL CONTEXT SETUP REQUEST with the REGISTRATION ACCEPT sent, T3550 running.
+    WaitIcsResponse,
+    /// INITIAL CONTEXT SETUP RESPONSE received, T3550 running.
+    WaitRegistrationComplete,
+    /// REGISTRATION COMPLETE received: 5GMM-REGISTERED.
+    Registered,
+    /// UE CONTEXT RELEASE COMMAND sent, waiting for its COMPLETE.
+    Releasing,
+}
+
+/// The timers of one UE (TS 24.501 §10.2 Table 10.2.1), plus the guard of a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TimerKind {
+    /// AUTHENTICATION REQUEST / SECURITY MODE COMMAND retransmission.
+    T3560,
+    /// REGISTRATION ACCEPT retransmission.
+    T3550,
+    /// IDENTITY REQUEST retransmission.
+    T3570,
+    /// No UE CONTEXT RELEASE COMPLETE came: drop the N2 part anyway.
+    ReleaseGuard,
+}
+
+/// An authentication in progress: what the SEAF holds between the AUSF's 201 and the
+/// confirmation (TS 33.501 §6.1.3.2 steps 5-10).
+#[derive(Debug, Clone)]
+pub(crate) struct AuthRun {
+    pub(crate) rand: Rand,
+    pub(crate) autn: [u8; 16],
+    pub(crate) hxres_star: HxresStar,
+    /// Path of the `5g-aka-confirmation` link.
+    pub(crate) confirm_path: String,
+    /// Synch failures answered in this procedure (§5.4.1.3.7 f: the second in a row ends it).
+    pub(crate) resyncs: u8,
+}
+
+/// The context of one UE with an N2 connection, keyed by its AMF-UE-NGAP-ID.
+#[derive(Debug, Clone)]
+pub struct UeContext {
+    pub(crate) amf_ue_ngap_id: u64,
+    pub(crate) ran_ue_ngap_id: u32,
+    pub(crate) assoc: u32,
+    pub(crate) stream: u16,
+    pub(crate) state: UeState,
+    /// The `supiOrSuci` the authentication runs with.
+    pub(crate) supi_or_suci: Option<String>,
+    pub(crate) supi: Option<String>,
+    pub(crate) guti: Option<Guti>,
+    /// The current NAS security context (during the SMC, the new one).
+    pub(crate) sec: Option<NasSecurityContext>,
+    /// Whether the secure exchange of NAS messages is established on this connection
+    /// (TS 24.501 §4.4.4.3): from then on only verified messages are processed.
+    pub(crate) secured: bool,
+    pub(crate) kamf: Option<Kamf>,
+    /// The ngKSI of the authentication in progress.
+    pub(crate) new_ksi: u8,
+    pub(crate) auth: Option<AuthRun>,
+    pub(crate) registration: Option<RegistrationRequest>,
+    pub(crate) caps: Option<UeSecurityCapability>,
+    pub(crate) allowed_nssai: Vec<Snssai>,
+    /// COUNT of the last verified uplink message (the KgNB input, TS 33.501 Annex A.9).
+    pub(crate) last_ul_count: NasCount,
+    /// The SBI call whose reply this UE waits for; any other reply is stale.
+    pub(crate) pending_call: Option<u64>,
+    pub(crate) timer: Option<(Instant, TimerKind)>,
+    pub(crate) retransmissions: u8,
+    /// The plain message a timer retransmits, and how it is protected.
+    pub(crate) retransmit: Option<(Vec<u8>, SecurityHeaderType)>,
+    /// Keep the security context after the release (for the 5G-GUTI).
+    pub(crate) park: bool,
+    /// Whether the registration is an initial one (UECM is then registered).
+    pub(crate) initial: bool,
+}
+
+impl UeContext {
+    pub(crate) fn new(amf_ue_ngap_id: u64, ran_ue_ngap_id: u32, assoc: u32, stream: u16) -> Self {
+        Self {
+            amf_ue_ngap_id,
+            ran_ue_ngap_id,
+            assoc,
+            stream,
+            state: UeState::WaitAuthVector,
+            supi_or_suci: None,
+            supi: None,
+            guti: None,
+            sec: None,
+            secured: false,
+            kamf: None,
+            new_ksi: 0,
+            auth: None,
+            registration: None,
+            caps: None,
+            allowed_nssai: Vec::new(),
+            last_ul_count: NasCount::ZERO,
+            pending_call: None,
+            timer: None,
+            retransmissions: 0,
+            retransmit: None,
+            park: false,
+            initial: true,
+        }
+    }
+
+    /// AMF-UE-NGAP-ID.
+    pub fn amf_ue_ngap_id(&self) -> u64 {
+        self.amf_ue_ngap_id
+    }
+
+    /// RAN-UE-NGAP-ID.
+    pub fn ran_ue_ngap_id(&self) -> u32 {
+        self.ran_ue_ngap_id
+    }
+
+    /// The SCTP association of the UE's N2 connection.
+    pub fn assoc(&self) -> u32 {
+        self.assoc
+    }
+
+    /// The procedure state.
+    pub fn state(&self) -> UeState {
+        self.state
+    }
+
+    /// The SUPI, once the AUSF confirmed it.
+    pub fn supi(&self) -> Option<&str> {
+        self.supi.as_deref()
+    }
+
+    /// The 5G-GUTI allocated to the UE.
+    pub fn guti(&self) -> Option<&Guti> {
+        self.guti.as_ref()
+    }
+
+    /// The current NAS security context.
+    pub fn security(&self) -> Option<&NasSecurityContext> {
+        self.sec.as_ref()
+    }
+
+    /// The allowed NSSAI of the last REGISTRATION ACCEPT.
+    pub fn allowed_nssai(&self) -> &[Snssai] {
+        &self.allowed_nssai
+    }
+}
+
+/// What the AMF keeps of a UE without an N2 connection, under its 5G-TMSI, so that a
+/// registration with the 5G-GUTI can go on with the same NAS security context
+/// (TS 24.501 §4.4.2.1: the context survives the connection).
+#[derive(Debug, Clone)]
+pub struct IdleUe {
+    pub(crate) supi: String,
+    pub(crate) guti: Guti,
+    pub(crate) kamf: Kamf,
+    pub(crate) sec: NasSecurityContext,
+    pub(crate) caps: Option<UeSecurityCapability>,
+    pub(crate) allowed_nssai: Vec<Snssai>,
+}
+
+impl IdleUe {
+    /// The SUPI.
+    pub fn supi(&self) -> &str {
+        &self.supi
+    }
+
+    /// The 5G-GUTI.
+    pub fn guti(&self) -> &Guti {
+        &self.guti
+    }
+
+    /// The kept NAS security context.
+    pub fn security(&self) -> &NasSecurityContext {
+        &self.sec
+    }
+}

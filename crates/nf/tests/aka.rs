@@ -1,0 +1,855 @@
+//! 5G AKA end to end on in-memory links: AUSF and UDM workers wired by a small router that
+//! moves each `Action::Call` to the UDM worker a client would pick and each answer back, like
+//! quinn's test `Pair`. The test plays the AMF/SEAF and the UE (its USIM with MILENAGE and
+//! the TS 33.501 Annex A derivations), so every key is checked against an independent
+//! computation. Time is virtual; there are no sockets.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
+use nf::state::{ContextMap, LockedMap, ShardMap};
+use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use sbi::model::{
+    AccessAndMobilitySubscriptionData, AuthData5g, AuthResult, ConfirmationDataResponse, HexBytes,
+    Nssai, ProblemDetails, ResynchronizationInfo, SmfSelectionSubscriptionData,
+    UeAuthenticationCtx,
+};
+use sbi::{SbiRequest, SbiResponse};
+use security::kdf::{self, ServingNetworkName};
+use security::milenage::Milenage;
+use security::suci::{self, HomeNetworkPrivateKey, Profile};
+use security::{Autn, Opc, Rand, Sqn, K};
+use steer::owner::{owner_of_auth_ctx_id, owner_of_key};
+use steer::{WorkerId, Workers};
+use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+
+const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
+const AUSF_ROOT: &str = "http://127.0.0.11:7777";
+// TS 35.208 test set 1: K and OPc.
+const K1: [u8; 16] = [
+    0x46, 0x5b, 0x5c, 0xe8, 0xb1, 0x99, 0xb4, 0x9f, 0xaa, 0x5f, 0x0a, 0x2e, 0xe2, 0x38, 0xa6, 0xbc,
+];
+const OPC1: [u8; 16] = [
+    0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
+];
+
+fn supi(n: u32) -> String {
+    format!("imsi-00101{n:010}")
+}
+
+fn hn_key(profile: Profile) -> HomeNetworkPrivateKey {
+    HomeNetworkPrivateKey::from_bytes(profile, &[0x11; 32]).unwrap()
+}
+
+fn req(method: Method, path: &str, body: &str) -> SbiRequest {
+    SbiRequest {
+        method,
+        path: path.to_owned(),
+        query: None,
+        body: Bytes::from(body.to_owned()),
+        content_type: Some("application/json".to_owned()),
+    }
+}
+
+/// The UE side: a USIM with K, OPc and its SQN_MS.
+struct Ue {
+    supi: String,
+    usim: Milenage,
+    sqn_ms: u64,
+    seen: Vec<u64>,
+}
+
+enum Answer {
+    /// RES* and the KSEAF the UE derives.
+    Ok([u8; 16], [u8; 32]),
+    /// Synchronisation failure with this AUTS.
+    Sync([u8; 14]),
+}
+
+impl Ue {
+    fn new(n: u32) -> Self {
+        Ue {
+            supi: supi(n),
+            usim: Milenage::new(&K::from_bytes(&K1), &Opc::from_bytes(&OPC1)),
+            sqn_ms: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    fn msin(&self) -> &str {
+        &self.supi["imsi-00101".len()..]
+    }
+
+    /// The SUCI the UE sends: null scheme, or concealed for key 1 (A) / 2 (B).
+    fn suci(&self, profile: Option<Profile>) -> String {
+        match profile {
+            None => format!("suci-0-001-01-0000-0-0-{}", self.msin()),
+            Some(p) => {
+                let out = suci::conceal(
+                    &hn_key(p).public_key(),
+                    &suci::msin_to_bcd(self.msin()).unwrap(),
+                )
+                .unwrap();
+                let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
+                format!("suci-0-001-01-0000-{0}-{0}-{hex}", p.scheme_id())
+            }
+        }
+    }
+
+    /// TS 33.102 §6.3.3 / TS 33.501 §6.1.3.2 step 7, with the simplest freshness rule:
+    /// SQN must exceed the highest accepted so far.
+    fn challenge(&mut self, rand: [u8; 16], autn: [u8; 16]) -> Answer {
+        let rand = Rand::from_bytes(rand);
+        let autn = Autn::from_bytes(autn);
+        let r = self.usim.check_autn(&rand, &autn).unwrap();
+        let sqn = r.sqn.to_u64();
+        if sqn <= self.sqn_ms {
+            let auts = self.usim.auts(&rand, &Sqn::from_u64(self.sqn_ms).unwrap());
+            return Answer::Sync(*auts.as_bytes());
+        }
+        self.sqn_ms = sqn;
+        self.seen.push(sqn);
+        let snn = ServingNetworkName::new(SNN).unwrap();
+        let res_star = kdf::res_star(&r.ck, &r.ik, &snn, &rand, &r.res).unwrap();
+        let kausf = kdf::kausf(&r.ck, &r.ik, &snn, &autn.sqn_xor_ak()).unwrap();
+        let kseaf = kdf::kseaf(&kausf, &snn).unwrap();
+        Answer::Ok(*res_star.as_bytes(), *kseaf.as_bytes())
+    }
+}
+
+/// AUSF and UDM workers and the links between them.
+struct Net<MA, MU, QU> {
+    now: Instant,
+    workers: Workers,
+    ausfs: Vec<Ausf<MA>>,
+    udms: Vec<Udm<MU, QU>>,
+    store: Arc<MemStore>,
+    next_req: u64,
+    /// UDM request id → (AUSF worker, call id).
+    calls: HashMap<u64, (usize, u64)>,
+    answers: HashMap<u64, SbiResponse>,
+    forwards: u64,
+    persists: u64,
+}
+
+type Sharded =
+    Net<ShardMap<String, AuthContext>, ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
+type Locked =
+    Net<LockedMap<String, AuthContext>, LockedMap<String, UeRecord>, LockedMap<(), SqnShard>>;
+
+fn store_with(n: u32) -> Arc<MemStore> {
+    let store = Arc::new(MemStore::new());
+    for i in 1..=n {
+        let s = Subscriber::new(&supi(i), K1, OpOrOpc::Opc(OPC1)).unwrap();
+        store.insert(&s).unwrap();
+    }
+    store
+}
+
+fn ausf_cfg(worker: WorkerId, workers: Workers) -> AusfConfig {
+    AusfConfig {
+        worker,
+        workers,
+        api_root: AUSF_ROOT.to_owned(),
+        serving_networks: vec![SNN.to_owned()],
+        instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
+        context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
+        wall_clock: None,
+    }
+}
+
+fn udm_cfg(worker: WorkerId, workers: Workers) -> UdmConfig {
+    UdmConfig {
+        worker,
+        workers,
+        api_root: "http://127.0.0.12:7777".to_owned(),
+        serving_networks: vec![SNN.to_owned()],
+        hn_keys: SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
+        rand_seed: Some(42),
+    }
+}
+
+fn sharded(n: u16) -> Sharded {
+    let workers = Workers::new(n).unwrap();
+    let store = store_with(20);
+    Net::build(workers, store, ShardMap::new, ShardMap::new, ShardMap::new)
+}
+
+fn locked(n: u16) -> Locked {
+    let workers = Workers::new(n).unwrap();
+    let store = store_with(20);
+    let (a, u, q) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
+    Net::build(
+        workers,
+        store,
+        move || a.clone(),
+        move || u.clone(),
+        move || q.clone(),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Rejected {
+        status: u16,
+        cause: Option<String>,
+    },
+    Confirmed {
+        result: AuthResult,
+        supi: Option<String>,
+        kseaf_matches: bool,
+        hres_matches: bool,
+    },
+}
+
+fn problem(r: &SbiResponse) -> Outcome {
+    let p: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(r.content_type, Some("application/problem+json"));
+    Outcome::Rejected {
+        status: r.status.as_u16(),
+        cause: p.cause,
+    }
+}
+
+impl<MA, MU, QU> Net<MA, MU, QU>
+where
+    MA: ContextMap<String, AuthContext>,
+    MU: ContextMap<String, UeRecord>,
+    QU: ContextMap<(), SqnShard>,
+{
+    fn build(
+        workers: Workers,
+        store: Arc<MemStore>,
+        mut ma: impl FnMut() -> MA,
+        mut mu: impl FnMut() -> MU,
+        mut qu: impl FnMut() -> QU,
+    ) -> Self {
+        let ausfs = workers
+            .iter()
+            .map(|w| Ausf::new(ausf_cfg(w, workers), ma()))
+            .collect();
+        let udms = workers
+            .iter()
+            .map(|w| {
+                let s: Arc<dyn SubscriberStore> = store.clone();
+                Udm::new(udm_cfg(w, workers), s, mu(), qu())
+            })
+            .collect();
+        Net {
+            now: Instant::now(),
+            workers,
+            ausfs,
+            udms,
+            store,
+            next_req: 0,
+            calls: HashMap::new(),
+            answers: HashMap::new(),
+            forwards: 0,
+            persists: 0,
+        }
+    }
+
+    fn req_id(&mut self) -> u64 {
+        self.next_req += 1;
+        self.next_req
+    }
+
+    /// Moves actions until every NF is quiet.
+    fn run(&mut self) {
+        loop {
+            let mut progress = false;
+            for i in 0..self.ausfs.len() {
+                while let Some(a) = self.ausfs[i].poll_action() {
+                    progress = true;
+                    match a {
+                        ausf::Action::Respond { req_id, response } => {
+                            self.answers.insert(req_id, response);
+                        }
+                        ausf::Action::Call {
+                            call_id,
+                            nf,
+                            method,
+                            path,
+                            body,
+                        } => {
+                            assert_eq!(nf, sbi::NfType::Udm);
+                            // A shard-aware client hashes the SUPI or SUCI in the path.
+                            let key = path.split('/').nth(3).unwrap_or_default().to_owned();
+                            let to = owner_of_key(key.as_bytes(), self.workers).index();
+                            let id = self.req_id();
+                            self.calls.insert(id, (i, call_id));
+                            let mut r = req(method, &path, "");
+                            r.body = body;
+                            self.udms[to].handle_request(id, r);
+                        }
+                        _ => unreachable!(),
+                    }
+                }
+            }
+            for i in 0..self.udms.len() {
+                while let Some(a) = self.udms[i].poll_action() {
+                    progress = true;
+                    match a {
+                        udm::Action::Respond { req_id, response } => {
+                            match self.calls.remove(&req_id) {
+                                Some((w, call_id)) => self.ausfs[w].handle_reply(
+                                    self.now,
+                                    call_id,
+                                    response.status,
+                                    &response.body,
+                                ),
+                                None => {
+                                    self.answers.insert(req_id, response);
+                                }
+                            }
+                        }
+                        udm::Action::Forward {
+                            to,
+                            req_id,
+                            request,
+                        } => {
+                            assert_ne!(to.index(), i);
+                            self.forwards += 1;
+                            self.udms[to.index()].handle_forwarded(req_id, request);
+                        }
+                        udm::Action::PersistSqn(p) => {
+                            self.persists += 1;
+                            let hw = self.store.sqn_persist(&p.supi, p.high_water).unwrap();
+                            for u in &mut self.udms {
+                                u.sqn_persisted(&p.supi, hw);
+                            }
+                        }
+                        _ => unreachable!(),
+                    }
+                }
+            }
+            if !progress {
+                return;
+            }
+        }
+    }
+
+    /// The AMF sends `r` to AUSF worker `w`; the answer.
+    fn ausf(&mut self, w: usize, r: SbiRequest) -> SbiResponse {
+        let id = self.req_id();
+        self.ausfs[w].handle_request(self.now, id, r);
+        self.run();
+        self.answers.remove(&id).unwrap()
+    }
+
+    /// A client sends `r` straight to UDM worker `w`; the answer.
+    fn udm(&mut self, w: usize, r: SbiRequest) -> SbiResponse {
+        let id = self.req_id();
+        self.udms[w].handle_request(id, r);
+        self.run();
+        self.answers.remove(&id).unwrap()
+    }
+
+    fn start(&mut self, id: &str, resync: Option<ResynchronizationInfo>) -> SbiResponse {
+        let mut body = serde_json::json!({"supiOrSuci": id, "servingNetworkName": SNN});
+        if let Some(r) = resync {
+            body["resynchronizationInfo"] = serde_json::to_value(r).unwrap();
+        }
+        // The AMF picks the AUSF worker by a hash of the identity it has.
+        let w = owner_of_key(id.as_bytes(), self.workers).index();
+        self.ausf(
+            w,
+            req(
+                Method::POST,
+                "/nausf-auth/v1/ue-authentications",
+                &body.to_string(),
+            ),
+        )
+    }
+
+    /// A whole 5G AKA run; `corrupt` flips a bit of RES*.
+    fn aka(&mut self, ue: &mut Ue, id: &str, corrupt: bool) -> Outcome {
+        let mut r = self.start(id, None);
+        let mut resynced = false;
+        loop {
+            if r.status != StatusCode::CREATED {
+                return problem(&r);
+            }
+            let ctx: UeAuthenticationCtx = serde_json::from_slice(&r.body).unwrap();
+            let href = ctx.five_g_aka_href().unwrap().to_owned();
+            assert_eq!(r.location(), href.strip_suffix("/5g-aka-confirmation"));
+            let AuthData5g::Av5gAka(av) = ctx.auth_data_5g else {
+                panic!("not 5G AKA")
+            };
+            match ue.challenge(av.rand.0, av.autn.0) {
+                Answer::Sync(auts) => {
+                    assert!(!resynced, "a second synchronisation failure");
+                    resynced = true;
+                    let info = ResynchronizationInfo {
+                        rand: av.rand,
+                        auts: HexBytes(auts),
+                    };
+                    r = self.start(id, Some(info));
+                }
+                Answer::Ok(mut res_star, kseaf) => {
+                    // The SEAF's own check (TS 33.501 §6.1.3.2 step 9).
+                    let hres = kdf::hres_star(
+                        &Rand::from_bytes(av.rand.0),
+                        &security::ResStar::from_bytes(&res_star),
+                    );
+                    let hres_matches = hres.as_bytes() == av.hxres_star.as_bytes();
+                    if corrupt {
+                        res_star[0] ^= 1;
+                    }
+                    let path = href.strip_prefix(AUSF_ROOT).unwrap().to_owned();
+                    let ctx_id = path.split('/').nth(4).unwrap();
+                    let owner = owner_of_auth_ctx_id(ctx_id, self.workers).unwrap().index();
+                    // In the locking baseline any worker will do: ask another one.
+                    let w = if MA::SHARED {
+                        (owner + 1) % self.ausfs.len()
+                    } else {
+                        owner
+                    };
+                    let body = serde_json::json!({ "resStar": HexBytes(res_star) });
+                    let c = self.ausf(w, req(Method::PUT, &path, &body.to_string()));
+                    if c.status != StatusCode::OK {
+                        return problem(&c);
+                    }
+                    let c: ConfirmationDataResponse = serde_json::from_slice(&c.body).unwrap();
+                    return Outcome::Confirmed {
+                        result: c.auth_result,
+                        supi: c.supi,
+                        kseaf_matches: c.kseaf == Some(HexBytes(kseaf)),
+                        hres_matches,
+                    };
+                }
+            }
+        }
+    }
+}
+
+fn success(n: u32) -> Outcome {
+    Outcome::Confirmed {
+        result: AuthResult::AuthenticationSuccess,
+        supi: Some(supi(n)),
+        kseaf_matches: true,
+        hres_matches: true,
+    }
+}
+
+fn rejected(status: u16, cause: &str) -> Outcome {
+    Outcome::Rejected {
+        status,
+        cause: Some(cause.to_owned()),
+    }
+}
+
+#[test]
+fn five_g_aka_succeeds_and_keys_agree() {
+    let mut net = sharded(1);
+    let mut ue = Ue::new(1);
+    assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
+    assert_eq!(net.ausfs[0].stats().successes, 1);
+    assert_eq!(net.ausfs[0].stats().events_acked, 1);
+    assert_eq!(
+        net.ausfs[0].contexts(),
+        0,
+        "context removed after confirmation"
+    );
+    let rec = net.udms[0].record(&supi(1)).unwrap();
+    assert!(rec.last_auth_event.unwrap().success);
+    // The first vector waited for its SQN reservation to become durable.
+    assert!(net.persists >= 1);
+    assert!(net.store.get(&supi(1)).unwrap().unwrap().sqn >= ue.sqn_ms);
+}
+
+#[test]
+fn wrong_res_star_fails_and_is_reported() {
+    let mut net = sharded(1);
+    let mut ue = Ue::new(2);
+    let out = net.aka(&mut ue, &supi(2), true);
+    assert_eq!(
+        out,
+        Outcome::Confirmed {
+            result: AuthResult::AuthenticationFailure,
+            supi: None,
+            kseaf_matches: false,
+            hres_matches: true,
+        }
+    );
+    assert_eq!(net.ausfs[0].stats().failures, 1);
+    let rec = net.udms[0].record(&supi(2)).unwrap();
+    assert!(!rec.last_auth_event.unwrap().success);
+}
+
+#[test]
+fn unknown_subscriber_is_404_user_not_found() {
+    let mut net = sharded(2);
+    let mut ue = Ue::new(999);
+    assert_eq!(
+        net.aka(&mut ue, &supi(999), false),
+        rejected(404, "USER_NOT_FOUND")
+    );
+    let suci = ue.suci(Some(Profile::A));
+    assert_eq!(
+        net.aka(&mut ue, &suci, false),
+        rejected(404, "USER_NOT_FOUND")
+    );
+}
+
+#[test]
+fn foreign_serving_network_is_refused() {
+    let mut net = sharded(1);
+    let body = serde_json::json!({
+        "supiOrSuci": supi(1),
+        "servingNetworkName": "5G:mnc093.mcc208.3gppnetwork.org"
+    });
+    let r = net.ausf(
+        0,
+        req(
+            Method::POST,
+            "/nausf-auth/v1/ue-authentications",
+            &body.to_string(),
+        ),
+    );
+    assert_eq!(problem(&r), rejected(403, "SERVING_NETWORK_NOT_AUTHORIZED"));
+}
+
+#[test]
+fn suci_null_profile_a_and_b_deconceal() {
+    for n in [1, 4] {
+        let mut net = sharded(n);
+        for (i, p) in [None, Some(Profile::A), Some(Profile::B)]
+            .into_iter()
+            .enumerate()
+        {
+            let k = 3 + i as u32;
+            let mut ue = Ue::new(k);
+            let suci = ue.suci(p);
+            assert_eq!(net.aka(&mut ue, &suci, false), success(k), "{p:?}");
+        }
+    }
+}
+
+#[test]
+fn tampered_suci_is_403() {
+    let mut net = sharded(2);
+    let mut ue = Ue::new(6);
+    for p in [Profile::A, Profile::B] {
+        let mut suci = ue.suci(Some(p));
+        let last = if suci.ends_with('0') { '1' } else { '0' };
+        suci.pop();
+        suci.push(last);
+        assert_eq!(
+            net.aka(&mut ue, &suci, false),
+            rejected(403, "INVALID_SCHEME_OUTPUT")
+        );
+    }
+    let unknown_key = ue.suci(Some(Profile::A)).replace("-1-1-", "-1-7-");
+    assert_eq!(
+        net.aka(&mut ue, &unknown_key, false),
+        rejected(403, "INVALID_HN_PUBLIC_KEY_IDENTIFIER")
+    );
+}
+
+#[test]
+fn suci_takes_one_counted_hop_to_the_owner() {
+    let mut net = sharded(4);
+    for k in 1..=12 {
+        let mut ue = Ue::new(k);
+        let suci = ue.suci(Some(Profile::A));
+        assert_eq!(net.aka(&mut ue, &suci, false), success(k));
+    }
+    let hops: u64 = net.udms.iter().map(|u| u.stats().suci_hops).sum();
+    assert_eq!(hops, net.forwards);
+    assert!(
+        hops > 0,
+        "12 SUCIs over 4 workers all landed on their owner?"
+    );
+    // A SUPI is routed to its owner by the client and never hops.
+    let before = net.forwards;
+    let mut ue = Ue::new(13);
+    assert_eq!(net.aka(&mut ue, &supi(13), false), success(13));
+    assert_eq!(net.forwards, before);
+
+    let mut net = locked(4);
+    for k in 1..=12 {
+        let mut ue = Ue::new(k);
+        let suci = ue.suci(Some(Profile::A));
+        assert_eq!(net.aka(&mut ue, &suci, false), success(k));
+    }
+    assert_eq!(net.forwards, 0, "the locking baseline never forwards");
+}
+
+#[test]
+fn resynchronisation_recovers_a_ue_ahead() {
+    let mut net = sharded(2);
+    let mut ue = Ue::new(7);
+    ue.sqn_ms = 0x10_0000;
+    assert_eq!(net.aka(&mut ue, &supi(7), false), success(7));
+    let resyncs: u64 = net.udms.iter().map(|u| u.stats().resyncs).sum();
+    assert_eq!(resyncs, 1);
+    assert!(ue.seen[0] > 0x10_0000);
+    // And the next one goes through without a resync.
+    assert_eq!(net.aka(&mut ue, &supi(7), false), success(7));
+    let resyncs: u64 = net.udms.iter().map(|u| u.stats().resyncs).sum();
+    assert_eq!(resyncs, 1);
+}
+
+#[test]
+fn forged_auts_is_refused() {
+    let mut net = sharded(1);
+    let info = ResynchronizationInfo {
+        rand: HexBytes([7; 16]),
+        auts: HexBytes([9; 14]),
+    };
+    let r = net.start(&supi(8), Some(info));
+    assert_eq!(problem(&r), rejected(403, "AUTHENTICATION_REJECTED"));
+    assert_eq!(net.udms[0].stats().resync_failures, 1);
+}
+
+#[test]
+fn sqn_strictly_increases_across_blocks() {
+    let mut net = sharded(2);
+    let mut ue = Ue::new(9);
+    for _ in 0..150 {
+        assert_eq!(net.aka(&mut ue, &supi(9), false), success(9));
+    }
+    assert_eq!(ue.seen.len(), 150);
+    assert!(ue.seen.windows(2).all(|w| w[0] < w[1]));
+    // SEQ + 1 each time, IND kept (TS 33.102 Annex C.1.1.2).
+    assert!(ue.seen.windows(2).all(|w| w[1] - w[0] == 32));
+    // Never an SQN above what the store holds durably.
+    let stored = net.store.get(&supi(9)).unwrap().unwrap().sqn;
+    assert!(stored >= *ue.seen.last().unwrap());
+    assert!(net.persists >= 150 / 64);
+}
+
+#[test]
+fn malformed_json_is_400() {
+    let mut net = sharded(1);
+    let r = net.ausf(
+        0,
+        req(
+            Method::POST,
+            "/nausf-auth/v1/ue-authentications",
+            "{not json",
+        ),
+    );
+    assert_eq!(problem(&r), rejected(400, "INVALID_MSG_FORMAT"));
+    let r = net.ausf(
+        0,
+        req(Method::POST, "/nausf-auth/v1/ue-authentications", "{}"),
+    );
+    assert_eq!(problem(&r), rejected(400, "MANDATORY_IE_MISSING"));
+    let path = format!(
+        "/nudm-ueau/v1/{}/security-information/generate-auth-data",
+        supi(1)
+    );
+    let r = net.udm(0, req(Method::POST, &path, "{\"servingNetworkName\": "));
+    assert_eq!(problem(&r), rejected(400, "INVALID_MSG_FORMAT"));
+    let r = net.ausf(
+        0,
+        req(
+            Method::PUT,
+            "/nausf-auth/v1/ue-authentications/w00-0000000000000000/5g-aka-confirmation",
+            "{\"resStar\": 5}",
+        ),
+    );
+    assert_eq!(problem(&r), rejected(400, "MANDATORY_IE_INCORRECT"));
+}
+
+#[test]
+fn unknown_or_foreign_auth_ctx_id_is_404() {
+    let mut net = sharded(2);
+    let body = "{\"resStar\": null}";
+    for id in ["nonsense", "w00-00000000000000ff", "w01-0000000000000000"] {
+        let path = format!("/nausf-auth/v1/ue-authentications/{id}/5g-aka-confirmation");
+        let r = net.ausf(0, req(Method::PUT, &path, body));
+        assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"), "{id}");
+    }
+    assert_eq!(net.ausfs[0].stats().misrouted, 2);
+
+    // A real context asked at the wrong worker is also not found there, and stays.
+    let r = net.start(&supi(10), None);
+    assert_eq!(r.status, StatusCode::CREATED);
+    let href = r
+        .location()
+        .unwrap()
+        .strip_prefix(AUSF_ROOT)
+        .unwrap()
+        .to_owned();
+    let id = href.rsplit('/').next().unwrap().to_owned();
+    let owner = owner_of_auth_ctx_id(&id, net.workers).unwrap().index();
+    let path = format!("{href}/5g-aka-confirmation");
+    let r = net.ausf(1 - owner, req(Method::PUT, &path, body));
+    assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"));
+    let r = net.ausf(owner, req(Method::PUT, &path, body));
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "a null RES* is a failed authentication"
+    );
+    let c: ConfirmationDataResponse = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(c.auth_result, AuthResult::AuthenticationFailure);
+    let r = net.ausf(owner, req(Method::PUT, &path, body));
+    assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"), "used once");
+}
+
+#[test]
+fn unconfirmed_context_expires() {
+    let mut net = sharded(1);
+    let r = net.start(&supi(11), None);
+    assert_eq!(r.status, StatusCode::CREATED);
+    assert_eq!(net.ausfs[0].contexts(), 1);
+    let deadline = net.ausfs[0].poll_timeout().unwrap();
+    assert_eq!(deadline, net.now + ausf::DEFAULT_CONTEXT_TIMEOUT);
+    net.ausfs[0].handle_timeout(deadline - Duration::from_millis(1));
+    assert_eq!(net.ausfs[0].contexts(), 1);
+    net.now = deadline;
+    net.ausfs[0].handle_timeout(net.now);
+    assert_eq!(net.ausfs[0].contexts(), 0);
+    assert_eq!(net.ausfs[0].stats().expired, 1);
+    assert_eq!(net.ausfs[0].poll_timeout(), None);
+    let path = format!(
+        "{}/5g-aka-confirmation",
+        r.location().unwrap().strip_prefix(AUSF_ROOT).unwrap()
+    );
+    let r = net.ausf(0, req(Method::PUT, &path, "{\"resStar\": null}"));
+    assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"));
+}
+
+#[test]
+fn uecm_registration_and_sdm_reads() {
+    let mut net = sharded(1);
+    let s = supi(12);
+    let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
+    let reg = serde_json::json!({
+        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
+        "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
+        "ratType": "NR"
+    })
+    .to_string();
+    let r = net.udm(0, req(Method::PUT, &path, &reg));
+    assert_eq!(r.status, StatusCode::CREATED);
+    assert!(r.location().unwrap().ends_with(&path));
+    let r = net.udm(0, req(Method::PUT, &path, &reg));
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(net.udms[0].record(&s).unwrap().registration.is_some());
+
+    let r = net.udm(
+        0,
+        req(Method::GET, &format!("/nudm-sdm/v2/{s}/am-data"), ""),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    let am: AccessAndMobilitySubscriptionData = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(am.subscribed_ue_ambr.unwrap().uplink, "1 Gbps");
+    assert_eq!(am.nssai.unwrap().default_single_nssais[0].sst, 1);
+
+    let r = net.udm(
+        0,
+        req(
+            Method::GET,
+            &format!("/nudm-sdm/v2/{s}/smf-select-data"),
+            "",
+        ),
+    );
+    let sel: SmfSelectionSubscriptionData = serde_json::from_slice(&r.body).unwrap();
+    let dnns = &sel.subscribed_snssai_infos.unwrap()["1"].dnn_infos;
+    assert_eq!(dnns[0].dnn, "internet");
+    assert_eq!(dnns[0].default_dnn_indicator, Some(true));
+
+    let r = net.udm(0, req(Method::GET, &format!("/nudm-sdm/v2/{s}/nssai"), ""));
+    let nssai: Nssai = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(nssai.default_single_nssais.len(), 1);
+
+    let r = net.udm(
+        0,
+        req(Method::GET, "/nudm-sdm/v2/imsi-001019999999999/nssai", ""),
+    );
+    assert_eq!(problem(&r), rejected(404, "USER_NOT_FOUND"));
+    let r = net.udm(
+        0,
+        req(
+            Method::PUT,
+            "/nudm-uecm/v1/imsi-001019999999999/registrations/amf-3gpp-access",
+            &reg,
+        ),
+    );
+    assert_eq!(problem(&r), rejected(404, "USER_NOT_FOUND"));
+}
+
+#[test]
+fn misrouted_supi_requests_are_forwarded_to_the_owner() {
+    let mut net = sharded(4);
+    let s = supi(14);
+    let owner = owner_of_key(s.as_bytes(), net.workers).index();
+    let other = (owner + 1) % 4;
+    let r = net.udm(
+        other,
+        req(Method::GET, &format!("/nudm-sdm/v2/{s}/nssai"), ""),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(net.forwards, 1);
+    assert_eq!(net.udms[other].stats().misrouted, 1);
+}
+
+/// The same sequence of procedures, sharded and locked, on 2 workers.
+fn scenario<MA, MU, QU>(net: &mut Net<MA, MU, QU>) -> Vec<Outcome>
+where
+    MA: ContextMap<String, AuthContext>,
+    MU: ContextMap<String, UeRecord>,
+    QU: ContextMap<(), SqnShard>,
+{
+    let mut out = Vec::new();
+    for k in 1..=8 {
+        let mut ue = Ue::new(k);
+        if k == 5 {
+            ue.sqn_ms = 0x4000;
+        }
+        out.push(net.aka(&mut ue, &supi(k), false));
+        let suci = ue.suci(Some(if k % 2 == 0 { Profile::A } else { Profile::B }));
+        out.push(net.aka(&mut ue, &suci, k == 3));
+        let null = ue.suci(None);
+        out.push(net.aka(&mut ue, &null, false));
+    }
+    let mut ghost = Ue::new(404);
+    out.push(net.aka(&mut ghost, &supi(404), false));
+    out
+}
+
+#[test]
+fn sharded_and_locked_give_identical_outcomes() {
+    let mut a = sharded(2);
+    let (am, um, qm) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
+    let mut b: Locked = {
+        let (am, um, qm) = (am.clone(), um.clone(), qm.clone());
+        Net::build(
+            Workers::new(2).unwrap(),
+            store_with(20),
+            move || am.clone(),
+            move || um.clone(),
+            move || qm.clone(),
+        )
+    };
+    let oa = scenario(&mut a);
+    let ob = scenario(&mut b);
+    assert_eq!(oa, ob);
+    assert_eq!(oa.iter().filter(|o| **o == success(1)).count(), 3);
+    assert!(matches!(
+        oa.last(),
+        Some(Outcome::Rejected { status: 404, .. })
+    ));
+    // The challenge the UE answered with AUTS is never confirmed: one context waits for
+    // its timeout, in both modes.
+    let left: usize = a.ausfs.iter().map(|x| x.contexts()).sum();
+    assert_eq!(left, 1);
+    assert_eq!(b.ausfs[0].contexts(), 1);
+    // The baseline took its locks; on one thread none was contended.
+    for s in [am.stats(), um.stats(), qm.stats()] {
+        assert!(s.acquisitions > 0);
+        assert_eq!(s.contended, 0);
+    }
+}
