@@ -21,6 +21,11 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("sctp_endpoint", sctp_endpoint),
     ("ngap_decode", ngap_decode),
     ("amf_n2", amf_n2),
+    ("nas_decode", nas_decode),
+    ("nas_unprotect", nas_unprotect),
+    ("sbi_json", sbi_json),
+    ("suci_deconceal", suci_deconceal),
+    ("subscriber_csv", subscriber_csv),
 ];
 
 /// The SCTP packet decoder: header, checksum, every chunk and its parameters.
@@ -149,12 +154,125 @@ pub fn sctp_endpoint(data: &[u8]) {
     }
 }
 
-/// The NGAP decoder and the checks that classify a decoded PDU (TS 38.413 §10).
+/// The NGAP decoder, the checks that classify a decoded PDU (TS 38.413 §10), and every typed
+/// message reader: each must turn any decodable PDU into a value or an error.
 pub fn ngap_decode(data: &[u8]) {
-    if let Ok(pdu) = proto::ngap::decode(data) {
+    use proto::ngap as n;
+    if let Ok(pdu) = n::decode(data) {
         let _ = pdu.check();
         let _ = pdu.kind();
-        let _ = proto::ngap::encode(&pdu);
+        let _ = pdu.ue_ngap_ids();
+        let _ = n::encode(&pdu);
+        let _ = n::NgSetupRequest::parse(&pdu);
+        let _ = n::NgSetupResponse::parse(&pdu);
+        let _ = n::NgSetupFailure::parse(&pdu);
+        let _ = n::ErrorIndication::parse(&pdu);
+        let _ = n::InitialUeMessage::parse(&pdu);
+        let _ = n::DownlinkNasTransport::parse(&pdu);
+        let _ = n::UplinkNasTransport::parse(&pdu);
+        let _ = n::InitialContextSetupRequest::parse(&pdu);
+        let _ = n::InitialContextSetupResponse::parse(&pdu);
+        let _ = n::InitialContextSetupFailure::parse(&pdu);
+        let _ = n::UeContextReleaseCommand::parse(&pdu);
+        let _ = n::UeContextReleaseComplete::parse(&pdu);
+        let _ = n::UeContextReleaseRequest::parse(&pdu);
+    }
+}
+
+/// The NAS-5GS message reader (TS 24.501): a plain message parses to a typed message or an
+/// error carrying the 5GMM cause to answer with, and what parses re-encodes.
+pub fn nas_decode(data: &[u8]) {
+    let _ = proto::nas::plain_message_type(data);
+    match proto::nas::NasMessage::parse(data) {
+        Ok(m) => {
+            let _ = m.name();
+            let _ = m.encode();
+        }
+        Err(e) => {
+            let _ = e.cause();
+        }
+    }
+}
+
+fn fixed_nas_context() -> proto::nas::NasSecurityContext {
+    use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm, NasSecurityContext, Ngksi};
+    NasSecurityContext::new(
+        Ngksi::native(1),
+        security::KnasInt::from_bytes(&[0x11; 16]),
+        security::KnasEnc::from_bytes(&[0x22; 16]),
+        IntegrityAlgorithm::Nia2,
+        CipheringAlgorithm::Nea2,
+    )
+}
+
+/// NAS security (TS 24.501 §4.4): the AMF's unprotect of uplink octets must reject forged
+/// messages without moving its COUNT, and never panic. Half of the inputs are first protected
+/// with the right context so that the deciphering and parsing paths are reached.
+pub fn nas_unprotect(data: &[u8]) {
+    use proto::nas::{Direction, SecurityHeaderType};
+    let mut amf = fixed_nas_context();
+    let Some((first, rest)) = data.split_first() else {
+        return;
+    };
+    let octets = if first & 1 == 1 {
+        let mut ue = fixed_nas_context();
+        let sht = if first & 2 == 2 {
+            SecurityHeaderType::IntegrityProtectedAndCiphered
+        } else {
+            SecurityHeaderType::IntegrityProtected
+        };
+        match ue.protect(rest, sht, Direction::Uplink) {
+            Ok(o) => o,
+            Err(_) => return,
+        }
+    } else {
+        rest.to_vec()
+    };
+    let before = amf.ul_count;
+    match amf.unprotect(&octets, Direction::Uplink) {
+        Ok(u) => nas_decode(&u.plain),
+        Err(_) => assert_eq!(amf.ul_count, before, "a rejected message moved the UL COUNT"),
+    }
+}
+
+/// The SBI JSON bodies (TS 29.509, TS 29.503): any bytes decode to a model or a serde error.
+pub fn sbi_json(data: &[u8]) {
+    use sbi::model as m;
+    let _ = serde_json::from_slice::<m::AuthenticationInfo>(data);
+    let _ = serde_json::from_slice::<m::UeAuthenticationCtx>(data);
+    let _ = serde_json::from_slice::<m::ConfirmationData>(data);
+    let _ = serde_json::from_slice::<m::ConfirmationDataResponse>(data);
+    let _ = serde_json::from_slice::<m::AuthenticationInfoRequest>(data);
+    let _ = serde_json::from_slice::<m::AuthenticationInfoResult>(data);
+    let _ = serde_json::from_slice::<m::AuthEvent>(data);
+    let _ = serde_json::from_slice::<m::Amf3GppAccessRegistration>(data);
+    let _ = serde_json::from_slice::<m::AccessAndMobilitySubscriptionData>(data);
+    let _ = serde_json::from_slice::<m::SmfSelectionSubscriptionData>(data);
+    let _ = serde_json::from_slice::<m::Nssai>(data);
+    let _ = serde_json::from_slice::<m::ProblemDetails>(data);
+}
+
+/// SUCI deconcealment (TS 33.501 Annex C.3) with fixed home-network keys of both profiles:
+/// arbitrary scheme outputs must be refused (bad point, bad tag) without a panic.
+pub fn suci_deconceal(data: &[u8]) {
+    use security::suci::{deconceal, HomeNetworkPrivateKey, Profile};
+    let Some((first, rest)) = data.split_first() else {
+        return;
+    };
+    let (profile, key) = if first & 1 == 0 {
+        (Profile::A, [0x42u8; 32])
+    } else {
+        (Profile::B, [0x42u8; 32])
+    };
+    if let Ok(hn) = HomeNetworkPrivateKey::from_bytes(profile, &key) {
+        let _ = deconceal(&hn, rest);
+    }
+}
+
+/// The subscriber CSV reader shared by `subscriber import` and `ran --subscribers`.
+pub fn subscriber_csv(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = store::csv::parse_csv(text);
     }
 }
 

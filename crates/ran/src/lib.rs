@@ -1,5 +1,8 @@
-//! The RAN side of steer5g's load generator: emulated gNBs (and later UEs).
+//! The RAN side of steer5g's load generator: emulated gNBs and UEs.
 //!
-//! - [`gnb`]: a gNB's NG Setup towards the AMF.
+//! - [`gnb`]: a gNB's NG Setup towards the AMF, and the UE-associated N2 signalling
+//!   it carries for its UEs ([`gnb::GnbUes`]).
+//! - [`ue`]: a UE's USIM and 5GMM NAS state machine.
 
 pub mod gnb;
+pub mod ue;

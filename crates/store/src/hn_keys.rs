@@ -100,6 +100,12 @@ impl HnKey {
         &self.public
     }
 
+    /// The private key's octets, for a SIDF built on another crypto library. Secret: never
+    /// log or display them.
+    pub fn private_octets(&self) -> &[u8; 32] {
+        &self.private
+    }
+
     /// The private key, for the SIDF.
     pub fn private_key(&self) -> Result<HomeNetworkPrivateKey, KeyFileError> {
         private_key(self.profile, &self.private).ok_or(KeyFileError::InvalidKey { id: self.id })

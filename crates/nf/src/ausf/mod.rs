@@ -366,7 +366,7 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
             .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
         let id = auth_ctx_id(self.cfg.worker, self.next_ctx);
         self.next_ctx = self.next_ctx.wrapping_add(1);
-        let expires = now + self.cfg.context_timeout;
+        let expires = now.checked_add(self.cfg.context_timeout).unwrap_or(now);
         self.contexts.insert(
             id.clone(),
             AuthContext {

@@ -19,19 +19,6 @@ impl std::fmt::Debug for SidfKeys {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct KeyFile {
-    #[serde(default)]
-    key: Vec<KeyEntry>,
-}
-
-#[derive(serde::Deserialize)]
-struct KeyEntry {
-    id: u8,
-    profile: String,
-    private_key: String,
-}
-
 impl SidfKeys {
     /// Keys given directly.
     pub fn new(keys: Vec<(u8, HomeNetworkPrivateKey)>) -> Self {
@@ -39,23 +26,14 @@ impl SidfKeys {
     }
 
     /// The keys of the data directory's key file.
-    ///
-    /// `store::HnKey` keeps its private octets to itself and hands out `oxirush-security`'s
-    /// key type, while the SIDF runs on `security::suci`; until the store exposes the
-    /// octets, they are read back from the key file's own text form.
     pub fn from_hn_keys(hn: &HnKeys) -> Result<Self, SuciError> {
-        let text = zeroize::Zeroizing::new(hn.to_toml());
-        let file: KeyFile = toml::from_str(&text).map_err(|_| SuciError::BadKey(0))?;
-        let mut keys = Vec::with_capacity(file.key.len());
-        for e in file.key {
-            let profile = match e.profile.as_str() {
-                "a" => Profile::A,
-                "b" => Profile::B,
-                _ => return Err(SuciError::BadKey(e.id)),
+        let mut keys = Vec::with_capacity(hn.keys.len());
+        for e in &hn.keys {
+            let profile = match e.profile {
+                store::hn_keys::Profile::A => Profile::A,
+                store::hn_keys::Profile::B => Profile::B,
             };
-            let octets =
-                zeroize::Zeroizing::new(hex_decode(&e.private_key).ok_or(SuciError::BadKey(e.id))?);
-            let k = HomeNetworkPrivateKey::from_bytes(profile, &octets)
+            let k = HomeNetworkPrivateKey::from_bytes(profile, e.private_octets())
                 .map_err(|_| SuciError::BadKey(e.id))?;
             keys.push((e.id, k));
         }

@@ -33,7 +33,6 @@ pub(crate) enum UsimCheck {
 }
 
 /// The USIM's long-term secrets and SQN state.
-#[derive(Clone)]
 pub(crate) struct Usim {
     milenage: Milenage,
     /// SEQ_MS per IND slot (Annex C.2.2).

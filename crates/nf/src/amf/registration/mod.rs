@@ -48,10 +48,10 @@ use proto::ids::{Guami, Snssai, Tai};
 use proto::nas::{
     self, AccessType, AuthenticationReject, AuthenticationRequest, CipheringAlgorithm,
     DeregistrationAcceptUeOriginating, Direction, FiveGmmCause, FiveGmmStatus, Guti,
-    IdentityRequest, IdentityType, IntegrityAlgorithm, MobileIdentity, NasCount, NasMessage,
+    IdentityRequest, IdentityType, IntegrityAlgorithm, MobileIdentity, NasMessage,
     NasSecurityContext, NasSecurityError, Ngksi, RegistrationAccept, RegistrationReject,
     RegistrationRequest, RegistrationResult, RegistrationType, SchemeOutput, SecurityHeaderType,
-    SecurityModeCommand, Suci, UeSecurityCapability,
+    SecurityModeCommand, Suci,
 };
 use proto::ngap::{
     self, Cause, DownlinkNasTransport, ErrorIndication, InitialContextSetupFailure,
@@ -70,7 +70,7 @@ use sbi::paths::build;
 use sbi::problem::GmmCause;
 use sbi::server::decode_json;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
-use security::{HxresStar, Kamf, Kseaf, Rand, ResStar};
+use security::{HxresStar, Kseaf, Rand, ResStar};
 use steer::owner::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
 use steer::{WorkerId, Workers};
 use tracing::{debug, warn};
@@ -872,7 +872,6 @@ where
         let resyncs = ue.auth.as_ref().map_or(0, |a| a.resyncs);
         ue.auth = Some(AuthRun {
             rand: Rand::from_bytes(av.rand.0),
-            autn: av.autn.0,
             hxres_star: HxresStar::from_bytes(av.hxres_star.0),
             confirm_path: path_of(href).to_owned(),
             resyncs,

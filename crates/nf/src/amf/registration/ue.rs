@@ -56,7 +56,6 @@ pub(crate) enum TimerKind {
 #[derive(Debug, Clone)]
 pub(crate) struct AuthRun {
     pub(crate) rand: Rand,
-    pub(crate) autn: [u8; 16],
     pub(crate) hxres_star: HxresStar,
     /// Path of the `5g-aka-confirmation` link.
     pub(crate) confirm_path: String,
