@@ -3,7 +3,7 @@
 # root-only namespace and raw-socket tests, interop with libusrsctp, tshark checks), and a
 # bounded run of every fuzz target.
 #
-#   FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
+#   FUZZ_SECONDS  seconds per fuzz target (default 20; 0 skips fuzzing)
 #   CARGO_TARGET_DIR  defaults to ~/.cache/steer5g/target so repeated runs are warm
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4}
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 rm -f "$log"
 
-fuzz_seconds="${FUZZ_SECONDS:-30}"
+fuzz_seconds="${FUZZ_SECONDS:-20}"
 if [ "$fuzz_seconds" != 0 ] && [ "${STEER5G_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz (${fuzz_seconds}s per target, nightly)"
   for target in $(cd fuzz && cargo +nightly fuzz list); do

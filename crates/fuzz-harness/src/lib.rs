@@ -231,7 +231,10 @@ pub fn nas_unprotect(data: &[u8]) {
     let before = amf.ul_count;
     match amf.unprotect(&octets, Direction::Uplink) {
         Ok(u) => nas_decode(&u.plain),
-        Err(_) => assert_eq!(amf.ul_count, before, "a rejected message moved the UL COUNT"),
+        Err(_) => assert_eq!(
+            amf.ul_count, before,
+            "a rejected message moved the UL COUNT"
+        ),
     }
 }
 
@@ -252,20 +255,34 @@ pub fn sbi_json(data: &[u8]) {
     let _ = serde_json::from_slice::<m::ProblemDetails>(data);
 }
 
-/// SUCI deconcealment (TS 33.501 Annex C.3) with fixed home-network keys of both profiles:
-/// arbitrary scheme outputs must be refused (bad point, bad tag) without a panic.
+/// The home network private keys of TS 33.501 Annex C.4.3 (Profile A) and C.4.4 (Profile B),
+/// so that the Annex's scheme outputs, saved in the corpus, reach the decryption path.
+const ANNEX_C4_HN_PRIVATE_A: [u8; 32] = [
+    0xc5, 0x3c, 0x22, 0x20, 0x8b, 0x61, 0x86, 0x0b, 0x06, 0xc6, 0x2e, 0x54, 0x06, 0xa7, 0xb3, 0x30,
+    0xc2, 0xb5, 0x77, 0xaa, 0x55, 0x58, 0x98, 0x15, 0x10, 0xd1, 0x28, 0x24, 0x7d, 0x38, 0xbd, 0x1d,
+];
+const ANNEX_C4_HN_PRIVATE_B: [u8; 32] = [
+    0xf1, 0xab, 0x10, 0x74, 0x47, 0x7e, 0xbc, 0xc7, 0xf5, 0x54, 0xea, 0x1c, 0x5f, 0xc3, 0x68, 0xb1,
+    0x61, 0x67, 0x30, 0x15, 0x5e, 0x00, 0x41, 0xac, 0x44, 0x7d, 0x63, 0x01, 0x97, 0x5f, 0xec, 0xda,
+];
+
+/// SUCI deconcealment (TS 33.501 Annex C.3) with the Annex C.4 home-network keys: the first
+/// byte picks the profile; arbitrary scheme outputs must be refused (bad point, bad tag)
+/// without a panic, and one that passes its MAC check must give a BCD MSIN.
 pub fn suci_deconceal(data: &[u8]) {
-    use security::suci::{deconceal, HomeNetworkPrivateKey, Profile};
+    use security::suci::{bcd_to_msin, deconceal, HomeNetworkPrivateKey, Profile};
     let Some((first, rest)) = data.split_first() else {
         return;
     };
     let (profile, key) = if first & 1 == 0 {
-        (Profile::A, [0x42u8; 32])
+        (Profile::A, &ANNEX_C4_HN_PRIVATE_A)
     } else {
-        (Profile::B, [0x42u8; 32])
+        (Profile::B, &ANNEX_C4_HN_PRIVATE_B)
     };
-    if let Ok(hn) = HomeNetworkPrivateKey::from_bytes(profile, &key) {
-        let _ = deconceal(&hn, rest);
+    if let Ok(hn) = HomeNetworkPrivateKey::from_bytes(profile, key) {
+        if let Ok(input) = deconceal(&hn, rest) {
+            let _ = bcd_to_msin(&input);
+        }
     }
 }
 

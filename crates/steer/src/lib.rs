@@ -4,9 +4,17 @@
 //! - [`owner`]: the one place where the bit layouts of the self-routing identifiers and the
 //!   stable placement hash live. BPF programs will mirror it, so it is plain integer math.
 //!
-//! The thread-per-core runtime, the per-pair queues and the listener groups of DESIGN.md
-//! will join this crate later.
+//! - [`runtime`]: the thread-per-core runtime: one pinned thread per worker, each with its own
+//!   Tokio `current_thread` runtime and `LocalSet`, nothing stolen between them.
+//! - [`mesh`]: the one-hop hand-off: a lock-free SPSC queue per ordered pair of workers, with
+//!   rare wake-ups and per-worker counters.
+//!
+//! The listener groups of DESIGN.md will join this crate later.
 
+pub mod mesh;
 pub mod owner;
+pub mod runtime;
 
+pub use mesh::{Mesh, MeshEnd, MeshStats, SendError};
 pub use owner::{WorkerId, Workers};
+pub use runtime::{Runtime, RuntimeOptions, Stop, WorkerCtx};

@@ -6,6 +6,9 @@
 //! [`Gnb::poll_transmit`] gives the ERROR INDICATIONs the gNB owes the AMF. Timers
 //! (retrying after Time To Wait) belong to the runtime, which reads them from
 //! [`GnbState::Failed`].
+//!
+//! UE-associated signalling (INITIAL UE MESSAGE, NAS transport, context setup and
+//! release) is [`GnbUes`]'s.
 
 use std::collections::VecDeque;
 
@@ -20,6 +23,9 @@ use tracing::{debug, info, warn};
 
 #[cfg(test)]
 mod tests;
+mod ues;
+
+pub use ues::{GnbUeError, GnbUeEvent, GnbUeOutput, GnbUes, N2Send, RanUeNgapId, UeKey};
 
 /// What the emulated gNB announces.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,13 +15,13 @@ mod usim;
 
 use proto::ids::{Plmn, Snssai, Tai};
 use proto::nas::{
-    may_be_unprotected, AuthenticationFailure, AuthenticationRequest,
+    may_be_unprotected, AccessType, AuthenticationFailure, AuthenticationRequest,
     AuthenticationResponse, DeregistrationRequestUeOriginating, Direction, FiveGmmCause,
-    FiveGmmStatus, Guti, IdentityRequest, IdentityResponse, IdentityType, MobileIdentity,
-    NasCount, NasError, NasMessage, NasSecurityContext, NasSecurityError, Ngksi,
-    ProtectionScheme, RegistrationAccept, RegistrationComplete, RegistrationRequest,
-    RegistrationType, SchemeOutput, SecurityHeaderType, SecurityModeCommand,
-    SecurityModeComplete, SecurityModeReject, Suci, TimerValue, UeSecurityCapability, AccessType,
+    FiveGmmStatus, Guti, IdentityRequest, IdentityResponse, IdentityType, MobileIdentity, NasCount,
+    NasError, NasMessage, NasSecurityContext, NasSecurityError, Ngksi, ProtectionScheme,
+    RegistrationAccept, RegistrationComplete, RegistrationRequest, RegistrationType, SchemeOutput,
+    SecurityHeaderType, SecurityModeCommand, SecurityModeComplete, SecurityModeReject, Suci,
+    TimerValue, UeSecurityCapability,
 };
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::suci::{self, HomeNetworkPublicKey};
@@ -29,8 +29,8 @@ use security::{Kamf, Kgnb, Rand};
 use thiserror::Error;
 use tracing::debug;
 
-pub use usim::{DELTA, IND_BITS};
 use usim::{Usim, UsimCheck};
+pub use usim::{DELTA, IND_BITS};
 
 /// How the UE hides its SUPI in an initial registration (TS 33.501 §6.12.2).
 #[derive(Debug, Clone)]
@@ -292,11 +292,10 @@ impl Ue {
             .filter(|m| !m.is_empty())
             .ok_or_else(|| UeError::Config("SUPI shorter than MCC + MNC".into()))?
             .to_owned();
-        if !supi.digits().starts_with(&format!(
-            "{}{}",
-            cfg.plmn.mcc_str(),
-            cfg.plmn.mnc_str()
-        )) {
+        if !supi
+            .digits()
+            .starts_with(&format!("{}{}", cfg.plmn.mcc_str(), cfg.plmn.mnc_str()))
+        {
             return Err(UeError::Config("SUPI is not of the PLMN".into()));
         }
         let snn = ServingNetworkName::from_plmn(&cfg.plmn.mcc_str(), &cfg.plmn.mnc_str())?;
@@ -342,6 +341,12 @@ impl Ue {
         &self.counters
     }
 
+    /// The 5G-S-TMSI of the 5G-GUTI, for the INITIAL UE MESSAGE of a registration
+    /// with a 5G-GUTI (TS 38.413 §9.2.5.1).
+    pub fn s_tmsi(&self) -> Option<proto::nas::STmsi> {
+        self.guti.map(|g| g.s_tmsi())
+    }
+
     /// The 5G-GUTI the network assigned, if any.
     pub fn guti(&self) -> Option<&Guti> {
         self.guti.as_ref()
@@ -377,9 +382,11 @@ impl Ue {
         self.usim.sqn_ms()
     }
 
-    /// KgNB from the current KAMF and the UL NAS COUNT of the SECURITY MODE COMPLETE
-    /// (TS 33.501 Annex A.9, §6.8.1.2.2: the AMF derives it with the uplink COUNT of
-    /// the message that activated the context), to check against what the gNB got.
+    /// KgNB from the current KAMF and the UL NAS COUNT of the message that established
+    /// or verified the context (TS 33.501 Annex A.9, §6.9.2.1.1): the SECURITY MODE
+    /// COMPLETE, or the integrity protected REGISTRATION REQUEST of a mobility or
+    /// periodic registration without security mode control. What the gNB should have
+    /// received in INITIAL CONTEXT SETUP REQUEST.
     pub fn kgnb(&self) -> Option<Kgnb> {
         let k = self.kamf.as_ref()?;
         let count = self.kgnb_count?;
@@ -413,7 +420,11 @@ impl Ue {
 
     fn conceal(&self) -> Result<MobileIdentity, UeError> {
         let (scheme, hn_key_id, output) = match &self.cfg.suci {
-            SuciScheme::Null => (ProtectionScheme::Null, 0, SchemeOutput::Msin(self.msin.clone())),
+            SuciScheme::Null => (
+                ProtectionScheme::Null,
+                0,
+                SchemeOutput::Msin(self.msin.clone()),
+            ),
             SuciScheme::Ecies { key, key_id } => {
                 let input = suci::msin_to_bcd(&self.msin)?;
                 let scheme = match key.profile() {
@@ -488,7 +499,16 @@ impl Ue {
         match (kind, self.nas.as_mut()) {
             (RegistrationKind::Initial, _) | (_, None) => Ok(plain),
             (_, Some(nas)) => {
-                Ok(nas.protect(&plain, SecurityHeaderType::IntegrityProtected, Direction::Uplink)?)
+                let count = nas.ul_count;
+                let out = nas.protect(
+                    &plain,
+                    SecurityHeaderType::IntegrityProtected,
+                    Direction::Uplink,
+                )?;
+                // The AMF verifies the context with this message: its COUNT is the KgNB
+                // input unless a security mode control procedure follows.
+                self.kgnb_count = Some(count);
+                Ok(out)
             }
         }
     }
@@ -621,9 +641,7 @@ impl Ue {
         };
         match msg {
             // §4.4.4.2: a REGISTRATION REJECT with #76 or #78 must be protected.
-            NasMessage::RegistrationReject(r)
-                if matches!(r.cause.value(), 76 | 78) =>
-            {
+            NasMessage::RegistrationReject(r) if matches!(r.cause.value(), 76 | 78) => {
                 UeOutput::discard(DiscardReason::NotProtected)
             }
             // The accept of a switch-off request never comes; a plain one is only
@@ -770,7 +788,10 @@ impl Ue {
     /// TS 24.501 §5.4.2.3 and §5.4.2.5 (UE side).
     fn on_new_context(&mut self, octets: &[u8]) -> UeOutput {
         // The command itself is not ciphered: read it to learn which keys check it.
-        let Some(smc) = octets.get(7..).and_then(|p| SecurityModeCommand::parse(p).ok()) else {
+        let Some(smc) = octets
+            .get(7..)
+            .and_then(|p| SecurityModeCommand::parse(p).ok())
+        else {
             return UeOutput::discard(DiscardReason::Malformed);
         };
         let partial = match (&self.pending, &self.kamf) {
@@ -837,7 +858,10 @@ impl Ue {
         self.counters.security_mode_rejects += 1;
         self.last_cause = Some(cause);
         // §4.4.4.3: SECURITY MODE REJECT goes in clear; the UE keeps its old context.
-        self.reply_plain(SecurityModeReject { cause }, UeEvent::SecurityModeRejected(cause))
+        self.reply_plain(
+            SecurityModeReject { cause },
+            UeEvent::SecurityModeRejected(cause),
+        )
     }
 
     /// TS 24.501 §5.5.1.2.4 / §5.5.1.3.4 (UE side).
@@ -873,18 +897,20 @@ impl Ue {
                     MobileIdentity::NoIdentity
                 }
             },
-            IdentityType::Guti => self.guti.map_or(MobileIdentity::NoIdentity, MobileIdentity::Guti),
+            IdentityType::Guti => self
+                .guti
+                .map_or(MobileIdentity::NoIdentity, MobileIdentity::Guti),
             IdentityType::Imeisv => MobileIdentity::Imeisv(self.cfg.imeisv.clone()),
-            IdentityType::Imei => MobileIdentity::Imei(
-                self.cfg.imeisv.get(..14).map_or_else(String::new, |d| {
+            IdentityType::Imei => {
+                MobileIdentity::Imei(self.cfg.imeisv.get(..14).map_or_else(String::new, |d| {
                     // TS 23.003 §6.2.1: the IMEI's last digit is a check digit;
                     // the emulator sends 0.
                     format!("{d}0")
-                }),
-            ),
-            IdentityType::STmsi => self
-                .guti
-                .map_or(MobileIdentity::NoIdentity, |g| MobileIdentity::STmsi(g.s_tmsi())),
+                }))
+            }
+            IdentityType::STmsi => self.guti.map_or(MobileIdentity::NoIdentity, |g| {
+                MobileIdentity::STmsi(g.s_tmsi())
+            }),
             _ => MobileIdentity::NoIdentity,
         };
         self.reply(

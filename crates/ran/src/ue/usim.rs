@@ -9,7 +9,7 @@
 
 use security::aka::UsimResult;
 use security::milenage::Milenage;
-use security::{Amf, Auts, Autn, Opc, Rand, Sqn, K};
+use security::{Amf, Autn, Auts, Opc, Rand, Sqn, K};
 
 /// Bits of IND in SQN (TS 33.102 Annex C.3.2), as the UDM uses them.
 pub const IND_BITS: u32 = 5;
@@ -121,8 +121,12 @@ mod tests {
 
     fn autn(sqn: u64, rand: &Rand) -> Autn {
         let m = Milenage::new(&K::from_bytes(&K_), &Opc::from_bytes(&OPC));
-        m.auth_vector(rand, &Sqn::from_u64(sqn).unwrap(), &Amf::from_bytes([0x80, 0]))
-            .autn
+        m.auth_vector(
+            rand,
+            &Sqn::from_u64(sqn).unwrap(),
+            &Amf::from_bytes([0x80, 0]),
+        )
+        .autn
     }
 
     #[test]

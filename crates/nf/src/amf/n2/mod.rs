@@ -134,7 +134,11 @@ pub struct N2Stats {
 impl NgSetupFailureStats {
     /// All failures, whatever the reason.
     pub fn total(&self) -> u64 {
-        self.unknown_plmn + self.no_common_ta + self.protocol_error + self.semantic_error + self.misconfigured
+        self.unknown_plmn
+            + self.no_common_ta
+            + self.protocol_error
+            + self.semantic_error
+            + self.misconfigured
     }
 }
 

@@ -78,8 +78,8 @@ use tracing::{debug, warn};
 use crate::state::ContextMap;
 
 pub use route::{route, Route};
-pub use ue::{IdleUe, UeContext, UeState};
 use ue::{AuthRun, TimerKind};
+pub use ue::{IdleUe, UeContext, UeState};
 
 /// T3560 and T3550 (TS 24.501 Table 10.2.1): 6 s.
 pub const DEFAULT_RETRANSMISSION_TIMER: Duration = Duration::from_secs(6);
@@ -397,6 +397,7 @@ where
                         {
                             if ue.state == UeState::WaitIcsResponse {
                                 ue.state = UeState::WaitRegistrationComplete;
+                                ue.as_context = true;
                             } else {
                                 self.not_compatible(assoc, stream, &pdu);
                             }
@@ -437,23 +438,21 @@ where
                 }
                 Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
             },
-            MessageKind::UeContextReleaseComplete => {
-                match UeContextReleaseComplete::parse(&pdu) {
-                    Ok(m) => {
-                        if let Some(ue) =
-                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                        {
-                            if ue.state == UeState::Releasing {
-                                self.finish_release(ue);
-                            } else {
-                                self.not_compatible(assoc, stream, &pdu);
-                                self.put_back(ue);
-                            }
+            MessageKind::UeContextReleaseComplete => match UeContextReleaseComplete::parse(&pdu) {
+                Ok(m) => {
+                    if let Some(ue) =
+                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                    {
+                        if ue.state == UeState::Releasing {
+                            self.finish_release(ue);
+                        } else {
+                            self.not_compatible(assoc, stream, &pdu);
+                            self.put_back(ue);
                         }
                     }
-                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
                 }
-            }
+                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+            },
             MessageKind::NasNonDeliveryIndication | MessageKind::ErrorIndication => {
                 debug!(assoc, procedure = pdu.procedure_name(), "noted");
             }
@@ -488,8 +487,7 @@ where
     /// (TS 38.413 §10.6). Otherwise answers with an ERROR INDICATION.
     fn take_ue(&mut self, assoc: u32, stream: u16, amf: u64, ran: u32) -> Option<UeContext> {
         let unknown: Cause = RadioNetworkCause::UnknownLocalUENGAPID.into();
-        if !M::SHARED && owner_of_amf_ue_ngap_id(amf, self.cfg.workers) != Some(self.cfg.worker)
-        {
+        if !M::SHARED && owner_of_amf_ue_ngap_id(amf, self.cfg.workers) != Some(self.cfg.worker) {
             self.error_indication(assoc, stream, Some(amf), Some(ran), unknown, None);
             return None;
         }
@@ -646,7 +644,7 @@ where
         } else {
             let mt = nas::plain_message_type(octets);
             let allowed = mt.is_some_and(|t| nas::may_be_unprotected(t, Direction::Uplink));
-            if !allowed && mt.is_some() || (ue.secured && mt.is_some()) {
+            if mt.is_some() && (!allowed || ue.secured) {
                 // §4.4.4.3: only the listed messages are processed without integrity
                 // protection, and none once the secure exchange is established.
                 self.stats.unprotected_discarded += 1;
@@ -816,20 +814,16 @@ where
     /// info of a synch failure if any.
     fn authenticate(
         &mut self,
-        _now: Instant,
+        now: Instant,
         ue: &mut UeContext,
         resync: Option<ResynchronizationInfo>,
     ) {
         let Some(id) = ue.supi_or_suci.clone() else {
-            return self.identify(_now, ue);
+            return self.identify(now, ue);
         };
         if resync.is_none() {
             // TS 24.501 §5.4.1.3.2: a new ngKSI, different from the one the UE holds.
-            let ue_ksi = ue
-                .registration
-                .as_ref()
-                .map_or(7, |r| r.ngksi.ksi)
-                .min(7);
+            let ue_ksi = ue.registration.as_ref().map_or(7, |r| r.ngksi.ksi).min(7);
             let current = ue.sec.as_ref().map(|s| s.ngksi.ksi);
             let mut k = if ue_ksi >= 7 { 0 } else { (ue_ksi + 1) % 7 };
             if Some(k) == current {
@@ -863,7 +857,9 @@ where
         }
         let ctx: UeAuthenticationCtx = match decode_json(body) {
             Ok(c) => c,
-            Err(_) => return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA)),
+            Err(_) => {
+                return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA))
+            }
         };
         let (AuthData5g::Av5gAka(av), Some(href)) = (&ctx.auth_data_5g, ctx.five_g_aka_href())
         else {
@@ -1041,7 +1037,10 @@ where
             return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
         };
         ue.retransmissions = 0;
-        ue.retransmit = Some((plain.clone(), SecurityHeaderType::IntegrityProtectedNewContext));
+        ue.retransmit = Some((
+            plain.clone(),
+            SecurityHeaderType::IntegrityProtectedNewContext,
+        ));
         self.send_protected(ue, &plain, SecurityHeaderType::IntegrityProtectedNewContext);
         self.start_timer(now, ue, TimerKind::T3560);
     }
@@ -1077,7 +1076,10 @@ where
             purge_flag: None,
             pei: None,
             ims_vo_ps: None,
-            dereg_callback_uri: format!("{}/namf-callback/v1/{supi}/dereg-notify", self.cfg.api_root),
+            dereg_callback_uri: format!(
+                "{}/namf-callback/v1/{supi}/dereg-notify",
+                self.cfg.api_root
+            ),
             amf_service_name_dereg: None,
             pcscf_restoration_callback_uri: None,
             initial_registration_ind: Some(ue.initial),
@@ -1208,6 +1210,15 @@ where
             return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
         };
         let header = SecurityHeaderType::IntegrityProtectedAndCiphered;
+        if ue.as_context {
+            // A registration on a connection whose AS security is already set up
+            // (TS 23.502 §4.2.2.2.2 step 21): the accept goes as plain NAS transport.
+            self.send_protected(ue, &plain, header);
+            ue.state = UeState::WaitRegistrationComplete;
+            ue.retransmissions = 0;
+            ue.retransmit = Some((plain, header));
+            return self.start_timer(now, ue, TimerKind::T3550);
+        }
         let Some(nas_pdu) = ue
             .sec
             .as_mut()
@@ -1267,10 +1278,7 @@ where
         self.stats.authentication_rejects += 1;
         ue.sec = None;
         ue.secured = false;
-        self.send_nas(
-            ue,
-            &NasMessage::AuthenticationReject(AuthenticationReject),
-        );
+        self.send_nas(ue, &NasMessage::AuthenticationReject(AuthenticationReject));
         self.release(now, ue, NasCause::AuthenticationFailure.into(), false);
     }
 
@@ -1320,7 +1328,9 @@ where
                 stream: ue.stream,
                 pdu,
             }),
-            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "UE CONTEXT RELEASE COMMAND does not encode"),
+            Err(e) => {
+                warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "UE CONTEXT RELEASE COMMAND does not encode")
+            }
         }
         let deadline = now + RELEASE_GUARD;
         self.set_timer(ue, deadline, TimerKind::ReleaseGuard);
@@ -1403,7 +1413,13 @@ where
     }
 
     /// The reply to call `call_id`.
-    pub fn handle_sbi_reply(&mut self, now: Instant, call_id: u64, status: StatusCode, body: &[u8]) {
+    pub fn handle_sbi_reply(
+        &mut self,
+        now: Instant,
+        call_id: u64,
+        status: StatusCode,
+        body: &[u8],
+    ) {
         let Some((id, kind)) = self.calls.remove(&call_id) else {
             self.stats.stray_replies += 1;
             return;
@@ -1538,7 +1554,11 @@ where
             return;
         };
         if ue.secured && ue.sec.is_some() {
-            self.send_protected(ue, &plain, SecurityHeaderType::IntegrityProtectedAndCiphered);
+            self.send_protected(
+                ue,
+                &plain,
+                SecurityHeaderType::IntegrityProtectedAndCiphered,
+            );
         } else {
             self.downlink(ue, plain);
         }
@@ -1550,7 +1570,9 @@ where
         };
         match sec.protect(plain, header, Direction::Downlink) {
             Ok(p) => self.downlink(ue, p),
-            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "NAS protection failed"),
+            Err(e) => {
+                warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "NAS protection failed")
+            }
         }
     }
 
@@ -1566,7 +1588,9 @@ where
                 stream: ue.stream,
                 pdu,
             }),
-            Err(e) => warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "DOWNLINK NAS TRANSPORT does not encode"),
+            Err(e) => {
+                warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "DOWNLINK NAS TRANSPORT does not encode")
+            }
         }
     }
 

@@ -55,10 +55,7 @@ pub fn route(bytes: &[u8], gnb_id: u32, workers: Workers) -> Route {
             };
             // A returning UE goes back to the worker that allocated its 5G-TMSI, which
             // holds its security context.
-            if let Some(w) = m
-                .five_g_s_tmsi
-                .and_then(|s| owner_of_tmsi(s.tmsi, workers))
-            {
+            if let Some(w) = m.five_g_s_tmsi.and_then(|s| owner_of_tmsi(s.tmsi, workers)) {
                 return Route::ToWorker(w);
             }
             Route::NewUe {
@@ -73,8 +70,9 @@ pub fn route(bytes: &[u8], gnb_id: u32, workers: Workers) -> Route {
         | MessageKind::InitialContextSetupFailure
         | MessageKind::UeContextReleaseRequest
         | MessageKind::UeContextReleaseComplete => match pdu.ue_ngap_ids().0 {
-            Some(id) => owner_of_amf_ue_ngap_id(id, workers)
-                .map_or(Route::ErrorIndication, Route::ToWorker),
+            Some(id) => {
+                owner_of_amf_ue_ngap_id(id, workers).map_or(Route::ErrorIndication, Route::ToWorker)
+            }
             None => Route::ErrorIndication,
         },
         _ => Route::NonUe,

@@ -99,6 +99,9 @@ pub struct UeContext {
     pub(crate) park: bool,
     /// Whether the registration is an initial one (UECM is then registered).
     pub(crate) initial: bool,
+    /// Whether the gNB holds an AS context for this connection (INITIAL CONTEXT SETUP
+    /// succeeded): a later accept on it goes in a DOWNLINK NAS TRANSPORT.
+    pub(crate) as_context: bool,
 }
 
 impl UeContext {
@@ -127,6 +130,7 @@ impl UeContext {
             retransmit: None,
             park: false,
             initial: true,
+            as_context: false,
         }
     }
 

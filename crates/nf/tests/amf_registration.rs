@@ -1,0 +1,1388 @@
+//! The AMF's registration procedures end to end in memory: the test plays the gNB and
+//! the UE (a USIM with MILENAGE over TS 35.208 test set 1, the TS 33.501 Annex A
+//! derivations and its own NAS security context), and wires the AMF to a real AUSF and
+//! UDM over a small router that moves every SBI call and answer. Time is virtual; there
+//! are no sockets. Every key the AMF hands out is checked against the UE's own.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use nf::amf::registration::{
+    route, Action, Amf, AmfConfig, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS,
+};
+use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
+use nf::state::{ContextMap, LockedMap, ShardMap};
+use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use proto::ids::{defaults, Snssai};
+use proto::nas::{
+    AuthenticationFailure, AuthenticationResponse, DeregistrationRequestUeOriginating, Direction,
+    FiveGmmCause, Guti, MobileIdentity, NasMessage, NasSecurityContext, Ngksi, ProtectionScheme,
+    RegistrationComplete, RegistrationRequest, RegistrationType, SchemeOutput, SecurityHeaderType,
+    SecurityModeComplete, Suci, UeSecurityCapability,
+};
+use proto::ngap::{
+    self, Cause, ErrorIndication, InitialContextSetupRequest, InitialContextSetupResponse,
+    InitialUeMessage, MessageKind, NasCause, NrCgi, ProtocolCause, RadioNetworkCause,
+    RrcEstablishmentCause, UeContextReleaseCommand, UeContextReleaseComplete, UplinkNasTransport,
+    UserLocation,
+};
+use sbi::SbiRequest;
+use security::kdf::{self, Abba, ServingNetworkName, Supi};
+use security::milenage::Milenage;
+use security::suci::{self, HomeNetworkPrivateKey, Profile};
+use security::{Autn, Kamf, Opc, Rand, Sqn, K};
+use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
+use steer::{WorkerId, Workers};
+use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+
+const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
+// TS 35.208 test set 1: K and OPc.
+const K1: [u8; 16] = [
+    0x46, 0x5b, 0x5c, 0xe8, 0xb1, 0x99, 0xb4, 0x9f, 0xaa, 0x5f, 0x0a, 0x2e, 0xe2, 0x38, 0xa6, 0xbc,
+];
+const OPC1: [u8; 16] = [
+    0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
+];
+/// The AMF worker under test, of four.
+const WORKER: WorkerId = WorkerId(2);
+const ASSOC: u32 = 7;
+const OTHER_ASSOC: u32 = 8;
+const STREAM: u16 = 1;
+const GNB: u32 = 0x1234;
+
+fn hn_key(profile: Profile) -> HomeNetworkPrivateKey {
+    HomeNetworkPrivateKey::from_bytes(profile, &[0x11; 32]).unwrap()
+}
+
+fn workers() -> Workers {
+    Workers::new(4).unwrap()
+}
+
+// ---- the network: AMF, AUSF, UDM and the router between them ----
+
+type AusfS = Ausf<ShardMap<String, AuthContext>>;
+type UdmS = Udm<ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
+
+enum Origin {
+    Amf(u64),
+    Ausf(u64),
+}
+
+struct World<M, P> {
+    now: Instant,
+    amf: Amf<M, P>,
+    ausf: AusfS,
+    udm: UdmS,
+    store: Arc<MemStore>,
+    next_req: u64,
+    ausf_reqs: HashMap<u64, u64>,
+    udm_reqs: HashMap<u64, Origin>,
+    /// NGAP the AMF sent: (assoc, stream, PDU).
+    downlink: VecDeque<(u32, u16, Vec<u8>)>,
+    /// SBI calls the AMF made: (method, path).
+    calls: Vec<(String, String)>,
+}
+
+type Sharded = World<ShardMap<u64, UeContext>, ShardMap<u32, IdleUe>>;
+type Locked = World<LockedMap<u64, UeContext>, LockedMap<u32, IdleUe>>;
+
+fn store_with(n: u32) -> Arc<MemStore> {
+    let store = Arc::new(MemStore::new());
+    for i in 1..=n {
+        let s = Subscriber::new(&supi(i), K1, OpOrOpc::Opc(OPC1)).unwrap();
+        store.insert(&s).unwrap();
+    }
+    store
+}
+
+fn supi(n: u32) -> String {
+    format!("imsi-00101{n:010}")
+}
+
+fn amf_cfg(always_auth: bool) -> AmfConfig {
+    let mut c = AmfConfig::new(WORKER, workers());
+    c.always_auth = always_auth;
+    c
+}
+
+fn sharded(always_auth: bool) -> Sharded {
+    World::build(Amf::new(
+        amf_cfg(always_auth),
+        ShardMap::new(),
+        ShardMap::new(),
+    ))
+}
+
+fn locked(always_auth: bool) -> Locked {
+    World::build(Amf::new(
+        amf_cfg(always_auth),
+        LockedMap::new(),
+        LockedMap::new(),
+    ))
+}
+
+fn sbi_req(method: http::Method, path: &str, body: Bytes) -> SbiRequest {
+    SbiRequest {
+        method,
+        path: path.to_owned(),
+        query: None,
+        body,
+        content_type: Some("application/json".to_owned()),
+    }
+}
+
+impl<M, P> World<M, P>
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    fn build(amf: Amf<M, P>) -> Self {
+        let store = store_with(5);
+        let one = Workers::single();
+        let ausf = Ausf::new(
+            AusfConfig {
+                worker: WorkerId(0),
+                workers: one,
+                api_root: "http://127.0.0.11:7777".to_owned(),
+                serving_networks: vec![SNN.to_owned()],
+                instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
+                context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
+                wall_clock: None,
+            },
+            ShardMap::new(),
+        );
+        let s: Arc<dyn SubscriberStore> = store.clone();
+        let udm = Udm::new(
+            UdmConfig {
+                worker: WorkerId(0),
+                workers: one,
+                api_root: "http://127.0.0.12:7777".to_owned(),
+                serving_networks: vec![SNN.to_owned()],
+                hn_keys: SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
+                rand_seed: Some(7),
+            },
+            s,
+            ShardMap::new(),
+            ShardMap::new(),
+        );
+        World {
+            now: Instant::now(),
+            amf,
+            ausf,
+            udm,
+            store,
+            next_req: 0,
+            ausf_reqs: HashMap::new(),
+            udm_reqs: HashMap::new(),
+            downlink: VecDeque::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    /// Moves actions until every NF is quiet.
+    fn run(&mut self) {
+        loop {
+            let mut progress = false;
+            while let Some(a) = self.amf.poll_action() {
+                progress = true;
+                match a {
+                    Action::Ngap { assoc, stream, pdu } => {
+                        self.downlink.push_back((assoc, stream, pdu))
+                    }
+                    Action::Call {
+                        call_id,
+                        nf,
+                        method,
+                        path,
+                        body,
+                    } => {
+                        self.next_req += 1;
+                        let id = self.next_req;
+                        self.calls.push((method.to_string(), path.clone()));
+                        let r = sbi_req(method, &path, body);
+                        if nf == sbi::NfType::Ausf {
+                            self.ausf_reqs.insert(id, call_id);
+                            self.ausf.handle_request(self.now, id, r);
+                        } else {
+                            assert_eq!(nf, sbi::NfType::Udm);
+                            self.udm_reqs.insert(id, Origin::Amf(call_id));
+                            self.udm.handle_request(id, r);
+                        }
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            while let Some(a) = self.ausf.poll_action() {
+                progress = true;
+                match a {
+                    ausf::Action::Respond { req_id, response } => {
+                        let call = self.ausf_reqs.remove(&req_id).unwrap();
+                        self.amf
+                            .handle_sbi_reply(self.now, call, response.status, &response.body);
+                    }
+                    ausf::Action::Call {
+                        call_id,
+                        method,
+                        path,
+                        body,
+                        ..
+                    } => {
+                        self.next_req += 1;
+                        let id = self.next_req;
+                        self.udm_reqs.insert(id, Origin::Ausf(call_id));
+                        self.udm.handle_request(id, sbi_req(method, &path, body));
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            while let Some(a) = self.udm.poll_action() {
+                progress = true;
+                match a {
+                    udm::Action::Respond { req_id, response } => {
+                        match self.udm_reqs.remove(&req_id).unwrap() {
+                            Origin::Amf(c) => self.amf.handle_sbi_reply(
+                                self.now,
+                                c,
+                                response.status,
+                                &response.body,
+                            ),
+                            Origin::Ausf(c) => {
+                                self.ausf
+                                    .handle_reply(self.now, c, response.status, &response.body)
+                            }
+                        }
+                    }
+                    udm::Action::PersistSqn(p) => {
+                        let hw = self.store.sqn_persist(&p.supi, p.high_water).unwrap();
+                        self.udm.sqn_persisted(&p.supi, hw);
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    /// One NGAP message from the gNB on `assoc`, NG Setup done or not.
+    fn ngap_on(&mut self, assoc: u32, ready: bool, pdu: &[u8]) {
+        self.amf
+            .handle_ngap(self.now, assoc, STREAM, ready, GNB, pdu);
+        self.run();
+    }
+
+    fn ngap(&mut self, pdu: &[u8]) {
+        self.ngap_on(ASSOC, true, pdu)
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.amf.handle_timeout(self.now);
+        self.run();
+    }
+
+    fn next_dl(&mut self) -> ngap::NgapPdu {
+        let (assoc, stream, pdu) = self.downlink.pop_front().expect("a downlink message");
+        assert_eq!((assoc, stream), (ASSOC, STREAM));
+        ngap::decode(&pdu).unwrap()
+    }
+
+    fn quiet(&self) -> bool {
+        self.downlink.is_empty()
+    }
+}
+
+// ---- the UE and its gNB ----
+
+struct TestUe {
+    n: u32,
+    usim: Milenage,
+    sqn_ms: u64,
+    caps: UeSecurityCapability,
+    ran_id: u32,
+    amf_id: Option<u64>,
+    kamf: Option<Kamf>,
+    sec: Option<NasSecurityContext>,
+    guti: Option<Guti>,
+    concealed: bool,
+}
+
+fn location() -> UserLocation {
+    UserLocation::Nr {
+        nr_cgi: NrCgi {
+            plmn: defaults::PLMN,
+            cell_id: 0x12345,
+        },
+        tai: defaults::TAI,
+    }
+}
+
+impl TestUe {
+    fn new(n: u32, ran_id: u32) -> Self {
+        TestUe {
+            n,
+            usim: Milenage::new(&K::from_bytes(&K1), &Opc::from_bytes(&OPC1)),
+            sqn_ms: 0,
+            caps: UeSecurityCapability {
+                nea: 0xf0,
+                nia: 0x70,
+                eps: None,
+            },
+            ran_id,
+            amf_id: None,
+            kamf: None,
+            sec: None,
+            guti: None,
+            concealed: false,
+        }
+    }
+
+    fn msin(&self) -> String {
+        supi(self.n)["imsi-00101".len()..].to_owned()
+    }
+
+    fn suci(&self) -> Suci {
+        if self.concealed {
+            let out = suci::conceal(
+                &hn_key(Profile::A).public_key(),
+                &suci::msin_to_bcd(&self.msin()).unwrap(),
+            )
+            .unwrap();
+            Suci {
+                plmn: defaults::PLMN,
+                routing_indicator: "0000".to_owned(),
+                scheme: ProtectionScheme::ProfileA,
+                hn_key_id: 1,
+                output: SchemeOutput::Concealed(out),
+            }
+        } else {
+            Suci {
+                plmn: defaults::PLMN,
+                routing_indicator: "0000".to_owned(),
+                scheme: ProtectionScheme::Null,
+                hn_key_id: 0,
+                output: SchemeOutput::Msin(self.msin()),
+            }
+        }
+    }
+
+    fn registration_request(&self, t: RegistrationType, id: MobileIdentity) -> RegistrationRequest {
+        RegistrationRequest {
+            registration_type: t,
+            follow_on_request: false,
+            ngksi: self.sec.as_ref().map_or(Ngksi::NO_KEY, |s| s.ngksi),
+            mobile_identity: id,
+            ue_security_capability: Some(self.caps),
+            requested_nssai: Some(vec![Snssai { sst: 1, sd: None }]),
+            last_visited_tai: None,
+            nas_message_container: None,
+        }
+    }
+
+    fn initial_ue(&self, nas: Vec<u8>, s_tmsi: bool) -> Vec<u8> {
+        InitialUeMessage {
+            ran_ue_ngap_id: self.ran_id,
+            nas_pdu: nas,
+            user_location: location(),
+            rrc_establishment_cause: Some(RrcEstablishmentCause::MoSignalling),
+            five_g_s_tmsi: if s_tmsi {
+                self.guti.map(|g| g.s_tmsi())
+            } else {
+                None
+            },
+            ue_context_requested: false,
+        }
+        .encode()
+        .unwrap()
+    }
+
+    fn uplink(&self, nas: Vec<u8>) -> Vec<u8> {
+        UplinkNasTransport {
+            amf_ue_ngap_id: self.amf_id.unwrap(),
+            ran_ue_ngap_id: self.ran_id,
+            nas_pdu: nas,
+            user_location: Some(location()),
+        }
+        .encode()
+        .unwrap()
+    }
+
+    /// A plain message in an UPLINK NAS TRANSPORT.
+    fn plain(&self, m: NasMessage) -> Vec<u8> {
+        self.uplink(m.encode().unwrap())
+    }
+
+    /// A message protected with the UE's current context.
+    fn protected(&mut self, m: NasMessage, h: SecurityHeaderType) -> Vec<u8> {
+        let plain = m.encode().unwrap();
+        let p = self
+            .sec
+            .as_mut()
+            .unwrap()
+            .protect(&plain, h, Direction::Uplink)
+            .unwrap();
+        self.uplink(p)
+    }
+
+    /// The NAS message inside a DOWNLINK NAS TRANSPORT, learning the AMF-UE-NGAP-ID.
+    fn read_dl(&mut self, pdu: &ngap::NgapPdu) -> NasMessage {
+        assert_eq!(pdu.kind(), MessageKind::DownlinkNasTransport);
+        let m = ngap::DownlinkNasTransport::parse(pdu).unwrap();
+        assert_eq!(m.ran_ue_ngap_id, self.ran_id);
+        self.amf_id = Some(m.amf_ue_ngap_id);
+        self.read_nas(&m.nas_pdu)
+    }
+
+    fn read_nas(&mut self, octets: &[u8]) -> NasMessage {
+        if octets[1] & 0x0f == 0 {
+            return NasMessage::parse(octets).unwrap();
+        }
+        if octets[1] & 0x0f == 3 {
+            // SECURITY MODE COMMAND: take the new context it names (TS 33.501 §6.7.2).
+            let NasMessage::SecurityModeCommand(c) = NasMessage::parse(&octets[7..]).unwrap()
+            else {
+                panic!("header type 3 on another message")
+            };
+            assert_eq!(c.replayed_ue_security_capability, self.caps);
+            let kamf = self.kamf.as_ref().unwrap();
+            self.sec = Some(NasSecurityContext::new(
+                c.ngksi,
+                kdf::knas_int(kamf, c.nia),
+                kdf::knas_enc(kamf, c.nea),
+                c.nia,
+                c.nea,
+            ));
+        }
+        let u = self
+            .sec
+            .as_mut()
+            .unwrap()
+            .unprotect(octets, Direction::Downlink)
+            .unwrap();
+        NasMessage::parse(&u.plain).unwrap()
+    }
+
+    /// The USIM's answer to a challenge: RES* (and KAMF kept), or AUTS.
+    fn challenge(&mut self, rand: [u8; 16], autn: [u8; 16]) -> NasMessage {
+        let rand = Rand::from_bytes(rand);
+        let autn = Autn::from_bytes(autn);
+        let r = self.usim.check_autn(&rand, &autn).unwrap();
+        let sqn = r.sqn.to_u64();
+        if sqn <= self.sqn_ms {
+            let auts = self.usim.auts(&rand, &Sqn::from_u64(self.sqn_ms).unwrap());
+            return NasMessage::AuthenticationFailure(AuthenticationFailure::synch_failure(
+                *auts.as_bytes(),
+            ));
+        }
+        self.sqn_ms = sqn;
+        let snn = ServingNetworkName::new(SNN).unwrap();
+        let res_star = kdf::res_star(&r.ck, &r.ik, &snn, &rand, &r.res).unwrap();
+        let kausf = kdf::kausf(&r.ck, &r.ik, &snn, &autn.sqn_xor_ak()).unwrap();
+        let kseaf = kdf::kseaf(&kausf, &snn).unwrap();
+        let s = Supi::imsi(&supi(self.n)["imsi-".len()..]).unwrap();
+        self.kamf = Some(kdf::kamf(&kseaf, &s, &Abba::default()).unwrap());
+        NasMessage::AuthenticationResponse(AuthenticationResponse {
+            res_star: *res_star.as_bytes(),
+        })
+    }
+
+    /// Reads an INITIAL CONTEXT SETUP REQUEST: checks KgNB against the UE's own
+    /// derivation with the COUNT of its last uplink message, returns the accept's GUTI.
+    fn read_ics(&mut self, pdu: &ngap::NgapPdu, ul_count: u32) -> Guti {
+        assert_eq!(pdu.kind(), MessageKind::InitialContextSetupRequest);
+        let ics = InitialContextSetupRequest::parse(pdu).unwrap();
+        assert_eq!(ics.ran_ue_ngap_id, self.ran_id);
+        self.amf_id = Some(ics.amf_ue_ngap_id);
+        let kgnb = kdf::kgnb(self.kamf.as_ref().unwrap(), ul_count).unwrap();
+        assert_eq!(ics.security_key.as_bytes(), kgnb.as_bytes(), "KgNB");
+        assert_eq!(ics.guami, defaults::GUAMI);
+        assert_eq!(ics.allowed_nssai, vec![defaults::SNSSAI]);
+        assert_eq!(ics.ue_security_capabilities.nr_integrity, 0xe000);
+        let NasMessage::RegistrationAccept(a) = self.read_nas(&ics.nas_pdu.unwrap()) else {
+            panic!("no REGISTRATION ACCEPT in the ICS")
+        };
+        assert_eq!(a.tai_list, vec![defaults::TAI]);
+        assert_eq!(a.allowed_nssai, vec![defaults::SNSSAI]);
+        let g = a.guti.unwrap();
+        self.guti = Some(g);
+        g
+    }
+
+    fn ics_response(&self) -> Vec<u8> {
+        InitialContextSetupResponse {
+            amf_ue_ngap_id: self.amf_id.unwrap(),
+            ran_ue_ngap_id: self.ran_id,
+        }
+        .encode()
+        .unwrap()
+    }
+
+    fn release_complete(&self) -> Vec<u8> {
+        UeContextReleaseComplete {
+            amf_ue_ngap_id: self.amf_id.unwrap(),
+            ran_ue_ngap_id: self.ran_id,
+        }
+        .encode()
+        .unwrap()
+    }
+}
+
+fn expect_release<M, P>(w: &mut World<M, P>, cause: Cause) -> UeContextReleaseCommand
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::UeContextReleaseCommand);
+    let c = UeContextReleaseCommand::parse(&pdu).unwrap();
+    assert_eq!(c.cause, cause);
+    c
+}
+
+fn expect_ei<M, P>(w: &mut World<M, P>) -> ErrorIndication
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::ErrorIndication);
+    ErrorIndication::parse(&pdu).unwrap()
+}
+
+/// Initial registration with the SUCI up to the INITIAL CONTEXT SETUP REQUEST.
+fn register_until_ics<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> Guti
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
+    w.ngap(
+        &ue.initial_ue(
+            NasMessage::RegistrationRequest(req.clone())
+                .encode()
+                .unwrap(),
+            false,
+        ),
+    );
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
+        panic!("no AUTHENTICATION REQUEST")
+    };
+    assert_eq!(a.abba, vec![0, 0]);
+    let answer = ue.challenge(a.rand, a.autn);
+    w.ngap(&ue.plain(answer));
+    let pdu = w.next_dl();
+    let NasMessage::SecurityModeCommand(smc) = ue.read_dl(&pdu) else {
+        panic!("no SECURITY MODE COMMAND")
+    };
+    assert_eq!(smc.nia, proto::nas::IntegrityAlgorithm::Nia2);
+    assert_eq!(smc.nea, proto::nas::CipheringAlgorithm::Nea2);
+    let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
+        imeisv: None,
+        nas_message_container: Some(NasMessage::RegistrationRequest(req).encode().unwrap()),
+    });
+    let smc_count = ue.sec.as_ref().unwrap().ul_count.as_u32();
+    w.ngap(&ue.protected(
+        complete,
+        SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
+    ));
+    let pdu = w.next_dl();
+    ue.read_ics(&pdu, smc_count)
+}
+
+fn complete_registration<M, P>(w: &mut World<M, P>, ue: &mut TestUe)
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    w.ngap(&ue.ics_response());
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationComplete(RegistrationComplete),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    assert!(w.quiet());
+    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    assert_eq!(ctx.state(), UeState::Registered);
+}
+
+fn register<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> Guti
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let g = register_until_ics(w, ue);
+    complete_registration(w, ue);
+    g
+}
+
+fn deregister<M, P>(w: &mut World<M, P>, ue: &mut TestUe, switch_off: bool)
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let d = NasMessage::DeregistrationRequestUeOriginating(DeregistrationRequestUeOriginating {
+        switch_off,
+        access: proto::nas::AccessType::ThreeGpp,
+        ngksi: ue.sec.as_ref().unwrap().ngksi,
+        mobile_identity: MobileIdentity::Guti(ue.guti.unwrap()),
+    });
+    w.ngap(&ue.protected(d, SecurityHeaderType::IntegrityProtectedAndCiphered));
+    if !switch_off {
+        let pdu = w.next_dl();
+        assert!(matches!(
+            ue.read_dl(&pdu),
+            NasMessage::DeregistrationAcceptUeOriginating(_)
+        ));
+    }
+    expect_release(w, NasCause::Deregister.into());
+    w.ngap(&ue.release_complete());
+    assert!(w.quiet());
+}
+
+// ---- scenarios ----
+
+#[test]
+fn initial_registration_end_to_end() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    ue.concealed = true;
+    let g = register(&mut w, &mut ue);
+    // The 5G-TMSI and the AMF-UE-NGAP-ID name this worker.
+    assert_eq!(owner_of_tmsi(g.tmsi, workers()), Some(WORKER));
+    assert_eq!(
+        owner_of_amf_ue_ngap_id(ue.amf_id.unwrap(), workers()),
+        Some(WORKER)
+    );
+    assert_eq!(g.plmn, defaults::PLMN);
+    assert_eq!(w.amf.contexts(), 1);
+    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    assert_eq!(ctx.supi(), Some(supi(1).as_str()));
+    assert_eq!(ctx.guti(), Some(&g));
+    assert_eq!(w.amf.stats().registrations, 1);
+    // AUSF twice (authenticate, confirm), UECM, SDM.
+    let paths: Vec<&str> = w.calls.iter().map(|(_, p)| p.as_str()).collect();
+    assert!(paths[0].ends_with("/ue-authentications"));
+    assert!(paths[1].ends_with("/5g-aka-confirmation"));
+    assert!(paths[2].ends_with("/registrations/amf-3gpp-access"));
+    assert!(paths[3].ends_with("/am-data"));
+    assert_eq!(
+        w.udm.record(&supi(1)).unwrap().registration.unwrap().supi,
+        Some(supi(1))
+    );
+}
+
+#[test]
+fn deregistration_releases_and_keeps_security() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    let g = register(&mut w, &mut ue);
+    deregister(&mut w, &mut ue, false);
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.amf.idle_contexts(), 1);
+    assert!(w.amf.idle_ue(g.tmsi).is_some());
+    assert_eq!(w.amf.stats().deregistrations, 1);
+    // Switch off: no accept.
+    let mut ue2 = TestUe::new(2, 101);
+    register(&mut w, &mut ue2);
+    deregister(&mut w, &mut ue2, true);
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.amf.idle_contexts(), 2);
+}
+
+/// Goes idle (AN release), then registers again with the 5G-GUTI under the kept
+/// context: no authentication unless `always_auth`.
+fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
+    let mut w = sharded(always_auth);
+    let mut ue = TestUe::new(1, 100);
+    let g1 = register(&mut w, &mut ue);
+    // The gNB releases the connection (user inactivity).
+    w.ngap(
+        &ngap::UeContextReleaseRequest {
+            amf_ue_ngap_id: ue.amf_id.unwrap(),
+            ran_ue_ngap_id: ue.ran_id,
+            cause: RadioNetworkCause::UserInactivity.into(),
+        }
+        .encode()
+        .unwrap(),
+    );
+    expect_release(&mut w, RadioNetworkCause::UserInactivity.into());
+    w.ngap(&ue.release_complete());
+    assert_eq!((w.amf.contexts(), w.amf.idle_contexts()), (0, 1));
+    // A new connection: mobility registration with the GUTI, integrity protected.
+    ue.ran_id = 200;
+    let req = ue.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g1));
+    let count = ue.sec.as_ref().unwrap().ul_count.as_u32();
+    let nas = ue
+        .sec
+        .as_mut()
+        .unwrap()
+        .protect(
+            &NasMessage::RegistrationRequest(req.clone())
+                .encode()
+                .unwrap(),
+            SecurityHeaderType::IntegrityProtected,
+            Direction::Uplink,
+        )
+        .unwrap();
+    let init = ue.initial_ue(nas, true);
+    assert_eq!(route(&init, GNB, workers()), Route::ToWorker(WORKER));
+    w.ngap(&init);
+    let mut auths = 0;
+    let g2 = if always_auth {
+        let pdu = w.next_dl();
+        let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
+            panic!("no AUTHENTICATION REQUEST")
+        };
+        auths += 1;
+        // The UE has a current context: it protects its answer with it.
+        let answer = ue.challenge(a.rand, a.autn);
+        w.ngap(&ue.protected(answer, SecurityHeaderType::IntegrityProtectedAndCiphered));
+        let pdu = w.next_dl();
+        assert!(matches!(
+            ue.read_dl(&pdu),
+            NasMessage::SecurityModeCommand(_)
+        ));
+        let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
+            imeisv: None,
+            nas_message_container: Some(NasMessage::RegistrationRequest(req).encode().unwrap()),
+        });
+        let c = ue.sec.as_ref().unwrap().ul_count.as_u32();
+        w.ngap(&ue.protected(
+            complete,
+            SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
+        ));
+        let pdu = w.next_dl();
+        ue.read_ics(&pdu, c)
+    } else {
+        // KgNB from the COUNT of the verified REGISTRATION REQUEST.
+        let pdu = w.next_dl();
+        ue.read_ics(&pdu, count)
+    };
+    complete_registration(&mut w, &mut ue);
+    assert_eq!(w.amf.idle_contexts(), 0);
+    assert_eq!(w.amf.contexts(), 1);
+    (auths, g1, g2)
+}
+
+#[test]
+fn mobility_registration_keeps_security_context() {
+    let (auths, g1, g2) = mobility(false);
+    assert_eq!(auths, 0);
+    assert_ne!(g1.tmsi, g2.tmsi, "a new 5G-GUTI on each registration");
+    assert_eq!(owner_of_tmsi(g2.tmsi, workers()), Some(WORKER));
+}
+
+#[test]
+fn mobility_registration_with_always_auth_authenticates() {
+    let (auths, _, _) = mobility(true);
+    assert_eq!(auths, 1);
+}
+
+#[test]
+fn synch_failure_resynchronises_at_the_udm() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(3, 100);
+    // The USIM has seen a far higher SQN than the UDM's.
+    ue.sqn_ms = 1_000_000;
+    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
+    w.ngap(
+        &ue.initial_ue(
+            NasMessage::RegistrationRequest(req.clone())
+                .encode()
+                .unwrap(),
+            false,
+        ),
+    );
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
+        panic!()
+    };
+    let answer = ue.challenge(a.rand, a.autn);
+    assert!(matches!(answer, NasMessage::AuthenticationFailure(_)));
+    w.ngap(&ue.plain(answer));
+    // A new challenge, fresh for the USIM.
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(a2) = ue.read_dl(&pdu) else {
+        panic!("no second AUTHENTICATION REQUEST")
+    };
+    assert_ne!(a.rand, a2.rand);
+    let answer = ue.challenge(a2.rand, a2.autn);
+    assert!(matches!(answer, NasMessage::AuthenticationResponse(_)));
+    assert!(ue.sqn_ms > 1_000_000);
+    w.ngap(&ue.plain(answer));
+    let pdu = w.next_dl();
+    assert!(matches!(
+        ue.read_dl(&pdu),
+        NasMessage::SecurityModeCommand(_)
+    ));
+    assert_eq!(w.amf.stats().resyncs, 1);
+    assert_eq!(w.udm.stats().resyncs, 1);
+}
+
+fn first_challenge<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> ([u8; 16], [u8; 16])
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
+    w.ngap(&ue.initial_ue(
+        NasMessage::RegistrationRequest(req).encode().unwrap(),
+        false,
+    ));
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
+        panic!("no AUTHENTICATION REQUEST")
+    };
+    (a.rand, a.autn)
+}
+
+fn expect_auth_reject_and_release<M, P>(w: &mut World<M, P>, ue: &mut TestUe)
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let pdu = w.next_dl();
+    assert!(matches!(
+        ue.read_dl(&pdu),
+        NasMessage::AuthenticationReject(_)
+    ));
+    expect_release(w, NasCause::AuthenticationFailure.into());
+    w.ngap(&ue.release_complete());
+    assert!(w.quiet());
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.amf.idle_contexts(), 0);
+}
+
+#[test]
+fn mac_failure_is_rejected() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    first_challenge(&mut w, &mut ue);
+    w.ngap(&ue.plain(NasMessage::AuthenticationFailure(
+        AuthenticationFailure::mac_failure(),
+    )));
+    expect_auth_reject_and_release(&mut w, &mut ue);
+    assert_eq!(w.amf.stats().authentication_rejects, 1);
+}
+
+#[test]
+fn wrong_res_star_is_rejected_before_confirmation() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    first_challenge(&mut w, &mut ue);
+    w.ngap(
+        &ue.plain(NasMessage::AuthenticationResponse(AuthenticationResponse {
+            res_star: [0x5a; 16],
+        })),
+    );
+    expect_auth_reject_and_release(&mut w, &mut ue);
+    // HRES* failed at the SEAF: the AUSF was never asked to confirm.
+    assert!(!w
+        .calls
+        .iter()
+        .any(|(_, p)| p.ends_with("5g-aka-confirmation")));
+}
+
+#[test]
+fn unknown_supi_gets_the_mapped_cause() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(99, 100);
+    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
+    w.ngap(&ue.initial_ue(
+        NasMessage::RegistrationRequest(req).encode().unwrap(),
+        false,
+    ));
+    let pdu = w.next_dl();
+    let NasMessage::RegistrationReject(r) = ue.read_dl(&pdu) else {
+        panic!("no REGISTRATION REJECT")
+    };
+    // USER_NOT_FOUND → #7 5GS services not allowed (sbi::problem::to_5gmm_cause).
+    assert_eq!(r.cause, FiveGmmCause::FiveGsServicesNotAllowed);
+    expect_release(&mut w, NasCause::Unspecified.into());
+    w.ngap(&ue.release_complete());
+    assert_eq!(w.amf.contexts(), 0);
+}
+
+#[test]
+fn t3560_retransmits_then_aborts() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    let (rand, _) = first_challenge(&mut w, &mut ue);
+    for _ in 0..MAX_RETRANSMISSIONS {
+        w.advance(Duration::from_secs(5));
+        assert!(w.quiet(), "nothing before 6 s");
+        w.advance(Duration::from_secs(1));
+        let pdu = w.next_dl();
+        let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
+            panic!("no retransmission")
+        };
+        assert_eq!(a.rand, rand);
+    }
+    w.advance(Duration::from_secs(6));
+    expect_release(&mut w, NasCause::Unspecified.into());
+    assert_eq!(
+        w.amf.stats().retransmissions,
+        u64::from(MAX_RETRANSMISSIONS)
+    );
+    assert_eq!(w.amf.stats().aborted, 1);
+    // No RELEASE COMPLETE: the guard drops the context anyway.
+    assert_eq!(w.amf.contexts(), 1);
+    w.advance(Duration::from_secs(5));
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.amf.poll_timeout(), None);
+}
+
+#[test]
+fn t3550_retransmits_the_accept() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    let g = register_until_ics(&mut w, &mut ue);
+    w.ngap(&ue.ics_response());
+    w.advance(Duration::from_secs(6));
+    let pdu = w.next_dl();
+    let NasMessage::RegistrationAccept(a) = ue.read_dl(&pdu) else {
+        panic!("no retransmitted REGISTRATION ACCEPT")
+    };
+    assert_eq!(a.guti, Some(g));
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationComplete(RegistrationComplete),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    assert_eq!(
+        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        UeState::Registered
+    );
+    w.advance(Duration::from_secs(60));
+    assert!(w.quiet());
+}
+
+// ---- bad input ----
+
+#[test]
+fn bad_ngap_gets_error_indication_and_never_a_context() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let base = w.amf.contexts();
+    let id = ue.amf_id.unwrap();
+
+    // Not NGAP at all: transfer syntax error.
+    w.ngap(&[0xff, 0x00, 0x13]);
+    let ei = expect_ei(&mut w);
+    assert_eq!(ei.cause, Some(ProtocolCause::TransferSyntaxError.into()));
+
+    // An AMF-UE-NGAP-ID this AMF never allocated (same worker bits).
+    let mut stranger = TestUe::new(1, 100);
+    stranger.amf_id = Some(id + 1000);
+    w.ngap(&stranger.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
+    let ei = expect_ei(&mut w);
+    assert_eq!(
+        ei.cause,
+        Some(RadioNetworkCause::UnknownLocalUENGAPID.into())
+    );
+    assert_eq!(ei.amf_ue_ngap_id, Some(id + 1000));
+
+    // The largest id there is: its worker bits name no worker.
+    stranger.amf_id = Some(ngap::AMF_UE_NGAP_ID_MAX);
+    let pdu = stranger.plain(NasMessage::RegistrationComplete(RegistrationComplete));
+    assert_eq!(route(&pdu, GNB, workers()), Route::ErrorIndication);
+    w.ngap(&pdu);
+    assert_eq!(
+        expect_ei(&mut w).cause,
+        Some(RadioNetworkCause::UnknownLocalUENGAPID.into())
+    );
+
+    // The right id on another gNB's association.
+    let pdu = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
+    w.amf
+        .handle_ngap(w.now, OTHER_ASSOC, STREAM, true, GNB + 1, &pdu);
+    w.run();
+    let (assoc, _, ei) = w.downlink.pop_front().unwrap();
+    assert_eq!(assoc, OTHER_ASSOC);
+    let ei = ErrorIndication::parse(&ngap::decode(&ei).unwrap()).unwrap();
+    assert_eq!(
+        ei.cause,
+        Some(RadioNetworkCause::UnknownLocalUENGAPID.into())
+    );
+
+    // The right id with another RAN-UE-NGAP-ID.
+    let mut twisted = TestUe::new(1, 999);
+    twisted.amf_id = Some(id);
+    w.ngap(&twisted.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
+    assert_eq!(
+        expect_ei(&mut w).cause,
+        Some(RadioNetworkCause::InconsistentRemoteUENGAPID.into())
+    );
+
+    // INITIAL UE MESSAGE before NG Setup.
+    let fresh = TestUe::new(2, 300);
+    let req = fresh.registration_request(
+        RegistrationType::Initial,
+        MobileIdentity::Suci(fresh.suci()),
+    );
+    w.ngap_on(
+        ASSOC,
+        false,
+        &fresh.initial_ue(
+            NasMessage::RegistrationRequest(req).encode().unwrap(),
+            false,
+        ),
+    );
+    assert_eq!(
+        expect_ei(&mut w).cause,
+        Some(ProtocolCause::MessageNotCompatibleWithReceiverState.into())
+    );
+
+    // The registered UE was never touched by any of it.
+    assert!(w.quiet());
+    assert_eq!(w.amf.contexts(), base);
+    assert_eq!(w.amf.ue(id).unwrap().state(), UeState::Registered);
+    deregister(&mut w, &mut ue, true);
+    assert_eq!(w.amf.contexts(), 0);
+}
+
+#[test]
+fn out_of_order_and_unprotected_nas_is_discarded() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+
+    // SECURITY MODE COMPLETE as the initial message: discarded, no context.
+    let smc = NasMessage::SecurityModeComplete(SecurityModeComplete {
+        imeisv: None,
+        nas_message_container: None,
+    });
+    w.ngap(&ue.initial_ue(smc.encode().unwrap(), false));
+    assert!(w.quiet());
+    assert_eq!(w.amf.contexts(), 0);
+
+    let (rand, autn) = first_challenge(&mut w, &mut ue);
+    // REGISTRATION COMPLETE and SECURITY MODE COMPLETE before authentication: plain,
+    // not in the §4.4.4.3 list: discarded.
+    w.ngap(&ue.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
+    w.ngap(&ue.plain(smc.clone()));
+    assert!(w.quiet());
+    assert_eq!(w.amf.stats().unprotected_discarded, 3);
+
+    // Malformed NAS: 5GMM STATUS with the fault's cause.
+    w.ngap(&ue.uplink(vec![0x7e, 0x00, 0x41, 0x79]));
+    let pdu = w.next_dl();
+    let NasMessage::FiveGmmStatus(s) = ue.read_dl(&pdu) else {
+        panic!("no 5GMM STATUS")
+    };
+    assert_eq!(s.cause, FiveGmmCause::InvalidMandatoryInformation);
+    w.ngap(&ue.uplink(vec![0x7e, 0x00, 0x4c, 0x00]));
+    let pdu = w.next_dl();
+    let NasMessage::FiveGmmStatus(s) = ue.read_dl(&pdu) else {
+        panic!("no 5GMM STATUS")
+    };
+    assert_eq!(s.cause.value(), 97);
+
+    // The procedure goes on.
+    let answer = ue.challenge(rand, autn);
+    w.ngap(&ue.plain(answer));
+    let pdu = w.next_dl();
+    assert!(matches!(
+        ue.read_dl(&pdu),
+        NasMessage::SecurityModeCommand(_)
+    ));
+
+    // A SECURITY MODE COMPLETE with a bad MAC: discarded, the AMF still waits.
+    let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
+        imeisv: None,
+        nas_message_container: None,
+    });
+    let mut good = ue.sec.clone().unwrap();
+    let mut bytes = good
+        .protect(
+            &complete.encode().unwrap(),
+            SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
+            Direction::Uplink,
+        )
+        .unwrap();
+    bytes[3] ^= 0x01;
+    w.ngap(&ue.uplink(bytes));
+    assert!(w.quiet());
+    assert_eq!(w.amf.stats().mac_failures, 1);
+    assert_eq!(
+        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        UeState::WaitSmcComplete
+    );
+    // The right one still works (its COUNT was not consumed by the forgery).
+    let c = ue.sec.as_ref().unwrap().ul_count.as_u32();
+    w.ngap(&ue.protected(
+        complete,
+        SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
+    ));
+    let pdu = w.next_dl();
+    ue.read_ics(&pdu, c);
+    complete_registration(&mut w, &mut ue);
+
+    // Once secured, a plain DEREGISTRATION REQUEST is discarded too.
+    let d = NasMessage::DeregistrationRequestUeOriginating(DeregistrationRequestUeOriginating {
+        switch_off: true,
+        access: proto::nas::AccessType::ThreeGpp,
+        ngksi: ue.sec.as_ref().unwrap().ngksi,
+        mobile_identity: MobileIdentity::Guti(ue.guti.unwrap()),
+    });
+    w.ngap(&ue.plain(d));
+    assert!(w.quiet());
+    assert_eq!(w.amf.contexts(), 1);
+    deregister(&mut w, &mut ue, true);
+    assert_eq!(w.amf.contexts(), 0);
+}
+
+#[test]
+fn malformed_initial_registration_is_rejected_and_released() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    // A REGISTRATION REQUEST cut short.
+    w.ngap(&ue.initial_ue(vec![0x7e, 0x00, 0x41, 0x79], false));
+    let pdu = w.next_dl();
+    let NasMessage::RegistrationReject(r) = ue.read_dl(&pdu) else {
+        panic!("no REGISTRATION REJECT")
+    };
+    assert_eq!(r.cause, FiveGmmCause::InvalidMandatoryInformation);
+    expect_release(&mut w, NasCause::Unspecified.into());
+    w.ngap(&ue.release_complete());
+    assert_eq!(w.amf.contexts(), 0);
+    // An unknown 5G-GUTI, integrity protected with no context to check it: the AMF asks
+    // for the SUCI.
+    let mut stranger = TestUe::new(2, 101);
+    let g = Guti {
+        plmn: defaults::PLMN,
+        amf_region: defaults::AMF_REGION_ID,
+        amf_set: defaults::AMF_SET_ID,
+        amf_pointer: defaults::AMF_POINTER,
+        tmsi: steer::owner::tmsi(WORKER, 4242),
+    };
+    let req =
+        stranger.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g));
+    let mut fake = NasSecurityContext::new(
+        Ngksi::native(1),
+        security::KnasInt::from_bytes(&[1; 16]),
+        security::KnasEnc::from_bytes(&[2; 16]),
+        proto::nas::IntegrityAlgorithm::Nia2,
+        proto::nas::CipheringAlgorithm::Nea2,
+    );
+    let nas = fake
+        .protect(
+            &NasMessage::RegistrationRequest(req).encode().unwrap(),
+            SecurityHeaderType::IntegrityProtected,
+            Direction::Uplink,
+        )
+        .unwrap();
+    w.ngap(&stranger.initial_ue(nas, false));
+    let pdu = w.next_dl();
+    let NasMessage::IdentityRequest(i) = stranger.read_dl(&pdu) else {
+        panic!("no IDENTITY REQUEST")
+    };
+    assert_eq!(i.identity_type, proto::nas::IdentityType::Suci);
+    w.ngap(
+        &stranger.plain(NasMessage::IdentityResponse(proto::nas::IdentityResponse {
+            mobile_identity: MobileIdentity::Suci(stranger.suci()),
+        })),
+    );
+    let pdu = w.next_dl();
+    assert!(matches!(
+        stranger.read_dl(&pdu),
+        NasMessage::AuthenticationRequest(_)
+    ));
+    assert_eq!(w.amf.contexts(), 1);
+}
+
+#[test]
+fn random_octets_never_crash_or_leak() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let good = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
+    for i in 0..300 {
+        let mut pdu = good.clone();
+        let n = pdu.len() as u64;
+        for _ in 0..(1 + i % 4) {
+            let at = (next() % n) as usize;
+            pdu[at] = next() as u8;
+        }
+        w.ngap(&pdu);
+        let nas: Vec<u8> = (0..(next() % 40)).map(|_| next() as u8).collect();
+        w.ngap(&ue.uplink(nas));
+    }
+    w.downlink.clear();
+    assert_eq!(w.amf.contexts(), 1);
+    assert_eq!(
+        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        UeState::Registered
+    );
+}
+
+#[test]
+fn routing_uses_the_self_routing_ids() {
+    let ue = TestUe::new(1, 100);
+    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
+    let init = ue.initial_ue(
+        NasMessage::RegistrationRequest(req).encode().unwrap(),
+        false,
+    );
+    let Route::NewUe {
+        worker,
+        gnb_id,
+        ran_ue_ngap_id,
+    } = route(&init, GNB, workers())
+    else {
+        panic!("not a new UE")
+    };
+    assert_eq!((gnb_id, ran_ue_ngap_id), (GNB, 100));
+    assert_eq!(worker, steer::owner::owner_of_new_ue(GNB, 100, workers()));
+    let mut ue = ue;
+    ue.amf_id = Some(steer::owner::amf_ue_ngap_id(WorkerId(3), 17));
+    let ul = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
+    assert_eq!(route(&ul, GNB, workers()), Route::ToWorker(WorkerId(3)));
+    assert_eq!(route(&[1, 2, 3], GNB, workers()), Route::ErrorIndication);
+}
+
+/// One script, both stores: the same downlink, message for message.
+fn script<M, P>(mut w: World<M, P>) -> Vec<(MessageKind, usize)>
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let mut seen = Vec::new();
+    let mut ue = TestUe::new(1, 100);
+    let g = register_until_ics(&mut w, &mut ue);
+    seen.push((MessageKind::InitialContextSetupRequest, g.tmsi as usize));
+    complete_registration(&mut w, &mut ue);
+    let mut bad = TestUe::new(1, 555);
+    bad.amf_id = Some(ue.amf_id.unwrap());
+    w.ngap(&bad.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
+    seen.push((w.next_dl().kind(), w.amf.contexts()));
+    deregister(&mut w, &mut ue, false);
+    seen.push((MessageKind::UeContextReleaseComplete, w.amf.contexts()));
+    seen.push((MessageKind::Other, w.amf.idle_contexts()));
+    seen
+}
+
+#[test]
+fn sharded_and_locked_stores_behave_the_same() {
+    let a = script(sharded(false));
+    let b = script(locked(false));
+    assert_eq!(a, b);
+    assert_eq!(a[1], (MessageKind::ErrorIndication, 1));
+}
+
+#[test]
+fn amf_ue_ngap_id_beyond_40_bits_is_an_error_indication() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let base = w.amf.contexts();
+    let mut probe = TestUe::new(1, 100);
+    probe.amf_id = Some(ngap::AMF_UE_NGAP_ID_MAX);
+    let pdu = probe.plain(NasMessage::RegistrationComplete(RegistrationComplete));
+    // The AMF-UE-NGAP-ID IE: id 10, criticality reject, open type of 6 octets: a
+    // 3-bit length (5 octets) and 2^40 - 1. Rewrite it as 2^40, six octets.
+    let ie = [0x00, 0x0a, 0x00, 0x06, 0x80, 0xff, 0xff, 0xff, 0xff, 0xff];
+    let at = pdu.windows(ie.len()).position(|x| x == ie).expect("the IE");
+    let mut big = pdu[..at].to_vec();
+    big.extend_from_slice(&[0x00, 0x0a, 0x00, 0x07, 0xa0, 0x01, 0, 0, 0, 0, 0]);
+    big.extend_from_slice(&pdu[at + ie.len()..]);
+    // The message's own open-type length grows by one octet.
+    big[3] += 1;
+    assert_eq!(route(&big, GNB, workers()), Route::ErrorIndication);
+    w.ngap(&big);
+    let ei = expect_ei(&mut w);
+    // TS 38.413 §10.2: the IE does not decode; the indication names it and echoes
+    // the RAN-UE-NGAP-ID only.
+    assert_eq!(ei.cause, Some(ProtocolCause::TransferSyntaxError.into()));
+    assert_eq!((ei.amf_ue_ngap_id, ei.ran_ue_ngap_id), (None, Some(100)));
+    let diag = ei.criticality_diagnostics.unwrap();
+    assert_eq!(diag.ies.first().map(|i| i.id), Some(10));
+    assert!(w.quiet());
+    assert_eq!(w.amf.contexts(), base);
+    assert_eq!(
+        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        UeState::Registered
+    );
+}
+
+#[test]
+fn contexts_never_print_keys() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    let g = register(&mut w, &mut ue);
+    let kamf = *ue.kamf.as_ref().unwrap().as_bytes();
+    let hex: String = kamf.iter().map(|b| format!("{b:02x}")).collect();
+    let dec = format!("{:?}", &kamf[..4]);
+    let dec = dec.trim_end_matches(']');
+    let ctx = format!("{:?}", w.amf.ue(ue.amf_id.unwrap()).unwrap());
+    assert!(!ctx.contains(&hex) && !ctx.contains(dec), "{ctx}");
+    deregister(&mut w, &mut ue, true);
+    let idle = format!("{:?}", w.amf.idle_ue(g.tmsi).unwrap());
+    assert!(!idle.contains(&hex) && !idle.contains(dec), "{idle}");
+    let k: String = K1.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(!ctx.contains(&k) && !idle.contains(&k));
+}
+
+#[test]
+fn periodic_registration_on_a_connected_ue_uses_nas_transport() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    let g1 = register(&mut w, &mut ue);
+    let req = ue.registration_request(RegistrationType::PeriodicUpdating, MobileIdentity::Guti(g1));
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationRequest(req),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    let pdu = w.next_dl();
+    let NasMessage::RegistrationAccept(a) = ue.read_dl(&pdu) else {
+        panic!("no REGISTRATION ACCEPT")
+    };
+    let g2 = a.guti.unwrap();
+    assert_ne!(g1.tmsi, g2.tmsi);
+    ue.guti = Some(g2);
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationComplete(RegistrationComplete),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    assert!(w.quiet());
+    assert_eq!(
+        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        UeState::Registered
+    );
+    assert_eq!(w.amf.stats().registrations, 2);
+}
+
+#[test]
+fn second_synch_failure_in_a_row_is_rejected() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(2, 100);
+    ue.sqn_ms = 1_000_000;
+    let (rand, autn) = first_challenge(&mut w, &mut ue);
+    let answer = ue.challenge(rand, autn);
+    w.ngap(&ue.plain(answer));
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(a2) = ue.read_dl(&pdu) else {
+        panic!("no second AUTHENTICATION REQUEST")
+    };
+    // The UE claims a synch failure again (TS 24.501 §5.4.1.3.7 f: the network gives up).
+    let auts = ue.usim.auts(
+        &Rand::from_bytes(a2.rand),
+        &Sqn::from_u64(u64::from(u32::MAX)).unwrap(),
+    );
+    w.ngap(&ue.plain(NasMessage::AuthenticationFailure(
+        AuthenticationFailure::synch_failure(*auts.as_bytes()),
+    )));
+    expect_auth_reject_and_release(&mut w, &mut ue);
+    assert_eq!(w.amf.stats().resyncs, 1);
+}
