@@ -155,9 +155,60 @@ pub(crate) struct RanArgs {
     /// First gNB ID; the emulators use consecutive IDs from it.
     #[arg(long, default_value_t = 1)]
     pub(crate) gnb_id_base: u32,
-    /// Give up on NG Setups not done after this many seconds.
+    /// Give up on NG Setups (and, with --subscribers, on each procedure) not done after
+    /// this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
+    #[command(flatten)]
+    pub(crate) load: LoadArgs,
+}
+
+/// `steer5g ran --subscribers ...`: the UE load generator on top of the gNB emulators.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct LoadArgs {
+    /// Subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`): run UEs through registration
+    /// procedures after NG Setup. Without it, `ran` only does NG Setup.
+    #[arg(long, value_name = "FILE.csv")]
+    pub(crate) subscribers: Option<PathBuf>,
+    /// Closed loop: this many UEs in flight (default 1 without --rate).
+    #[arg(
+        long,
+        value_name = "K",
+        requires = "subscribers",
+        conflicts_with = "rate"
+    )]
+    pub(crate) ues: Option<usize>,
+    /// Open loop: start this many runs per second.
+    #[arg(long, value_name = "R", requires = "subscribers")]
+    pub(crate) rate: Option<f64>,
+    /// Number of UE runs (default: one per subscriber); cycles the CSV when larger.
+    #[arg(
+        long,
+        value_name = "C",
+        requires = "subscribers",
+        conflicts_with = "duration"
+    )]
+    pub(crate) count: Option<u64>,
+    /// Start runs for this many seconds instead of a count.
+    #[arg(long, value_name = "SECS", requires = "subscribers")]
+    pub(crate) duration: Option<f64>,
+    /// What each UE run does.
+    #[arg(long, value_enum, default_value_t = crate::loadgen::Mode::RegisterDeregister)]
+    pub(crate) procedure: crate::loadgen::Mode,
+    /// SUCI protection scheme of the UEs.
+    #[arg(long, value_enum, default_value_t = crate::loadgen::SuciArg::A)]
+    pub(crate) suci: crate::loadgen::SuciArg,
+    /// Home network key file (for the public key and its id); default `<data-dir>/hn-keys.toml`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hn_key_file: Option<PathBuf>,
+    /// Data directory whose key file holds the home network public key.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "./steer5g-data",
+        env = "STEER5G_DATA_DIR"
+    )]
+    pub(crate) data_dir: PathBuf,
 }
 
 /// `steer5g demo`.

@@ -9,6 +9,7 @@ mod bench;
 mod cli;
 mod crypto;
 mod exit;
+mod loadgen;
 mod n2;
 mod report;
 mod subscriber;

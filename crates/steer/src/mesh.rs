@@ -325,7 +325,7 @@ impl<M> MeshEnd<M> {
             fence(Ordering::SeqCst);
             // Load first: the common case (receiver busy) stays a read of a shared line.
             if bell.idle.load(Ordering::Relaxed) && bell.idle.swap(false, Ordering::AcqRel) {
-                // MUT
+                bell.notify.notify_one();
                 bump(&stats.wakeups_sent, 1);
             }
         }
@@ -387,7 +387,7 @@ impl<M> MeshEnd<M> {
             left = left.saturating_add(*b);
             deepest = deepest.max(*b);
         }
-        let total = left;
+        let mut read = 0usize;
         let start = self.next % n;
         self.next = (start + 1) % n;
         while left > 0 {
@@ -402,22 +402,23 @@ impl<M> MeshEnd<M> {
                     continue;
                 }
                 *b -= 1;
-                left -= 1;
+                left = left.saturating_sub(1);
                 // The count came from `slots()`, and only this thread pops, so the message
                 // is there; should it not be, the budget still ends the loop.
                 if let Ok(msg) = c.pop() {
+                    read += 1;
                     f(*from, msg);
                 }
             }
         }
         if let Some(s) = self.my_stats() {
-            bump(&s.received, total as u64);
+            bump(&s.received, read as u64);
             let deepest = deepest as u64;
             if deepest > s.max_depth.load(Ordering::Relaxed) {
                 s.max_depth.store(deepest, Ordering::Relaxed);
             }
         }
-        total
+        read
     }
 }
 

@@ -11,7 +11,35 @@
 //! and return, and one that has not returned after [`RuntimeOptions::stop_grace`] is dropped
 //! at its next await point. A panic in a worker's future stops every worker (its shard is
 //! gone, and the others may be waiting on it) and comes back from [`Runtime::join`] as an
-//! error.
+//! error. A panic inside a task the worker spawned with `spawn_local` is caught by Tokio and
+//! shows only in that task's `JoinHandle`; await the handles of tasks that matter.
+//!
+//! ```
+//! use steer::{Runtime, RuntimeOptions, WorkerId, Workers};
+//!
+//! let workers = Workers::new(2).ok_or("bad worker count")?;
+//! let opts = RuntimeOptions { pin: false, name: "doc".into(), ..RuntimeOptions::default() };
+//! let rt = Runtime::start(workers, opts, |mut ctx| async move {
+//!     if ctx.id == WorkerId(0) {
+//!         // Hand a message one hop to its owner; a full queue would give it back.
+//!         assert!(ctx.mesh.send(WorkerId(1), "hello").is_ok());
+//!     } else {
+//!         let mut got = Vec::new();
+//!         while got.is_empty() {
+//!             tokio::select! {
+//!                 () = ctx.mesh.recv_ready() => {}
+//!                 () = ctx.stop.stopped() => return,
+//!             }
+//!             ctx.mesh.drain(|from, msg| got.push((from, msg)));
+//!         }
+//!         assert_eq!(got, [(WorkerId(0), "hello")]);
+//!     }
+//! })?;
+//! let stats = std::sync::Arc::clone(rt.stats());
+//! rt.join()?;
+//! assert_eq!((stats.total().sent, stats.total().received), (1, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::any::Any;
 use std::future::Future;
@@ -268,6 +296,17 @@ impl Runtime {
             });
         }
         drop(tx);
+        if let Some(cores) = rt
+            .report
+            .cores
+            .filter(|&c| opts.pin && usize::from(workers.count()) > c)
+        {
+            tracing::warn!(
+                workers = workers.count(),
+                cores,
+                "more workers than cores: some share a core"
+            );
+        }
         for _ in workers.iter() {
             let Ok((id, outcome)) = rx.recv() else {
                 // A thread ended before reporting: only a panic does that; `join` tells.

@@ -21,13 +21,20 @@ struct Tagged {
     seq: u32,
 }
 
+/// Waits for a message, failing the test (instead of hanging it) if a wake-up is lost.
+async fn ready(mesh: &steer::MeshEnd<Tagged>) {
+    tokio::time::timeout(Duration::from_secs(30), mesh.recv_ready())
+        .await
+        .expect("no wake-up within 30 s: a message or a wake-up was lost");
+}
+
 fn opts(name: &str, capacity: usize) -> RuntimeOptions {
     RuntimeOptions {
         // Tests share a small machine with other builds: do not pin them.
         pin: false,
         name: name.to_owned(),
         queue_capacity: capacity,
-        stop_grace: Duration::from_secs(30),
+        stop_grace: Duration::from_secs(5),
     }
 }
 
@@ -80,7 +87,7 @@ async fn all_to_all(mut ctx: WorkerCtx<Tagged>, per_pair: u32) -> (u64, u64) {
         }
         if !progressed {
             if all_sent {
-                ctx.mesh.recv_ready().await;
+                ready(&ctx.mesh).await;
             } else {
                 // Blocked on full queues with nothing to read: park briefly rather than
                 // spin, but wake early if a message comes.
@@ -169,7 +176,7 @@ fn back_pressure_with_a_slow_receiver_loses_nothing() {
             } else {
                 let mut expect = 0u32;
                 while expect < COUNT {
-                    ctx.mesh.recv_ready().await;
+                    ready(&ctx.mesh).await;
                     // Slow: a blocking pause per drain keeps the queue full on the other
                     // side.
                     std::thread::sleep(Duration::from_micros(200));

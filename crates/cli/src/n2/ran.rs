@@ -19,7 +19,7 @@ use crate::exit::CliError;
 use crate::report::{Latency, SctpCounters};
 
 /// First local SCTP port of the emulators; gNB `i` uses `LOCAL_PORT_BASE + i`.
-const LOCAL_PORT_BASE: u16 = 40_000;
+pub(crate) const LOCAL_PORT_BASE: u16 = 40_000;
 /// How many emulators one run can start (the local port range above).
 pub(crate) const MAX_GNBS: u32 = (u16::MAX - LOCAL_PORT_BASE) as u32;
 /// How long the emulators wait for their associations to shut down at the end.
@@ -256,7 +256,7 @@ fn finish(em: &mut Emulator, pending: &mut usize, failures: &mut Vec<Failure>, c
 
 /// The source address the kernel would pick to reach `dst`: a connected UDP socket learns it
 /// from the routing table without sending anything.
-fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, CliError> {
+pub(crate) fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, CliError> {
     let probe = || -> std::io::Result<Ipv4Addr> {
         let s = UdpSocket::bind("0.0.0.0:0")?;
         s.connect((dst, 9))?;
@@ -270,6 +270,9 @@ fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, CliError> {
 
 /// `steer5g ran`.
 pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
+    if args.load.subscribers.is_some() {
+        return crate::loadgen::run(global, args);
+    }
     let cfg = crate::cli::load_config(global, &args.network, None)?;
     let transport: TransportKind = args.transport.into();
     let default_port = match transport {

@@ -1,0 +1,205 @@
+//! `steer5g ran --subscribers`: the UE load generator.
+//!
+//! N gNB emulators share one SCTP endpoint (one socket, one thread) and, once NG Setup is
+//! done, carry the UEs of a subscriber CSV through registration, de-registration and
+//! re-registration, closed loop (K UEs in flight) or open loop (R starts per second). SUCIs
+//! are concealed before the measured window (the UE may compute them whenever it likes), and
+//! the report gives throughput, latency percentiles per procedure, failures by cause and the
+//! generator's own CPU time per procedure.
+
+pub(crate) mod driver;
+pub(crate) mod report;
+mod runner;
+pub(crate) mod schedule;
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ran::ue::SuciScheme;
+use security::suci::{HomeNetworkPublicKey, Profile};
+use steer5g_config::{Config, Transport as TransportKind};
+use store::hn_keys::{HnKeys, Profile as KeyProfile, HN_KEY_FILE};
+
+pub(crate) use driver::Mode;
+pub(crate) use runner::run_load;
+use schedule::{Limit, Load};
+
+use crate::exit::CliError;
+
+/// SUCI protection the UEs use (TS 33.501 §6.12.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SuciArg {
+    /// The null scheme: the MSIN in clear.
+    Null,
+    /// Profile A (X25519).
+    A,
+    /// Profile B (secp256r1).
+    B,
+}
+
+/// Everything a load run needs.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadPlan {
+    pub(crate) cfg: Config,
+    pub(crate) transport: TransportKind,
+    /// The AMF's transport address (UDP encapsulation port for udp; port unused for raw).
+    pub(crate) amf: SocketAddrV4,
+    /// The AMF's SCTP port.
+    pub(crate) sctp_port: u16,
+    pub(crate) local_addr: Option<Ipv4Addr>,
+    pub(crate) gnbs: u32,
+    pub(crate) gnb_id_base: u32,
+    /// NG Setup and per-procedure timeout.
+    pub(crate) timeout: Duration,
+    pub(crate) mode: Mode,
+    pub(crate) load: Load,
+    pub(crate) limit: Limit,
+    pub(crate) subscribers: Vec<store::Subscriber>,
+    pub(crate) suci: SuciScheme,
+    /// How the report names the SUCI scheme.
+    pub(crate) suci_label: String,
+}
+
+/// The SUCI scheme of `choice`, with the home network public key from `key_file` (for the
+/// ECIES profiles): the first key of that profile in the file.
+pub(crate) fn suci_scheme(
+    choice: SuciArg,
+    key_file: &Path,
+) -> Result<(SuciScheme, String), CliError> {
+    let (want, profile) = match choice {
+        SuciArg::Null => return Ok((SuciScheme::Null, "null".into())),
+        SuciArg::A => (KeyProfile::A, Profile::A),
+        SuciArg::B => (KeyProfile::B, Profile::B),
+    };
+    let keys = HnKeys::load(key_file).map_err(|e| {
+        CliError::Usage(format!(
+            "SUCI profile {want}: {e} (give --hn-key-file or --data-dir, or --suci null)"
+        ))
+    })?;
+    let key = keys
+        .keys
+        .iter()
+        .find(|k| k.profile == want)
+        .ok_or_else(|| {
+            CliError::Usage(format!("{}: no key of profile {want}", key_file.display()))
+        })?;
+    let public = HomeNetworkPublicKey::from_bytes(profile, key.public_octets())
+        .map_err(|e| CliError::Usage(format!("{}: key {}: {e}", key_file.display(), key.id)))?;
+    Ok((
+        SuciScheme::Ecies {
+            key: public,
+            key_id: key.id,
+        },
+        format!("profile {want} (key {})", key.id),
+    ))
+}
+
+/// The key file from `--hn-key-file`, else `<data-dir>/hn-keys.toml`.
+pub(crate) fn key_file(hn_key_file: Option<&Path>, data_dir: &Path) -> PathBuf {
+    hn_key_file.map_or_else(|| data_dir.join(HN_KEY_FILE), Path::to_path_buf)
+}
+
+/// Reads the subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`).
+pub(crate) fn load_subscribers(path: &Path) -> Result<Vec<store::Subscriber>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let subs = store::csv::parse_csv(&text)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    if subs.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no subscribers",
+            path.display()
+        )));
+    }
+    Ok(subs)
+}
+
+/// `steer5g ran --subscribers ...`.
+pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Result<(), CliError> {
+    let la = &args.load;
+    let Some(csv) = &la.subscribers else {
+        return Err(CliError::Usage("--subscribers is required".into()));
+    };
+    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let transport: TransportKind = args.transport.into();
+    let default_port = match transport {
+        TransportKind::Raw => cfg.n2.sctp_port,
+        TransportKind::Udp => cfg.n2.udp_port,
+    };
+    let amf = match &args.amf {
+        Some(s) => crate::cli::parse_host_port(s, default_port)?,
+        None => SocketAddrV4::new(cfg.n2.addr, default_port),
+    };
+    let sctp_port = match (transport, args.sctp_port) {
+        (_, Some(p)) => p,
+        (TransportKind::Raw, None) => amf.port(),
+        (TransportKind::Udp, None) => cfg.n2.sctp_port,
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(CliError::Usage(
+            "--timeout must be a positive number of seconds".into(),
+        ));
+    }
+    let subscribers = load_subscribers(csv)?;
+    let load = match (la.rate, la.ues) {
+        (Some(r), _) if !(r.is_finite() && r > 0.0) => {
+            return Err(CliError::Usage("--rate must be a positive number".into()))
+        }
+        (Some(rate), _) => Load::Open {
+            rate,
+            max_in_flight: subscribers.len(),
+        },
+        (None, Some(0)) => return Err(CliError::Usage("--ues must be at least 1".into())),
+        (None, k) => Load::Closed {
+            concurrency: k.unwrap_or(1),
+        },
+    };
+    let limit = match (la.count, la.duration) {
+        (_, Some(d)) if !(d.is_finite() && d > 0.0) => {
+            return Err(CliError::Usage(
+                "--duration must be a positive number of seconds".into(),
+            ))
+        }
+        (_, Some(d)) => Limit::Duration(Duration::from_secs_f64(d)),
+        (Some(c), None) => Limit::Count(c),
+        (None, None) => Limit::Count(subscribers.len() as u64),
+    };
+    let (suci, suci_label) =
+        suci_scheme(la.suci, &key_file(la.hn_key_file.as_deref(), &la.data_dir))?;
+    let plan = LoadPlan {
+        cfg,
+        transport,
+        amf,
+        sctp_port,
+        local_addr: args.local_addr,
+        gnbs: args.gnbs,
+        gnb_id_base: args.gnb_id_base,
+        timeout: Duration::from_secs_f64(args.timeout),
+        mode: la.procedure,
+        load,
+        limit,
+        subscribers,
+        suci,
+        suci_label,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    let report = rt.block_on(run_load(&plan))?;
+    if global.json {
+        crate::report::print_json(&report)?;
+    } else {
+        report::print_human(&report);
+    }
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "{} procedure(s) failed, {} run(s) failed or not started",
+            report.procedures_failed,
+            report.runs_failed + report.runs_not_started
+        )))
+    }
+}

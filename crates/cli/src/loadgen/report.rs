@@ -1,0 +1,384 @@
+//! What a load run measured: per-procedure counts and latency histograms (hdrhistogram, in
+//! µs), failures by cause, throughput, and the generator's own CPU time per procedure, so a
+//! reader can tell whether the generator, not the core, was the bottleneck.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::driver::{FailureCause, Procedure};
+use crate::report::SctpCounters;
+
+/// Highest latency the histograms hold (µs); larger samples are clamped to it.
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// Counters and histograms filled during the run.
+#[derive(Debug)]
+pub(crate) struct Stats {
+    hist: [Histogram<u64>; 3],
+    completed: [u64; 3],
+    failed: [u64; 3],
+    causes: BTreeMap<String, u64>,
+    /// Runs whose every step succeeded.
+    pub(crate) runs_ok: u64,
+    /// Runs that ended with a failure.
+    pub(crate) runs_failed: u64,
+    /// DEREGISTRATION ACCEPTs not followed by an N2 release in time.
+    pub(crate) releases_missing: u64,
+    /// UE-associated downlink messages the gNBs could not place (unknown UE, malformed).
+    pub(crate) n2_anomalies: u64,
+}
+
+fn histogram() -> Result<Histogram<u64>, hdrhistogram::CreationError> {
+    // 3 significant digits over 1 µs .. 1 h: a few hundred kB, fixed.
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3)
+}
+
+impl Stats {
+    /// Empty counters.
+    pub(crate) fn new() -> Result<Self, hdrhistogram::CreationError> {
+        Ok(Stats {
+            hist: [histogram()?, histogram()?, histogram()?],
+            completed: [0; 3],
+            failed: [0; 3],
+            causes: BTreeMap::new(),
+            runs_ok: 0,
+            runs_failed: 0,
+            releases_missing: 0,
+            n2_anomalies: 0,
+        })
+    }
+
+    /// A procedure completed after `latency`.
+    pub(crate) fn completed(&mut self, p: Procedure, latency: Duration) {
+        let i = p.index();
+        self.completed[i] += 1;
+        let us = u64::try_from(latency.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_LATENCY_US);
+        // In bounds by the clamp, so recording cannot fail.
+        let _ = self.hist[i].record(us);
+    }
+
+    /// A procedure failed.
+    pub(crate) fn failed(&mut self, p: Procedure, cause: &FailureCause) {
+        self.failed[p.index()] += 1;
+        *self
+            .causes
+            .entry(format!("{}: {}", p.name(), cause.label()))
+            .or_default() += 1;
+    }
+
+    /// A failure outside any procedure (e.g. NG Setup of a gNB, or runs that never started).
+    pub(crate) fn other_failure(&mut self, label: String) {
+        *self.causes.entry(label).or_default() += 1;
+    }
+
+    /// Procedures completed, all kinds.
+    pub(crate) fn total_completed(&self) -> u64 {
+        self.completed.iter().sum()
+    }
+
+    /// Procedures failed, all kinds.
+    pub(crate) fn total_failed(&self) -> u64 {
+        self.failed.iter().sum()
+    }
+
+    /// The report's per-procedure table over `elapsed`.
+    pub(crate) fn procedures(&self, elapsed: Duration) -> BTreeMap<&'static str, ProcedureReport> {
+        Procedure::ALL
+            .iter()
+            .filter(|p| self.completed[p.index()] + self.failed[p.index()] > 0)
+            .map(|&p| {
+                let i = p.index();
+                (
+                    p.name(),
+                    ProcedureReport {
+                        completed: self.completed[i],
+                        failed: self.failed[i],
+                        per_second: per_second(self.completed[i], elapsed),
+                        latency_us: LatencyUs::from_histogram(&self.hist[i]),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Failures by cause.
+    pub(crate) fn causes(&self) -> &BTreeMap<String, u64> {
+        &self.causes
+    }
+}
+
+/// `count` over `elapsed`, 0 for an empty window.
+pub(crate) fn per_second(count: u64, elapsed: Duration) -> f64 {
+    let s = elapsed.as_secs_f64();
+    if s > 0.0 {
+        count as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// Latency percentiles of one procedure, µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub(crate) struct LatencyUs {
+    pub(crate) p50: u64,
+    pub(crate) p90: u64,
+    pub(crate) p99: u64,
+    pub(crate) max: u64,
+    pub(crate) mean: f64,
+}
+
+impl LatencyUs {
+    fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencyUs::default();
+        }
+        LatencyUs {
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+            mean: h.mean(),
+        }
+    }
+}
+
+/// One procedure in the report.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ProcedureReport {
+    pub(crate) completed: u64,
+    pub(crate) failed: u64,
+    pub(crate) per_second: f64,
+    pub(crate) latency_us: LatencyUs,
+}
+
+/// The generator's own cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub(crate) struct GeneratorCpu {
+    /// CPU time of the generator's thread in the measured window, ms.
+    pub(crate) cpu_ms: f64,
+    /// That CPU time per completed procedure, µs (0 when none completed).
+    pub(crate) us_per_procedure: f64,
+    /// CPU time over wall time: near 1.0 means the generator was the bottleneck.
+    pub(crate) utilisation: f64,
+    /// CPU time spent before the window preparing UEs (SUCI concealment), ms.
+    pub(crate) prepare_cpu_ms: f64,
+}
+
+impl GeneratorCpu {
+    /// From the CPU time used in a window of `elapsed` that completed `procedures`.
+    pub(crate) fn new(
+        cpu: Duration,
+        elapsed: Duration,
+        procedures: u64,
+        prepare: Duration,
+    ) -> Self {
+        let cpu_us = cpu.as_secs_f64() * 1e6;
+        GeneratorCpu {
+            cpu_ms: cpu_us / 1e3,
+            us_per_procedure: if procedures > 0 {
+                cpu_us / procedures as f64
+            } else {
+                0.0
+            },
+            utilisation: if elapsed.is_zero() {
+                0.0
+            } else {
+                cpu.as_secs_f64() / elapsed.as_secs_f64()
+            },
+            prepare_cpu_ms: prepare.as_secs_f64() * 1e3,
+        }
+    }
+}
+
+/// How load was offered, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LoadShape {
+    /// "closed" or "open".
+    pub(crate) kind: &'static str,
+    /// Closed loop: UEs in flight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) concurrency: Option<usize>,
+    /// Open loop: starts per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rate: Option<f64>,
+    /// Count limit, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) count: Option<u64>,
+    /// Duration limit, s, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duration_s: Option<f64>,
+}
+
+/// The report of `steer5g ran --subscribers`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LoadReport {
+    pub(crate) ok: bool,
+    pub(crate) mode: &'static str,
+    pub(crate) load: LoadShape,
+    pub(crate) suci: String,
+    pub(crate) transport: String,
+    pub(crate) amf: String,
+    pub(crate) local: String,
+    pub(crate) subscribers: usize,
+    pub(crate) gnbs: u32,
+    pub(crate) ng_setup_ok: u32,
+    pub(crate) runs_started: u64,
+    pub(crate) runs_ok: u64,
+    pub(crate) runs_failed: u64,
+    /// Runs that a count asked for but that never started (no gNB was up, or the time ran out).
+    pub(crate) runs_not_started: u64,
+    /// Distinct UEs that completed an initial registration / a de-registration.
+    pub(crate) ues_registered: u64,
+    pub(crate) ues_deregistered: u64,
+    pub(crate) elapsed_s: f64,
+    pub(crate) procedures_completed: u64,
+    pub(crate) procedures_failed: u64,
+    pub(crate) procedures_per_second: f64,
+    pub(crate) procedures: BTreeMap<&'static str, ProcedureReport>,
+    pub(crate) failures: BTreeMap<String, u64>,
+    pub(crate) late_starts: u64,
+    pub(crate) releases_missing: u64,
+    pub(crate) n2_anomalies: u64,
+    pub(crate) generator_cpu: GeneratorCpu,
+    pub(crate) sctp: SctpCounters,
+}
+
+/// The human form on standard output.
+pub(crate) fn print_human(r: &LoadReport) {
+    println!(
+        "load: {} over {} gNB(s) ({} set up), {} subscribers, {} loop{}{}, SUCI {}, {} to {} from {}",
+        r.mode,
+        r.gnbs,
+        r.ng_setup_ok,
+        r.subscribers,
+        r.load.kind,
+        r.load
+            .concurrency
+            .map(|k| format!(" K={k}"))
+            .unwrap_or_default(),
+        r.load.rate.map(|x| format!(" R={x}/s")).unwrap_or_default(),
+        r.suci,
+        r.transport,
+        r.amf,
+        r.local
+    );
+    println!(
+        "runs: {} started, {} ok, {} failed, {} not started; UEs registered {}, deregistered {}",
+        r.runs_started,
+        r.runs_ok,
+        r.runs_failed,
+        r.runs_not_started,
+        r.ues_registered,
+        r.ues_deregistered
+    );
+    println!(
+        "{:<16} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "procedure", "completed", "failed", "per s", "p50 µs", "p90 µs", "p99 µs", "max µs"
+    );
+    for (name, p) in &r.procedures {
+        println!(
+            "{:<16} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
+            name,
+            p.completed,
+            p.failed,
+            p.per_second,
+            p.latency_us.p50,
+            p.latency_us.p90,
+            p.latency_us.p99,
+            p.latency_us.max
+        );
+    }
+    println!(
+        "total: {} procedures in {:.3} s = {:.1}/s; generator CPU {:.1} µs/procedure ({:.0}% of wall time; {:.1} ms preparing SUCIs before the window)",
+        r.procedures_completed,
+        r.elapsed_s,
+        r.procedures_per_second,
+        r.generator_cpu.us_per_procedure,
+        r.generator_cpu.utilisation * 100.0,
+        r.generator_cpu.prepare_cpu_ms
+    );
+    if r.late_starts > 0 {
+        println!("open loop: {} starts went out late", r.late_starts);
+    }
+    if r.releases_missing > 0 || r.n2_anomalies > 0 {
+        println!(
+            "N2: {} releases missing after DEREGISTRATION ACCEPT, {} anomalies",
+            r.releases_missing, r.n2_anomalies
+        );
+    }
+    if !r.failures.is_empty() {
+        println!("failures:");
+        for (cause, n) in &r.failures {
+            println!("  {n:>8}  {cause}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_rates() {
+        let mut s = Stats::new().unwrap();
+        for ms in 1..=100u64 {
+            s.completed(Procedure::Registration, Duration::from_millis(ms));
+        }
+        s.completed(Procedure::Deregistration, Duration::from_micros(250));
+        s.failed(Procedure::Deregistration, &FailureCause::Timeout);
+        s.failed(Procedure::Deregistration, &FailureCause::Timeout);
+        let t = s.procedures(Duration::from_secs(2));
+        let reg = &t["registration"];
+        assert_eq!(reg.completed, 100);
+        assert!((reg.per_second - 50.0).abs() < 1e-9);
+        // hdrhistogram keeps 3 significant digits: equal within 0.1 %.
+        let near = |a: u64, b: u64| a.abs_diff(b) * 1000 <= b;
+        assert!(near(reg.latency_us.p50, 50_000), "{}", reg.latency_us.p50);
+        assert!(near(reg.latency_us.p90, 90_000));
+        assert!(near(reg.latency_us.p99, 99_000));
+        assert!(near(reg.latency_us.max, 100_000));
+        let dereg = &t["deregistration"];
+        assert_eq!((dereg.completed, dereg.failed), (1, 2));
+        assert!(
+            !t.contains_key("reregistration"),
+            "unused procedures are left out"
+        );
+        assert_eq!(s.causes()["deregistration: timeout"], 2);
+        assert_eq!(s.total_completed(), 101);
+        assert_eq!(s.total_failed(), 2);
+    }
+
+    #[test]
+    fn zero_latency_and_huge_latency_are_clamped() {
+        let mut s = Stats::new().unwrap();
+        s.completed(Procedure::Registration, Duration::ZERO);
+        s.completed(Procedure::Registration, Duration::from_secs(1 << 40));
+        let t = s.procedures(Duration::ZERO);
+        let r = &t["registration"];
+        assert_eq!(r.per_second, 0.0, "an empty window has no rate");
+        assert_eq!(r.latency_us.p50, 1);
+        assert!(r.latency_us.max >= MAX_LATENCY_US);
+    }
+
+    #[test]
+    fn generator_cpu_per_procedure() {
+        let c = GeneratorCpu::new(
+            Duration::from_millis(30),
+            Duration::from_millis(120),
+            300,
+            Duration::from_millis(5),
+        );
+        assert!((c.us_per_procedure - 100.0).abs() < 1e-9);
+        assert!((c.utilisation - 0.25).abs() < 1e-9);
+        assert!((c.cpu_ms - 30.0).abs() < 1e-9);
+        assert!((c.prepare_cpu_ms - 5.0).abs() < 1e-9);
+        let none = GeneratorCpu::new(Duration::from_millis(1), Duration::ZERO, 0, Duration::ZERO);
+        assert_eq!((none.us_per_procedure, none.utilisation), (0.0, 0.0));
+    }
+}

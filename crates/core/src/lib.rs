@@ -1,0 +1,528 @@
+//! `steer5g core`: the AMF, AUSF and UDM in one process, on the thread-per-core runtime
+//! of [`steer`] (DESIGN.md principles 1-6).
+//!
+//! Every worker hosts one shard of each NF. In [`StateMode::Sharded`] each shard owns its
+//! contexts in a [`nf::state::ShardMap`] and a message read on a worker that does not own
+//! its state goes one hop over the mesh to the owner; in [`StateMode::Locked`] (the
+//! baseline of the papers) every worker holds clones of shared
+//! [`nf::state::LockedMap`]s and handles whatever it reads. The NF code is the same.
+//!
+//! Worker 0 owns the N2 socket(s), every SCTP association and the non-UE N2 state
+//! ([`nf::amf::n2::AmfN2`]). The SBI is either real h2c ([`SbiMode::H2c`]: one
+//! `SO_REUSEPORT` listener per worker and NF) or in-process ([`SbiMode::Inproc`]: the same
+//! request and response bodies handed to the co-located NF, no sockets).
+//!
+//! UDM SQN reservations are written by a persister thread off the hot path.
+
+mod persist;
+mod worker;
+
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nf::amf::n2::{AmfN2Config, N2Stats};
+use nf::amf::registration::{IdleUe, UeContext};
+use nf::ausf::{AusfStats, AuthContext};
+use nf::state::{LockStats, LockedMap};
+use nf::udm::{SidfKeys, UdmStats, UeRecord};
+use proto::ids::{Guami, Plmn, Snssai, Tac, Tai};
+use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
+use sbi::{NfType, StaticDirectory};
+use steer::mesh::MeshCounters;
+use steer::{Runtime, RuntimeOptions, Workers};
+use steer5g_config::{Config, Transport as TransportKind};
+use store::{RedbStore, SqnShard, SubscriberStore};
+
+pub use nf::amf::registration::AmfStats;
+pub use worker::WorkerCounters;
+
+/// Where per-UE state lives (DESIGN.md principle 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateMode {
+    /// Each worker owns its shard; messages hop to the owner.
+    Sharded,
+    /// One locked map shared by every worker; messages handled where they are read.
+    Locked,
+}
+
+/// How the AMF, AUSF and UDM talk to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SbiMode {
+    /// HTTP/2 cleartext over loopback TCP.
+    H2c,
+    /// The same JSON bodies handed over in memory.
+    Inproc,
+}
+
+/// How to run a core.
+#[derive(Debug, Clone)]
+pub struct CoreOptions {
+    /// Worker threads (1 to [`Workers::MAX`]).
+    pub workers: u16,
+    /// Pin worker threads to cores.
+    pub pin: bool,
+    /// Sharded or locked state.
+    pub state: StateMode,
+    /// h2c or in-process SBI.
+    pub sbi: SbiMode,
+    /// h2c clients open a connection per request.
+    pub short_connections: bool,
+    /// Holds the subscriber store and the home network key file.
+    pub data_dir: PathBuf,
+    /// PLMN, AMF identity, TACs, slices and N2 listen addresses and transports.
+    pub config: Config,
+    /// Where the AUSF and UDM are reached; in h2c mode they also listen there.
+    pub directory: StaticDirectory,
+    /// Authenticate on every registration.
+    pub always_auth: bool,
+    /// NAS integrity algorithms, most preferred first; empty keeps the AMF's defaults.
+    pub integrity: Vec<IntegrityAlgorithm>,
+    /// NAS ciphering algorithms, most preferred first; empty keeps the AMF's defaults.
+    pub ciphering: Vec<CipheringAlgorithm>,
+    /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
+    pub rand_seed: Option<u64>,
+}
+
+impl CoreOptions {
+    /// One sharded worker, h2c, the default configuration and directory, state in
+    /// `data_dir`.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            workers: 1,
+            pin: false,
+            state: StateMode::Sharded,
+            sbi: SbiMode::H2c,
+            short_connections: false,
+            data_dir,
+            config: Config::default(),
+            directory: StaticDirectory::new(),
+            always_auth: false,
+            integrity: Vec::new(),
+            ciphering: Vec::new(),
+            rand_seed: None,
+        }
+    }
+}
+
+/// Why the core could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// A setting is out of range or inconsistent.
+    #[error("invalid setting: {0}")]
+    Config(String),
+    /// The subscriber store could not be opened.
+    #[error("subscriber store: {0}")]
+    Store(#[from] store::StoreError),
+    /// The home network key file could not be read or created.
+    #[error("home network keys: {0}")]
+    Keys(String),
+    /// A socket could not be bound.
+    #[error("cannot bind {what}: {source}")]
+    Bind {
+        /// Which socket.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The N2 transport could not be opened.
+    #[error("N2: {0}")]
+    N2(String),
+    /// The runtime failed.
+    #[error("runtime: {0}")]
+    Runtime(#[from] steer::runtime::RuntimeError),
+    /// A thread could not be started.
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// What one worker did.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerReport {
+    /// The worker number.
+    pub worker: u16,
+    /// Its AMF's counters.
+    pub amf: AmfStats,
+    /// Its AUSF's counters.
+    pub ausf: AusfStats,
+    /// Its UDM's counters.
+    pub udm: UdmStats,
+    /// Delivery-path counters.
+    pub counters: WorkerCounters,
+}
+
+/// The N2 side, as worker 0 left it.
+#[derive(Debug, Clone, Default)]
+pub struct N2Report {
+    /// Non-UE N2 counters.
+    pub n2: N2Stats,
+    /// Associations still up when the core stopped.
+    pub gnbs: usize,
+    /// SCTP endpoint counters.
+    pub sctp: sctp::EndpointStats,
+    /// Packets in/out of the N2 socket(s).
+    pub packets_in: u64,
+    /// Packets sent.
+    pub packets_out: u64,
+}
+
+/// Everything the core counted, collected when it stopped.
+#[derive(Debug, Clone, Default)]
+pub struct CoreReport {
+    /// Per worker, in worker order.
+    pub workers: Vec<WorkerReport>,
+    /// The N2 side.
+    pub n2: N2Report,
+    /// Mesh counters per worker, in worker order.
+    pub mesh: Vec<MeshCounters>,
+    /// Mesh counters summed.
+    pub mesh_total: MeshCounters,
+    /// Lock counters summed over every shared map (zero in the sharded mode).
+    pub locks: LockStats,
+    /// SQN writes the persister made.
+    pub sqn_writes: u64,
+}
+
+impl CoreReport {
+    /// AMF counters summed over the workers.
+    pub fn amf_total(&self) -> AmfStats {
+        let mut t = AmfStats::default();
+        for w in &self.workers {
+            let a = &w.amf;
+            t.ues_created += a.ues_created;
+            t.registrations += a.registrations;
+            t.registration_rejects += a.registration_rejects;
+            t.authentication_rejects += a.authentication_rejects;
+            t.resyncs += a.resyncs;
+            t.deregistrations += a.deregistrations;
+            t.mac_failures += a.mac_failures;
+            t.unprotected_discarded += a.unprotected_discarded;
+            t.statuses += a.statuses;
+            t.error_indications += a.error_indications;
+            t.retransmissions += a.retransmissions;
+            t.aborted += a.aborted;
+            t.releases += a.releases;
+            t.stray_replies += a.stray_replies;
+        }
+        t
+    }
+
+    /// Delivery counters summed over the workers.
+    pub fn counters_total(&self) -> WorkerCounters {
+        let mut t = WorkerCounters::default();
+        for w in &self.workers {
+            t.add(&w.counters);
+        }
+        t
+    }
+
+    /// Messages (NGAP and SBI) handed from one worker to another.
+    pub fn handoffs(&self) -> u64 {
+        let c = self.counters_total();
+        c.ngap_handed_off + c.ngap_out_relayed + c.sbi_handed_off + c.sbi_answers_relayed
+    }
+}
+
+/// Where the running core listens.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    /// N2: the UDP encapsulation socket (UDP transport) or the raw address with the SCTP
+    /// port.
+    pub n2: Vec<(TransportKind, SocketAddr)>,
+    /// AUSF h2c listener (h2c mode).
+    pub ausf: Option<SocketAddr>,
+    /// UDM h2c listener (h2c mode).
+    pub udm: Option<SocketAddr>,
+}
+
+/// The shared maps of the locked mode, kept to read their lock counters.
+#[derive(Clone, Default)]
+pub(crate) struct LockedMaps {
+    pub(crate) ues: LockedMap<u64, UeContext>,
+    pub(crate) idle: LockedMap<u32, IdleUe>,
+    pub(crate) auth: LockedMap<String, AuthContext>,
+    pub(crate) records: LockedMap<String, UeRecord>,
+    pub(crate) sqn: LockedMap<(), SqnShard>,
+}
+
+impl LockedMaps {
+    fn stats(&self) -> LockStats {
+        let mut t = LockStats::default();
+        for s in [
+            self.ues.stats(),
+            self.idle.stats(),
+            self.auth.stats(),
+            self.records.stats(),
+            self.sqn.stats(),
+        ] {
+            t.acquisitions += s.acquisitions;
+            t.contended += s.contended;
+        }
+        t
+    }
+}
+
+/// A running core.
+pub struct CoreHandle {
+    runtime: Runtime,
+    locked: Option<LockedMaps>,
+    shared: Arc<worker::Shared>,
+    persister: Option<JoinHandle<u64>>,
+    listening: Listening,
+}
+
+impl std::fmt::Debug for CoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoreHandle")
+            .field("listening", &self.listening)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The core; see the crate docs.
+#[derive(Debug)]
+pub struct Core;
+
+impl Core {
+    /// Opens the store and keys in `opts.data_dir`, binds every socket and starts the
+    /// workers. Returns once N2 (and in h2c mode the SBI) is listening.
+    pub fn start(opts: CoreOptions) -> Result<CoreHandle, CoreError> {
+        let workers = Workers::new(opts.workers).ok_or_else(|| {
+            CoreError::Config(format!(
+                "workers must be 1 to {}, not {}",
+                Workers::MAX,
+                opts.workers
+            ))
+        })?;
+        opts.config
+            .validate()
+            .map_err(|e| CoreError::Config(e.to_string()))?;
+        let nf_cfgs = worker::NfSettings::from_options(&opts)?;
+        std::fs::create_dir_all(&opts.data_dir)
+            .map_err(|e| CoreError::Config(format!("data dir {}: {e}", opts.data_dir.display())))?;
+        let store: Arc<dyn SubscriberStore> = Arc::new(RedbStore::open_in(&opts.data_dir)?);
+        let (hn, _) = store::hn_keys::load_or_create(
+            &opts.data_dir.join(store::HN_KEY_FILE),
+            &mut rand::rngs::OsRng,
+        )
+        .map_err(|e| CoreError::Keys(e.to_string()))?;
+        let sidf = SidfKeys::from_hn_keys(&hn).map_err(|e| CoreError::Keys(e.to_string()))?;
+
+        // SBI listeners, bound here so that a bind error is reported synchronously.
+        let mut sbi_listeners: Vec<Option<(std::net::TcpListener, std::net::TcpListener)>> =
+            Vec::new();
+        let mut listening = Listening {
+            n2: Vec::new(),
+            ausf: None,
+            udm: None,
+        };
+        if opts.sbi == SbiMode::H2c {
+            let ausf = listen_addr(&opts.directory, NfType::Ausf)?;
+            let udm = listen_addr(&opts.directory, NfType::Udm)?;
+            for _ in workers.iter() {
+                let a = reuseport_listener(ausf)?;
+                let u = reuseport_listener(udm)?;
+                listening.ausf = a.local_addr().ok();
+                listening.udm = u.local_addr().ok();
+                sbi_listeners.push(Some((a, u)));
+            }
+        } else {
+            sbi_listeners.resize_with(usize::from(workers.count()), || None);
+        }
+
+        let (locals, local_rxs) = worker::local_channels(workers);
+        let (persist_tx, persist_rx) = mpsc::channel();
+        let persister =
+            persist::spawn(store.clone(), persist_rx, locals.clone()).map_err(CoreError::Thread)?;
+
+        let locked = (opts.state == StateMode::Locked).then(LockedMaps::default);
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let shared = Arc::new(worker::Shared {
+            settings: nf_cfgs,
+            store,
+            sidf,
+            state: opts.state,
+            sbi: opts.sbi,
+            short_connections: opts.short_connections,
+            directory: opts.directory.clone(),
+            n2_config: opts.config.n2.clone(),
+            transports: opts.config.n2.transports.clone(),
+            locked: locked.clone(),
+            inbox: Mutex::new(local_rxs.into_iter().zip(sbi_listeners).map(Some).collect()),
+            persist: Mutex::new(persist_tx),
+            ready: Mutex::new(Some(ready_tx)),
+            reports: Mutex::new(vec![None; usize::from(workers.count())]),
+            n2_report: Mutex::new(None),
+            locals,
+        });
+        let s2 = shared.clone();
+        let rt_opts = RuntimeOptions {
+            pin: opts.pin,
+            name: "core".to_owned(),
+            queue_capacity: 4096,
+            stop_grace: Duration::from_secs(5),
+        };
+        let runtime = Runtime::start(workers, rt_opts, move |ctx| worker::run(ctx, s2.clone()))?;
+        // Worker 0 says when N2 is bound (or why not).
+        let n2 = match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(addrs)) => addrs,
+            Ok(Err(e)) => {
+                let _ = runtime.stop();
+                return Err(CoreError::N2(e));
+            }
+            Err(_) => {
+                let _ = runtime.stop();
+                return Err(CoreError::N2("worker 0 did not start".into()));
+            }
+        };
+        listening.n2 = n2;
+        Ok(CoreHandle {
+            runtime,
+            locked,
+            shared,
+            persister: Some(persister),
+            listening,
+        })
+    }
+}
+
+impl CoreHandle {
+    /// Where the core listens.
+    pub fn listening(&self) -> &Listening {
+        &self.listening
+    }
+
+    /// A clone of the stop token (e.g. for a signal handler).
+    pub fn stop_token(&self) -> steer::Stop {
+        self.runtime.stop_token()
+    }
+
+    /// Stops every worker (graceful SCTP shutdown of the associations) and the persister,
+    /// and collects the counters.
+    pub fn stop(mut self) -> Result<CoreReport, CoreError> {
+        let mesh_stats = self.runtime.stats().clone();
+        let workers = self.runtime.report().workers.len();
+        self.runtime.stop()?;
+        // The workers held the persister's senders; with them gone it ends.
+        if let Ok(mut g) = self.shared.persist.lock() {
+            let (tx, _) = mpsc::channel();
+            *g = tx;
+        }
+        let sqn_writes = match self.persister.take() {
+            Some(h) => h.join().unwrap_or(0),
+            None => 0,
+        };
+        let mut report = CoreReport {
+            sqn_writes,
+            ..CoreReport::default()
+        };
+        if let Ok(mut r) = self.shared.reports.lock() {
+            report.workers = r.iter_mut().filter_map(Option::take).collect();
+        }
+        if let Ok(mut n) = self.shared.n2_report.lock() {
+            report.n2 = n.take().unwrap_or_default();
+        }
+        for i in 0..workers {
+            let id = steer::WorkerId(u16::try_from(i).unwrap_or(u16::MAX));
+            report.mesh.push(mesh_stats.worker(id).unwrap_or_default());
+        }
+        report.mesh_total = mesh_stats.total();
+        report.locks = self
+            .locked
+            .as_ref()
+            .map(LockedMaps::stats)
+            .unwrap_or_default();
+        Ok(report)
+    }
+}
+
+fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreError> {
+    let base = dir
+        .base_uri(nf)
+        .ok_or_else(|| CoreError::Config(format!("no {nf} in the directory")))?;
+    let hostport = base
+        .strip_prefix("http://")
+        .ok_or_else(|| CoreError::Config(format!("{nf} URI {base}: only http:// is served")))?;
+    let hostport = hostport.split('/').next().unwrap_or_default();
+    hostport
+        .parse::<SocketAddr>()
+        .map_err(|_| CoreError::Config(format!("{nf} URI {base}: not an IP address and port")))
+}
+
+/// One of several listeners on the same address; the kernel spreads connections over them.
+fn reuseport_listener(addr: SocketAddr) -> Result<std::net::TcpListener, CoreError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let bind = |source| CoreError::Bind {
+        what: format!("SBI {addr}"),
+        source,
+    };
+    let s =
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(bind)?;
+    s.set_reuse_address(true).map_err(bind)?;
+    s.set_reuse_port(true).map_err(bind)?;
+    s.set_nonblocking(true).map_err(bind)?;
+    s.bind(&addr.into()).map_err(bind)?;
+    s.listen(1024).map_err(bind)?;
+    Ok(s.into())
+}
+
+/// What the AMF's N2 logic needs from the configuration.
+pub(crate) fn amf_n2_config(cfg: &Config) -> Result<AmfN2Config, CoreError> {
+    let (guami, tacs, slices) = identity(cfg)?;
+    Ok(AmfN2Config {
+        amf_name: cfg.amf.name.clone(),
+        served_guamis: vec![guami],
+        plmn_support: vec![(guami.plmn, slices)],
+        tacs,
+        relative_capacity: cfg.amf.relative_capacity,
+    })
+}
+
+/// GUAMI, TACs and S-NSSAIs from the configuration.
+pub(crate) fn identity(cfg: &Config) -> Result<(Guami, Vec<Tac>, Vec<Snssai>), CoreError> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| CoreError::Config(format!("{what}: {e}"));
+    let plmn = Plmn::new(&cfg.plmn.mcc, &cfg.plmn.mnc).map_err(|e| bad("PLMN", &e))?;
+    let guami = Guami::new(plmn, cfg.amf.region_id, cfg.amf.set_id, cfg.amf.pointer)
+        .map_err(|e| bad("GUAMI", &e))?;
+    let tacs = cfg
+        .amf
+        .tacs
+        .iter()
+        .map(|&t| Tac::new(t).map_err(|e| bad("TAC", &e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let slices = cfg
+        .amf
+        .slices
+        .iter()
+        .map(|s| {
+            let sd = match &s.sd {
+                Some(sd) => Some(steer5g_config::parse_sd(sd).map_err(|e| bad("SD", &e))?),
+                None => None,
+            };
+            Snssai::new(s.sst, sd).map_err(|e| bad("S-NSSAI", &e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((guami, tacs, slices))
+}
+
+/// The TAIs of the configured TACs.
+pub(crate) fn tais(guami: &Guami, tacs: &[Tac]) -> Vec<Tai> {
+    tacs.iter()
+        .map(|&tac| Tai {
+            plmn: guami.plmn,
+            tac,
+        })
+        .collect()
+}
+
+/// Address an N2 transport is reported at.
+pub(crate) fn n2_addr(kind: TransportKind, local: SocketAddrV4, sctp_port: u16) -> SocketAddr {
+    match kind {
+        TransportKind::Raw => SocketAddr::new((*local.ip()).into(), sctp_port),
+        TransportKind::Udp => SocketAddr::V4(local),
+    }
+}

@@ -1,0 +1,1026 @@
+//! One worker: its shard of the AMF, AUSF and UDM, its SBI listeners or in-process
+//! delivery, its end of the mesh, and on worker 0 the N2 socket.
+//!
+//! Everything a worker does happens in one loop that owns all of its state, so nothing is
+//! shared inside a worker either: tasks it spawns (SBI client calls, h2c server streams)
+//! report back through its local channel.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+use std::rc::Rc;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
+use nf::amf::registration::{self, Amf, AmfConfig, IdleUe, UeContext};
+use nf::ausf::{self, Ausf, AusfConfig, AuthContext, WallClock};
+use nf::state::{ContextMap, ShardMap};
+use nf::udm::{self, Forwarded, SidfKeys, Udm, UdmConfig, UeRecord};
+use proto::ids::GlobalRanNodeId;
+use sbi::paths::{resolve, Route};
+use sbi::{NfType, ProblemDetails, SbiClient, SbiRequest, SbiResponse, StaticDirectory};
+use sctp::{AssocId, Endpoint, EndpointConfig, Event};
+use sctp_io::{SctpSocket, Transport};
+use steer::owner::{owner_of_auth_ctx_id, owner_of_supi};
+use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
+use steer5g_config::{N2Config, Transport as TransportKind};
+use store::{SqnShard, SubscriberStore};
+use tokio::sync::{mpsc as tmpsc, oneshot};
+
+use crate::persist::Job;
+use crate::{CoreError, CoreOptions, LockedMaps, N2Report, SbiMode, StateMode, WorkerReport};
+
+/// SCTP Payload Protocol Identifier of NGAP (TS 38.412 §7).
+const NGAP_PPID: u32 = 60;
+/// Longest a worker 0 turn waits on the N2 socket before looking at everything else.
+const N2_TICK: Duration = Duration::from_millis(50);
+/// How long a stopping core waits for its associations to shut down gracefully.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+/// Pause before retrying mesh sends that found a full queue.
+const RETRY_PAUSE: Duration = Duration::from_millis(1);
+
+/// Delivery-path counters of one worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerCounters {
+    /// NGAP messages read from SCTP (worker 0).
+    pub ngap_read: u64,
+    /// UE-associated NGAP messages handled by this worker's AMF where they were read.
+    pub ngap_local: u64,
+    /// UE-associated NGAP messages handed to another worker.
+    pub ngap_handed_off: u64,
+    /// UE-associated NGAP messages received from another worker.
+    pub ngap_from_mesh: u64,
+    /// NGAP messages this worker's AMF produced and handed to worker 0 to send.
+    pub ngap_out_relayed: u64,
+    /// SBI requests read from an h2c connection of this worker.
+    pub sbi_served: u64,
+    /// SBI requests handled by the NF of the worker that read (or made) them.
+    pub sbi_local: u64,
+    /// SBI requests handed to the owner worker.
+    pub sbi_handed_off: u64,
+    /// SBI requests received from another worker.
+    pub sbi_from_mesh: u64,
+    /// SBI answers sent back to the worker that holds the request.
+    pub sbi_answers_relayed: u64,
+    /// UDM requests forwarded to the owner after SUCI deconcealment.
+    pub udm_forwards: u64,
+    /// h2c calls made by this worker's AMF and AUSF.
+    pub h2c_calls: u64,
+    /// Of those, transport failures answered with 504.
+    pub call_failures: u64,
+    /// SQN writes asked of the persister.
+    pub sqn_writes: u64,
+    /// Mesh sends that found the queue full and were retried.
+    pub mesh_retries: u64,
+}
+
+impl WorkerCounters {
+    /// Adds `o` to these counters.
+    pub fn add(&mut self, o: &WorkerCounters) {
+        self.ngap_read += o.ngap_read;
+        self.ngap_local += o.ngap_local;
+        self.ngap_handed_off += o.ngap_handed_off;
+        self.ngap_from_mesh += o.ngap_from_mesh;
+        self.ngap_out_relayed += o.ngap_out_relayed;
+        self.sbi_served += o.sbi_served;
+        self.sbi_local += o.sbi_local;
+        self.sbi_handed_off += o.sbi_handed_off;
+        self.sbi_from_mesh += o.sbi_from_mesh;
+        self.sbi_answers_relayed += o.sbi_answers_relayed;
+        self.udm_forwards += o.udm_forwards;
+        self.h2c_calls += o.h2c_calls;
+        self.call_failures += o.call_failures;
+        self.sqn_writes += o.sqn_writes;
+        self.mesh_retries += o.mesh_retries;
+    }
+}
+
+/// What travels between workers.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// A UE-associated NGAP message for the receiver's AMF.
+    Ngap {
+        assoc: u32,
+        stream: u16,
+        ready: bool,
+        gnb_id: u32,
+        pdu: Vec<u8>,
+    },
+    /// An NGAP message for worker 0 to send.
+    NgapOut {
+        assoc: u32,
+        stream: u16,
+        pdu: Vec<u8>,
+    },
+    /// An SBI request for the receiver's NF; answered with [`Msg::Answer`] under `tag`.
+    Request {
+        nf: NfType,
+        from: WorkerId,
+        tag: u64,
+        req: SbiRequest,
+    },
+    /// A UDM request handed to the owner of its subscriber.
+    Forward {
+        from: WorkerId,
+        tag: u64,
+        fwd: Forwarded,
+    },
+    /// The answer to request `tag` of the receiver.
+    Answer { tag: u64, resp: SbiResponse },
+    /// An SQN write completed (the locked mode tells every worker).
+    SqnDone {
+        supi: String,
+        high_water: Option<u64>,
+    },
+}
+
+/// What a worker's own tasks and the persister tell it.
+#[derive(Debug)]
+pub(crate) enum Local {
+    /// A request read by this worker's h2c server.
+    Serve {
+        nf: NfType,
+        req: SbiRequest,
+        reply: oneshot::Sender<SbiResponse>,
+    },
+    /// The reply to an h2c call of the AMF.
+    AmfReply {
+        call_id: u64,
+        status: StatusCode,
+        body: Bytes,
+    },
+    /// The reply to an h2c call of the AUSF.
+    AusfReply {
+        call_id: u64,
+        status: StatusCode,
+        body: Bytes,
+    },
+    /// An SQN write this worker asked for completed.
+    SqnDone {
+        supi: String,
+        high_water: Option<u64>,
+    },
+}
+
+pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
+type LocalRx = tmpsc::UnboundedReceiver<Local>;
+type Listeners = Option<(TcpListener, TcpListener)>;
+type Ready = mpsc::Sender<Result<Vec<(TransportKind, SocketAddr)>, String>>;
+
+pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
+    workers.iter().map(|_| tmpsc::unbounded_channel()).unzip()
+}
+
+/// The NF settings every worker starts from.
+#[derive(Debug, Clone)]
+pub(crate) struct NfSettings {
+    amf: AmfConfig,
+    n2: AmfN2Config,
+    snn: String,
+    ausf_root: String,
+    udm_root: String,
+    rand_seed: Option<u64>,
+}
+
+impl NfSettings {
+    pub(crate) fn from_options(opts: &CoreOptions) -> Result<Self, CoreError> {
+        let workers = Workers::new(opts.workers)
+            .ok_or_else(|| CoreError::Config("worker count".to_owned()))?;
+        let (guami, tacs, slices) = crate::identity(&opts.config)?;
+        let mut amf = AmfConfig::new(WorkerId(0), workers);
+        amf.guami = guami;
+        amf.tais = crate::tais(&guami, &tacs);
+        amf.slices = slices;
+        amf.always_auth = opts.always_auth;
+        if !opts.integrity.is_empty() {
+            amf.integrity = opts.integrity.clone();
+        }
+        if !opts.ciphering.is_empty() {
+            amf.ciphering = opts.ciphering.clone();
+        }
+        if let Some(root) = opts.directory.base_uri(NfType::Amf) {
+            amf.api_root = root.to_owned();
+        }
+        let root = |nf| opts.directory.base_uri(nf).unwrap_or_default().to_owned();
+        Ok(Self {
+            snn: amf.serving_network_name(),
+            n2: crate::amf_n2_config(&opts.config)?,
+            amf,
+            ausf_root: root(NfType::Ausf),
+            udm_root: root(NfType::Udm),
+            rand_seed: opts.rand_seed,
+        })
+    }
+}
+
+/// What every worker reads at start and writes at the end.
+pub(crate) struct Shared {
+    pub(crate) settings: NfSettings,
+    pub(crate) store: Arc<dyn SubscriberStore>,
+    pub(crate) sidf: SidfKeys,
+    pub(crate) state: StateMode,
+    pub(crate) sbi: SbiMode,
+    pub(crate) short_connections: bool,
+    pub(crate) directory: StaticDirectory,
+    pub(crate) n2_config: N2Config,
+    pub(crate) transports: Vec<TransportKind>,
+    pub(crate) locked: Option<LockedMaps>,
+    /// Each worker takes its own entry.
+    pub(crate) inbox: Mutex<Vec<Option<(LocalRx, Listeners)>>>,
+    pub(crate) persist: Mutex<mpsc::Sender<Job>>,
+    pub(crate) ready: Mutex<Option<Ready>>,
+    pub(crate) reports: Mutex<Vec<Option<WorkerReport>>>,
+    pub(crate) n2_report: Mutex<Option<N2Report>>,
+    pub(crate) locals: Vec<LocalTx>,
+}
+
+/// The worker's body: builds its NF shards (sharded or over the shared maps) and runs.
+pub(crate) async fn run(ctx: WorkerCtx<Msg>, shared: Arc<Shared>) {
+    let taken = shared
+        .inbox
+        .lock()
+        .ok()
+        .and_then(|mut v| v.get_mut(ctx.id.index()).and_then(Option::take));
+    let Some((rx, listeners)) = taken else {
+        tracing::error!(worker = ctx.id.0, "worker started twice");
+        return;
+    };
+    match shared.locked.clone() {
+        Some(m) if shared.state == StateMode::Locked => {
+            let w = Worker::new(ctx, shared, rx, (m.ues, m.idle, m.auth, m.records, m.sqn));
+            w.run(listeners).await
+        }
+        _ => {
+            let w = Worker::new(
+                ctx,
+                shared,
+                rx,
+                (
+                    ShardMap::new(),
+                    ShardMap::new(),
+                    ShardMap::new(),
+                    ShardMap::new(),
+                    ShardMap::new(),
+                ),
+            );
+            w.run(listeners).await
+        }
+    }
+}
+
+/// Who waits for the answer to an SBI request this worker holds.
+enum Origin {
+    /// An h2c stream of this worker.
+    Server(oneshot::Sender<SbiResponse>),
+    /// A call of this worker's AMF (in-process SBI).
+    Amf(u64),
+    /// A call of this worker's AUSF (in-process SBI).
+    Ausf(u64),
+    /// A request another worker holds under its own tag.
+    Remote { from: WorkerId, tag: u64 },
+}
+
+#[derive(Clone, Copy)]
+enum Caller {
+    Amf(u64),
+    Ausf(u64),
+}
+
+/// Worker 0's N2 side.
+struct N2Side {
+    kind: TransportKind,
+    sock: SctpSocket,
+    amf: AmfN2,
+    out: Vec<N2Output>,
+}
+
+struct Worker<AM, AP, AC, UR, UQ> {
+    id: WorkerId,
+    workers: Workers,
+    mesh: MeshEnd<Msg>,
+    stop: Stop,
+    shared: Arc<Shared>,
+    amf: Amf<AM, AP>,
+    ausf: Ausf<AC>,
+    udm: Udm<UR, UQ>,
+    rx: LocalRx,
+    tx: LocalTx,
+    client: Rc<SbiClient>,
+    next_tag: u64,
+    origins: HashMap<u64, Origin>,
+    outbox: VecDeque<(WorkerId, Msg)>,
+    persist: mpsc::Sender<Job>,
+    counters: WorkerCounters,
+    n2: Option<N2Side>,
+}
+
+/// What woke the loop.
+enum Wake {
+    Stop,
+    Mesh,
+    Local(Option<Local>),
+    N2(std::io::Result<()>),
+    Timer,
+    Retry,
+}
+
+impl<AM, AP, AC, UR, UQ> Worker<AM, AP, AC, UR, UQ>
+where
+    AM: ContextMap<u64, UeContext>,
+    AP: ContextMap<u32, IdleUe>,
+    AC: ContextMap<String, AuthContext>,
+    UR: ContextMap<String, UeRecord>,
+    UQ: ContextMap<(), SqnShard>,
+{
+    fn new(
+        ctx: WorkerCtx<Msg>,
+        shared: Arc<Shared>,
+        rx: LocalRx,
+        maps: (AM, AP, AC, UR, UQ),
+    ) -> Self {
+        let (ues, idle, auth, records, sqn) = maps;
+        let s = &shared.settings;
+        let mut amf_cfg = s.amf.clone();
+        amf_cfg.worker = ctx.id;
+        amf_cfg.workers = ctx.workers;
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        let ausf = Ausf::new(
+            AusfConfig {
+                worker: ctx.id,
+                workers: ctx.workers,
+                api_root: s.ausf_root.clone(),
+                serving_networks: vec![s.snn.clone()],
+                instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
+                context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
+                wall_clock: Some(WallClock {
+                    at: Instant::now(),
+                    unix_ms,
+                }),
+            },
+            auth,
+        );
+        let udm = Udm::new(
+            UdmConfig {
+                worker: ctx.id,
+                workers: ctx.workers,
+                api_root: s.udm_root.clone(),
+                serving_networks: vec![s.snn.clone()],
+                hn_keys: shared.sidf.clone(),
+                rand_seed: s.rand_seed,
+            },
+            shared.store.clone(),
+            records,
+            sqn,
+        );
+        let tx = shared
+            .locals
+            .get(ctx.id.index())
+            .cloned()
+            .unwrap_or_else(|| tmpsc::unbounded_channel().0);
+        let persist = match shared.persist.lock() {
+            Ok(p) => p.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        let client = Rc::new(SbiClient::new(sbi::ClientConfig {
+            short_connections: shared.short_connections,
+            ..sbi::ClientConfig::default()
+        }));
+        Self {
+            id: ctx.id,
+            workers: ctx.workers,
+            mesh: ctx.mesh,
+            stop: ctx.stop,
+            amf: Amf::new(amf_cfg, ues, idle),
+            ausf,
+            udm,
+            rx,
+            tx,
+            client,
+            next_tag: 0,
+            origins: HashMap::new(),
+            outbox: VecDeque::new(),
+            persist,
+            counters: WorkerCounters::default(),
+            n2: None,
+            shared,
+        }
+    }
+
+    async fn run(mut self, listeners: Listeners) {
+        if self.id == WorkerId(0) {
+            let r = self.open_n2();
+            let ready = self.shared.ready.lock().ok().and_then(|mut g| g.take());
+            let failed = r.is_err();
+            if let Some(ready) = ready {
+                let _ = ready.send(r);
+            }
+            if failed {
+                return;
+            }
+        }
+        if let Some((ausf, udm)) = listeners {
+            for (nf, l) in [(NfType::Ausf, ausf), (NfType::Udm, udm)] {
+                match tokio::net::TcpListener::from_std(l) {
+                    Ok(l) => {
+                        let tx = self.tx.clone();
+                        tokio::task::spawn_local(sbi::serve(l, move |req| {
+                            serve(tx.clone(), nf, req)
+                        }));
+                    }
+                    Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),
+                }
+            }
+        }
+        loop {
+            self.flush_mesh();
+            self.flush_n2().await;
+            if self.stop.is_stopped() {
+                break;
+            }
+            let timer = [self.amf.poll_timeout(), self.ausf.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let retry = !self.outbox.is_empty();
+            let wake = {
+                let n2 = async {
+                    match self.n2.as_mut() {
+                        Some(n) => n.sock.drive(Some(Instant::now() + N2_TICK)).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let timer = async {
+                    match timer {
+                        Some(t) => tokio::time::sleep_until(t.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    _ = self.stop.stopped() => Wake::Stop,
+                    _ = self.mesh.recv_ready() => Wake::Mesh,
+                    l = self.rx.recv() => Wake::Local(l),
+                    r = n2 => Wake::N2(r),
+                    _ = timer => Wake::Timer,
+                    _ = tokio::time::sleep(RETRY_PAUSE), if retry => Wake::Retry,
+                }
+            };
+            match wake {
+                Wake::Stop => break,
+                Wake::Mesh => {
+                    let mut got = Vec::new();
+                    self.mesh.drain(|_, m| got.push(m));
+                    for m in got {
+                        self.on_msg(m);
+                    }
+                }
+                Wake::Local(Some(l)) => {
+                    self.on_local(l);
+                    while let Ok(l) = self.rx.try_recv() {
+                        self.on_local(l);
+                    }
+                }
+                Wake::Local(None) | Wake::Retry => {}
+                Wake::N2(r) => {
+                    if let Err(e) = r {
+                        tracing::error!(error = %e, "N2 socket failed");
+                        break;
+                    }
+                    self.on_n2_events();
+                }
+                Wake::Timer => {
+                    let now = Instant::now();
+                    self.amf.handle_timeout(now);
+                    self.ausf.handle_timeout(now);
+                }
+            }
+            self.pump();
+        }
+        self.finish().await;
+    }
+
+    fn new_tag(&mut self) -> u64 {
+        let t = self.next_tag;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        t
+    }
+
+    fn send(&mut self, to: WorkerId, msg: Msg) {
+        self.outbox.push_back((to, msg));
+    }
+
+    /// Hands queued messages to the mesh; those that meet a full queue wait for the next
+    /// turn, in order.
+    fn flush_mesh(&mut self) {
+        while let Some((to, msg)) = self.outbox.pop_front() {
+            match self.mesh.send(to, msg) {
+                Ok(()) => {}
+                Err(SendError::Full(m)) => {
+                    self.counters.mesh_retries += 1;
+                    self.outbox.push_front((to, m));
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(to = to.0, error = %e, "mesh send failed; message dropped");
+                }
+            }
+        }
+    }
+
+    // ---- N2 (worker 0) ----
+
+    fn open_n2(&mut self) -> Result<Vec<(TransportKind, SocketAddr)>, String> {
+        let cfg = &self.shared.n2_config;
+        // One transport per core for now (association ids are per endpoint); UDP
+        // encapsulation first, since it needs no privilege.
+        let kind = if self.shared.transports.contains(&TransportKind::Udp) {
+            TransportKind::Udp
+        } else if let Some(&k) = self.shared.transports.first() {
+            k
+        } else {
+            return Err("no N2 transport configured".to_owned());
+        };
+        if self.shared.transports.len() > 1 {
+            tracing::warn!("the core serves one N2 transport; using {kind}");
+        }
+        let bound = match kind {
+            TransportKind::Raw => Transport::bind_raw(cfg.addr),
+            TransportKind::Udp => Transport::bind_udp(SocketAddrV4::new(cfg.addr, cfg.udp_port)),
+        };
+        let transport = bound.map_err(|e| e.to_string())?;
+        let local = transport.local();
+        let endpoint = Endpoint::new(EndpointConfig {
+            listen_port: Some(cfg.sctp_port),
+            association: sctp::AssociationConfig::default(),
+            // RFC 9260 §5.1.3: the cookie key must not be guessable.
+            cookie_key: rand::random(),
+            cookie_lifetime: Duration::from_secs(60),
+            max_associations: 65_536,
+            rng_seed: rand::random(),
+        });
+        self.n2 = Some(N2Side {
+            kind,
+            sock: SctpSocket::new(transport, endpoint),
+            amf: AmfN2::new(self.shared.settings.n2.clone()),
+            out: Vec::new(),
+        });
+        Ok(vec![(kind, crate::n2_addr(kind, local, cfg.sctp_port))])
+    }
+
+    async fn flush_n2(&mut self) {
+        if let Some(n) = self.n2.as_mut() {
+            // Timers of an endpoint whose `drive` lost the race to other work still run.
+            n.sock.endpoint_mut().handle_timeout(Instant::now());
+            if let Err(e) = n.sock.flush().await {
+                tracing::warn!(error = %e, "N2 send failed");
+            }
+        }
+    }
+
+    fn send_ngap(&mut self, assoc: u32, stream: u16, pdu: Vec<u8>) {
+        match self.n2.as_mut() {
+            Some(n) => {
+                if let Err(e) =
+                    n.sock
+                        .endpoint_mut()
+                        .send(AssocId(assoc), stream, NGAP_PPID, false, pdu.into())
+                {
+                    tracing::debug!(assoc, error = %e, "cannot send NGAP message");
+                }
+            }
+            None => {
+                self.counters.ngap_out_relayed += 1;
+                self.send(WorkerId(0), Msg::NgapOut { assoc, stream, pdu });
+            }
+        }
+    }
+
+    fn on_n2_events(&mut self) {
+        let mut ue_msgs = Vec::new();
+        if let Some(n) = self.n2.as_mut() {
+            while let Some((id, ev)) = n.sock.endpoint_mut().poll_event() {
+                match ev {
+                    Event::Connected { .. } => n.amf.association_up(id.0),
+                    Event::Restarted => {
+                        n.amf.association_down(id.0);
+                        n.amf.association_up(id.0);
+                    }
+                    Event::Closed { .. } => n.amf.association_down(id.0),
+                    Event::PeerError { causes } => {
+                        tracing::warn!(assoc = %id, ?causes, "SCTP ERROR chunk from peer");
+                    }
+                    Event::Message(m) => {
+                        self.counters.ngap_read += 1;
+                        let gnb_id = match n.amf.gnb(id.0).and_then(|g| g.global_ran_node_id) {
+                            Some(GlobalRanNodeId::Gnb { gnb_id, .. }) => gnb_id.id(),
+                            _ => 0,
+                        };
+                        let route = registration::route(&m.data, gnb_id, self.workers);
+                        if route == registration::Route::NonUe {
+                            n.amf.handle(id.0, m.stream, &m.data, &mut n.out);
+                            for o in n.out.drain(..) {
+                                let N2Output::Send { assoc, stream, pdu } = o else {
+                                    continue;
+                                };
+                                if let Err(e) = n.sock.endpoint_mut().send(
+                                    AssocId(assoc),
+                                    stream,
+                                    NGAP_PPID,
+                                    false,
+                                    pdu.into(),
+                                ) {
+                                    tracing::debug!(assoc, error = %e, "cannot send NGAP");
+                                }
+                            }
+                            continue;
+                        }
+                        let ready = n.amf.is_ready(id.0);
+                        ue_msgs.push((route, id.0, m.stream, ready, gnb_id, m.data.to_vec()));
+                    }
+                }
+            }
+        }
+        for (route, assoc, stream, ready, gnb_id, pdu) in ue_msgs {
+            let to = match self.shared.state {
+                StateMode::Sharded => route.worker().unwrap_or(self.id),
+                // The baseline handles a message wherever it lands; spreading by SCTP
+                // stream keeps one UE's messages (one stream, RFC 9260 §6.6 ordered
+                // delivery) in order, as one reader per stream would.
+                StateMode::Locked => WorkerId(stream % self.workers.count()),
+            };
+            if to == self.id {
+                self.counters.ngap_local += 1;
+                self.amf
+                    .handle_ngap(Instant::now(), assoc, stream, ready, gnb_id, &pdu);
+            } else {
+                self.counters.ngap_handed_off += 1;
+                self.send(
+                    to,
+                    Msg::Ngap {
+                        assoc,
+                        stream,
+                        ready,
+                        gnb_id,
+                        pdu,
+                    },
+                );
+            }
+        }
+    }
+
+    // ---- mesh and local events ----
+
+    fn on_msg(&mut self, m: Msg) {
+        match m {
+            Msg::Ngap {
+                assoc,
+                stream,
+                ready,
+                gnb_id,
+                pdu,
+            } => {
+                self.counters.ngap_from_mesh += 1;
+                self.amf
+                    .handle_ngap(Instant::now(), assoc, stream, ready, gnb_id, &pdu);
+            }
+            Msg::NgapOut { assoc, stream, pdu } => self.send_ngap(assoc, stream, pdu),
+            Msg::Request { nf, from, tag, req } => {
+                self.counters.sbi_from_mesh += 1;
+                let t = self.new_tag();
+                self.origins.insert(t, Origin::Remote { from, tag });
+                self.handle_here(nf, t, req);
+            }
+            Msg::Forward { from, tag, fwd } => {
+                self.counters.sbi_from_mesh += 1;
+                let t = self.new_tag();
+                self.origins.insert(t, Origin::Remote { from, tag });
+                self.udm.handle_forwarded(t, fwd);
+            }
+            Msg::Answer { tag, resp } => self.complete(tag, resp),
+            Msg::SqnDone { supi, high_water } => self.sqn_done(&supi, high_water),
+        }
+    }
+
+    fn on_local(&mut self, l: Local) {
+        match l {
+            Local::Serve { nf, req, reply } => {
+                self.counters.sbi_served += 1;
+                let t = self.new_tag();
+                self.origins.insert(t, Origin::Server(reply));
+                self.deliver(nf, t, req);
+            }
+            Local::AmfReply {
+                call_id,
+                status,
+                body,
+            } => self
+                .amf
+                .handle_sbi_reply(Instant::now(), call_id, status, &body),
+            Local::AusfReply {
+                call_id,
+                status,
+                body,
+            } => self
+                .ausf
+                .handle_reply(Instant::now(), call_id, status, &body),
+            Local::SqnDone { supi, high_water } => {
+                if self.shared.state == StateMode::Locked {
+                    // Any worker may have parked a request behind this reservation.
+                    let me = self.id;
+                    for w in self.workers.iter().filter(|w| *w != me) {
+                        self.send(
+                            w,
+                            Msg::SqnDone {
+                                supi: supi.clone(),
+                                high_water,
+                            },
+                        );
+                    }
+                }
+                self.sqn_done(&supi, high_water);
+            }
+        }
+    }
+
+    fn sqn_done(&mut self, supi: &str, high_water: Option<u64>) {
+        match high_water {
+            Some(hw) => self.udm.sqn_persisted(supi, hw),
+            None => self.udm.sqn_persist_failed(supi),
+        }
+    }
+
+    // ---- SBI ----
+
+    /// The worker whose NF owns the state `req` touches (this one in the locked mode, and
+    /// for requests that create state or whose owner only the NF can tell).
+    fn owner(&self, nf: NfType, req: &SbiRequest) -> WorkerId {
+        if self.shared.state == StateMode::Locked {
+            return self.id;
+        }
+        match nf {
+            NfType::Ausf => resolve(&[Route::FiveGAkaConfirmation], &req.method, &req.path)
+                .ok()
+                .and_then(|m| m.param("authCtxId").map(str::to_owned))
+                .and_then(|id| owner_of_auth_ctx_id(&id, self.workers))
+                .unwrap_or(self.id),
+            NfType::Udm => {
+                let routes = [
+                    Route::GenerateAuthData,
+                    Route::AuthEvents,
+                    Route::Amf3GppAccessRegistration,
+                    Route::AmData,
+                    Route::SmfSelectData,
+                    Route::Nssai,
+                ];
+                match resolve(&routes, &req.method, &req.path) {
+                    // A SUCI is deconcealed where it lands; the UDM forwards it.
+                    Ok(m) => match m.params.first() {
+                        Some((_, v)) if v.starts_with("imsi-") => owner_of_supi(v, self.workers),
+                        _ => self.id,
+                    },
+                    Err(_) => self.id,
+                }
+            }
+            _ => self.id,
+        }
+    }
+
+    /// A request this worker holds under `tag`: handled here or one hop away at its owner.
+    fn deliver(&mut self, nf: NfType, tag: u64, req: SbiRequest) {
+        let to = self.owner(nf, &req);
+        if to == self.id {
+            self.handle_here(nf, tag, req);
+        } else {
+            self.counters.sbi_handed_off += 1;
+            let from = self.id;
+            self.send(to, Msg::Request { nf, from, tag, req });
+        }
+    }
+
+    fn handle_here(&mut self, nf: NfType, tag: u64, req: SbiRequest) {
+        self.counters.sbi_local += 1;
+        match nf {
+            NfType::Ausf => self.ausf.handle_request(Instant::now(), tag, req),
+            NfType::Udm => self.udm.handle_request(tag, req),
+            other => {
+                let p = ProblemDetails::resource_not_found(&format!("{other}: {}", req.path));
+                self.complete(tag, SbiResponse::problem(&p));
+            }
+        }
+    }
+
+    /// The answer to the request held under `tag`.
+    fn complete(&mut self, tag: u64, resp: SbiResponse) {
+        match self.origins.remove(&tag) {
+            Some(Origin::Server(reply)) => {
+                // The client may have gone; nothing to do then.
+                let _ = reply.send(resp);
+            }
+            Some(Origin::Amf(call_id)) => {
+                self.amf
+                    .handle_sbi_reply(Instant::now(), call_id, resp.status, &resp.body)
+            }
+            Some(Origin::Ausf(call_id)) => {
+                self.ausf
+                    .handle_reply(Instant::now(), call_id, resp.status, &resp.body)
+            }
+            Some(Origin::Remote { from, tag }) => {
+                self.counters.sbi_answers_relayed += 1;
+                self.send(from, Msg::Answer { tag, resp });
+            }
+            None => tracing::debug!(tag, "answer to no request"),
+        }
+    }
+
+    /// A call of this worker's AMF or AUSF. Every call is answered (TS 29.500 §5.2.7: a
+    /// transport failure is a 504 to the caller).
+    fn call(&mut self, caller: Caller, nf: NfType, method: Method, path: String, body: Bytes) {
+        if self.shared.sbi == SbiMode::Inproc {
+            let (path, query) = match path.split_once('?') {
+                Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+                None => (path, None),
+            };
+            let req = SbiRequest {
+                method,
+                path,
+                query,
+                content_type: (!body.is_empty()).then(|| "application/json".to_owned()),
+                body,
+            };
+            let tag = self.new_tag();
+            let origin = match caller {
+                Caller::Amf(c) => Origin::Amf(c),
+                Caller::Ausf(c) => Origin::Ausf(c),
+            };
+            self.origins.insert(tag, origin);
+            return self.deliver(nf, tag, req);
+        }
+        self.counters.h2c_calls += 1;
+        let uri = self.shared.directory.uri(nf, &path);
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_local(async move {
+            let got = match uri {
+                Some(uri) => client
+                    .request(method, &uri, (!body.is_empty()).then_some(body))
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("no {nf} in the directory")),
+            };
+            let (status, body) = match got {
+                Ok(r) => (r.status, r.body),
+                Err(e) => {
+                    tracing::debug!(%nf, error = %e, "SBI call failed");
+                    (StatusCode::GATEWAY_TIMEOUT, Bytes::new())
+                }
+            };
+            let msg = match caller {
+                Caller::Amf(call_id) => Local::AmfReply {
+                    call_id,
+                    status,
+                    body,
+                },
+                Caller::Ausf(call_id) => Local::AusfReply {
+                    call_id,
+                    status,
+                    body,
+                },
+            };
+            let _ = tx.send(msg);
+        });
+    }
+
+    /// Carries out what the NFs asked for until none has anything left.
+    fn pump(&mut self) {
+        loop {
+            let mut progress = false;
+            while let Some(a) = self.amf.poll_action() {
+                progress = true;
+                match a {
+                    registration::Action::Ngap { assoc, stream, pdu } => {
+                        self.send_ngap(assoc, stream, pdu)
+                    }
+                    registration::Action::Call {
+                        call_id,
+                        nf,
+                        method,
+                        path,
+                        body,
+                    } => self.call(Caller::Amf(call_id), nf, method, path, body),
+                    other => tracing::warn!(?other, "AMF action this runtime does not carry out"),
+                }
+            }
+            while let Some(a) = self.ausf.poll_action() {
+                progress = true;
+                match a {
+                    ausf::Action::Respond { req_id, response } => self.complete(req_id, response),
+                    ausf::Action::Call {
+                        call_id,
+                        nf,
+                        method,
+                        path,
+                        body,
+                    } => self.call(Caller::Ausf(call_id), nf, method, path, body),
+                    other => tracing::warn!(?other, "AUSF action this runtime does not carry out"),
+                }
+            }
+            while let Some(a) = self.udm.poll_action() {
+                progress = true;
+                match a {
+                    udm::Action::Respond { req_id, response } => self.complete(req_id, response),
+                    udm::Action::Forward {
+                        to,
+                        req_id,
+                        request,
+                    } => {
+                        self.counters.udm_forwards += 1;
+                        let from = self.id;
+                        self.send(
+                            to,
+                            Msg::Forward {
+                                from,
+                                tag: req_id,
+                                fwd: request,
+                            },
+                        );
+                    }
+                    udm::Action::PersistSqn(p) => {
+                        self.counters.sqn_writes += 1;
+                        let job = Job {
+                            worker: self.id.index(),
+                            request: p,
+                        };
+                        if let Err(mpsc::SendError(job)) = self.persist.send(job) {
+                            self.udm.sqn_persist_failed(&job.request.supi);
+                        }
+                    }
+                    other => tracing::warn!(?other, "UDM action this runtime does not carry out"),
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    // ---- the end ----
+
+    async fn finish(&mut self) {
+        if let Some(n) = self.n2.as_mut() {
+            // Graceful SCTP shutdown (RFC 9260 §9.2) so gNBs see the AMF leave, bounded.
+            let ids: Vec<AssocId> = n.amf.gnbs().map(|g| AssocId(g.assoc)).collect();
+            let now = Instant::now();
+            for id in ids {
+                let _ = n.sock.endpoint_mut().shutdown(now, id);
+            }
+            let deadline = Instant::now() + SHUTDOWN_GRACE;
+            while !n.sock.endpoint().is_empty() && Instant::now() < deadline {
+                if n.sock.drive(Some(deadline)).await.is_err() {
+                    break;
+                }
+                while n.sock.endpoint_mut().poll_event().is_some() {}
+            }
+            let io = n.sock.io_stats();
+            let report = N2Report {
+                n2: n.amf.stats().clone(),
+                gnbs: n.amf.gnbs().count(),
+                sctp: n.sock.endpoint().stats().clone(),
+                packets_in: io.packets_in,
+                packets_out: io.packets_out,
+            };
+            tracing::debug!(transport = %n.kind, "N2 closed");
+            if let Ok(mut g) = self.shared.n2_report.lock() {
+                *g = Some(report);
+            }
+        }
+        let report = WorkerReport {
+            worker: self.id.0,
+            amf: self.amf.stats(),
+            ausf: self.ausf.stats(),
+            udm: self.udm.stats(),
+            counters: self.counters,
+        };
+        if let Ok(mut g) = self.shared.reports.lock() {
+            if let Some(slot) = g.get_mut(self.id.index()) {
+                *slot = Some(report);
+            }
+        }
+    }
+}
+
+/// One request read by a worker's h2c server: handed to the worker's loop, answered when
+/// the owning NF answers.
+async fn serve(tx: LocalTx, nf: NfType, req: SbiRequest) -> SbiResponse {
+    let (reply, answer) = oneshot::channel();
+    if tx.send(Local::Serve { nf, req, reply }).is_err() {
+        return SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("NF stopping"));
+    }
+    answer.await.unwrap_or_else(|_| {
+        SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("request dropped"))
+    })
+}
