@@ -39,9 +39,13 @@ pub(crate) struct Global {
 pub(crate) enum Command {
     /// Run the AMF's N2 side: NGAP over SCTP (raw IP and/or UDP encapsulation).
     Amf(AmfArgs),
-    /// Run gNB emulators against an AMF (the load generator).
+    /// Run the core: AMF, AUSF and UDM in one process
+    Core(crate::core_cmd::CoreArgs),
+    /// Run gNB emulators against an AMF: NG Setup, and with --subscribers the UE load
+    /// generator (registration, de-registration, re-registration).
     Ran(RanArgs),
-    /// Run the AMF and gNB emulators together on loopback and print the report.
+    /// Run the core and the UE load generator together on loopback: N fresh subscribers
+    /// register and deregister, then the report.
     Demo(DemoArgs),
     /// Run a benchmark scenario.
     Bench(BenchArgs),
@@ -181,6 +185,10 @@ pub(crate) struct LoadArgs {
     /// Open loop: start this many runs per second.
     #[arg(long, value_name = "R", requires = "subscribers")]
     pub(crate) rate: Option<f64>,
+    /// Open loop: at most this many runs in flight; starts wait (and count as late) beyond
+    /// it. Default and upper bound: the number of subscribers.
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub(crate) max_in_flight: Option<usize>,
     /// Number of UE runs (default: one per subscriber); cycles the CSV when larger.
     #[arg(
         long,
@@ -214,17 +222,59 @@ pub(crate) struct LoadArgs {
 /// `steer5g demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
+    /// Number of UEs (subscribers provisioned in the fresh data directory).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) ues: u64,
     /// Number of gNB emulators.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 4)]
     pub(crate) gnbs: u32,
+    /// UEs in flight at once (closed loop).
+    #[arg(long, value_name = "K", default_value_t = 100)]
+    pub(crate) concurrency: usize,
+    /// Where per-UE state lives in the core.
+    #[arg(long, value_enum, default_value_t = DemoState::Sharded)]
+    pub(crate) state: DemoState,
+    /// Core worker threads (default: one per CPU).
+    #[arg(long)]
+    pub(crate) workers: Option<u16>,
+    /// How the AMF reaches the AUSF and UDM.
+    #[arg(long, value_enum, default_value_t = DemoSbi::H2c)]
+    pub(crate) sbi: DemoSbi,
+    /// Data directory (default: a fresh temporary one, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
     /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
     #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
     pub(crate) transport: TransportArg,
     #[command(flatten)]
     pub(crate) listen: N2ListenArgs,
-    /// Give up after this many seconds.
+    /// The AUSF's SBI address (h2c).
+    #[arg(long, default_value = "127.0.0.11:7777")]
+    pub(crate) ausf_addr: SocketAddrV4,
+    /// The UDM's SBI address (h2c).
+    #[arg(long, default_value = "127.0.0.12:7777")]
+    pub(crate) udm_addr: SocketAddrV4,
+    /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
+}
+
+/// `steer5g demo --state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DemoState {
+    /// Per-worker shards, messages handed to the owner.
+    Sharded,
+    /// One shared map behind locks (the baseline).
+    Locked,
+}
+
+/// `steer5g demo --sbi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DemoSbi {
+    /// HTTP/2 cleartext on loopback.
+    H2c,
+    /// In-process calls between co-located NFs.
+    Inproc,
 }
 
 /// `steer5g bench`.

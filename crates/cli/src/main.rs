@@ -7,6 +7,7 @@
 
 mod bench;
 mod cli;
+mod core_cmd;
 mod crypto;
 mod exit;
 mod loadgen;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
     init_logging(&cli.global, default_filter);
     let result = match &cli.command {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
+        Command::Core(args) => core_cmd::run(&cli.global, args),
         Command::Ran(args) => n2::ran::run(&cli.global, args),
         Command::Demo(args) => n2::demo::run(&cli.global, args),
         Command::Bench(args) => bench::run(&cli.global, args),

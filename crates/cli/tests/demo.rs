@@ -4,8 +4,9 @@
 use std::process::Command;
 
 #[test]
-fn demo_runs_on_the_default_plan_and_reports_every_ng_setup() {
-    // This is the only test that uses the default address plan (127.0.0.5, UDP 9899).
+fn demo_runs_on_the_default_plan_and_registers_every_ue() {
+    // This is the only test that uses the default address plan (127.0.0.5, UDP 9899, AUSF
+    // 127.0.0.11:7777, UDM 127.0.0.12:7777), with the default 1000 UEs.
     let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
         .args(["demo", "--gnbs", "16", "--json"])
         .output()
@@ -25,6 +26,10 @@ fn demo_runs_on_the_default_plan_and_reports_every_ng_setup() {
     );
     let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON report");
     assert_eq!(v["ok"], true);
+    assert_eq!(v["ues"], 1000);
+    assert_eq!(v["ran"]["ues_registered"], 1000);
+    assert_eq!(v["ran"]["ues_deregistered"], 1000);
+    assert_eq!(v["amf"]["registrations"], 1000);
     assert_eq!(v["ran"]["gnbs"], 16);
     assert_eq!(v["ran"]["ng_setup_ok"], 16);
     assert_eq!(v["ran"]["ng_setup_failed"], 0);
@@ -45,13 +50,23 @@ fn demo_human_report_names_each_stage() {
             "127.0.0.59",
             "--udp-port",
             "19899",
+            "--ausf-addr",
+            "127.0.0.59:17711",
+            "--udm-addr",
+            "127.0.0.59:17712",
+            "--ues",
+            "100",
         ])
         .output()
         .expect("run steer5g demo");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("NG Setup succeeded"), "{stdout}");
-    assert!(stdout.contains("every NG Setup succeeded"), "{stdout}");
+    assert!(stdout.contains("registration"), "{stdout}");
+    assert!(stdout.contains("deregistration"), "{stdout}");
+    assert!(
+        stdout.contains("every UE registered and deregistered"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //!
 //! UDM SQN reservations are written by a persister thread off the hot path.
 
+mod n2;
 mod persist;
 mod worker;
 
@@ -129,9 +130,18 @@ pub enum CoreError {
         #[source]
         source: std::io::Error,
     },
-    /// The N2 transport could not be opened.
+    /// The N2 core could not start.
     #[error("N2: {0}")]
     N2(String),
+    /// An N2 transport could not be bound (raw IP needs CAP_NET_RAW).
+    #[error("N2 {transport}: {source}")]
+    N2Bind {
+        /// Which transport.
+        transport: TransportKind,
+        /// Why.
+        #[source]
+        source: sctp_io::BindError,
+    },
     /// The runtime failed.
     #[error("runtime: {0}")]
     Runtime(#[from] steer::runtime::RuntimeError),
@@ -162,8 +172,8 @@ pub struct N2Report {
     pub n2: N2Stats,
     /// Associations still up when the core stopped.
     pub gnbs: usize,
-    /// SCTP endpoint counters.
-    pub sctp: sctp::EndpointStats,
+    /// SCTP endpoint counters of each transport.
+    pub sctp: Vec<(TransportKind, sctp::EndpointStats)>,
     /// Packets in/out of the N2 socket(s).
     pub packets_in: u64,
     /// Packets sent.
@@ -323,9 +333,10 @@ impl Core {
         if opts.sbi == SbiMode::H2c {
             let ausf = listen_addr(&opts.directory, NfType::Ausf)?;
             let udm = listen_addr(&opts.directory, NfType::Udm)?;
-            for _ in workers.iter() {
-                let a = reuseport_listener(ausf)?;
-                let u = reuseport_listener(udm)?;
+            for w in workers.iter() {
+                let first = w.index() == 0;
+                let a = reuseport_listener(ausf, first)?;
+                let u = reuseport_listener(udm, first)?;
                 listening.ausf = a.local_addr().ok();
                 listening.udm = u.local_addr().ok();
                 sbi_listeners.push(Some((a, u)));
@@ -350,7 +361,6 @@ impl Core {
             short_connections: opts.short_connections,
             directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
-            transports: opts.config.n2.transports.clone(),
             locked: locked.clone(),
             inbox: Mutex::new(local_rxs.into_iter().zip(sbi_listeners).map(Some).collect()),
             persist: Mutex::new(persist_tx),
@@ -372,7 +382,7 @@ impl Core {
             Ok(Ok(addrs)) => addrs,
             Ok(Err(e)) => {
                 let _ = runtime.stop();
-                return Err(CoreError::N2(e));
+                return Err(e);
             }
             Err(_) => {
                 let _ = runtime.stop();
@@ -454,12 +464,18 @@ fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreErro
 }
 
 /// One of several listeners on the same address; the kernel spreads connections over them.
-fn reuseport_listener(addr: SocketAddr) -> Result<std::net::TcpListener, CoreError> {
+fn reuseport_listener(addr: SocketAddr, first: bool) -> Result<std::net::TcpListener, CoreError> {
     use socket2::{Domain, Protocol, Socket, Type};
     let bind = |source| CoreError::Bind {
         what: format!("SBI {addr}"),
         source,
     };
+    // SO_REUSEPORT would let this core silently join another process's listeners on the
+    // same address and take half of its connections: make sure nobody listens there yet.
+    // (Our own listeners of the same group are bound after this check.)
+    if first {
+        drop(std::net::TcpListener::bind(addr).map_err(bind)?);
+    }
     let s =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(bind)?;
     s.set_reuse_address(true).map_err(bind)?;
@@ -524,5 +540,78 @@ pub(crate) fn n2_addr(kind: TransportKind, local: SocketAddrV4, sctp_port: u16) 
     match kind {
         TransportKind::Raw => SocketAddr::new((*local.ip()).into(), sctp_port),
         TransportKind::Udp => SocketAddr::V4(local),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_come_from_the_directory() {
+        let mut d = StaticDirectory::new();
+        assert_eq!(
+            listen_addr(&d, NfType::Ausf).unwrap(),
+            "127.0.0.11:7777".parse().unwrap()
+        );
+        d.set(NfType::Udm, "http://127.0.9.12:8080/");
+        assert_eq!(
+            listen_addr(&d, NfType::Udm).unwrap(),
+            "127.0.9.12:8080".parse().unwrap()
+        );
+        d.set(NfType::Udm, "https://127.0.9.12:8080");
+        assert!(matches!(
+            listen_addr(&d, NfType::Udm),
+            Err(CoreError::Config(_))
+        ));
+        d.set(NfType::Udm, "http://udm.example:80");
+        assert!(matches!(
+            listen_addr(&d, NfType::Udm),
+            Err(CoreError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn bad_worker_counts_are_refused_before_anything_is_opened() {
+        let dir = std::env::temp_dir().join("steer5g-core-never-created");
+        for n in [0, Workers::MAX + 1] {
+            let mut o = CoreOptions::new(dir.clone());
+            o.workers = n;
+            assert!(matches!(Core::start(o), Err(CoreError::Config(_))));
+        }
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn identity_follows_the_configuration() {
+        let mut cfg = Config::default();
+        cfg.amf.tacs = vec![1, 7];
+        let (guami, tacs, slices) = identity(&cfg).unwrap();
+        assert_eq!(guami.plmn, Plmn::new("001", "01").unwrap());
+        assert_eq!(tais(&guami, &tacs).len(), 2);
+        assert!(!slices.is_empty());
+        cfg.amf.tacs = vec![1 << 24];
+        assert!(matches!(identity(&cfg), Err(CoreError::Config(_))));
+    }
+
+    #[test]
+    fn counters_add_up() {
+        let a = WorkerCounters {
+            ngap_handed_off: 2,
+            sbi_handed_off: 3,
+            ..WorkerCounters::default()
+        };
+        let mut r = CoreReport::default();
+        r.workers.push(WorkerReport {
+            counters: a,
+            ..WorkerReport::default()
+        });
+        r.workers.push(WorkerReport {
+            counters: a,
+            ..WorkerReport::default()
+        });
+        assert_eq!(r.counters_total().ngap_handed_off, 4);
+        assert_eq!(r.handoffs(), 10);
     }
 }

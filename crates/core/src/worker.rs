@@ -6,34 +6,30 @@
 //! report back through its local channel.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::rc::Rc;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
+use nf::amf::n2::AmfN2Config;
 use nf::amf::registration::{self, Amf, AmfConfig, IdleUe, UeContext};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext, WallClock};
 use nf::state::{ContextMap, ShardMap};
 use nf::udm::{self, Forwarded, SidfKeys, Udm, UdmConfig, UeRecord};
-use proto::ids::GlobalRanNodeId;
 use sbi::paths::{resolve, Route};
 use sbi::{NfType, ProblemDetails, SbiClient, SbiRequest, SbiResponse, StaticDirectory};
-use sctp::{AssocId, Endpoint, EndpointConfig, Event};
-use sctp_io::{SctpSocket, Transport};
 use steer::owner::{owner_of_auth_ctx_id, owner_of_supi};
 use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
 use steer5g_config::{N2Config, Transport as TransportKind};
 use store::{SqnShard, SubscriberStore};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
+use crate::n2::{N2Side, UeMessage};
 use crate::persist::Job;
 use crate::{CoreError, CoreOptions, LockedMaps, N2Report, SbiMode, StateMode, WorkerReport};
 
-/// SCTP Payload Protocol Identifier of NGAP (TS 38.412 §7).
-const NGAP_PPID: u32 = 60;
 /// Longest a worker 0 turn waits on the N2 socket before looking at everything else.
 const N2_TICK: Duration = Duration::from_millis(50);
 /// How long a stopping core waits for its associations to shut down gracefully.
@@ -167,7 +163,7 @@ pub(crate) enum Local {
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
 type LocalRx = tmpsc::UnboundedReceiver<Local>;
 type Listeners = Option<(TcpListener, TcpListener)>;
-type Ready = mpsc::Sender<Result<Vec<(TransportKind, SocketAddr)>, String>>;
+type Ready = mpsc::Sender<Result<Vec<(TransportKind, SocketAddr)>, CoreError>>;
 
 pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
     workers.iter().map(|_| tmpsc::unbounded_channel()).unzip()
@@ -225,7 +221,6 @@ pub(crate) struct Shared {
     pub(crate) short_connections: bool,
     pub(crate) directory: StaticDirectory,
     pub(crate) n2_config: N2Config,
-    pub(crate) transports: Vec<TransportKind>,
     pub(crate) locked: Option<LockedMaps>,
     /// Each worker takes its own entry.
     pub(crate) inbox: Mutex<Vec<Option<(LocalRx, Listeners)>>>,
@@ -286,14 +281,6 @@ enum Origin {
 enum Caller {
     Amf(u64),
     Ausf(u64),
-}
-
-/// Worker 0's N2 side.
-struct N2Side {
-    kind: TransportKind,
-    sock: SctpSocket,
-    amf: AmfN2,
-    out: Vec<N2Output>,
 }
 
 struct Worker<AM, AP, AC, UR, UQ> {
@@ -450,7 +437,7 @@ where
             let wake = {
                 let n2 = async {
                     match self.n2.as_mut() {
-                        Some(n) => n.sock.drive(Some(Instant::now() + N2_TICK)).await,
+                        Some(n) => n.drive(Instant::now() + N2_TICK).await,
                         None => std::future::pending().await,
                     }
                 };
@@ -534,65 +521,21 @@ where
 
     // ---- N2 (worker 0) ----
 
-    fn open_n2(&mut self) -> Result<Vec<(TransportKind, SocketAddr)>, String> {
-        let cfg = &self.shared.n2_config;
-        // One transport per core for now (association ids are per endpoint); UDP
-        // encapsulation first, since it needs no privilege.
-        let kind = if self.shared.transports.contains(&TransportKind::Udp) {
-            TransportKind::Udp
-        } else if let Some(&k) = self.shared.transports.first() {
-            k
-        } else {
-            return Err("no N2 transport configured".to_owned());
-        };
-        if self.shared.transports.len() > 1 {
-            tracing::warn!("the core serves one N2 transport; using {kind}");
-        }
-        let bound = match kind {
-            TransportKind::Raw => Transport::bind_raw(cfg.addr),
-            TransportKind::Udp => Transport::bind_udp(SocketAddrV4::new(cfg.addr, cfg.udp_port)),
-        };
-        let transport = bound.map_err(|e| e.to_string())?;
-        let local = transport.local();
-        let endpoint = Endpoint::new(EndpointConfig {
-            listen_port: Some(cfg.sctp_port),
-            association: sctp::AssociationConfig::default(),
-            // RFC 9260 §5.1.3: the cookie key must not be guessable.
-            cookie_key: rand::random(),
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 65_536,
-            rng_seed: rand::random(),
-        });
-        self.n2 = Some(N2Side {
-            kind,
-            sock: SctpSocket::new(transport, endpoint),
-            amf: AmfN2::new(self.shared.settings.n2.clone()),
-            out: Vec::new(),
-        });
-        Ok(vec![(kind, crate::n2_addr(kind, local, cfg.sctp_port))])
+    fn open_n2(&mut self) -> Result<Vec<(TransportKind, SocketAddr)>, CoreError> {
+        let (side, addrs) = N2Side::open(&self.shared.n2_config, self.shared.settings.n2.clone())?;
+        self.n2 = Some(side);
+        Ok(addrs)
     }
 
     async fn flush_n2(&mut self) {
         if let Some(n) = self.n2.as_mut() {
-            // Timers of an endpoint whose `drive` lost the race to other work still run.
-            n.sock.endpoint_mut().handle_timeout(Instant::now());
-            if let Err(e) = n.sock.flush().await {
-                tracing::warn!(error = %e, "N2 send failed");
-            }
+            n.flush().await;
         }
     }
 
     fn send_ngap(&mut self, assoc: u32, stream: u16, pdu: Vec<u8>) {
         match self.n2.as_mut() {
-            Some(n) => {
-                if let Err(e) =
-                    n.sock
-                        .endpoint_mut()
-                        .send(AssocId(assoc), stream, NGAP_PPID, false, pdu.into())
-                {
-                    tracing::debug!(assoc, error = %e, "cannot send NGAP message");
-                }
-            }
+            Some(n) => n.send(assoc, stream, pdu),
             None => {
                 self.counters.ngap_out_relayed += 1;
                 self.send(WorkerId(0), Msg::NgapOut { assoc, stream, pdu });
@@ -603,49 +546,17 @@ where
     fn on_n2_events(&mut self) {
         let mut ue_msgs = Vec::new();
         if let Some(n) = self.n2.as_mut() {
-            while let Some((id, ev)) = n.sock.endpoint_mut().poll_event() {
-                match ev {
-                    Event::Connected { .. } => n.amf.association_up(id.0),
-                    Event::Restarted => {
-                        n.amf.association_down(id.0);
-                        n.amf.association_up(id.0);
-                    }
-                    Event::Closed { .. } => n.amf.association_down(id.0),
-                    Event::PeerError { causes } => {
-                        tracing::warn!(assoc = %id, ?causes, "SCTP ERROR chunk from peer");
-                    }
-                    Event::Message(m) => {
-                        self.counters.ngap_read += 1;
-                        let gnb_id = match n.amf.gnb(id.0).and_then(|g| g.global_ran_node_id) {
-                            Some(GlobalRanNodeId::Gnb { gnb_id, .. }) => gnb_id.id(),
-                            _ => 0,
-                        };
-                        let route = registration::route(&m.data, gnb_id, self.workers);
-                        if route == registration::Route::NonUe {
-                            n.amf.handle(id.0, m.stream, &m.data, &mut n.out);
-                            for o in n.out.drain(..) {
-                                let N2Output::Send { assoc, stream, pdu } = o else {
-                                    continue;
-                                };
-                                if let Err(e) = n.sock.endpoint_mut().send(
-                                    AssocId(assoc),
-                                    stream,
-                                    NGAP_PPID,
-                                    false,
-                                    pdu.into(),
-                                ) {
-                                    tracing::debug!(assoc, error = %e, "cannot send NGAP");
-                                }
-                            }
-                            continue;
-                        }
-                        let ready = n.amf.is_ready(id.0);
-                        ue_msgs.push((route, id.0, m.stream, ready, gnb_id, m.data.to_vec()));
-                    }
-                }
-            }
+            self.counters.ngap_read += n.poll(self.workers, &mut ue_msgs);
         }
-        for (route, assoc, stream, ready, gnb_id, pdu) in ue_msgs {
+        for UeMessage {
+            route,
+            assoc,
+            stream,
+            ready,
+            gnb_id,
+            pdu,
+        } in ue_msgs
+        {
             let to = match self.shared.state {
                 StateMode::Sharded => route.worker().unwrap_or(self.id),
                 // The baseline handles a message wherever it lands; spreading by SCTP
@@ -972,28 +883,7 @@ where
 
     async fn finish(&mut self) {
         if let Some(n) = self.n2.as_mut() {
-            // Graceful SCTP shutdown (RFC 9260 §9.2) so gNBs see the AMF leave, bounded.
-            let ids: Vec<AssocId> = n.amf.gnbs().map(|g| AssocId(g.assoc)).collect();
-            let now = Instant::now();
-            for id in ids {
-                let _ = n.sock.endpoint_mut().shutdown(now, id);
-            }
-            let deadline = Instant::now() + SHUTDOWN_GRACE;
-            while !n.sock.endpoint().is_empty() && Instant::now() < deadline {
-                if n.sock.drive(Some(deadline)).await.is_err() {
-                    break;
-                }
-                while n.sock.endpoint_mut().poll_event().is_some() {}
-            }
-            let io = n.sock.io_stats();
-            let report = N2Report {
-                n2: n.amf.stats().clone(),
-                gnbs: n.amf.gnbs().count(),
-                sctp: n.sock.endpoint().stats().clone(),
-                packets_in: io.packets_in,
-                packets_out: io.packets_out,
-            };
-            tracing::debug!(transport = %n.kind, "N2 closed");
+            let report = n.shutdown(SHUTDOWN_GRACE).await;
             if let Ok(mut g) = self.shared.n2_report.lock() {
                 *g = Some(report);
             }

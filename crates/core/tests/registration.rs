@@ -36,9 +36,44 @@ struct Outcome {
 /// A core on 127.0.`net`.x with `UES` subscribers, and the UEs registering and
 /// deregistering through one gNB.
 fn run_case(net: u8, workers: u16, state: StateMode, sbi: SbiMode) -> (Outcome, CoreReport) {
+    run_n(net, workers, state, sbi, UES, false)
+}
+
+fn run_n(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    sbi: SbiMode,
+    ues: usize,
+    short_connections: bool,
+) -> (Outcome, CoreReport) {
+    run_on(net, workers, state, sbi, ues, short_connections, Link::Udp)
+}
+
+/// How the gNB reaches the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// The core serves UDP encapsulation only.
+    Udp,
+    /// The core serves both; the gNB uses UDP encapsulation.
+    UdpOfBoth,
+    /// The core serves both; the gNB uses raw IP.
+    RawOfBoth,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_on(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    sbi: SbiMode,
+    ues: usize,
+    short_connections: bool,
+    link: Link,
+) -> (Outcome, CoreReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
-    let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
+    let subs = store::generate::generate("imsi-001010000000001", ues as u64, &mut rng).unwrap();
     {
         let s = RedbStore::open_in(dir.path()).unwrap();
         s.put_batch(&subs).unwrap();
@@ -55,7 +90,10 @@ fn run_case(net: u8, workers: u16, state: StateMode, sbi: SbiMode) -> (Outcome, 
     let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
     let mut config = Config::default();
     config.n2.addr = ip(1);
-    config.n2.transports = vec![TransportKind::Udp];
+    config.n2.transports = match link {
+        Link::Udp => vec![TransportKind::Udp],
+        Link::UdpOfBoth | Link::RawOfBoth => vec![TransportKind::Raw, TransportKind::Udp],
+    };
     let mut directory = StaticDirectory::new();
     directory.set(NfType::Amf, format!("http://{}:7777", ip(5)));
     directory.set(NfType::Ausf, format!("http://{}:7777", ip(11)));
@@ -64,11 +102,23 @@ fn run_case(net: u8, workers: u16, state: StateMode, sbi: SbiMode) -> (Outcome, 
     opts.workers = workers;
     opts.state = state;
     opts.sbi = sbi;
+    opts.short_connections = short_connections;
     opts.config = config.clone();
     opts.directory = directory;
     opts.rand_seed = Some(7);
     let core = Core::start(opts).unwrap();
-    let n2 = core.listening().n2[0].1;
+    let want = if link == Link::RawOfBoth {
+        TransportKind::Raw
+    } else {
+        TransportKind::Udp
+    };
+    let n2 = core
+        .listening()
+        .n2
+        .iter()
+        .find(|(k, _)| *k == want)
+        .unwrap()
+        .1;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -79,19 +129,39 @@ fn run_case(net: u8, workers: u16, state: StateMode, sbi: SbiMode) -> (Outcome, 
         .map(|s| {
             let mut c = UeConfig::from_subscriber(s, defaults::PLMN).unwrap();
             c.suci = SuciScheme::Ecies {
-                key: hn.public_key().unwrap(),
+                key: security::suci::HomeNetworkPrivateKey::from_bytes(
+                    security::suci::Profile::A,
+                    hn.private_octets(),
+                )
+                .unwrap()
+                .public_key(),
                 key_id: hn.id,
             };
             Ue::new(c).unwrap()
         })
         .collect();
-    let outcome = rt.block_on(drive_ues(ip(100), n2, config.n2.sctp_port, ues));
+    let outcome = rt.block_on(drive_ues(ip(100), n2, config.n2.sctp_port, ues, want));
     let report = core.stop().unwrap();
     (outcome, report)
 }
 
-async fn drive_ues(local: Ipv4Addr, amf: SocketAddr, sctp_port: u16, mut ues: Vec<Ue>) -> Outcome {
-    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
+async fn drive_ues(
+    local: Ipv4Addr,
+    amf: SocketAddr,
+    sctp_port: u16,
+    mut ues: Vec<Ue>,
+    kind: TransportKind,
+) -> Outcome {
+    let (transport, amf) = match kind {
+        TransportKind::Raw => (
+            Transport::bind_raw(local).unwrap(),
+            SocketAddr::new(amf.ip(), 0),
+        ),
+        TransportKind::Udp => (
+            Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap(),
+            amf,
+        ),
+    };
     let mut sock = SctpSocket::new(
         transport,
         Endpoint::new(EndpointConfig {
@@ -190,20 +260,24 @@ async fn drive_ues(local: Ipv4Addr, amf: SocketAddr, sctp_port: u16, mut ues: Ve
 }
 
 fn expect_all(outcome: &Outcome, report: &CoreReport) {
+    expect_n(outcome, report, UES)
+}
+
+fn expect_n(outcome: &Outcome, report: &CoreReport, n: usize) {
     let want = Outcome {
-        registered: UES,
-        deregistered: UES,
-        released: UES,
+        registered: n,
+        deregistered: n,
+        released: n,
         failures: Vec::new(),
     };
     assert_eq!(outcome, &want);
     let amf = report.amf_total();
-    assert_eq!(amf.registrations, UES as u64);
-    assert_eq!(amf.deregistrations, UES as u64);
-    assert_eq!(amf.ues_created, UES as u64);
+    assert_eq!(amf.registrations, n as u64);
+    assert_eq!(amf.deregistrations, n as u64);
+    assert_eq!(amf.ues_created, n as u64);
     assert_eq!(report.n2.n2.ng_setup_ok, 1);
     let vectors: u64 = report.workers.iter().map(|w| w.udm.vectors).sum();
-    assert_eq!(vectors, UES as u64);
+    assert_eq!(vectors, n as u64);
 }
 
 #[test]
@@ -219,7 +293,10 @@ fn sharded_h2c_one_worker() {
 fn sharded_h2c_two_workers_hand_off() {
     let (o, r) = run_case(32, 2, StateMode::Sharded, SbiMode::H2c);
     expect_all(&o, &r);
-    assert!(r.handoffs() > 0, "{:?}", r.counters_total());
+    let c = r.counters_total();
+    assert!(c.ngap_handed_off > 0, "{c:?}");
+    assert_eq!(c.ngap_handed_off, c.ngap_from_mesh);
+    assert!(c.sbi_served > 0);
     assert_eq!(r.locks.acquisitions, 0);
 }
 
@@ -264,4 +341,85 @@ fn locked_one_worker_both_sbi_modes() {
         assert!(r.locks.acquisitions > 0);
         assert_eq!(r.handoffs(), 0);
     }
+}
+
+#[test]
+fn idle_core_starts_and_stops_and_refuses_a_taken_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let opts = |d: &std::path::Path| {
+        let mut o = CoreOptions::new(d.to_owned());
+        o.workers = 2;
+        o.config.n2.addr = Ipv4Addr::new(127, 0, 39, 1);
+        o.config.n2.transports = vec![TransportKind::Udp];
+        let mut dir = StaticDirectory::new();
+        dir.set(NfType::Ausf, "http://127.0.39.11:7777");
+        dir.set(NfType::Udm, "http://127.0.39.12:7777");
+        o.directory = dir;
+        o
+    };
+    let core = Core::start(opts(dir.path())).unwrap();
+    assert_eq!(core.listening().n2.len(), 1);
+    assert_eq!(
+        core.listening().ausf,
+        Some("127.0.39.11:7777".parse().unwrap())
+    );
+    // The N2 UDP port is taken: the second core says so and leaves nothing running.
+    assert!(Core::start(opts(other.path())).is_err());
+    let started = Instant::now();
+    let r = core.stop().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.workers.len(), 2);
+    assert_eq!(r.amf_total().ues_created, 0);
+    assert_eq!(r.sqn_writes, 0);
+}
+
+#[test]
+fn many_ues_on_two_sharded_workers_with_short_connections() {
+    let (o, r) = run_n(40, 2, StateMode::Sharded, SbiMode::H2c, 200, true);
+    expect_n(&o, &r, 200);
+    assert!(r.counters_total().sbi_handed_off > 0);
+}
+
+#[test]
+fn many_ues_on_two_locked_workers() {
+    let (o, r) = run_n(41, 2, StateMode::Locked, SbiMode::Inproc, 200, false);
+    expect_n(&o, &r, 200);
+    assert!(r.locks.acquisitions > 0);
+}
+
+#[test]
+fn both_transports_serve_registrations() {
+    let (o, r) = run_on(
+        42,
+        2,
+        StateMode::Sharded,
+        SbiMode::Inproc,
+        10,
+        false,
+        Link::UdpOfBoth,
+    );
+    expect_n(&o, &r, 10);
+    assert_eq!(r.n2.sctp.len(), 2);
+    if raw_allowed() {
+        let (o, r) = run_on(
+            43,
+            2,
+            StateMode::Sharded,
+            SbiMode::Inproc,
+            10,
+            false,
+            Link::RawOfBoth,
+        );
+        expect_n(&o, &r, 10);
+    }
+}
+
+/// Raw IP sockets need CAP_NET_RAW (KERNEL.md).
+fn raw_allowed() -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async { Transport::bind_raw(Ipv4Addr::new(127, 0, 44, 9)).is_ok() })
 }

@@ -398,11 +398,12 @@ mod tests {
                 Step::Deregister => Input::Ue(&UeEvent::Deregistered),
             };
             let mut r = d.handle(now, input);
-            if r.start.is_none() && !r.finished {
-                r = d.handle(now, Input::Released("ok".into()));
-            }
             if let Some((p, _)) = r.completed {
                 done.push(p);
+            }
+            if r.start.is_none() && !r.finished {
+                r = d.handle(now, Input::Released("ok".into()));
+                assert_eq!(r.completed, None);
             }
             steps.extend(r.start);
             if r.finished {

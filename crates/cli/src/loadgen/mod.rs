@@ -22,6 +22,7 @@ use steer5g_config::{Config, Transport as TransportKind};
 use store::hn_keys::{HnKeys, Profile as KeyProfile, HN_KEY_FILE};
 
 pub(crate) use driver::Mode;
+pub(crate) use report::LoadReport;
 pub(crate) use runner::run_load;
 use schedule::{Limit, Load};
 
@@ -148,7 +149,13 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         }
         (Some(rate), _) => Load::Open {
             rate,
-            max_in_flight: subscribers.len(),
+            max_in_flight: match la.max_in_flight {
+                Some(0) => {
+                    return Err(CliError::Usage("--max-in-flight must be at least 1".into()))
+                }
+                Some(n) => n.min(subscribers.len()),
+                None => subscribers.len(),
+            },
         },
         (None, Some(0)) => return Err(CliError::Usage("--ues must be at least 1".into())),
         (None, k) => Load::Closed {
@@ -162,6 +169,7 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
             ))
         }
         (_, Some(d)) => Limit::Duration(Duration::from_secs_f64(d)),
+        (Some(0), None) => return Err(CliError::Usage("--count must be at least 1".into())),
         (Some(c), None) => Limit::Count(c),
         (None, None) => Limit::Count(subscribers.len() as u64),
     };
@@ -201,5 +209,71 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
             report.procedures_failed,
             report.runs_failed + report.runs_not_started
         )))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("steer5g-loadgen-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn suci_keys_come_from_the_key_file_by_profile() {
+        let dir = scratch("keys");
+        let file = key_file(None, &dir);
+        assert_eq!(file, dir.join(HN_KEY_FILE));
+        assert_eq!(
+            key_file(Some(Path::new("/x/k.toml")), &dir),
+            Path::new("/x/k.toml")
+        );
+        // Null needs no key file.
+        let (s, label) = suci_scheme(SuciArg::Null, &file).unwrap();
+        assert!(matches!(s, SuciScheme::Null));
+        assert_eq!(label, "null");
+        // A missing key file is bad usage.
+        assert!(matches!(
+            suci_scheme(SuciArg::A, &file),
+            Err(CliError::Usage(_))
+        ));
+        let keys = HnKeys::generate_default(&mut rand::rngs::OsRng);
+        keys.write_new(&file).unwrap();
+        for (arg, id, profile) in [(SuciArg::A, 1, Profile::A), (SuciArg::B, 2, Profile::B)] {
+            let (s, _) = suci_scheme(arg, &file).unwrap();
+            let SuciScheme::Ecies { key, key_id } = s else {
+                panic!("not ECIES");
+            };
+            assert_eq!(key_id, id);
+            assert_eq!(key.profile(), profile);
+            let want = keys.get(id).unwrap().public_octets().to_vec();
+            assert_eq!(key.to_bytes(), want);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn subscriber_csv_must_exist_parse_and_be_non_empty() {
+        let dir = scratch("csv");
+        let f = dir.join("s.csv");
+        assert!(matches!(load_subscribers(&f), Err(CliError::Usage(_))));
+        std::fs::write(&f, "supi,k,opc,amf,sqn,sst,sd,dnn\n").unwrap();
+        assert!(matches!(load_subscribers(&f), Err(CliError::Usage(_))));
+        std::fs::write(
+            &f,
+            "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
+        )
+        .unwrap();
+        let subs = load_subscribers(&f).unwrap();
+        assert_eq!(subs.len(), 1);
+        assert_eq!(subs[0].supi, "imsi-001010000000001");
+        std::fs::write(&f, "supi,k\nimsi-1,zz\n").unwrap();
+        assert!(matches!(load_subscribers(&f), Err(CliError::Usage(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

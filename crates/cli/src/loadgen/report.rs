@@ -73,7 +73,12 @@ impl Stats {
 
     /// A failure outside any procedure (e.g. NG Setup of a gNB, or runs that never started).
     pub(crate) fn other_failure(&mut self, label: String) {
-        *self.causes.entry(label).or_default() += 1;
+        self.other_failures(label, 1);
+    }
+
+    /// `n` failures of one kind outside any procedure.
+    pub(crate) fn other_failures(&mut self, label: String, n: u64) {
+        *self.causes.entry(label).or_default() += n;
     }
 
     /// Procedures completed, all kinds.
@@ -227,6 +232,7 @@ pub(crate) struct LoadReport {
     pub(crate) subscribers: usize,
     pub(crate) gnbs: u32,
     pub(crate) ng_setup_ok: u32,
+    pub(crate) ng_setup_failed: u32,
     pub(crate) runs_started: u64,
     pub(crate) runs_ok: u64,
     pub(crate) runs_failed: u64,
@@ -280,7 +286,10 @@ pub(crate) fn print_human(r: &LoadReport) {
         "{:<16} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "procedure", "completed", "failed", "per s", "p50 µs", "p90 µs", "p99 µs", "max µs"
     );
-    for (name, p) in &r.procedures {
+    for (name, p) in Procedure::ALL
+        .iter()
+        .filter_map(|p| r.procedures.get(p.name()).map(|x| (p.name(), x)))
+    {
         println!(
             "{:<16} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
             name,

@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use cpu_time::ThreadTime;
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes, N2Send, UeKey};
 use ran::ue::{RegistrationKind, Ue, UeConfig};
@@ -35,8 +36,9 @@ struct GnbSlot {
     ready: bool,
     failed: bool,
     started: Instant,
-    /// Messages refused with "send buffer full", sent in order once there is room.
-    backlog: VecDeque<N2Send>,
+    /// Messages refused with "send buffer full" (stream, NGAP), sent in order once there
+    /// is room.
+    backlog: VecDeque<(u16, Bytes)>,
 }
 
 struct UeSlot {
@@ -134,11 +136,14 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
             backlog: VecDeque::new(),
         });
     }
-    let max_in_flight = ues.len();
+    // A subscriber runs once at a time, so the CSV bounds what can be in flight anyway.
     let load = match plan.load {
-        Load::Open { rate, .. } => Load::Open {
+        Load::Open {
             rate,
             max_in_flight,
+        } => Load::Open {
+            rate,
+            max_in_flight: max_in_flight.min(ues.len()),
         },
         l => l,
     };
@@ -156,6 +161,13 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     };
     r.ng_setup(plan, remote).await?;
     let ng_setup_ok = r.gnbs.iter().filter(|g| g.ready).count() as u32;
+    // UEs go round robin over the gNBs that are up (a failed NG Setup is reported already).
+    let ready: Vec<usize> = (0..r.gnbs.len()).filter(|&i| r.gnbs[i].ready).collect();
+    if !ready.is_empty() {
+        for (i, u) in r.ues.iter_mut().enumerate() {
+            u.gnb = ready[i % ready.len()];
+        }
+    }
 
     // The measured window.
     let t0 = Instant::now();
@@ -173,7 +185,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     };
     if runs_not_started > 0 {
         r.stats
-            .other_failure(format!("runs not started: {runs_not_started}"));
+            .other_failures("runs not started".into(), runs_not_started);
     }
     r.shutdown().await?;
 
@@ -211,6 +223,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
         subscribers: r.ues.len(),
         gnbs: plan.gnbs,
         ng_setup_ok,
+        ng_setup_failed: plan.gnbs - ng_setup_ok,
         runs_started: r.sched.started(),
         runs_ok: r.stats.runs_ok,
         runs_failed: r.stats.runs_failed,
@@ -345,6 +358,11 @@ impl Runner {
         let Some(u) = self.ues.get_mut(sub) else {
             return;
         };
+        // The N2 state of the previous run stays until now, so that a release (or anything
+        // else) the AMF sends after the run ended still finds its UE and is answered.
+        if let Some(gues) = self.gnbs.get_mut(u.gnb).and_then(|g| g.ues.as_mut()) {
+            gues.forget(u.key);
+        }
         let (driver, step) = Driver::start(self.mode, now, self.timeout);
         u.key = key;
         u.driver = Some(driver);
@@ -405,20 +423,19 @@ impl Runner {
     fn send(&mut self, gnb: usize, msg: N2Send) -> Result<(), String> {
         let g = self.gnbs.get_mut(gnb).ok_or("no such gNB")?;
         let id = g.assoc.ok_or("no association")?;
+        let data = Bytes::from(msg.pdu);
         if !g.backlog.is_empty() {
-            g.backlog.push_back(msg);
+            g.backlog.push_back((msg.stream, data));
             return Ok(());
         }
-        match self.sock.endpoint_mut().send(
-            id,
-            msg.stream,
-            NGAP_PPID,
-            false,
-            msg.pdu.clone().into(),
-        ) {
+        match self
+            .sock
+            .endpoint_mut()
+            .send(id, msg.stream, NGAP_PPID, false, data.clone())
+        {
             Ok(()) => Ok(()),
             Err(SendError::Full) => {
-                g.backlog.push_back(msg);
+                g.backlog.push_back((msg.stream, data));
                 Ok(())
             }
             Err(e) => Err(format!("SCTP: {e}")),
@@ -428,17 +445,15 @@ impl Runner {
     fn flush_backlogs(&mut self) {
         for g in &mut self.gnbs {
             let Some(id) = g.assoc else { continue };
-            while let Some(msg) = g.backlog.pop_front() {
-                match self.sock.endpoint_mut().send(
-                    id,
-                    msg.stream,
-                    NGAP_PPID,
-                    false,
-                    msg.pdu.clone().into(),
-                ) {
+            while let Some((stream, data)) = g.backlog.pop_front() {
+                match self
+                    .sock
+                    .endpoint_mut()
+                    .send(id, stream, NGAP_PPID, false, data.clone())
+                {
                     Ok(()) => {}
                     Err(SendError::Full) => {
-                        g.backlog.push_front(msg);
+                        g.backlog.push_front((stream, data));
                         break;
                     }
                     // The association is gone: the UEs behind these messages time out.
@@ -484,9 +499,6 @@ impl Runner {
             }
             let key = u.key;
             u.driver = None;
-            if let Some(gues) = self.gnbs.get_mut(u.gnb).and_then(|g| g.ues.as_mut()) {
-                gues.forget(key);
-            }
             // The next run of this subscriber sends a fresh SUCI: conceal it now, off the
             // measured path of that run.
             if let Err(e) = u.ue.prepare() {

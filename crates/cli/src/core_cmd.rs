@@ -1,0 +1,201 @@
+//! `steer5g core`: the AMF, AUSF and UDM in one process on the thread-per-core runtime
+//! (the `steer5g-core` crate does the work; this is its command line).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use steer5g_config::Transport as TransportKind;
+use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
+
+use crate::cli::{Global, N2ListenArgs, NetworkArgs};
+use crate::exit::CliError;
+
+/// Where per-UE state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StateArg {
+    /// Each worker owns its UEs; messages hop to the owner.
+    Sharded,
+    /// Shared locked maps; messages handled where they are read (the baseline).
+    Locked,
+}
+
+/// How the NFs talk to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SbiArg {
+    /// HTTP/2 cleartext on loopback.
+    H2c,
+    /// In-process, same JSON bodies.
+    Inproc,
+}
+
+/// `steer5g core`.
+#[derive(Debug, Args)]
+pub(crate) struct CoreArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) listen: N2ListenArgs,
+    /// Worker threads, each with one shard of every NF.
+    #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
+    pub(crate) workers: u16,
+    /// Where per-UE state lives.
+    #[arg(long, value_enum, default_value_t = StateArg::Sharded)]
+    pub(crate) state: StateArg,
+    /// How the AMF, AUSF and UDM talk.
+    #[arg(long, value_enum, default_value_t = SbiArg::H2c)]
+    pub(crate) sbi: SbiArg,
+    /// Open a new SBI connection per request.
+    #[arg(long)]
+    pub(crate) short_connections: bool,
+    /// Pin worker threads to cores.
+    #[arg(long)]
+    pub(crate) pin: bool,
+    /// Authenticate on every registration.
+    #[arg(long)]
+    pub(crate) always_auth: bool,
+    /// Subscriber store and home network keys.
+    #[arg(
+        long,
+        env = "STEER5G_DATA_DIR",
+        default_value = "./steer5g-data",
+        value_name = "DIR"
+    )]
+    pub(crate) data_dir: PathBuf,
+    /// N2 transports to listen on (default: the configuration's, which is both).
+    #[arg(long, value_enum)]
+    pub(crate) transport: Option<crate::cli::ListenTransport>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<f64>,
+}
+
+/// `steer5g core`.
+pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
+    let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
+    match args.transport {
+        Some(crate::cli::ListenTransport::Raw) => cfg.n2.transports = vec![TransportKind::Raw],
+        Some(crate::cli::ListenTransport::Udp) => cfg.n2.transports = vec![TransportKind::Udp],
+        Some(crate::cli::ListenTransport::Both) => {
+            cfg.n2.transports = vec![TransportKind::Raw, TransportKind::Udp]
+        }
+        None => {}
+    }
+    let limit = match args.duration {
+        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
+        Some(d) => {
+            return Err(CliError::Usage(format!(
+                "--duration {d}: must be a non-negative number"
+            )))
+        }
+        None => None,
+    };
+    let mut opts = CoreOptions::new(args.data_dir.clone());
+    opts.workers = args.workers;
+    opts.pin = args.pin;
+    opts.state = match args.state {
+        StateArg::Sharded => StateMode::Sharded,
+        StateArg::Locked => StateMode::Locked,
+    };
+    opts.sbi = match args.sbi {
+        SbiArg::H2c => SbiMode::H2c,
+        SbiArg::Inproc => SbiMode::Inproc,
+    };
+    opts.short_connections = args.short_connections;
+    opts.always_auth = args.always_auth;
+    opts.config = cfg;
+    let core = Core::start(opts).map_err(core_error)?;
+    for (kind, addr) in &core.listening().n2 {
+        tracing::info!("N2 listening: {kind} {addr}");
+    }
+    if let (Some(a), Some(u)) = (core.listening().ausf, core.listening().udm) {
+        tracing::info!("SBI listening: AUSF {a}, UDM {u}");
+    }
+    wait_for_stop(limit)?;
+    tracing::info!("stopping");
+    let report = core.stop().map_err(core_error)?;
+    print_report(global, &report)
+}
+
+fn core_error(e: steer5g_core::CoreError) -> CliError {
+    match e {
+        steer5g_core::CoreError::Config(_) => CliError::Usage(e.to_string()),
+        steer5g_core::CoreError::N2Bind {
+            source: sctp_io::BindError::Privilege(_),
+            ..
+        } => CliError::Privilege(e.to_string()),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
+    let amf = r.amf_total();
+    let c = r.counters_total();
+    if global.json {
+        let v = serde_json::json!({
+            "workers": r.workers.len(),
+            "registrations": amf.registrations,
+            "deregistrations": amf.deregistrations,
+            "ues_created": amf.ues_created,
+            "ng_setup_ok": r.n2.n2.ng_setup_ok,
+            "ngap_local": c.ngap_local,
+            "ngap_handed_off": c.ngap_handed_off,
+            "sbi_local": c.sbi_local,
+            "sbi_handed_off": c.sbi_handed_off,
+            "udm_forwards": c.udm_forwards,
+            "mesh_sent": r.mesh_total.sent,
+            "mesh_max_depth": r.mesh_total.max_depth,
+            "lock_acquisitions": r.locks.acquisitions,
+            "lock_contended": r.locks.contended,
+            "sqn_writes": r.sqn_writes,
+            "n2_packets_in": r.n2.packets_in,
+            "n2_packets_out": r.n2.packets_out,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "core: {} workers, {} NG Setups, {} registrations, {} deregistrations",
+            r.workers.len(),
+            r.n2.n2.ng_setup_ok,
+            amf.registrations,
+            amf.deregistrations
+        );
+        println!(
+            "  NGAP: {} local, {} handed off; SBI: {} local, {} handed off, {} UDM forwards",
+            c.ngap_local, c.ngap_handed_off, c.sbi_local, c.sbi_handed_off, c.udm_forwards
+        );
+        println!(
+            "  mesh: {} sent, max depth {}; locks: {} taken, {} contended; {} SQN writes",
+            r.mesh_total.sent,
+            r.mesh_total.max_depth,
+            r.locks.acquisitions,
+            r.locks.contended,
+            r.sqn_writes
+        );
+    }
+    Ok(())
+}
+
+/// Blocks until SIGINT, SIGTERM, or `limit`.
+fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
+        let sleep = async {
+            match limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = sleep => {}
+        }
+        Ok::<(), CliError>(())
+    })
+}

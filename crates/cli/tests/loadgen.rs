@@ -1,0 +1,296 @@
+//! The UE load generator end to end: `steer5g demo` (core and generator in one process) and
+//! `steer5g ran --subscribers` against a `steer5g core` child process, on loopback with SCTP
+//! over UDP encapsulation. Each test has its own addresses (127.0.0.81-86), so they run in
+//! parallel with the other CLI tests.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use serde_json::Value;
+use testkit::process::ChildGuard;
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[test]
+fn demo_registers_and_deregisters_every_ue() {
+    let mut cmd = steer5g(
+        None,
+        &[
+            "demo",
+            "--json",
+            "--ues",
+            "50",
+            "--gnbs",
+            "3",
+            "--concurrency",
+            "10",
+            "--n2-addr",
+            "127.0.0.81",
+            "--udp-port",
+            "19881",
+            "--ausf-addr",
+            "127.0.0.82:7777",
+            "--udm-addr",
+            "127.0.0.83:7777",
+        ],
+    );
+    let done = testkit::process::run_timeout(&mut cmd, RUN_TIMEOUT).unwrap();
+    let v = json_of(&done);
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["demo"], "registration");
+    assert_eq!(num(&v, "ues"), 50);
+    assert_eq!(num(&v, "ran.ues_registered"), 50, "{v}");
+    assert_eq!(num(&v, "ran.ues_deregistered"), 50, "{v}");
+    assert_eq!(num(&v, "ran.ng_setup_ok"), 3);
+    assert_eq!(num(&v, "ran.procedures.registration.completed"), 50);
+    assert_eq!(num(&v, "ran.procedures.deregistration.completed"), 50);
+    assert_eq!(num(&v, "ran.procedures_failed"), 0);
+    assert!(v["ran"]["failures"].as_object().unwrap().is_empty(), "{v}");
+    // The core saw the same: every registration and de-registration, over h2c.
+    assert_eq!(num(&v, "amf.registrations"), 50);
+    assert_eq!(num(&v, "amf.deregistrations"), 50);
+    assert_eq!(num(&v, "amf.n2.ng_setup_ok"), 3);
+    assert!(num(&v, "core.h2c_calls") > 0, "{v}");
+    // SUCIs were concealed with Profile A under the data directory's key.
+    assert!(v["ran"]["suci"].as_str().unwrap().contains("profile a"));
+    // The latency percentiles are ordered.
+    let lat = &v["ran"]["procedures"]["registration"]["latency_us"];
+    let p = |k: &str| lat[k].as_u64().unwrap();
+    assert!(p("p50") > 0 && p("p50") <= p("p90") && p("p90") <= p("p99"));
+    assert!(p("p99") <= p("max"));
+    assert!(
+        v["ran"]["generator_cpu"]["us_per_procedure"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+/// A data directory with `n` subscribers imported, and their CSV.
+fn provision(scratch: &Scratch, n: u32) -> (String, String) {
+    let dir = scratch.0.join("data");
+    let csv = scratch.0.join("subs.csv");
+    let (dir_s, csv_s) = (dir.display().to_string(), csv.display().to_string());
+    let count = n.to_string();
+    for args in [
+        vec![
+            "subscriber",
+            "generate",
+            "--count",
+            &count,
+            "--data-dir",
+            &dir_s,
+            &csv_s,
+        ],
+        vec!["subscriber", "import", "--data-dir", &dir_s, &csv_s],
+    ] {
+        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
+        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
+    }
+    (dir_s, csv_s)
+}
+
+/// `steer5g core` on 127.0.0.`host`, UDP encapsulation on `port`, in-process SBI (no SBI
+/// sockets to collide with the other tests).
+fn start_core(dir: &str, host: u8, port: u16) -> ChildGuard {
+    let addr = format!("127.0.0.{host}");
+    let port = port.to_string();
+    let mut cmd = steer5g(
+        None,
+        &[
+            "core",
+            "--json",
+            "--data-dir",
+            dir,
+            "--sbi",
+            "inproc",
+            "--workers",
+            "2",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            &addr,
+            "--udp-port",
+            &port,
+        ],
+    );
+    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
+    if let Err(e) = child.wait_for_stderr("N2 listening", LISTEN_TIMEOUT) {
+        panic!("core did not start listening: {e}");
+    }
+    child
+}
+
+fn stop_core(core: ChildGuard) -> Value {
+    let done = core.stop("TERM", STOP_TIMEOUT).unwrap();
+    assert_eq!(done.code(), Some(0), "core: {}", done.stderr);
+    json_of(&done)
+}
+
+#[test]
+fn ran_closed_loop_then_open_loop_against_steer5g_core() {
+    let scratch = Scratch::new("loadgen-core");
+    let (dir, csv) = provision(&scratch, 20);
+    let core = start_core(&dir, 84, 19884);
+    let amf = "127.0.0.84:19884";
+
+    // Closed loop: 5 UEs in flight over 2 gNBs, 40 runs, so the CSV is cycled once.
+    let (done, v) = ran(
+        None,
+        &[
+            "--subscribers",
+            &csv,
+            "--data-dir",
+            &dir,
+            "--amf",
+            amf,
+            "--gnbs",
+            "2",
+            "--ues",
+            "5",
+            "--count",
+            "40",
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["load"]["kind"], "closed");
+    assert_eq!(num(&v, "load.concurrency"), 5);
+    assert_eq!(num(&v, "runs_started"), 40);
+    assert_eq!(num(&v, "runs_ok"), 40);
+    assert_eq!(num(&v, "ues_registered"), 20);
+    assert_eq!(num(&v, "ues_deregistered"), 20);
+    assert_eq!(num(&v, "procedures.registration.completed"), 40);
+    assert_eq!(num(&v, "procedures.deregistration.completed"), 40);
+    assert_eq!(num(&v, "procedures_completed"), 80);
+
+    // Open loop with re-registration: register, deregister, mobility re-register with the
+    // 5G-GUTI, deregister; through other gNBs of the same generator kind.
+    let (done, v) = ran(
+        None,
+        &[
+            "--subscribers",
+            &csv,
+            "--data-dir",
+            &dir,
+            "--amf",
+            amf,
+            "--gnbs",
+            "2",
+            "--gnb-id-base",
+            "100",
+            "--rate",
+            "100",
+            "--max-in-flight",
+            "8",
+            "--count",
+            "20",
+            "--procedure",
+            "reregister",
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(v["load"]["kind"], "open");
+    assert_eq!(v["load"]["rate"], 100.0);
+    assert_eq!(v["mode"], "reregister");
+    assert_eq!(num(&v, "runs_ok"), 20);
+    assert_eq!(num(&v, "procedures.registration.completed"), 20);
+    assert_eq!(num(&v, "procedures.reregistration.completed"), 20);
+    assert_eq!(num(&v, "procedures.deregistration.completed"), 40);
+
+    let c = stop_core(core);
+    // 40 + 20 initial registrations and 20 mobility ones.
+    assert_eq!(num(&c, "registrations"), 80, "{c}");
+    assert_eq!(num(&c, "deregistrations"), 80, "{c}");
+    assert_eq!(num(&c, "ng_setup_ok"), 4);
+}
+
+#[test]
+fn unknown_subscribers_fail_with_their_cause_and_exit_1() {
+    let scratch = Scratch::new("loadgen-unknown");
+    // The core knows 5 subscribers; the generator brings 5 others.
+    let (dir, _) = provision(&scratch, 5);
+    let other = scratch.0.join("other.csv").display().to_string();
+    let done = testkit::process::run_timeout(
+        &mut steer5g(
+            None,
+            &[
+                "subscriber",
+                "generate",
+                "--count",
+                "5",
+                "--start-supi",
+                "imsi-001010000009001",
+                "--data-dir",
+                &dir,
+                &other,
+            ],
+        ),
+        RUN_TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let core = start_core(&dir, 85, 19885);
+    let (done, v) = ran(
+        None,
+        &[
+            "--subscribers",
+            &other,
+            "--data-dir",
+            &dir,
+            "--amf",
+            "127.0.0.85:19885",
+            "--ues",
+            "5",
+            "--timeout",
+            "10",
+        ],
+        RUN_TIMEOUT,
+    );
+    stop_core(core);
+    assert_eq!(done.code(), Some(1), "{v}\n{}", done.stderr);
+    assert_eq!(v["ok"], false);
+    assert_eq!(num(&v, "ues_registered"), 0);
+    // The release that follows each reject still finds its UE on the gNB.
+    assert_eq!(num(&v, "n2_anomalies"), 0, "{v}");
+    assert_eq!(num(&v, "procedures.registration.failed"), 5, "{v}");
+    let failures = v["failures"].as_object().unwrap();
+    let total: u64 = failures.values().filter_map(Value::as_u64).sum();
+    assert_eq!(total, 5, "{v}");
+    assert!(
+        failures.keys().all(|k| k.starts_with("registration: ")),
+        "{v}"
+    );
+}
+
+#[test]
+fn bad_load_flags_exit_2() {
+    let scratch = Scratch::new("loadgen-usage");
+    let csv = scratch.0.join("none.csv").display().to_string();
+    for args in [
+        // --ues and --rate are exclusive; so are --count and --duration.
+        vec!["ran", "--subscribers", &csv, "--ues", "2", "--rate", "5"],
+        vec![
+            "ran",
+            "--subscribers",
+            &csv,
+            "--count",
+            "2",
+            "--duration",
+            "5",
+        ],
+        // Load flags need --subscribers.
+        vec!["ran", "--ues", "2"],
+        // A missing CSV is bad input.
+        vec!["ran", "--subscribers", &csv, "--suci", "null"],
+    ] {
+        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
+        assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
+    }
+}
