@@ -37,8 +37,13 @@ pub(crate) struct Global {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the AMF's N2 side: NGAP over SCTP (raw IP and/or UDP encapsulation).
+    /// Run the AMF alone: N2 (NGAP over SCTP, raw IP and/or UDP encapsulation) and
+    /// registration, calling the AUSF and UDM over h2c.
     Amf(AmfArgs),
+    /// Run the AUSF alone: 5G-AKA over h2c, calling the UDM over h2c.
+    Ausf(crate::nf_cmd::AusfArgs),
+    /// Run the UDM alone, with its subscriber store and home network keys in the data dir.
+    Udm(crate::nf_cmd::UdmArgs),
     /// Run the core: AMF, AUSF and UDM in one process
     Core(crate::core_cmd::CoreArgs),
     /// Run gNB emulators against an AMF: NG Setup, and with --subscribers the UE load
@@ -130,9 +135,18 @@ pub(crate) struct AmfArgs {
     /// AMF name sent in NG Setup Response.
     #[arg(long)]
     pub(crate) amf_name: Option<String>,
-    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
-    #[arg(long, value_name = "SECS")]
-    pub(crate) duration: Option<f64>,
+    /// Workers, state mode, `--duration`.
+    #[command(flatten)]
+    pub(crate) run: crate::nf_cmd::NfRunArgs,
+    /// Authenticate on every registration.
+    #[arg(long)]
+    pub(crate) always_auth: bool,
+    /// The AUSF's base URI (default: its directory address, http://127.0.0.11:7777).
+    #[arg(long, value_name = "URI")]
+    pub(crate) ausf: Option<String>,
+    /// The UDM's base URI (default: its directory address, http://127.0.0.12:7777).
+    #[arg(long, value_name = "URI")]
+    pub(crate) udm: Option<String>,
 }
 
 /// `steer5g ran`.
@@ -257,6 +271,8 @@ pub(crate) struct DemoArgs {
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
+    #[command(flatten)]
+    pub(crate) nas: crate::core_cmd::NasAlgorithmArgs,
 }
 
 /// `steer5g demo --state`.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
 use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
 
@@ -68,6 +69,76 @@ pub(crate) struct CoreArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
+    #[command(flatten)]
+    pub(crate) nas: NasAlgorithmArgs,
+}
+
+/// The NAS security algorithms the AMF may select (`steer5g core` and `steer5g demo`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct NasAlgorithmArgs {
+    /// NAS integrity algorithms the AMF may select, most preferred first, e.g. `nia2,nia1`
+    /// (nia1, nia2, nia3; default: the AMF's own list).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_nia)]
+    pub(crate) nas_integrity: Option<Vec<IntegrityAlgorithm>>,
+    /// NAS ciphering algorithms the AMF may select, most preferred first, e.g. `nea0`
+    /// (nea0, nea1, nea2, nea3; default: the AMF's own list).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_nea)]
+    pub(crate) nas_cipher: Option<Vec<CipheringAlgorithm>>,
+}
+
+impl NasAlgorithmArgs {
+    /// Puts the lists given into `opts`; a list not given keeps the AMF's defaults.
+    pub(crate) fn apply(&self, opts: &mut CoreOptions) -> Result<(), CliError> {
+        if let Some(list) = &self.nas_integrity {
+            opts.integrity = no_repeats(list, "--nas-integrity")?;
+        }
+        if let Some(list) = &self.nas_cipher {
+            opts.ciphering = no_repeats(list, "--nas-cipher")?;
+        }
+        Ok(())
+    }
+}
+
+/// A preference list that names an algorithm twice is a typo, not a preference.
+fn no_repeats<T: PartialEq + Copy + std::fmt::Debug>(
+    list: &[T],
+    flag: &str,
+) -> Result<Vec<T>, CliError> {
+    let mut out: Vec<T> = Vec::with_capacity(list.len());
+    for &a in list {
+        if out.contains(&a) {
+            return Err(CliError::Usage(format!("{flag}: {a:?} listed twice")));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// One NAS integrity algorithm by name. NIA0 is refused: TS 33.501 §5.5.2 allows null
+/// integrity only for unauthenticated emergency sessions, which this AMF does not serve.
+pub(crate) fn parse_nia(s: &str) -> Result<IntegrityAlgorithm, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "nia1" | "128-nia1" => Ok(IntegrityAlgorithm::Nia1),
+        "nia2" | "128-nia2" => Ok(IntegrityAlgorithm::Nia2),
+        "nia3" | "128-nia3" => Ok(IntegrityAlgorithm::Nia3),
+        "nia0" => Err("nia0 (null integrity) is for emergency sessions only".into()),
+        other => Err(format!(
+            "unknown integrity algorithm {other:?} (nia1, nia2, nia3)"
+        )),
+    }
+}
+
+/// One NAS ciphering algorithm by name (NEA0, null ciphering, is allowed: TS 33.501 §5.5.1).
+pub(crate) fn parse_nea(s: &str) -> Result<CipheringAlgorithm, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "nea0" => Ok(CipheringAlgorithm::Nea0),
+        "nea1" | "128-nea1" => Ok(CipheringAlgorithm::Nea1),
+        "nea2" | "128-nea2" => Ok(CipheringAlgorithm::Nea2),
+        "nea3" | "128-nea3" => Ok(CipheringAlgorithm::Nea3),
+        other => Err(format!(
+            "unknown ciphering algorithm {other:?} (nea0, nea1, nea2, nea3)"
+        )),
+    }
 }
 
 /// `steer5g core`.
@@ -103,6 +174,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     };
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
+    args.nas.apply(&mut opts)?;
     opts.config = cfg;
     let core = Core::start(opts).map_err(core_error)?;
     for (kind, addr) in &core.listening().n2 {
@@ -198,4 +270,49 @@ fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
         }
         Ok::<(), CliError>(())
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_algorithm_names() {
+        assert_eq!(parse_nia("NIA2").unwrap(), IntegrityAlgorithm::Nia2);
+        assert_eq!(parse_nia("128-nia3").unwrap(), IntegrityAlgorithm::Nia3);
+        assert!(parse_nia("nia0").is_err());
+        assert!(parse_nia("nea1").is_err());
+        assert!(parse_nia("").is_err());
+        assert_eq!(parse_nea("nea0").unwrap(), CipheringAlgorithm::Nea0);
+        assert_eq!(parse_nea(" nea1").unwrap(), CipheringAlgorithm::Nea1);
+        assert!(parse_nea("nea4").is_err());
+    }
+
+    #[test]
+    fn lists_go_into_the_options_in_order() {
+        let mut opts = CoreOptions::new(PathBuf::from("unused"));
+        let args = NasAlgorithmArgs {
+            nas_integrity: Some(vec![IntegrityAlgorithm::Nia1, IntegrityAlgorithm::Nia2]),
+            nas_cipher: Some(vec![CipheringAlgorithm::Nea0]),
+        };
+        args.apply(&mut opts).unwrap();
+        assert_eq!(
+            opts.integrity,
+            vec![IntegrityAlgorithm::Nia1, IntegrityAlgorithm::Nia2]
+        );
+        assert_eq!(opts.ciphering, vec![CipheringAlgorithm::Nea0]);
+        // Lists not given keep the AMF's defaults (empty means "defaults" to the core).
+        let mut opts = CoreOptions::new(PathBuf::from("unused"));
+        NasAlgorithmArgs::default().apply(&mut opts).unwrap();
+        assert!(opts.integrity.is_empty() && opts.ciphering.is_empty());
+        let twice = NasAlgorithmArgs {
+            nas_integrity: None,
+            nas_cipher: Some(vec![CipheringAlgorithm::Nea2, CipheringAlgorithm::Nea2]),
+        };
+        assert!(matches!(
+            twice.apply(&mut CoreOptions::new(PathBuf::from("unused"))),
+            Err(CliError::Usage(_))
+        ));
+    }
 }

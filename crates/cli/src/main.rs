@@ -12,6 +12,7 @@ mod crypto;
 mod exit;
 mod loadgen;
 mod n2;
+mod nf_cmd;
 mod report;
 mod subscriber;
 
@@ -40,6 +41,8 @@ fn main() -> ExitCode {
     init_logging(&cli.global, default_filter);
     let result = match &cli.command {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
+        Command::Ausf(args) => nf_cmd::run_ausf(&cli.global, args),
+        Command::Udm(args) => nf_cmd::run_udm(&cli.global, args),
         Command::Core(args) => core_cmd::run(&cli.global, args),
         Command::Ran(args) => n2::ran::run(&cli.global, args),
         Command::Demo(args) => n2::demo::run(&cli.global, args),

@@ -35,7 +35,7 @@ use sbi::{NfType, StaticDirectory};
 use steer::mesh::MeshCounters;
 use steer::{Runtime, RuntimeOptions, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
-use store::{RedbStore, SqnShard, SubscriberStore};
+use store::{MemStore, RedbStore, SqnShard, SubscriberStore};
 
 pub use nf::amf::registration::AmfStats;
 pub use worker::WorkerCounters;
@@ -58,9 +58,82 @@ pub enum SbiMode {
     Inproc,
 }
 
+/// Which NFs this process hosts; the others are reached over h2c at their
+/// [`StaticDirectory`] addresses (DESIGN.md Conventions, "Subcommands": one NF per process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NfSet {
+    /// The AMF: the N2 socket(s) on worker 0 and registration on every worker.
+    pub amf: bool,
+    /// The AUSF and its h2c listener.
+    pub ausf: bool,
+    /// The UDM (with the UDR store and home network keys of the data dir) and its h2c
+    /// listener.
+    pub udm: bool,
+}
+
+impl NfSet {
+    /// The AMF, AUSF and UDM together (`steer5g core`).
+    pub const ALL: NfSet = NfSet {
+        amf: true,
+        ausf: true,
+        udm: true,
+    };
+    /// The AMF alone (`steer5g amf`).
+    pub const AMF: NfSet = NfSet {
+        amf: true,
+        ausf: false,
+        udm: false,
+    };
+    /// The AUSF alone (`steer5g ausf`).
+    pub const AUSF: NfSet = NfSet {
+        amf: false,
+        ausf: true,
+        udm: false,
+    };
+    /// The UDM alone (`steer5g udm`).
+    pub const UDM: NfSet = NfSet {
+        amf: false,
+        ausf: false,
+        udm: true,
+    };
+
+    /// Whether `nf` is hosted here.
+    pub fn hosts(&self, nf: NfType) -> bool {
+        match nf {
+            NfType::Amf => self.amf,
+            NfType::Ausf => self.ausf,
+            NfType::Udm => self.udm,
+            _ => false,
+        }
+    }
+
+    /// In-process SBI hands a request to the co-located callee, so every callee of a hosted
+    /// NF must be hosted too: the AMF calls the AUSF and the UDM, the AUSF calls the UDM.
+    fn inproc_problem(&self) -> Option<String> {
+        if !(self.amf || self.ausf || self.udm) {
+            return Some("no NF to host".to_owned());
+        }
+        if self.amf && !(self.ausf && self.udm) {
+            return Some("in-process SBI needs the AUSF and UDM in the AMF's process".to_owned());
+        }
+        if self.ausf && !self.udm {
+            return Some("in-process SBI needs the UDM in the AUSF's process".to_owned());
+        }
+        None
+    }
+}
+
+impl Default for NfSet {
+    fn default() -> Self {
+        NfSet::ALL
+    }
+}
+
 /// How to run a core.
 #[derive(Debug, Clone)]
 pub struct CoreOptions {
+    /// Which NFs this process hosts.
+    pub nfs: NfSet,
     /// Worker threads (1 to [`Workers::MAX`]).
     pub workers: u16,
     /// Pin worker threads to cores.
@@ -92,6 +165,7 @@ impl CoreOptions {
     /// `data_dir`.
     pub fn new(data_dir: PathBuf) -> Self {
         Self {
+            nfs: NfSet::ALL,
             workers: 1,
             pin: false,
             state: StateMode::Sharded,
@@ -174,6 +248,10 @@ pub struct N2Report {
     pub gnbs: usize,
     /// SCTP endpoint counters of each transport.
     pub sctp: Vec<(TransportKind, sctp::EndpointStats)>,
+    /// Socket counters of each transport.
+    pub io: Vec<(TransportKind, sctp_io::IoStats)>,
+    /// The gNBs still known when the core stopped.
+    pub gnb_contexts: Vec<nf::amf::n2::GnbContext>,
     /// Packets in/out of the N2 socket(s).
     pub packets_in: u64,
     /// Packets sent.
@@ -217,6 +295,38 @@ impl CoreReport {
             t.aborted += a.aborted;
             t.releases += a.releases;
             t.stray_replies += a.stray_replies;
+        }
+        t
+    }
+
+    /// AUSF counters summed over the workers.
+    pub fn ausf_total(&self) -> AusfStats {
+        let mut t = AusfStats::default();
+        for w in &self.workers {
+            let a = &w.ausf;
+            t.contexts += a.contexts;
+            t.successes += a.successes;
+            t.failures += a.failures;
+            t.expired += a.expired;
+            t.misrouted += a.misrouted;
+            t.events_acked += a.events_acked;
+            t.events_failed += a.events_failed;
+            t.stray_replies += a.stray_replies;
+        }
+        t
+    }
+
+    /// UDM counters summed over the workers.
+    pub fn udm_total(&self) -> UdmStats {
+        let mut t = UdmStats::default();
+        for w in &self.workers {
+            let u = &w.udm;
+            t.vectors += u.vectors;
+            t.resyncs += u.resyncs;
+            t.resync_failures += u.resync_failures;
+            t.suci_hops += u.suci_hops;
+            t.misrouted += u.misrouted;
+            t.parked += u.parked;
         }
         t
     }
@@ -311,38 +421,59 @@ impl Core {
         opts.config
             .validate()
             .map_err(|e| CoreError::Config(e.to_string()))?;
+        if opts.sbi == SbiMode::Inproc {
+            if let Some(p) = opts.nfs.inproc_problem() {
+                return Err(CoreError::Config(p));
+            }
+        } else if !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm) {
+            return Err(CoreError::Config("no NF to host".to_owned()));
+        }
         let nf_cfgs = worker::NfSettings::from_options(&opts)?;
-        std::fs::create_dir_all(&opts.data_dir)
-            .map_err(|e| CoreError::Config(format!("data dir {}: {e}", opts.data_dir.display())))?;
-        let store: Arc<dyn SubscriberStore> = Arc::new(RedbStore::open_in(&opts.data_dir)?);
-        let (hn, _) = store::hn_keys::load_or_create(
-            &opts.data_dir.join(store::HN_KEY_FILE),
-            &mut rand::rngs::OsRng,
-        )
-        .map_err(|e| CoreError::Keys(e.to_string()))?;
+        let (store, hn) = if opts.nfs.udm {
+            std::fs::create_dir_all(&opts.data_dir).map_err(|e| {
+                CoreError::Config(format!("data dir {}: {e}", opts.data_dir.display()))
+            })?;
+            let store: Arc<dyn SubscriberStore> = Arc::new(RedbStore::open_in(&opts.data_dir)?);
+            let (hn, _) = store::hn_keys::load_or_create(
+                &opts.data_dir.join(store::HN_KEY_FILE),
+                &mut rand::rngs::OsRng,
+            )
+            .map_err(|e| CoreError::Keys(e.to_string()))?;
+            (store, hn)
+        } else {
+            // No UDM here: its shards get no request, so they need neither the data dir
+            // (which a UDM process of the same host may hold locked) nor the real keys.
+            (
+                Arc::new(MemStore::new()) as Arc<dyn SubscriberStore>,
+                store::hn_keys::HnKeys::generate_default(&mut rand::rngs::OsRng),
+            )
+        };
         let sidf = SidfKeys::from_hn_keys(&hn).map_err(|e| CoreError::Keys(e.to_string()))?;
 
         // SBI listeners, bound here so that a bind error is reported synchronously.
-        let mut sbi_listeners: Vec<Option<(std::net::TcpListener, std::net::TcpListener)>> =
-            Vec::new();
+        let mut sbi_listeners: Vec<Vec<(NfType, std::net::TcpListener)>> = Vec::new();
         let mut listening = Listening {
             n2: Vec::new(),
             ausf: None,
             udm: None,
         };
+        sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
         if opts.sbi == SbiMode::H2c {
-            let ausf = listen_addr(&opts.directory, NfType::Ausf)?;
-            let udm = listen_addr(&opts.directory, NfType::Udm)?;
-            for w in workers.iter() {
-                let first = w.index() == 0;
-                let a = reuseport_listener(ausf, first)?;
-                let u = reuseport_listener(udm, first)?;
-                listening.ausf = a.local_addr().ok();
-                listening.udm = u.local_addr().ok();
-                sbi_listeners.push(Some((a, u)));
+            for nf in [NfType::Ausf, NfType::Udm] {
+                if !opts.nfs.hosts(nf) {
+                    continue;
+                }
+                let addr = listen_addr(&opts.directory, nf)?;
+                for (w, ls) in workers.iter().zip(sbi_listeners.iter_mut()) {
+                    let l = reuseport_listener(addr, w.index() == 0)?;
+                    let local = l.local_addr().ok();
+                    match nf {
+                        NfType::Ausf => listening.ausf = local,
+                        _ => listening.udm = local,
+                    }
+                    ls.push((nf, l));
+                }
             }
-        } else {
-            sbi_listeners.resize_with(usize::from(workers.count()), || None);
         }
 
         let (locals, local_rxs) = worker::local_channels(workers);
@@ -358,6 +489,7 @@ impl Core {
             sidf,
             state: opts.state,
             sbi: opts.sbi,
+            nfs: opts.nfs,
             short_connections: opts.short_connections,
             directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
@@ -580,6 +712,50 @@ mod tests {
             o.workers = n;
             assert!(matches!(Core::start(o), Err(CoreError::Config(_))));
         }
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn inproc_needs_every_callee_in_the_process() {
+        assert_eq!(NfSet::ALL.inproc_problem(), None);
+        assert_eq!(NfSet::UDM.inproc_problem(), None);
+        for nfs in [NfSet::AMF, NfSet::AUSF] {
+            assert!(nfs.inproc_problem().is_some(), "{nfs:?}");
+        }
+        let none = NfSet {
+            amf: false,
+            ausf: false,
+            udm: false,
+        };
+        assert!(none.inproc_problem().is_some());
+        assert!(NfSet::AMF.hosts(NfType::Amf) && !NfSet::AMF.hosts(NfType::Udm));
+    }
+
+    #[test]
+    fn an_amf_alone_refuses_inproc_and_needs_no_data_dir() {
+        let dir =
+            std::env::temp_dir().join(format!("steer5g-core-amf-only-{}", std::process::id()));
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet::AMF;
+        o.sbi = SbiMode::Inproc;
+        assert!(matches!(Core::start(o), Err(CoreError::Config(_))));
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet {
+            amf: false,
+            ausf: false,
+            udm: false,
+        };
+        assert!(matches!(Core::start(o), Err(CoreError::Config(_))));
+        // An AUSF alone on an ephemeral port: up, no data dir, no N2.
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet::AUSF;
+        o.directory.set(NfType::Ausf, "http://127.0.0.1:0");
+        let core = Core::start(o).unwrap();
+        assert!(core.listening().n2.is_empty());
+        assert!(core.listening().ausf.is_some());
+        assert!(core.listening().udm.is_none());
+        let r = core.stop().unwrap();
+        assert_eq!(r.workers.len(), 1);
         assert!(!dir.exists());
     }
 

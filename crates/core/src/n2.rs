@@ -266,6 +266,7 @@ impl N2Side {
         let mut r = crate::N2Report {
             n2: self.amf.stats().clone(),
             gnbs: self.amf.gnbs().count(),
+            gnb_contexts: self.amf.gnbs().cloned().collect(),
             ..crate::N2Report::default()
         };
         for s in &self.socks {
@@ -273,6 +274,7 @@ impl N2Side {
             r.packets_in += io.packets_in;
             r.packets_out += io.packets_out;
             r.sctp.push((s.kind, s.sock.endpoint().stats().clone()));
+            r.io.push((s.kind, io));
         }
         r
     }

@@ -28,7 +28,9 @@ use tokio::sync::{mpsc as tmpsc, oneshot};
 
 use crate::n2::{N2Side, UeMessage};
 use crate::persist::Job;
-use crate::{CoreError, CoreOptions, LockedMaps, N2Report, SbiMode, StateMode, WorkerReport};
+use crate::{
+    CoreError, CoreOptions, LockedMaps, N2Report, NfSet, SbiMode, StateMode, WorkerReport,
+};
 
 /// Longest a worker 0 turn waits on the N2 socket before looking at everything else.
 const N2_TICK: Duration = Duration::from_millis(50);
@@ -162,7 +164,7 @@ pub(crate) enum Local {
 
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
 type LocalRx = tmpsc::UnboundedReceiver<Local>;
-type Listeners = Option<(TcpListener, TcpListener)>;
+type Listeners = Vec<(NfType, TcpListener)>;
 type Ready = mpsc::Sender<Result<Vec<(TransportKind, SocketAddr)>, CoreError>>;
 
 pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
@@ -218,6 +220,7 @@ pub(crate) struct Shared {
     pub(crate) sidf: SidfKeys,
     pub(crate) state: StateMode,
     pub(crate) sbi: SbiMode,
+    pub(crate) nfs: NfSet,
     pub(crate) short_connections: bool,
     pub(crate) directory: StaticDirectory,
     pub(crate) n2_config: N2Config,
@@ -400,7 +403,11 @@ where
 
     async fn run(mut self, listeners: Listeners) {
         if self.id == WorkerId(0) {
-            let r = self.open_n2();
+            let r = if self.shared.nfs.amf {
+                self.open_n2()
+            } else {
+                Ok(Vec::new())
+            };
             let ready = self.shared.ready.lock().ok().and_then(|mut g| g.take());
             let failed = r.is_err();
             if let Some(ready) = ready {
@@ -410,17 +417,13 @@ where
                 return;
             }
         }
-        if let Some((ausf, udm)) = listeners {
-            for (nf, l) in [(NfType::Ausf, ausf), (NfType::Udm, udm)] {
-                match tokio::net::TcpListener::from_std(l) {
-                    Ok(l) => {
-                        let tx = self.tx.clone();
-                        tokio::task::spawn_local(sbi::serve(l, move |req| {
-                            serve(tx.clone(), nf, req)
-                        }));
-                    }
-                    Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),
+        for (nf, l) in listeners {
+            match tokio::net::TcpListener::from_std(l) {
+                Ok(l) => {
+                    let tx = self.tx.clone();
+                    tokio::task::spawn_local(sbi::serve(l, move |req| serve(tx.clone(), nf, req)));
                 }
+                Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),
             }
         }
         loop {

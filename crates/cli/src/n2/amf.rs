@@ -1,32 +1,27 @@
-//! `steer5g amf`: the AMF's N2 side on real sockets.
+//! `steer5g amf`: the AMF alone (DESIGN.md Conventions, "Subcommands"), on the core crate
+//! with only the AMF hosted: N2 (NG Setup and the UE-associated NGAP of registration) on
+//! worker 0's socket(s), registration shards on every worker, and the AUSF and UDM called
+//! over h2c at their directory addresses (or `--ausf` / `--udm`).
 //!
-//! One worker thread per transport, each with its own current-thread runtime, SCTP endpoint
-//! and sans-IO [`AmfN2`]: a gNB's association lives on the thread that accepted it, and the
-//! two workers share nothing, so there is no lock to take.
+//! Without subscribers behind it (no AUSF/UDM running) it is still a complete N2 peer: NG
+//! Setup needs no SBI, so the N2 tests run it alone.
 
-use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
-use nf::amf::n2::{AmfN2, N2Output};
-use sctp::{AssocId, Endpoint, Event};
-use sctp_io::{SctpSocket, Transport};
+use sbi::NfType;
 use serde::Serialize;
-use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_config::Transport as TransportKind;
+use steer5g_core::{CoreReport, NfSet};
 
-use super::{amf_n2_config, endpoint_config, NGAP_PPID};
+use super::amf_n2_config;
 use crate::cli::{AmfArgs, Global, ListenTransport};
 use crate::exit::CliError;
+use crate::nf_cmd;
 use crate::report::{GnbRow, SctpCounters};
 
-/// How often a worker looks at the stop flag while idle.
-const STOP_POLL: Duration = Duration::from_millis(100);
-/// How long a stopping AMF waits for its associations to shut down gracefully.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// What one transport worker did.
+/// What one N2 transport saw (the gNB rows and the NGAP counters are on the first one:
+/// the core keeps one NGAP state for every transport, and the report sums the rows).
 #[derive(Debug, Serialize)]
 pub(crate) struct WorkerReport {
     pub(crate) transport: String,
@@ -36,206 +31,41 @@ pub(crate) struct WorkerReport {
     pub(crate) sctp: SctpCounters,
 }
 
-/// The AMF's N2 listeners, running on their own threads.
-pub(crate) struct AmfServer {
-    stop: Arc<AtomicBool>,
-    workers: Vec<JoinHandle<Result<WorkerReport, CliError>>>,
-}
-
-impl AmfServer {
-    /// Binds every transport in `transports` and starts serving. Returns once all are
-    /// listening, or with the first bind error.
-    pub(crate) fn start(cfg: &Config, transports: &[TransportKind]) -> Result<Self, CliError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
-        let mut listening = Vec::new();
-        for &kind in transports {
-            let (ready_tx, ready_rx) = mpsc::channel();
-            let stop2 = stop.clone();
-            let cfg2 = cfg.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("amf-n2-{kind}"))
-                .spawn(move || worker(kind, cfg2, stop2, ready_tx))
-                .map_err(|e| CliError::Failed(format!("cannot start a worker thread: {e}")))?;
-            match ready_rx.recv() {
-                Ok(Ok(local)) => {
-                    listening.push((kind, local));
-                    workers.push(handle);
-                }
-                Ok(Err(e)) => {
-                    stop.store(true, Ordering::Relaxed);
-                    let _ = handle.join();
-                    for w in workers {
-                        let _ = w.join();
-                    }
-                    return Err(e);
-                }
-                Err(_) => {
-                    // The worker ended before reporting: its join result says why.
-                    stop.store(true, Ordering::Relaxed);
-                    let err = match handle.join() {
-                        Ok(Err(e)) => e,
-                        _ => CliError::Failed("AMF worker died while starting".into()),
-                    };
-                    return Err(err);
-                }
-            }
-        }
-        for (kind, local) in &listening {
-            let what = match kind {
-                TransportKind::Raw => {
-                    format!("SCTP over raw IP on {}:{}", local.ip(), cfg.n2.sctp_port)
-                }
-                TransportKind::Udp => {
-                    format!(
-                        "SCTP port {} over UDP encapsulation on {local}",
-                        cfg.n2.sctp_port
-                    )
-                }
-            };
-            tracing::info!("N2 listening: {what}");
-        }
-        Ok(AmfServer { stop, workers })
-    }
-
-    /// Stops every worker (graceful SCTP shutdown of its associations) and collects reports.
-    pub(crate) fn stop(self) -> Result<Vec<WorkerReport>, CliError> {
-        self.stop.store(true, Ordering::Relaxed);
-        let mut reports = Vec::new();
-        for w in self.workers {
-            match w.join() {
-                Ok(r) => reports.push(r?),
-                Err(_) => return Err(CliError::Failed("an AMF worker panicked".into())),
-            }
-        }
-        Ok(reports)
-    }
-}
-
-fn worker(
-    kind: TransportKind,
-    cfg: Config,
-    stop: Arc<AtomicBool>,
-    ready: mpsc::Sender<Result<SocketAddrV4, CliError>>,
-) -> Result<WorkerReport, CliError> {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = ready.send(Err(CliError::Failed(format!(
-                "cannot start a runtime: {e}"
-            ))));
-            return Err(CliError::Failed("runtime".into()));
-        }
-    };
-    rt.block_on(async move {
-        let bound = match kind {
-            TransportKind::Raw => Transport::bind_raw(cfg.n2.addr),
-            TransportKind::Udp => {
-                Transport::bind_udp(SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port))
-            }
-        };
-        let transport = match bound {
-            Ok(t) => t,
-            Err(e) => {
-                let msg = e.to_string();
-                let _ = ready.send(Err(CliError::from(e)));
-                return Err(CliError::Failed(msg));
-            }
-        };
-        let local = transport.local();
-        let endpoint = Endpoint::new(endpoint_config(Some(cfg.n2.sctp_port)));
-        let mut sock = SctpSocket::new(transport, endpoint);
-        let mut amf = AmfN2::new(amf_n2_config(&cfg)?);
-        let _ = ready.send(Ok(local));
-        let mut out = Vec::new();
-        while !stop.load(Ordering::Relaxed) {
-            sock.drive(Some(Instant::now() + STOP_POLL)).await?;
-            pump(&mut sock, &mut amf, &mut out);
-        }
-        // Graceful SCTP shutdown (RFC 9260 §9.2) so gNBs see the AMF leave, bounded in time.
-        let ids: Vec<AssocId> = amf.gnbs().map(|g| AssocId(g.assoc)).collect();
-        let now = Instant::now();
-        for id in ids {
-            let _ = sock.endpoint_mut().shutdown(now, id);
-        }
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while !sock.endpoint().is_empty() && Instant::now() < deadline {
-            sock.drive(Some(deadline)).await?;
-            pump(&mut sock, &mut amf, &mut out);
-        }
-        Ok(WorkerReport {
+/// The per-transport rows of the N2 report.
+fn transport_reports(
+    r: &CoreReport,
+    listening: &[(TransportKind, SocketAddr)],
+) -> Vec<WorkerReport> {
+    let n2 = &r.n2;
+    let mut out: Vec<WorkerReport> = Vec::new();
+    for (kind, addr) in listening {
+        let endpoint = n2.sctp.iter().find(|(k, _)| k == kind).map(|(_, s)| s);
+        let io = n2
+            .io
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, s)| *s)
+            .unwrap_or_default();
+        let first = out.is_empty();
+        out.push(WorkerReport {
             transport: kind.to_string(),
-            local: match kind {
-                TransportKind::Raw => {
-                    SocketAddr::new((*local.ip()).into(), cfg.n2.sctp_port).to_string()
-                }
-                TransportKind::Udp => local.to_string(),
+            local: addr.to_string(),
+            gnbs: if first {
+                n2.gnb_contexts.iter().map(GnbRow::from).collect()
+            } else {
+                Vec::new()
             },
-            gnbs: amf.gnbs().map(GnbRow::from).collect(),
-            n2: amf.stats().clone(),
-            sctp: SctpCounters::from_parts(sock.endpoint().stats(), sock.io_stats()),
-        })
-    })
-}
-
-/// Hands every SCTP event to the AMF and every AMF output to SCTP.
-pub(crate) fn pump(sock: &mut SctpSocket, amf: &mut AmfN2, out: &mut Vec<N2Output>) {
-    while let Some((id, ev)) = sock.endpoint_mut().poll_event() {
-        match ev {
-            Event::Connected {
-                remote,
-                remote_port,
-                inbound_streams,
-                outbound_streams,
-                ..
-            } => {
-                tracing::debug!(
-                    assoc = %id, %remote, remote_port, inbound_streams, outbound_streams,
-                    "SCTP association up"
-                );
-                amf.association_up(id.0);
-            }
-            Event::Message(m) => {
-                if m.ppid != NGAP_PPID {
-                    // TS 38.412 §7: NGAP is carried with PPID 60. Decoding anyway is what
-                    // peers that send 0 expect, and a wrong PDU gets its Error Indication.
-                    tracing::debug!(assoc = %id, ppid = m.ppid, "NGAP message with PPID other than 60");
-                }
-                amf.handle(id.0, m.stream, &m.data, out);
-            }
-            Event::Restarted => {
-                tracing::info!(assoc = %id, "SCTP peer restarted; gNB context dropped");
-                amf.association_down(id.0);
-                amf.association_up(id.0);
-            }
-            Event::PeerError { causes } => {
-                tracing::warn!(assoc = %id, ?causes, "SCTP ERROR chunk from peer");
-            }
-            Event::Closed { reason } => {
-                tracing::debug!(assoc = %id, ?reason, "SCTP association closed");
-                amf.association_down(id.0);
-            }
-        }
-        for o in out.drain(..) {
-            match o {
-                N2Output::Send { assoc, stream, pdu } => {
-                    if let Err(e) = sock.endpoint_mut().send(
-                        AssocId(assoc),
-                        stream,
-                        NGAP_PPID,
-                        false,
-                        pdu.into(),
-                    ) {
-                        tracing::warn!(assoc, error = %e, "cannot send NGAP message");
-                    }
-                }
-                other => tracing::warn!(?other, "N2 output this runtime does not carry out"),
-            }
-        }
+            n2: if first {
+                n2.n2.clone()
+            } else {
+                nf::amf::n2::N2Stats::default()
+            },
+            sctp: endpoint
+                .map(|s| SctpCounters::from_parts(s, io))
+                .unwrap_or_default(),
+        });
     }
+    out
 }
 
 /// `steer5g amf`.
@@ -245,53 +75,109 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         cfg.amf.name = name.clone();
         cfg.validate()?;
     }
-    let transports = match args.transport {
-        Some(ListenTransport::Raw) => vec![TransportKind::Raw],
-        Some(ListenTransport::Udp) => vec![TransportKind::Udp],
-        Some(ListenTransport::Both) => vec![TransportKind::Raw, TransportKind::Udp],
-        None => cfg.n2.transports.clone(),
-    };
-    let server = AmfServer::start(&cfg, &transports)?;
-    wait_for_stop(args.duration)?;
-    tracing::info!("stopping");
-    let reports = server.stop()?;
+    match args.transport {
+        Some(ListenTransport::Raw) => cfg.n2.transports = vec![TransportKind::Raw],
+        Some(ListenTransport::Udp) => cfg.n2.transports = vec![TransportKind::Udp],
+        Some(ListenTransport::Both) => {
+            cfg.n2.transports = vec![TransportKind::Raw, TransportKind::Udp]
+        }
+        None => {}
+    }
+    // Bad identities are usage errors, reported before anything is bound.
+    amf_n2_config(&cfg)?;
+    let limit = nf_cmd::duration_limit(args.run.duration)?;
+    // The AMF keeps no subscriber data: no data dir.
+    let mut opts = nf_cmd::options(&args.run, NfSet::AMF, PathBuf::new(), cfg.clone());
+    opts.always_auth = args.always_auth;
+    if let Some(u) = &args.ausf {
+        nf_cmd::set_peer(&mut opts.directory, NfType::Ausf, u)?;
+    }
+    if let Some(u) = &args.udm {
+        nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
+    }
+    let peers = format!(
+        "AUSF at {}, UDM at {}",
+        opts.directory.base_uri(NfType::Ausf).unwrap_or("?"),
+        opts.directory.base_uri(NfType::Udm).unwrap_or("?")
+    );
+    let core = nf_cmd::start(opts)?;
+    let listening = core.listening().n2.clone();
+    for (kind, local) in &listening {
+        let what = match kind {
+            TransportKind::Raw => format!("SCTP over raw IP on {local}"),
+            TransportKind::Udp => format!(
+                "SCTP port {} over UDP encapsulation on {local}",
+                cfg.n2.sctp_port
+            ),
+        };
+        tracing::info!("N2 listening: {what} ({peers})");
+    }
+    nf_cmd::wait_for_stop(limit)?;
+    let r = nf_cmd::stop(core)?;
+    let reports = transport_reports(&r, &listening);
+    let amf = r.amf_total();
     if global.json {
-        crate::report::print_json(&crate::report::AmfRunReport::new(&reports))?;
+        let mut v = serde_json::to_value(crate::report::AmfRunReport::new(&reports))
+            .map_err(|e| CliError::Failed(format!("JSON report: {e}")))?;
+        nf_cmd::merge(
+            &mut v,
+            serde_json::json!({
+                "nf": "amf",
+                "registration": {
+                    "ues_created": amf.ues_created,
+                    "registrations": amf.registrations,
+                    "registration_rejects": amf.registration_rejects,
+                    "authentication_rejects": amf.authentication_rejects,
+                    "resyncs": amf.resyncs,
+                    "deregistrations": amf.deregistrations,
+                    "mac_failures": amf.mac_failures,
+                    "retransmissions": amf.retransmissions,
+                    "aborted": amf.aborted,
+                    "releases": amf.releases,
+                },
+            }),
+        );
+        nf_cmd::merge(&mut v, nf_cmd::runtime_json(&r, args.run.state));
+        crate::report::print_json(&v)?;
     } else {
         crate::report::print_amf_human(&reports);
+        let c = r.counters_total();
+        println!(
+            "  registration        {} registrations, {} rejected, {} deregistrations, {} UEs",
+            amf.registrations, amf.registration_rejects, amf.deregistrations, amf.ues_created
+        );
+        println!(
+            "  SBI                 {} h2c calls, {} failed; {} workers",
+            c.h2c_calls,
+            c.call_failures,
+            r.workers.len()
+        );
     }
     Ok(())
 }
 
-/// Blocks until SIGINT, SIGTERM, or `duration` seconds.
-fn wait_for_stop(duration: Option<f64>) -> Result<(), CliError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
-    let limit = match duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
-        Some(d) => {
-            return Err(CliError::Usage(format!(
-                "--duration {d}: must be a non-negative number"
-            )))
-        }
-        None => None,
-    };
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
-        let sleep = async {
-            match limit {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = sleep => {}
-        }
-        Ok::<(), CliError>(())
-    })
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gnbs_and_ngap_counters_are_reported_once() {
+        let mut r = CoreReport::default();
+        r.n2.n2.ng_setup_ok = 3;
+        r.n2.sctp = vec![
+            (TransportKind::Raw, sctp::EndpointStats::default()),
+            (TransportKind::Udp, sctp::EndpointStats::default()),
+        ];
+        let listening = vec![
+            (TransportKind::Raw, "127.0.0.1:38412".parse().unwrap()),
+            (TransportKind::Udp, "127.0.0.1:9899".parse().unwrap()),
+        ];
+        let rows = transport_reports(&r, &listening);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].transport, "raw");
+        assert_eq!(rows[1].local, "127.0.0.1:9899");
+        let total = crate::report::AmfRunReport::new(&rows);
+        assert_eq!(total.n2.ng_setup_ok, 3);
+    }
 }

@@ -1,0 +1,914 @@
+//! `steer5g bench registration`: registrations per second and core-side CPU time per
+//! registration of an in-process core, next to the crypto floor of a registration measured
+//! in the same run.
+//!
+//! Each case gets a fresh data directory with its subscribers, an in-process core with the
+//! case's workers, state mode and SBI mode on loopback addresses of its own
+//! (127.0.15.x for N2, 127.0.16.x and 127.0.17.x for the AUSF and UDM), a warm-up load run
+//! on subscribers of their own, then the measured load run: every UE registers and then
+//! de-registers once (closed loop, K in flight, over SCTP with UDP encapsulation).
+//!
+//! Definitions (also in docs/PERFORMANCE.md):
+//! - registrations/s: initial registrations completed in the load generator's measured
+//!   window (NG Setup done, first UE started, to last procedure done) over its length;
+//! - core CPU per registration: CPU time of the core's threads (`core-w*` workers and the
+//!   `core-sqn` persister, from /proc/self/task/*/schedstat) over the whole measured load
+//!   run, NG Setup of the gNBs and their SCTP shutdown included, divided by the
+//!   registrations completed. Each registration comes with the de-registration of its UE, so
+//!   this is the cost of one register + de-register cycle;
+//! - crypto floor: see [`super::floor`]; the ratio is core CPU per registration over it.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use cpu_time::ThreadTime;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::OsRng;
+use sbi::{NfType, StaticDirectory};
+use serde::Serialize;
+use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_core::{Core, CoreOptions, SbiMode, StateMode};
+use store::{RedbStore, SubscriberStore};
+
+use super::floor::{self, CryptoFloor, Primitives};
+use super::machine::Machine;
+use crate::cli::Global;
+use crate::exit::CliError;
+use crate::loadgen::schedule::{Limit, Load};
+use crate::loadgen::{run_load, suci_scheme, LoadPlan, LoadReport, Mode, SuciArg};
+
+/// The issue's target: core CPU per Profile A registration with the in-process SBI at most
+/// this many times its crypto floor.
+const TARGET_RATIO: f64 = 3.0;
+/// The SBI port of the NFs on each case's loopback addresses.
+const SBI_PORT: u16 = 7777;
+/// Thread names of the core: the runtime's `core-w{i}` workers and the `core-sqn`
+/// persister.
+const CORE_THREAD_PREFIX: &str = "core-";
+
+/// How the core's NFs call each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchSbi {
+    /// Function calls between the NFs of a worker (and mesh messages between workers).
+    Inproc,
+    /// HTTP/2 cleartext over loopback TCP.
+    H2c,
+}
+
+/// Where the core keeps per-UE and per-subscriber state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchState {
+    /// Each worker owns its UEs and subscribers (shared nothing).
+    Sharded,
+    /// One map behind a lock, shared by every worker (the baseline).
+    Locked,
+}
+
+/// `steer5g bench registration`.
+#[derive(Debug, Args)]
+pub(crate) struct RegistrationArgs {
+    /// Core worker threads; a comma-separated list sweeps them.
+    #[arg(long, value_delimiter = ',', default_value = "1", value_name = "LIST")]
+    pub(crate) workers: Vec<u16>,
+    /// SUCI protection of the UEs; a list sweeps them.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "a",
+        value_name = "LIST"
+    )]
+    pub(crate) suci: Vec<SuciArg>,
+    /// SBI between the NFs; a list sweeps them.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "inproc",
+        value_name = "LIST"
+    )]
+    pub(crate) sbi: Vec<BenchSbi>,
+    /// State mode of the core; a list sweeps them.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "sharded",
+        value_name = "LIST"
+    )]
+    pub(crate) state: Vec<BenchState>,
+    /// UEs (subscribers) of each measured run: each registers and de-registers once.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub(crate) ues: u64,
+    /// UEs in flight (closed loop).
+    #[arg(long, default_value_t = 100, value_name = "K")]
+    pub(crate) concurrency: usize,
+    /// gNBs the UEs are spread over.
+    #[arg(long, default_value_t = 4, value_name = "G")]
+    pub(crate) gnbs: u32,
+    /// UEs of the warm-up run before each measured run (subscribers of their own).
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub(crate) warmup_ues: u64,
+    /// Measure every case this many times, interleaved, and report each case's median round.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub(crate) rounds: u32,
+    /// Give up on NG Setup, and on each procedure, after this many seconds.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub(crate) timeout: f64,
+    /// Directory for registration.json and registration.svg.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub(crate) out: PathBuf,
+}
+
+/// One case of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Case {
+    pub(crate) workers: u16,
+    pub(crate) suci: SuciArg,
+    pub(crate) sbi: BenchSbi,
+    pub(crate) state: BenchState,
+}
+
+impl Case {
+    /// `w1 a inproc sharded`.
+    pub(crate) fn label(&self) -> String {
+        format!(
+            "w{} {} {} {}",
+            self.workers,
+            floor::suci_label(self.suci),
+            sbi_label(self.sbi),
+            state_label(self.state)
+        )
+    }
+}
+
+fn sbi_label(s: BenchSbi) -> &'static str {
+    match s {
+        BenchSbi::Inproc => "inproc",
+        BenchSbi::H2c => "h2c",
+    }
+}
+
+fn state_label(s: BenchState) -> &'static str {
+    match s {
+        BenchState::Sharded => "sharded",
+        BenchState::Locked => "locked",
+    }
+}
+
+/// One measured case (the median round's figures).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CaseReport {
+    pub(crate) case: String,
+    pub(crate) workers: u16,
+    pub(crate) suci: &'static str,
+    pub(crate) sbi: &'static str,
+    pub(crate) state: &'static str,
+    pub(crate) ok: bool,
+    pub(crate) ues: u64,
+    pub(crate) registrations: u64,
+    pub(crate) deregistrations: u64,
+    pub(crate) failed_procedures: u64,
+    /// The load generator's measured window, s.
+    pub(crate) elapsed_s: f64,
+    pub(crate) registrations_per_s: f64,
+    pub(crate) deregistrations_per_s: f64,
+    pub(crate) registration_p50_us: u64,
+    pub(crate) registration_p99_us: u64,
+    /// CPU time of the core's threads over the measured load run, s.
+    pub(crate) core_cpu_s: f64,
+    /// Core CPU per registration (register + de-register cycle), µs.
+    pub(crate) core_cpu_us_per_registration: f64,
+    /// Core CPU over the wall time of the measured load run (at most the worker count, plus
+    /// the persister).
+    pub(crate) core_utilisation: f64,
+    /// The load generator's thread CPU in its window per registration, µs.
+    pub(crate) generator_cpu_us_per_registration: f64,
+    /// The load generator's CPU over its window's wall time (near 1: it was the bottleneck).
+    pub(crate) generator_utilisation: f64,
+    /// The crypto floor of this case's SUCI scheme, µs per registration.
+    pub(crate) floor_us_per_registration: f64,
+    /// Core CPU per registration / crypto floor.
+    pub(crate) ratio_to_floor: f64,
+    /// Registrations/s of every round, in the order run.
+    pub(crate) rounds_registrations_per_s: Vec<f64>,
+    /// Core CPU per registration of every round, µs.
+    pub(crate) rounds_core_cpu_us_per_registration: Vec<f64>,
+}
+
+/// One case against another that differs in one setting.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Comparison {
+    /// e.g. `h2c/inproc`.
+    pub(crate) what: String,
+    /// The settings both share.
+    pub(crate) at: String,
+    /// Registrations/s of the first over the second.
+    pub(crate) rate_ratio: f64,
+    /// Core CPU per registration of the first over the second.
+    pub(crate) cpu_ratio: f64,
+}
+
+/// The settings every case shared.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Settings {
+    pub(crate) ues: u64,
+    pub(crate) warmup_ues: u64,
+    pub(crate) concurrency: usize,
+    pub(crate) gnbs: u32,
+    pub(crate) rounds: u32,
+    pub(crate) procedure: &'static str,
+    pub(crate) n2_transport: &'static str,
+    pub(crate) nas_algorithms: &'static str,
+}
+
+/// Everything one run measured: registration.json, and `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RegistrationBenchReport {
+    pub(crate) scenario: &'static str,
+    pub(crate) command: String,
+    pub(crate) machine: Machine,
+    pub(crate) settings: Settings,
+    /// Every primitive, median over the rounds.
+    pub(crate) primitives: Primitives,
+    /// The floor of each SUCI scheme measured.
+    pub(crate) floors: Vec<CryptoFloor>,
+    pub(crate) cases: Vec<CaseReport>,
+    pub(crate) comparisons: Vec<Comparison>,
+    pub(crate) target_ratio: f64,
+    /// Every in-process Profile A case is within the target ratio (`None` when none ran).
+    pub(crate) meets_target: Option<bool>,
+    /// Every registration of every case completed.
+    pub(crate) ok: bool,
+}
+
+/// A data directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<Self, CliError> {
+        let path = std::env::temp_dir().join(format!(
+            "steer5g-bench-reg-{}-{:016x}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        std::fs::create_dir_all(&path)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// CPU time of one thread of this process, from its /proc directory: the scheduler's
+/// nanosecond runtime, else utime + stime in clock ticks (assumed 100 Hz).
+fn thread_cpu_ns(task: &Path) -> Option<u64> {
+    if let Ok(s) = std::fs::read_to_string(task.join("schedstat")) {
+        return s.split_whitespace().next()?.parse().ok();
+    }
+    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    // The name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    utime.checked_add(stime)?.checked_mul(10_000_000)
+}
+
+/// Summed CPU time of this process's threads whose name starts with `prefix`.
+fn threads_cpu(prefix: &str) -> Duration {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut ns: u64 = 0;
+    for e in dir.flatten() {
+        let p = e.path();
+        let Ok(comm) = std::fs::read_to_string(p.join("comm")) else {
+            continue;
+        };
+        if comm.starts_with(prefix) {
+            ns = ns.saturating_add(thread_cpu_ns(&p).unwrap_or(0));
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// The first SUPI of the range: MCC, MNC, then an MSIN of 1 (15 digits in all).
+fn first_supi(mcc: &str, mnc: &str, first: u64) -> String {
+    let prefix = format!("{mcc}{mnc}");
+    let width = 15usize.saturating_sub(prefix.len());
+    format!("imsi-{prefix}{first:0width$}")
+}
+
+/// What one case measured, before the rounds are reduced.
+struct Outcome {
+    load: LoadReport,
+    core_cpu: Duration,
+    wall: Duration,
+}
+
+/// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
+fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, CliError> {
+    let temp = TempDir::new()?;
+    let mut cfg = Config::default();
+    cfg.n2.addr = Ipv4Addr::new(127, 0, 15, slot);
+    cfg.n2.transports = vec![TransportKind::Udp];
+    let ausf = SocketAddrV4::new(Ipv4Addr::new(127, 0, 16, slot), SBI_PORT);
+    let udm = SocketAddrV4::new(Ipv4Addr::new(127, 0, 17, slot), SBI_PORT);
+
+    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
+    let total = args.ues.saturating_add(args.warmup_ues);
+    let mut subscribers = store::generate::generate(&first, total, &mut OsRng)
+        .map_err(|e| CliError::Usage(format!("--ues {}: {e}", args.ues)))?;
+    {
+        let st = RedbStore::open_in(&temp.0)
+            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
+        st.put_batch(&subscribers)
+            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
+    }
+    let key_file = temp.0.join(store::HN_KEY_FILE);
+    store::hn_keys::load_or_create(&key_file, &mut OsRng)
+        .map_err(|e| CliError::Failed(format!("home network keys: {e}")))?;
+    let (suci, suci_label) = suci_scheme(case.suci, &key_file)?;
+    let warm = subscribers.split_off(usize::try_from(args.ues).unwrap_or(usize::MAX));
+
+    let mut directory = StaticDirectory::new();
+    directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
+    directory.set(NfType::Ausf, format!("http://{ausf}"));
+    directory.set(NfType::Udm, format!("http://{udm}"));
+    let mut opts = CoreOptions::new(temp.0.clone());
+    opts.workers = case.workers;
+    opts.state = match case.state {
+        BenchState::Sharded => StateMode::Sharded,
+        BenchState::Locked => StateMode::Locked,
+    };
+    opts.sbi = match case.sbi {
+        BenchSbi::H2c => SbiMode::H2c,
+        BenchSbi::Inproc => SbiMode::Inproc,
+    };
+    opts.config = cfg.clone();
+    opts.directory = directory;
+    let core = Core::start(opts).map_err(|e| CliError::Failed(format!("core: {e}")))?;
+
+    let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadPlan {
+        cfg: cfg.clone(),
+        transport: TransportKind::Udp,
+        amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
+        sctp_port: cfg.n2.sctp_port,
+        local_addr: None,
+        gnbs: args.gnbs,
+        gnb_id_base,
+        timeout: Duration::from_secs_f64(args.timeout),
+        mode: Mode::RegisterDeregister,
+        load: Load::Closed {
+            concurrency: args.concurrency.max(1),
+        },
+        limit: Limit::Count(subs.len() as u64),
+        subscribers: subs,
+        suci: suci.clone(),
+        suci_label: suci_label.clone(),
+    };
+    let result = (|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+        if !warm.is_empty() {
+            let w = rt.block_on(run_load(&plan(warm, 1)))?;
+            if !w.ok {
+                return Err(CliError::Failed(format!(
+                    "{}: warm-up failed: {} procedure(s) failed, {:?}",
+                    case.label(),
+                    w.procedures_failed,
+                    w.failures
+                )));
+            }
+        }
+        // The measured gNBs have IDs of their own: the warm-up's associations are gone.
+        let p = plan(subscribers, 1 + args.gnbs);
+        let cpu0 = threads_cpu(CORE_THREAD_PREFIX);
+        let t0 = Instant::now();
+        let load = rt.block_on(run_load(&p))?;
+        let wall = t0.elapsed();
+        let core_cpu = threads_cpu(CORE_THREAD_PREFIX).saturating_sub(cpu0);
+        Ok(Outcome {
+            load,
+            core_cpu,
+            wall,
+        })
+    })();
+    let stopped = core.stop();
+    let outcome = result?;
+    stopped.map_err(|e| CliError::Failed(format!("core: {e}")))?;
+    Ok(outcome)
+}
+
+fn per(x: f64, n: u64) -> f64 {
+    if n > 0 {
+        x / n as f64
+    } else {
+        0.0
+    }
+}
+
+fn case_report(case: Case, ues: u64, o: &Outcome, floor: &CryptoFloor) -> CaseReport {
+    let proc = |name: &str| o.load.procedures.get(name);
+    let regs = proc("registration").map_or(0, |p| p.completed);
+    let deregs = proc("deregistration").map_or(0, |p| p.completed);
+    let elapsed = o.load.elapsed_s;
+    let rate = |n: u64| {
+        if elapsed > 0.0 {
+            n as f64 / elapsed
+        } else {
+            0.0
+        }
+    };
+    let core_us = per(o.core_cpu.as_secs_f64() * 1e6, regs);
+    let ok = o.load.ok && regs == ues && deregs == ues && o.load.ues_registered == ues;
+    CaseReport {
+        case: case.label(),
+        workers: case.workers,
+        suci: floor::suci_label(case.suci),
+        sbi: sbi_label(case.sbi),
+        state: state_label(case.state),
+        ok,
+        ues,
+        registrations: regs,
+        deregistrations: deregs,
+        failed_procedures: o.load.procedures_failed,
+        elapsed_s: elapsed,
+        registrations_per_s: rate(regs),
+        deregistrations_per_s: rate(deregs),
+        registration_p50_us: proc("registration").map_or(0, |p| p.latency_us.p50),
+        registration_p99_us: proc("registration").map_or(0, |p| p.latency_us.p99),
+        core_cpu_s: o.core_cpu.as_secs_f64(),
+        core_cpu_us_per_registration: core_us,
+        core_utilisation: if o.wall.is_zero() {
+            0.0
+        } else {
+            o.core_cpu.as_secs_f64() / o.wall.as_secs_f64()
+        },
+        generator_cpu_us_per_registration: per(o.load.generator_cpu.cpu_ms * 1e3, regs),
+        generator_utilisation: o.load.generator_cpu.utilisation,
+        floor_us_per_registration: floor.us_per_registration,
+        ratio_to_floor: if floor.us_per_registration > 0.0 {
+            core_us / floor.us_per_registration
+        } else {
+            0.0
+        },
+        rounds_registrations_per_s: Vec::new(),
+        rounds_core_cpu_us_per_registration: Vec::new(),
+    }
+}
+
+/// The round with the median core CPU per registration (the steadier figure on a shared
+/// machine; the lower middle one for an even count), carrying every round's figures. A
+/// failed round wins, so that a failure is never hidden.
+fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
+    let rates: Vec<f64> = rounds.iter().map(|r| r.registrations_per_s).collect();
+    let cpus: Vec<f64> = rounds
+        .iter()
+        .map(|r| r.core_cpu_us_per_registration)
+        .collect();
+    let mut m = match rounds.iter().position(|r| !r.ok) {
+        Some(i) => rounds.swap_remove(i),
+        None => {
+            rounds.sort_by(|a, b| {
+                a.core_cpu_us_per_registration
+                    .total_cmp(&b.core_cpu_us_per_registration)
+            });
+            let mid = rounds.len().checked_sub(1)? / 2;
+            rounds.into_iter().nth(mid)?
+        }
+    };
+    m.rounds_registrations_per_s = rates;
+    m.rounds_core_cpu_us_per_registration = cpus;
+    Some(m)
+}
+
+/// Ratios between cases that differ in exactly one setting.
+fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for a in cases {
+        for b in cases {
+            let same_w = a.workers == b.workers;
+            let same_sbi = a.sbi == b.sbi;
+            let same_state = a.state == b.state;
+            let same_suci = a.suci == b.suci;
+            let (what, at) =
+                if a.state == "locked" && b.state == "sharded" && same_w && same_sbi && same_suci {
+                    (
+                        "sharded/locked".to_owned(),
+                        format!("w{} {} {}", a.workers, a.suci, a.sbi),
+                    )
+                } else if a.sbi == "inproc" && b.sbi == "h2c" && same_w && same_state && same_suci {
+                    (
+                        "h2c/inproc".to_owned(),
+                        format!("w{} {} {}", a.workers, a.suci, a.state),
+                    )
+                } else if a.workers < b.workers && same_sbi && same_state && same_suci {
+                    (
+                        format!("w{}/w{}", b.workers, a.workers),
+                        format!("{} {} {}", a.suci, a.sbi, a.state),
+                    )
+                } else {
+                    continue;
+                };
+            // The ratio is b over a: sharded over locked, h2c over inproc, more workers over
+            // fewer.
+            out.push(Comparison {
+                what,
+                at,
+                rate_ratio: if a.registrations_per_s > 0.0 {
+                    b.registrations_per_s / a.registrations_per_s
+                } else {
+                    0.0
+                },
+                cpu_ratio: if a.core_cpu_us_per_registration > 0.0 {
+                    b.core_cpu_us_per_registration / a.core_cpu_us_per_registration
+                } else {
+                    0.0
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Checks the arguments; the matrix of cases in run order.
+fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, CliError> {
+    if args.workers.is_empty()
+        || args.suci.is_empty()
+        || args.sbi.is_empty()
+        || args.state.is_empty()
+    {
+        return Err(CliError::Usage(
+            "--workers, --suci, --sbi and --state need at least one value".into(),
+        ));
+    }
+    if args.workers.iter().any(|&w| w == 0 || w > 64) {
+        return Err(CliError::Usage("--workers: each must be 1 to 64".into()));
+    }
+    if args.ues == 0 || args.ues > 10_000_000 {
+        return Err(CliError::Usage("--ues must be 1 to 10000000".into()));
+    }
+    if args.concurrency == 0 {
+        return Err(CliError::Usage("--concurrency must be at least 1".into()));
+    }
+    if args.rounds == 0 || args.rounds > 100 {
+        return Err(CliError::Usage("--rounds must be between 1 and 100".into()));
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(CliError::Usage(
+            "--timeout must be a positive number of seconds, at most 3600".into(),
+        ));
+    }
+    let mut cases = Vec::new();
+    for &suci in &args.suci {
+        for &sbi in &args.sbi {
+            for &state in &args.state {
+                for &workers in &args.workers {
+                    let c = Case {
+                        workers,
+                        suci,
+                        sbi,
+                        state,
+                    };
+                    if !cases.contains(&c) {
+                        cases.push(c);
+                    }
+                }
+            }
+        }
+    }
+    if cases.len() * args.rounds as usize > 250 {
+        return Err(CliError::Usage(
+            "at most 250 cases times rounds (one loopback address each)".into(),
+        ));
+    }
+    Ok(cases)
+}
+
+/// Runs the whole matrix and gathers the report (no output but the progress bars).
+pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport, CliError> {
+    let cases = matrix(args)?;
+    let machine = Machine::probe();
+    if machine.build == "debug" {
+        tracing::warn!(
+            "this is a debug build: the figures will not mean much; \
+             build with `cargo build --release -p steer5g`"
+        );
+    }
+    let mut sucis: Vec<SuciArg> = Vec::new();
+    for &s in &args.suci {
+        if !sucis.contains(&s) {
+            sucis.push(s);
+        }
+    }
+    let bar = ProgressBar::new((cases.len() * args.rounds as usize) as u64);
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>22} [{bar:30}] {pos}/{len} {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let mut measured_floors = Vec::new();
+    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); cases.len()];
+    let mut slot: u8 = 1;
+    for round in 0..args.rounds {
+        // The floor of this round, on this thread, between the cases' runs.
+        bar.set_prefix(format!("round {} crypto floor", round + 1));
+        let prims = floor::measure(&sucis)?;
+        for (i, &case) in cases.iter().enumerate() {
+            bar.set_prefix(format!("round {} {}", round + 1, case.label()));
+            let cpu0 = ThreadTime::now();
+            let outcome = run_case(case, args, slot);
+            slot = slot.wrapping_add(1).max(1);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    bar.abandon_with_message("failed");
+                    return Err(e);
+                }
+            };
+            let report = case_report(case, args.ues, &outcome, &prims.floor(case.suci));
+            tracing::debug!(
+                "{}: {:.0} reg/s, {:.0} µs core CPU per registration (bench thread {:?})",
+                report.case,
+                report.registrations_per_s,
+                report.core_cpu_us_per_registration,
+                cpu0.elapsed()
+            );
+            bar.set_message(format!(
+                "{:.0} reg/s, {:.0} µs/reg",
+                report.registrations_per_s, report.core_cpu_us_per_registration
+            ));
+            bar.inc(1);
+            if let Some(v) = rounds.get_mut(i) {
+                v.push(report);
+            }
+        }
+        measured_floors.push(prims);
+    }
+    bar.finish();
+    if !bar.is_hidden() {
+        eprintln!();
+    }
+    let primitives = Primitives::median(&measured_floors)
+        .ok_or_else(|| CliError::Failed("no crypto floor measured".into()))?;
+    let floors: Vec<CryptoFloor> = sucis.iter().map(|&s| primitives.floor(s)).collect();
+    let mut cases: Vec<CaseReport> = rounds.into_iter().filter_map(median_round).collect();
+    // The median round's ratio, against the floor of every round's median primitives.
+    for c in &mut cases {
+        if let Some(f) = floors.iter().find(|f| f.suci == c.suci) {
+            c.floor_us_per_registration = f.us_per_registration;
+            c.ratio_to_floor = if f.us_per_registration > 0.0 {
+                c.core_cpu_us_per_registration / f.us_per_registration
+            } else {
+                0.0
+            };
+        }
+    }
+    let target: Vec<bool> = cases
+        .iter()
+        .filter(|c| c.suci == "a" && c.sbi == "inproc")
+        .map(|c| c.ratio_to_floor <= TARGET_RATIO)
+        .collect();
+    let ok = cases.iter().all(|c| c.ok);
+    Ok(RegistrationBenchReport {
+        scenario: "registration",
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine,
+        settings: Settings {
+            ues: args.ues,
+            warmup_ues: args.warmup_ues,
+            concurrency: args.concurrency,
+            gnbs: args.gnbs,
+            rounds: args.rounds,
+            procedure: "register-deregister",
+            n2_transport: "sctp over udp (RFC 6951)",
+            nas_algorithms: "NIA2 + NEA2",
+        },
+        comparisons: comparisons(&cases),
+        primitives,
+        floors,
+        cases,
+        target_ratio: TARGET_RATIO,
+        meets_target: (!target.is_empty()).then(|| target.iter().all(|&t| t)),
+        ok,
+    })
+}
+
+/// `steer5g bench registration`.
+pub(crate) fn run(global: &Global, args: &RegistrationArgs) -> Result<(), CliError> {
+    // Usage errors first, before the output directory is made.
+    matrix(args)?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
+    let report = measure(args)?;
+    let json_path = args.out.join("registration.json");
+    let svg_path = args.out.join("registration.svg");
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| CliError::Failed(format!("JSON report: {e}")))?;
+    std::fs::write(&json_path, format!("{json}\n"))
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
+    super::regplot::write_svg(&svg_path, &report)
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    if global.json {
+        crate::report::print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+        println!("wrote {} and {}", json_path.display(), svg_path.display());
+    }
+    if report.ok {
+        Ok(())
+    } else {
+        let bad: Vec<&str> = report
+            .cases
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| c.case.as_str())
+            .collect();
+        Err(CliError::Failed(format!(
+            "registrations failed or stalled in: {}",
+            bad.join(", ")
+        )))
+    }
+}
+
+/// The human form of the report.
+fn table(r: &RegistrationBenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "steer5g bench registration: {} UEs register + deregister per case ({} warm-up), K={}, {} gNBs, {} round(s), {} build",
+        r.settings.ues, r.settings.warmup_ues, r.settings.concurrency, r.settings.gnbs, r.settings.rounds, r.machine.build
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "crypto floor (thread CPU per operation):");
+    for p in &r.primitives.items {
+        let _ = writeln!(s, "  {:<56} {:>9.2} µs", p.name, p.ns_per_op / 1e3);
+    }
+    for f in &r.floors {
+        let _ = writeln!(
+            s,
+            "  floor per registration, SUCI {:<4}                       {:>9.2} µs",
+            f.suci, f.us_per_registration
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<24} {:>8} {:>10} {:>9} {:>9} {:>10} {:>7} {:>9} {:>5}",
+        "case",
+        "reg/s",
+        "core µs/reg",
+        "floor µs",
+        "ratio",
+        "gen µs/reg",
+        "p50 ms",
+        "core util",
+        "ok"
+    );
+    for c in &r.cases {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>8.0} {:>11.1} {:>9.1} {:>8.2}x {:>10.1} {:>7.1} {:>9.2} {:>5}",
+            c.case,
+            c.registrations_per_s,
+            c.core_cpu_us_per_registration,
+            c.floor_us_per_registration,
+            c.ratio_to_floor,
+            c.generator_cpu_us_per_registration,
+            c.registration_p50_us as f64 / 1e3,
+            c.core_utilisation,
+            if c.ok { "yes" } else { "NO" }
+        );
+    }
+    if !r.comparisons.is_empty() {
+        let _ = writeln!(s);
+        for c in &r.comparisons {
+            let _ = writeln!(
+                s,
+                "{:<14} at {:<20} rate {:>5.2}x  core CPU/reg {:>5.2}x",
+                c.what, c.at, c.rate_ratio, c.cpu_ratio
+            );
+        }
+    }
+    if let Some(m) = r.meets_target {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "target (inproc, profile A: core CPU/reg <= {}x floor): {}",
+            r.target_ratio,
+            if m { "met" } else { "NOT met" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(ues: u64) -> RegistrationArgs {
+        RegistrationArgs {
+            workers: vec![1],
+            suci: vec![SuciArg::A],
+            sbi: vec![BenchSbi::Inproc],
+            state: vec![BenchState::Sharded],
+            ues,
+            concurrency: 5,
+            gnbs: 1,
+            warmup_ues: 5,
+            rounds: 1,
+            timeout: 20.0,
+            out: std::env::temp_dir(),
+        }
+    }
+
+    #[test]
+    fn a_tiny_case_reports_every_registration_and_a_ratio() {
+        let r = measure(&args(20)).unwrap();
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.cases.len(), 1);
+        let c = &r.cases[0];
+        assert_eq!(c.registrations, 20);
+        assert_eq!(c.deregistrations, 20);
+        assert_eq!(c.failed_procedures, 0);
+        assert!(c.registrations_per_s > 0.0);
+        assert!(c.core_cpu_s > 0.0, "core threads were not found: {c:?}");
+        assert!(c.floor_us_per_registration > 0.0);
+        let want = c.core_cpu_us_per_registration / c.floor_us_per_registration;
+        assert!((c.ratio_to_floor - want).abs() < 1e-9);
+        assert_eq!(r.floors.len(), 1);
+        assert_eq!(r.meets_target, Some(c.ratio_to_floor <= TARGET_RATIO));
+        assert!(table(&r).contains("w1 a inproc sharded"));
+    }
+
+    #[test]
+    fn bad_matrices_are_usage_errors() {
+        let mut a = args(10);
+        a.workers = vec![0];
+        assert!(matches!(matrix(&a), Err(CliError::Usage(_))));
+        let mut a = args(0);
+        assert!(matches!(matrix(&a), Err(CliError::Usage(_))));
+        a.ues = 1;
+        a.sbi = vec![BenchSbi::Inproc, BenchSbi::H2c, BenchSbi::Inproc];
+        a.workers = vec![1, 2];
+        assert_eq!(matrix(&a).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn comparisons_pair_cases_differing_in_one_setting() {
+        let case = |w: u16, sbi: BenchSbi, state: BenchState, cpu: f64| {
+            let mut c = CaseReport {
+                case: String::new(),
+                workers: w,
+                suci: "a",
+                sbi: sbi_label(sbi),
+                state: state_label(state),
+                ok: true,
+                ues: 1,
+                registrations: 1,
+                deregistrations: 1,
+                failed_procedures: 0,
+                elapsed_s: 1.0,
+                registrations_per_s: 1000.0 / cpu,
+                deregistrations_per_s: 0.0,
+                registration_p50_us: 0,
+                registration_p99_us: 0,
+                core_cpu_s: 0.0,
+                core_cpu_us_per_registration: cpu,
+                core_utilisation: 0.0,
+                generator_cpu_us_per_registration: 0.0,
+                generator_utilisation: 0.0,
+                floor_us_per_registration: 0.0,
+                ratio_to_floor: 0.0,
+                rounds_registrations_per_s: Vec::new(),
+                rounds_core_cpu_us_per_registration: Vec::new(),
+            };
+            c.case = format!("w{w}");
+            c
+        };
+        let cs = vec![
+            case(1, BenchSbi::Inproc, BenchState::Sharded, 100.0),
+            case(1, BenchSbi::H2c, BenchState::Sharded, 250.0),
+            case(1, BenchSbi::Inproc, BenchState::Locked, 110.0),
+        ];
+        let cmp = comparisons(&cs);
+        let h2c = cmp.iter().find(|c| c.what == "h2c/inproc").unwrap();
+        assert!((h2c.cpu_ratio - 2.5).abs() < 1e-9);
+        let sl = cmp.iter().find(|c| c.what == "sharded/locked").unwrap();
+        assert!((sl.cpu_ratio - 100.0 / 110.0).abs() < 1e-9);
+        assert_eq!(cmp.len(), 2);
+        let m = median_round(vec![cs[1].clone(), cs[0].clone(), cs[2].clone()]).unwrap();
+        assert_eq!(m.core_cpu_us_per_registration, 110.0);
+        assert_eq!(m.rounds_core_cpu_us_per_registration.len(), 3);
+    }
+}

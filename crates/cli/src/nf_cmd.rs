@@ -1,0 +1,351 @@
+//! `steer5g ausf` and `steer5g udm`: one network function per process (DESIGN.md
+//! Conventions, "Subcommands"), on the same core crate as `steer5g core` with only that NF
+//! hosted; the NFs it calls are reached over h2c at their directory addresses.
+//!
+//! Also the machinery `steer5g amf` shares with them: the common flags, the options, the
+//! wait for SIGINT/SIGTERM/`--duration`, and the mapping of core errors to exit statuses.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use sbi::{NfType, StaticDirectory};
+use steer5g_config::Config;
+use steer5g_core::{Core, CoreError, CoreHandle, CoreOptions, CoreReport, NfSet, StateMode};
+
+use crate::cli::{Global, NetworkArgs};
+use crate::core_cmd::StateArg;
+use crate::exit::CliError;
+
+/// Flags every single-NF process shares.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct NfRunArgs {
+    /// Worker threads, each with one shard of the NF.
+    #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
+    pub(crate) workers: u16,
+    /// Where per-UE state lives.
+    #[arg(long, value_enum, default_value_t = StateArg::Sharded)]
+    pub(crate) state: StateArg,
+    /// Open a new SBI connection per request (the NFs this one calls).
+    #[arg(long)]
+    pub(crate) short_connections: bool,
+    /// Pin worker threads to cores.
+    #[arg(long)]
+    pub(crate) pin: bool,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<f64>,
+}
+
+/// `steer5g ausf`.
+#[derive(Debug, Args)]
+pub(crate) struct AusfArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) run: NfRunArgs,
+    /// Where the AUSF listens for h2c (default: its directory address, 127.0.0.11:7777).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) sbi_addr: Option<SocketAddr>,
+    /// The UDM's base URI (default: its directory address, http://127.0.0.12:7777).
+    #[arg(long, value_name = "URI")]
+    pub(crate) udm: Option<String>,
+}
+
+/// `steer5g udm`.
+#[derive(Debug, Args)]
+pub(crate) struct UdmArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) run: NfRunArgs,
+    /// Where the UDM listens for h2c (default: its directory address, 127.0.0.12:7777).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) sbi_addr: Option<SocketAddr>,
+    /// Subscriber store (the UDR) and home network keys.
+    #[arg(
+        long,
+        env = "STEER5G_DATA_DIR",
+        default_value = "./steer5g-data",
+        value_name = "DIR"
+    )]
+    pub(crate) data_dir: PathBuf,
+}
+
+/// `--duration` as a limit; checked before anything is bound.
+pub(crate) fn duration_limit(d: Option<f64>) -> Result<Option<Duration>, CliError> {
+    match d {
+        Some(d) if d.is_finite() && d >= 0.0 => Ok(Some(Duration::from_secs_f64(d))),
+        Some(d) => Err(CliError::Usage(format!(
+            "--duration {d}: must be a non-negative number"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Points `nf` of `dir` at `uri`, which must be `http://` (the SBI here is h2c only).
+pub(crate) fn set_peer(dir: &mut StaticDirectory, nf: NfType, uri: &str) -> Result<(), CliError> {
+    if !uri.starts_with("http://") || uri.len() <= "http://".len() {
+        return Err(CliError::Usage(format!(
+            "--{} {uri}: an http:// URI is needed (the SBI is h2c)",
+            nf.to_string().to_ascii_lowercase()
+        )));
+    }
+    dir.set(nf, uri);
+    Ok(())
+}
+
+/// The core options of a process hosting `nfs`, with the shared flags applied.
+pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Config) -> CoreOptions {
+    let mut opts = CoreOptions::new(data_dir);
+    opts.nfs = nfs;
+    opts.workers = run.workers;
+    opts.pin = run.pin;
+    opts.short_connections = run.short_connections;
+    opts.state = state_mode(run.state);
+    opts.config = cfg;
+    opts
+}
+
+fn state_mode(s: StateArg) -> StateMode {
+    match s {
+        StateArg::Sharded => StateMode::Sharded,
+        StateArg::Locked => StateMode::Locked,
+    }
+}
+
+fn state_name(s: StateArg) -> &'static str {
+    match s {
+        StateArg::Sharded => "sharded",
+        StateArg::Locked => "locked",
+    }
+}
+
+/// Starts the core with exit statuses per DESIGN.md: bad settings 2, no CAP_NET_RAW 3.
+pub(crate) fn start(opts: CoreOptions) -> Result<CoreHandle, CliError> {
+    Core::start(opts).map_err(core_error)
+}
+
+/// Stops the core and collects its counters.
+pub(crate) fn stop(core: CoreHandle) -> Result<CoreReport, CliError> {
+    tracing::info!("stopping");
+    core.stop().map_err(core_error)
+}
+
+fn core_error(e: CoreError) -> CliError {
+    match e {
+        CoreError::Config(_) => CliError::Usage(e.to_string()),
+        CoreError::N2Bind {
+            source: sctp_io::BindError::Privilege(_),
+            ..
+        } => CliError::Privilege(e.to_string()),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+/// Blocks until SIGINT, SIGTERM, or `limit`.
+pub(crate) fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
+        let sleep = async {
+            match limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = sleep => {}
+        }
+        Ok::<(), CliError>(())
+    })
+}
+
+/// The delivery and runtime counters every NF process reports.
+pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value {
+    let c = r.counters_total();
+    serde_json::json!({
+        "threads": r.workers.len(),
+        "state": state_name(state),
+        "sbi_served": c.sbi_served,
+        "sbi_local": c.sbi_local,
+        "sbi_handed_off": c.sbi_handed_off,
+        "h2c_calls": c.h2c_calls,
+        "call_failures": c.call_failures,
+        "mesh_sent": r.mesh_total.sent,
+        "mesh_max_depth": r.mesh_total.max_depth,
+        "lock_acquisitions": r.locks.acquisitions,
+        "lock_contended": r.locks.contended,
+    })
+}
+
+/// Adds every key of `extra` to the object `v`.
+pub(crate) fn merge(v: &mut serde_json::Value, extra: serde_json::Value) {
+    if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+}
+
+/// `steer5g ausf`.
+pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError> {
+    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let limit = duration_limit(args.run.duration)?;
+    // Without a data dir of its own: the AUSF holds no subscriber data.
+    let mut opts = options(&args.run, NfSet::AUSF, PathBuf::new(), cfg);
+    if let Some(a) = args.sbi_addr {
+        opts.directory.set(NfType::Ausf, format!("http://{a}"));
+    }
+    if let Some(u) = &args.udm {
+        set_peer(&mut opts.directory, NfType::Udm, u)?;
+    }
+    let udm = opts
+        .directory
+        .base_uri(NfType::Udm)
+        .unwrap_or_default()
+        .to_owned();
+    let core = start(opts)?;
+    let at = core.listening().ausf;
+    if let Some(a) = at {
+        tracing::info!("SBI listening: AUSF {a} (UDM at {udm})");
+    }
+    wait_for_stop(limit)?;
+    let r = stop(core)?;
+    let a = r.ausf_total();
+    if global.json {
+        let mut v = serde_json::json!({
+            "nf": "ausf",
+            "listening": at.map(|a| a.to_string()),
+            "udm": udm,
+            "ausf": {
+                "contexts": a.contexts,
+                "successes": a.successes,
+                "failures": a.failures,
+                "expired": a.expired,
+                "misrouted": a.misrouted,
+                "events_acked": a.events_acked,
+                "events_failed": a.events_failed,
+                "stray_replies": a.stray_replies,
+            },
+        });
+        merge(&mut v, runtime_json(&r, args.run.state));
+        crate::report::print_json(&v)?;
+    } else {
+        let c = r.counters_total();
+        println!(
+            "AUSF: {} workers ({}), {} authentications started, {} confirmed, {} failed, {} expired",
+            r.workers.len(),
+            state_name(args.run.state),
+            a.contexts,
+            a.successes,
+            a.failures,
+            a.expired
+        );
+        println!(
+            "  SBI: {} served, {} handed off; {} calls to the UDM, {} failed",
+            c.sbi_served, c.sbi_handed_off, c.h2c_calls, c.call_failures
+        );
+    }
+    Ok(())
+}
+
+/// `steer5g udm`.
+pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
+    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let limit = duration_limit(args.run.duration)?;
+    let mut opts = options(&args.run, NfSet::UDM, args.data_dir.clone(), cfg);
+    if let Some(a) = args.sbi_addr {
+        opts.directory.set(NfType::Udm, format!("http://{a}"));
+    }
+    let core = start(opts)?;
+    let at = core.listening().udm;
+    if let Some(a) = at {
+        tracing::info!(
+            "SBI listening: UDM {a} (data dir {})",
+            args.data_dir.display()
+        );
+    }
+    wait_for_stop(limit)?;
+    let r = stop(core)?;
+    let u = r.udm_total();
+    let c = r.counters_total();
+    if global.json {
+        let mut v = serde_json::json!({
+            "nf": "udm",
+            "listening": at.map(|a| a.to_string()),
+            "data_dir": args.data_dir.display().to_string(),
+            "udm": {
+                "vectors": u.vectors,
+                "resyncs": u.resyncs,
+                "resync_failures": u.resync_failures,
+                "suci_hops": u.suci_hops,
+                "misrouted": u.misrouted,
+                "parked": u.parked,
+            },
+            "udm_forwards": c.udm_forwards,
+            "sqn_writes": r.sqn_writes,
+        });
+        merge(&mut v, runtime_json(&r, args.run.state));
+        crate::report::print_json(&v)?;
+    } else {
+        println!(
+            "UDM: {} workers ({}), {} authentication vectors, {} resyncs, {} SQN writes",
+            r.workers.len(),
+            state_name(args.run.state),
+            u.vectors,
+            u.resyncs,
+            r.sqn_writes
+        );
+        println!(
+            "  SBI: {} served, {} handed off, {} forwarded after SUCI deconcealment",
+            c.sbi_served, c.sbi_handed_off, c.udm_forwards
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_must_be_finite_and_non_negative() {
+        assert_eq!(duration_limit(None).unwrap(), None);
+        assert_eq!(
+            duration_limit(Some(1.5)).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(duration_limit(Some(bad)), Err(CliError::Usage(_))));
+        }
+    }
+
+    #[test]
+    fn peers_must_be_h2c_uris() {
+        let mut d = StaticDirectory::new();
+        set_peer(&mut d, NfType::Udm, "http://127.0.0.72:7000/").unwrap();
+        assert_eq!(d.base_uri(NfType::Udm), Some("http://127.0.0.72:7000"));
+        for bad in ["https://127.0.0.72:7000", "127.0.0.72:7000", "http://"] {
+            assert!(matches!(
+                set_peer(&mut d, NfType::Udm, bad),
+                Err(CliError::Usage(_))
+            ));
+        }
+        assert_eq!(d.base_uri(NfType::Udm), Some("http://127.0.0.72:7000"));
+    }
+
+    #[test]
+    fn merged_reports_keep_both_sides() {
+        let mut v = serde_json::json!({"nf": "udm"});
+        merge(&mut v, serde_json::json!({"threads": 2}));
+        assert_eq!(v["nf"], "udm");
+        assert_eq!(v["threads"], 2);
+    }
+}
