@@ -87,16 +87,36 @@ pub(crate) struct NasAlgorithmArgs {
 }
 
 impl NasAlgorithmArgs {
-    /// Puts the lists given into `opts`; a list not given keeps the AMF's defaults.
-    pub(crate) fn apply(&self, opts: &mut CoreOptions) -> Result<(), CliError> {
-        if let Some(list) = &self.nas_integrity {
-            opts.integrity = no_repeats(list, "--nas-integrity")?;
-        }
-        if let Some(list) = &self.nas_cipher {
-            opts.ciphering = no_repeats(list, "--nas-cipher")?;
-        }
+    /// Puts the preference lists into `opts`: the flags' when given, else the configuration's
+    /// `amf.nas_integrity` / `amf.nas_ciphering`.
+    pub(crate) fn apply(
+        &self,
+        amf: &steer5g_config::AmfConfig,
+        opts: &mut CoreOptions,
+    ) -> Result<(), CliError> {
+        opts.integrity = match &self.nas_integrity {
+            Some(list) => no_repeats(list, "--nas-integrity")?,
+            None => from_config(&amf.nas_integrity, "amf.nas_integrity", parse_nia)?,
+        };
+        opts.ciphering = match &self.nas_cipher {
+            Some(list) => no_repeats(list, "--nas-cipher")?,
+            None => from_config(&amf.nas_ciphering, "amf.nas_ciphering", parse_nea)?,
+        };
         Ok(())
     }
+}
+
+/// A configuration list of algorithm names; `Config::validate` has checked it, so an error
+/// here means the two disagree on a name.
+fn from_config<T>(
+    names: &[String],
+    field: &str,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, CliError> {
+    names
+        .iter()
+        .map(|n| parse(n).map_err(|e| CliError::Usage(format!("{field}: {e}"))))
+        .collect()
 }
 
 /// A preference list that names an algorithm twice is a typo, not a preference.
@@ -174,7 +194,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     };
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
-    args.nas.apply(&mut opts)?;
+    args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg;
     let core = Core::start(opts).map_err(core_error)?;
     for (kind, addr) in &core.listening().n2 {
@@ -291,28 +311,44 @@ mod tests {
 
     #[test]
     fn lists_go_into_the_options_in_order() {
+        let amf = steer5g_config::AmfConfig::default();
         let mut opts = CoreOptions::new(PathBuf::from("unused"));
         let args = NasAlgorithmArgs {
             nas_integrity: Some(vec![IntegrityAlgorithm::Nia1, IntegrityAlgorithm::Nia2]),
             nas_cipher: Some(vec![CipheringAlgorithm::Nea0]),
         };
-        args.apply(&mut opts).unwrap();
+        args.apply(&amf, &mut opts).unwrap();
         assert_eq!(
             opts.integrity,
             vec![IntegrityAlgorithm::Nia1, IntegrityAlgorithm::Nia2]
         );
         assert_eq!(opts.ciphering, vec![CipheringAlgorithm::Nea0]);
-        // Lists not given keep the AMF's defaults (empty means "defaults" to the core).
-        let mut opts = CoreOptions::new(PathBuf::from("unused"));
-        NasAlgorithmArgs::default().apply(&mut opts).unwrap();
-        assert!(opts.integrity.is_empty() && opts.ciphering.is_empty());
         let twice = NasAlgorithmArgs {
             nas_integrity: None,
             nas_cipher: Some(vec![CipheringAlgorithm::Nea2, CipheringAlgorithm::Nea2]),
         };
         assert!(matches!(
-            twice.apply(&mut CoreOptions::new(PathBuf::from("unused"))),
+            twice.apply(&amf, &mut CoreOptions::new(PathBuf::from("unused"))),
             Err(CliError::Usage(_))
         ));
+    }
+
+    #[test]
+    fn lists_not_given_come_from_the_configuration() {
+        let mut amf = steer5g_config::AmfConfig::default();
+        let mut opts = CoreOptions::new(PathBuf::from("unused"));
+        NasAlgorithmArgs::default().apply(&amf, &mut opts).unwrap();
+        use CipheringAlgorithm::*;
+        use IntegrityAlgorithm::*;
+        assert_eq!(opts.integrity, vec![Nia2, Nia1, Nia3]);
+        assert_eq!(opts.ciphering, vec![Nea2, Nea1, Nea3, Nea0]);
+        amf.nas_ciphering = vec!["nea0".into()];
+        let args = NasAlgorithmArgs {
+            nas_integrity: Some(vec![Nia3]),
+            nas_cipher: None,
+        };
+        args.apply(&amf, &mut opts).unwrap();
+        assert_eq!(opts.integrity, vec![Nia3]);
+        assert_eq!(opts.ciphering, vec![Nea0]);
     }
 }

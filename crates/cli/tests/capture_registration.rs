@@ -120,7 +120,7 @@ fn nas_message_types(path: &std::path::Path) -> BTreeMap<u8, usize> {
     for row in tshark_fields(
         path,
         "nas-5gs",
-        &["frame.number", "nas-5gs.mm.message_type"],
+        &["frame.number", "nas_5gs.mm.message_type"],
     ) {
         for t in row
             .get(1)
@@ -195,6 +195,8 @@ fn registration_with_nea0_decodes_cleanly() {
             "127.0.0.5",
             "--udp-port",
             "9899",
+            "--log",
+            "trace",
         ],
     );
     let mut core = ChildGuard::spawn(&mut core_cmd).unwrap();
@@ -222,6 +224,8 @@ fn registration_with_nea0_decodes_cleanly() {
             "register-deregister",
             "--timeout",
             "20",
+            "--log",
+            "trace",
         ],
         RUN_TIMEOUT,
     );
@@ -287,6 +291,33 @@ fn registration_with_nea0_decodes_cleanly() {
         );
     }
 
+    // The flag reached the AMF: every Security Mode Command selects NEA0 (TS 24.501
+    // §9.11.3.34), with a real integrity algorithm.
+    let smc = tshark_fields(
+        &path,
+        "nas_5gs.mm.message_type == 0x5d",
+        &["nas_5gs.mm.nas_sec_algo_enc", "nas_5gs.mm.nas_sec_algo_ip"],
+    );
+    println!("Security Mode Command algorithms (enc, ip): {smc:?}");
+    // SCTP may bundle several commands in one frame: their fields come `|`-joined.
+    let values = |col: usize| -> Vec<Option<u8>> {
+        smc.iter()
+            .filter_map(|row| row.get(col))
+            .flat_map(|c| c.split('|').map(field_u8).collect::<Vec<_>>())
+            .collect()
+    };
+    let (enc, ip) = (values(0), values(1));
+    assert_eq!(enc.len() as u64, RUNS, "{smc:?}");
+    assert!(
+        enc.iter().all(|a| *a == Some(0)),
+        "ciphering other than NEA0: {smc:?}"
+    );
+    assert_eq!(ip.len(), enc.len(), "{smc:?}");
+    assert!(
+        ip.iter().all(|a| matches!(a, Some(1..=3))),
+        "integrity not NIA1-3: {smc:?}"
+    );
+
     // SBI: the AMF asks the AUSF to authenticate, the AUSF asks the UDM for a vector.
     let (paths, json_frames) = sbi_requests(&path);
     println!("SBI requests: {paths:?}; JSON frames: {json_frames}");
@@ -303,4 +334,111 @@ fn registration_with_nea0_decodes_cleanly() {
         "no UDM generate-auth-data request: {paths:?}"
     );
     assert!(json_frames > 0, "no JSON body decoded on the SBI");
+
+    // Neither process logged, even at trace level, a subscriber's K or OPc, nor the keys and
+    // RES* that crossed the SBI (TS 33.501 §6.1.3.2: KAUSF, KSEAF, XRES*, RES*).
+    let mut secrets = sbi_secrets(&path);
+    assert!(
+        secrets.iter().any(|(k, _)| k == "kausf") && secrets.iter().any(|(k, _)| k == "kseaf"),
+        "no KAUSF/KSEAF found on the SBI: {secrets:?}"
+    );
+    let subs = std::fs::read_to_string(&csv).unwrap();
+    for line in subs.lines().skip(1).filter(|l| !l.is_empty()) {
+        let cols: Vec<&str> = line.split(',').collect();
+        secrets.push(("K".to_owned(), cols[1].to_owned()));
+        secrets.push(("OPc".to_owned(), cols[2].to_owned()));
+    }
+    assert_eq!(
+        secrets.iter().filter(|(k, _)| k == "K").count() as u64,
+        UES,
+        "{subs}"
+    );
+    // The core's h2 stack logs at trace level; the generator has less to say.
+    for (who, out, level) in [
+        (
+            "core",
+            format!("{}\n{}", core_done.stdout, core_done.stderr),
+            "TRACE",
+        ),
+        ("ran", format!("{}\n{}", done.stdout, done.stderr), "DEBUG"),
+    ] {
+        assert!(
+            out.contains(level),
+            "{who} did not log at {level} level:\n{out}"
+        );
+        let out = out.to_ascii_lowercase();
+        for (kind, value) in &secrets {
+            assert!(
+                !out.contains(&value.to_ascii_lowercase()),
+                "{who} logged {kind} {value}"
+            );
+        }
+    }
+}
+
+/// JSON members of the SBI bodies that carry key material, as (name, hex value).
+fn sbi_secrets(path: &std::path::Path) -> Vec<(String, String)> {
+    const SECRET_MEMBERS: &[&str] = &["kausf", "kseaf", "xresStar", "resStar"];
+    let mut out = Vec::new();
+    for row in tshark_fields(path, "json", &["json.member_with_value"]) {
+        for member in row.iter().flat_map(|c| c.split(['|', ','])) {
+            if let Some((name, value)) = member.split_once(':') {
+                if SECRET_MEMBERS.contains(&name) && value.len() >= 16 {
+                    out.push((name.to_owned(), value.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn nas_algorithm_flags_are_checked_and_reach_the_demo() {
+    // Unknown names, NIA0 (emergency only) and repeats are usage errors, before any socket.
+    for args in [
+        vec!["core", "--nas-cipher", "nea5"],
+        vec!["core", "--nas-integrity", "nia0"],
+        vec!["core", "--nas-integrity", "nia2,nia2"],
+        vec!["core", "--nas-cipher", ""],
+        vec!["demo", "--nas-integrity", "nea2"],
+        vec!["demo", "--nas-cipher", "nea0,,nea2"],
+    ] {
+        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
+        assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
+        assert!(done.stdout.is_empty(), "{args:?}: {}", done.stdout);
+    }
+    // A demo whose AMF may only pick NIA1 and NEA1 or NEA0 still registers everyone: the
+    // UE emulator supports every algorithm.
+    let done = testkit::process::run_timeout(
+        &mut steer5g(
+            None,
+            &[
+                "demo",
+                "--json",
+                "--ues",
+                "4",
+                "--gnbs",
+                "1",
+                "--workers",
+                "1",
+                "--nas-integrity",
+                "nia1",
+                "--nas-cipher",
+                "nea1,nea0",
+                "--n2-addr",
+                "127.0.0.97",
+                "--udp-port",
+                "19897",
+                "--ausf-addr",
+                "127.0.0.98:7777",
+                "--udm-addr",
+                "127.0.0.99:7777",
+            ],
+        ),
+        RUN_TIMEOUT,
+    )
+    .unwrap();
+    let v = json_of(&done);
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(num(&v, "ran.ues_registered"), 4, "{v}");
 }

@@ -86,7 +86,17 @@ pub struct AmfConfig {
     pub tacs: Vec<u32>,
     /// S-NSSAIs supported in the PLMN.
     pub slices: Vec<SliceConfig>,
+    /// NAS integrity algorithms the AMF may select, most preferred first (`nia1`-`nia3`;
+    /// TS 33.501 §5.5.2 leaves NIA0 to unauthenticated emergency sessions).
+    pub nas_integrity: Vec<String>,
+    /// NAS ciphering algorithms the AMF may select, most preferred first (`nea0`-`nea3`).
+    pub nas_ciphering: Vec<String>,
 }
+
+/// Names `amf.nas_integrity` accepts.
+pub const NAS_INTEGRITY_NAMES: &[&str] = &["nia1", "nia2", "nia3"];
+/// Names `amf.nas_ciphering` accepts.
+pub const NAS_CIPHERING_NAMES: &[&str] = &["nea0", "nea1", "nea2", "nea3"];
 
 /// One S-NSSAI (TS 23.003 §28.4.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +183,9 @@ impl Default for AmfConfig {
             relative_capacity: 255,
             tacs: vec![1],
             slices: vec![SliceConfig { sst: 1, sd: None }],
+            // TS 33.501 §5.11.1.1 mandates NIA1/NIA2 and NEA0-2; AES first, ZUC last.
+            nas_integrity: ["nia2", "nia1", "nia3"].map(String::from).to_vec(),
+            nas_ciphering: ["nea2", "nea1", "nea3", "nea0"].map(String::from).to_vec(),
         }
     }
 }
@@ -253,6 +266,16 @@ impl Config {
                 parse_sd(sd)?;
             }
         }
+        validate_algorithms(
+            "amf.nas_integrity",
+            &self.amf.nas_integrity,
+            NAS_INTEGRITY_NAMES,
+        )?;
+        validate_algorithms(
+            "amf.nas_ciphering",
+            &self.amf.nas_ciphering,
+            NAS_CIPHERING_NAMES,
+        )?;
         if self.n2.transports.is_empty() {
             return Err(invalid("n2.transports", "at least one transport is needed"));
         }
@@ -285,6 +308,29 @@ pub fn parse_sd(sd: &str) -> Result<u32, ConfigError> {
         ));
     }
     u32::from_str_radix(digits, 16).map_err(|e| invalid("amf.slices.sd", e.to_string()))
+}
+
+/// A preference list: at least one algorithm, each known and listed once.
+fn validate_algorithms(
+    field: &'static str,
+    list: &[String],
+    known: &[&str],
+) -> Result<(), ConfigError> {
+    if list.is_empty() {
+        return Err(invalid(field, "at least one algorithm is needed"));
+    }
+    for (i, name) in list.iter().enumerate() {
+        if !known.contains(&name.as_str()) {
+            return Err(invalid(
+                field,
+                format!("unknown algorithm {name:?} (one of {})", known.join(", ")),
+            ));
+        }
+        if list[..i].contains(name) {
+            return Err(invalid(field, format!("{name:?} listed twice")));
+        }
+    }
+    Ok(())
 }
 
 fn validate_digits(
@@ -332,6 +378,16 @@ mod tests {
         assert_eq!(c.n2.addr, Ipv4Addr::new(127, 0, 0, 5));
         assert_eq!(c.n2.sctp_port, 38412);
         assert_eq!(c.n2.udp_port, 9899);
+        assert_eq!(c.amf.nas_integrity, ["nia2", "nia1", "nia3"]);
+        assert_eq!(c.amf.nas_ciphering, ["nea2", "nea1", "nea3", "nea0"]);
+    }
+
+    #[test]
+    fn nas_algorithm_lists_come_from_the_file() {
+        let c = Config::from_toml("[amf]\nnas_integrity = [\"nia1\"]\nnas_ciphering = [\"nea0\"]")
+            .unwrap();
+        assert_eq!(c.amf.nas_integrity, ["nia1"]);
+        assert_eq!(c.amf.nas_ciphering, ["nea0"]);
     }
 
     #[test]
@@ -377,6 +433,11 @@ mod tests {
             "[amf]\ntacs = [16777216]",
             "[amf]\ntacs = []",
             "[amf]\nslices = [{ sst = 1, sd = \"12345\" }]",
+            "[amf]\nnas_integrity = []",
+            "[amf]\nnas_integrity = [\"nia0\"]",
+            "[amf]\nnas_integrity = [\"nia2\", \"nia2\"]",
+            "[amf]\nnas_ciphering = [\"nea4\"]",
+            "[amf]\nnas_ciphering = [\"NEA0\"]",
             "[n2]\ntransports = [\"tcp\"]",
             "[n2]\ntransports = []",
             "[nope]\nx = 1",

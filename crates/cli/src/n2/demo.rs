@@ -203,7 +203,7 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         DemoSbi::H2c => SbiMode::H2c,
         DemoSbi::Inproc => SbiMode::Inproc,
     };
-    args.nas.apply(&mut opts)?;
+    args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg.clone();
     opts.directory = directory;
     let core = Core::start(opts).map_err(|e| CliError::Failed(format!("core: {e}")))?;

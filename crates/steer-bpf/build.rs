@@ -1,0 +1,50 @@
+//! Compiles the BPF programs in `bpf/` (C) with clang into `OUT_DIR`, where `src/` embeds them
+//! with `include_bytes!`.
+//!
+//! Without clang the build still succeeds: an empty object is embedded and loading it fails
+//! with `Error::NotBuilt` at run time, so crates that only fall back to user-space steering
+//! keep building on a machine without the BPF toolchain. CI installs clang
+//! (scripts/install-deps.sh), and its tests demand a working load.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
+    let src = manifest.join("../../bpf/steer_reuseport.c");
+    let obj = out.join("steer_reuseport.bpf.o");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-env-changed=CLANG");
+    let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_owned());
+    // Debian keeps <asm/types.h> under the multiarch directory, which `-target bpf` does
+    // not search by itself.
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let multiarch = match arch.as_str() {
+        "x86_64" => "/usr/include/x86_64-linux-gnu",
+        "aarch64" => "/usr/include/aarch64-linux-gnu",
+        _ => "/usr/include",
+    };
+    let status = Command::new(&clang)
+        .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
+        .arg(format!("-I{multiarch}"))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("{clang} failed on {} ({s})", src.display()),
+        Err(e) => {
+            println!(
+                "cargo:warning=steer-bpf: {clang} not runnable ({e}); embedding no BPF object, \
+                 kernel steering will report NotBuilt"
+            );
+            if let Err(e) = std::fs::write(&obj, b"") {
+                panic!("cannot write {}: {e}", obj.display());
+            }
+        }
+    }
+}
