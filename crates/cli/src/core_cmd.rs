@@ -77,11 +77,11 @@ pub(crate) struct CoreArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct NasAlgorithmArgs {
     /// NAS integrity algorithms the AMF may select, most preferred first, e.g. `nia2,nia1`
-    /// (nia1, nia2, nia3; default: the AMF's own list).
+    /// (nia1, nia2, nia3; default: the configuration's `amf.nas_integrity`).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_nia)]
     pub(crate) nas_integrity: Option<Vec<IntegrityAlgorithm>>,
     /// NAS ciphering algorithms the AMF may select, most preferred first, e.g. `nea0`
-    /// (nea0, nea1, nea2, nea3; default: the AMF's own list).
+    /// (nea0, nea1, nea2, nea3; default: the configuration's `amf.nas_ciphering`).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_nea)]
     pub(crate) nas_cipher: Option<Vec<CipheringAlgorithm>>,
 }

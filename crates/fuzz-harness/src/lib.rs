@@ -26,6 +26,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("sbi_json", sbi_json),
     ("suci_deconceal", suci_deconceal),
     ("subscriber_csv", subscriber_csv),
+    ("pfcp_decode", pfcp_decode),
 ];
 
 /// The SCTP packet decoder: header, checksum, every chunk and its parameters.
@@ -318,4 +319,10 @@ pub fn amf_n2(data: &[u8]) {
             }
         }
     }
+}
+
+/// The PFCP (TS 29.244) and GTP-U (TS 29.281) decoders; what decodes must re-encode to the
+/// same value (the check lives in `pfcp::fuzz_decode`).
+pub fn pfcp_decode(data: &[u8]) {
+    pfcp::fuzz_decode(data);
 }

@@ -53,7 +53,7 @@ pub enum DecodeError {
     /// The buffer is shorter than the PFCP header or than the header's own length field.
     #[error("PFCP message truncated")]
     Truncated,
-    /// The version field is not 1; the answer is a Version Not Supported Response (§7.4.4.7).
+    /// The version field is not 1; the answer is a Version Not Supported Response (§7.6.2).
     #[error("unsupported PFCP version {0}")]
     UnsupportedVersion(u8),
     /// The message type is not one this codec knows.
@@ -93,8 +93,9 @@ impl DecodeError {
     /// (the header itself is unusable, or the message must be silently discarded).
     pub fn cause(&self) -> Option<Cause> {
         match self {
-            // TS 29.244 §7.2.2.1 and §6.2.2: without a valid header there is no sequence
-            // number to answer; an unknown message type is discarded.
+            // TS 29.244 §7.6.2-§7.6.4: a wrong version gets a Version Not Supported Response
+            // (built from the raw header, not here); a message too short for its header or of
+            // an unknown type is silently discarded.
             DecodeError::Truncated
             | DecodeError::UnsupportedVersion(_)
             | DecodeError::UnknownMessageType(_)

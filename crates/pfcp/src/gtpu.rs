@@ -450,8 +450,10 @@ impl Repr {
     /// [`Repr::header_len`] octets) and returns the header length.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Error> {
         let hlen = self.header_len();
-        let length =
-            u16::try_from(hlen - HEADER_LEN + self.payload_len).map_err(|_| Error::Encode)?;
+        let length = (hlen - HEADER_LEN)
+            .checked_add(self.payload_len)
+            .and_then(|l| u16::try_from(l).ok())
+            .ok_or(Error::Encode)?;
         let hdr = buf.get_mut(..hlen).ok_or(Error::Encode)?;
         let mut flags = 0x20 | field::FLAG_PT;
         if !self.extensions.is_empty() {
@@ -582,6 +584,10 @@ mod tests {
         );
         assert_eq!(
             Repr::g_pdu(1, 70000).emit(&mut [0u8; 8]),
+            Err(Error::Encode)
+        );
+        assert_eq!(
+            Repr::g_pdu(1, usize::MAX).emit(&mut [0u8; 8]),
             Err(Error::Encode)
         );
     }

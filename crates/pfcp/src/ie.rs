@@ -175,7 +175,8 @@ pub(crate) fn emit_unknown(out: &mut Vec<u8>, unknown: &[UnknownIe]) {
     }
 }
 
-/// TS 29.244 §7.2.3.3: a second copy of a single-instance IE is ignored; the first one counts.
+/// TS 29.244 §7.6 (error handling): a repeated single-instance IE counts once, the first copy;
+/// later copies are ignored rather than failing the whole message.
 pub(crate) fn set_once<V>(
     slot: &mut Option<V>,
     v: Result<V, DecodeError>,

@@ -723,3 +723,86 @@ impl PfcpMessage {
         out
     }
 }
+
+/// The response that rejects a request of type `request_type` which failed to decode with
+/// `err`: Cause and Offending IE from the error (TS 29.244 §7.6), plus the responder's own
+/// Node ID and Recovery Time Stamp where the response requires them. `None` when the error
+/// allows no answer, or the request has no response with a Cause (Heartbeat) or is itself a
+/// response. The caller copies the request's sequence number and sets the peer's SEID (0 when
+/// unknown, §7.2.2.4.2).
+pub fn rejection(
+    request_type: u8,
+    err: &DecodeError,
+    node_id: &NodeId,
+    recovery_time_stamp: u32,
+) -> Option<Message> {
+    let cause = err.cause()?;
+    let offending_ie = err.offending_ie();
+    let session = || SessionResponse {
+        offending_ie,
+        ..SessionResponse::new(cause)
+    };
+    Some(match MessageType::from_value(request_type)? {
+        MessageType::AssociationSetupRequest => {
+            Message::AssociationSetupResponse(AssociationSetup {
+                node_id: node_id.clone(),
+                cause: Some(cause),
+                recovery_time_stamp,
+                up_function_features: None,
+                cp_function_features: None,
+                unknown: Vec::new(),
+            })
+        }
+        MessageType::AssociationReleaseRequest => {
+            Message::AssociationReleaseResponse(AssociationRelease {
+                node_id: node_id.clone(),
+                cause: Some(cause),
+                unknown: Vec::new(),
+            })
+        }
+        MessageType::SessionEstablishmentRequest => {
+            Message::SessionEstablishmentResponse(SessionEstablishmentResponse {
+                node_id: node_id.clone(),
+                cause,
+                offending_ie,
+                up_f_seid: None,
+                created_pdr: Vec::new(),
+                unknown: Vec::new(),
+            })
+        }
+        MessageType::SessionModificationRequest => Message::SessionModificationResponse(session()),
+        MessageType::SessionDeletionRequest => Message::SessionDeletionResponse(session()),
+        MessageType::SessionReportRequest => Message::SessionReportResponse(session()),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn rejection_carries_cause_and_offending_ie() {
+        let node = NodeId::Ipv4(Ipv4Addr::new(10, 0, 0, 7));
+        let err = DecodeError::MandatoryIeMissing {
+            ie_type: ty::F_SEID,
+        };
+        let Some(Message::SessionEstablishmentResponse(r)) = rejection(50, &err, &node, 7) else {
+            panic!("wrong response")
+        };
+        assert_eq!(r.cause, Cause::MANDATORY_IE_MISSING);
+        assert_eq!(r.offending_ie, Some(ty::F_SEID));
+        // It encodes and decodes (a rejection needs no UP F-SEID).
+        let m = PfcpMessage::new(4, Some(0), Message::SessionEstablishmentResponse(r));
+        assert_eq!(PfcpMessage::parse(&m.emit()).unwrap(), m);
+        let err = DecodeError::InvalidLength { ie_type: 84 };
+        let Some(Message::SessionModificationResponse(r)) = rejection(52, &err, &node, 7) else {
+            panic!("wrong response")
+        };
+        assert_eq!((r.cause, r.offending_ie), (Cause::INVALID_LENGTH, Some(84)));
+        assert_eq!(rejection(1, &err, &node, 7), None);
+        assert_eq!(rejection(50, &DecodeError::Truncated, &node, 7), None);
+    }
+}
