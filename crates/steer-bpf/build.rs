@@ -7,15 +7,12 @@
 //! (scripts/install-deps.sh), and its tests demand a working load.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
-    let src = manifest.join("../../bpf/steer_reuseport.c");
-    let obj = out.join("steer_reuseport.bpf.o");
-    println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-env-changed=CLANG");
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_owned());
     // Debian keeps <asm/types.h> under the multiarch directory, which `-target bpf` does
@@ -26,7 +23,17 @@ fn main() {
         "aarch64" => "/usr/include/aarch64-linux-gnu",
         _ => "/usr/include",
     };
-    let status = Command::new(&clang)
+    // Every program src/ embeds; each lands in OUT_DIR as NAME.bpf.o.
+    for name in ["steer_reuseport", "xdp_pass"] {
+        compile(&clang, multiarch, &manifest, &out, name);
+    }
+}
+
+fn compile(clang: &str, multiarch: &str, manifest: &Path, out: &Path, name: &str) {
+    let src = manifest.join(format!("../../bpf/{name}.c"));
+    let obj = out.join(format!("{name}.bpf.o"));
+    println!("cargo:rerun-if-changed={}", src.display());
+    let status = Command::new(clang)
         .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
         .arg(format!("-I{multiarch}"))
         .arg("-c")
@@ -39,8 +46,8 @@ fn main() {
         Ok(s) => panic!("{clang} failed on {} ({s})", src.display()),
         Err(e) => {
             println!(
-                "cargo:warning=steer-bpf: {clang} not runnable ({e}); embedding no BPF object, \
-                 kernel steering will report NotBuilt"
+                "cargo:warning=steer-bpf: {clang} not runnable ({e}); embedding no BPF object \
+                 for {name}, loading it will report NotBuilt"
             );
             if let Err(e) = std::fs::write(&obj, b"") {
                 panic!("cannot write {}: {e}", obj.display());

@@ -60,6 +60,8 @@ pub(crate) enum Command {
     Crypto(crate::crypto::CryptoArgs),
     /// Print the effective configuration (file < environment < flags) as TOML.
     Config(ConfigArgs),
+    /// Create or remove the user-plane lab: namespaces ran, upf and dn with veth links.
+    Lab(crate::lab::LabArgs),
 }
 
 /// The network the node belongs to; overrides the configuration file.

@@ -10,6 +10,7 @@ mod cli;
 mod core_cmd;
 mod crypto;
 mod exit;
+mod lab;
 mod loadgen;
 mod n2;
 mod nf_cmd;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         Command::Config(args) => cli::print_config(&cli.global, args),
         Command::Crypto(args) => crypto::run(&cli.global, args),
         Command::Subscriber(args) => subscriber::run(&cli.global, args),
+        Command::Lab(args) => lab::run(&cli.global, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

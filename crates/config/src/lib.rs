@@ -11,7 +11,7 @@
 //! UDP encapsulation on 9899).
 
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +56,29 @@ pub struct Config {
     pub amf: AmfConfig,
     /// Where N2 (NGAP over SCTP) listens, and over which transports.
     pub n2: N2Config,
+    /// The UDM's home network keys.
+    pub udm: UdmConfig,
+}
+
+/// The UDM's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UdmConfig {
+    /// The home network SUCI key file (TS 33.501 §6.12.2): private keys for the SIDF, public
+    /// keys for the UE emulator. A relative path is taken from the data directory; created
+    /// with a Profile A and a Profile B key when absent.
+    pub hn_key_file: PathBuf,
+}
+
+/// The key file's name inside the data directory when the configuration names none.
+pub const DEFAULT_HN_KEY_FILE: &str = "hn-keys.toml";
+
+impl Default for UdmConfig {
+    fn default() -> Self {
+        UdmConfig {
+            hn_key_file: PathBuf::from(DEFAULT_HN_KEY_FILE),
+        }
+    }
 }
 
 /// A PLMN identity as operators write it: MCC and MNC as decimal digit strings.
@@ -276,10 +299,23 @@ impl Config {
             &self.amf.nas_ciphering,
             NAS_CIPHERING_NAMES,
         )?;
+        if self.udm.hn_key_file.as_os_str().is_empty() {
+            return Err(invalid("udm.hn_key_file", "must name a file"));
+        }
         if self.n2.transports.is_empty() {
             return Err(invalid("n2.transports", "at least one transport is needed"));
         }
         Ok(())
+    }
+
+    /// Where the home network key file is for a data directory: `udm.hn_key_file` as is when
+    /// absolute, else inside `data_dir`.
+    pub fn hn_key_file(&self, data_dir: &Path) -> PathBuf {
+        if self.udm.hn_key_file.is_absolute() {
+            self.udm.hn_key_file.clone()
+        } else {
+            data_dir.join(&self.udm.hn_key_file)
+        }
     }
 
     /// Replaces the PLMN, validating it.
@@ -414,6 +450,18 @@ mod tests {
             parse_sd(c.amf.slices[1].sd.as_deref().unwrap()).unwrap(),
             0xff
         );
+    }
+
+    #[test]
+    fn key_file_is_named_in_config_relative_to_the_data_dir() {
+        let d = Path::new("/var/lib/steer5g");
+        let c = Config::default();
+        assert_eq!(c.hn_key_file(d), d.join("hn-keys.toml"));
+        let c = Config::from_toml("[udm]\nhn_key_file = \"keys/hn.toml\"").unwrap();
+        assert_eq!(c.hn_key_file(d), d.join("keys/hn.toml"));
+        let c = Config::from_toml("[udm]\nhn_key_file = \"/etc/steer5g/hn.toml\"").unwrap();
+        assert_eq!(c.hn_key_file(d), PathBuf::from("/etc/steer5g/hn.toml"));
+        assert!(Config::from_toml("[udm]\nhn_key_file = \"\"").is_err());
     }
 
     #[test]

@@ -435,7 +435,7 @@ impl Core {
             })?;
             let store: Arc<dyn SubscriberStore> = Arc::new(RedbStore::open_in(&opts.data_dir)?);
             let (hn, _) = store::hn_keys::load_or_create(
-                &opts.data_dir.join(store::HN_KEY_FILE),
+                &opts.config.hn_key_file(&opts.data_dir),
                 &mut rand::rngs::OsRng,
             )
             .map_err(|e| CoreError::Keys(e.to_string()))?;

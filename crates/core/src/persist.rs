@@ -28,26 +28,47 @@ pub(crate) fn spawn(
         .name("core-sqn".to_owned())
         .spawn(move || {
             let mut writes = 0u64;
-            while let Ok(job) = jobs.recv() {
-                let r = &job.request;
-                let result = match store.sqn_persist(&r.supi, r.high_water) {
-                    Ok(hw) => {
-                        writes += 1;
-                        Some(hw)
+            let mut batch: Vec<Job> = Vec::new();
+            // Group commit: take every job already queued and write them in one durable
+            // transaction, so a burst of new subscribers costs one sync, not one each. The
+            // answers still go out only after the commit.
+            while let Ok(first) = jobs.recv() {
+                batch.push(first);
+                while batch.len() < MAX_BATCH {
+                    match jobs.try_recv() {
+                        Ok(j) => batch.push(j),
+                        Err(_) => break,
                     }
-                    Err(e) => {
-                        tracing::warn!(supi = %r.supi, error = %e, "SQN write failed");
-                        None
+                }
+                let entries: Vec<(&str, u64)> = batch
+                    .iter()
+                    .map(|j| (j.request.supi.as_str(), j.request.high_water))
+                    .collect();
+                let results = store.sqn_persist_batch(&entries);
+                drop(entries);
+                for (job, result) in batch.drain(..).zip(results) {
+                    let high_water = match result {
+                        Ok(hw) => {
+                            writes += 1;
+                            Some(hw)
+                        }
+                        Err(e) => {
+                            tracing::warn!(supi = %job.request.supi, error = %e, "SQN write failed");
+                            None
+                        }
+                    };
+                    if let Some(tx) = workers.get(job.worker) {
+                        // A worker that is gone no longer needs the answer.
+                        let _ = tx.send(Local::SqnDone {
+                            supi: job.request.supi,
+                            high_water,
+                        });
                     }
-                };
-                if let Some(tx) = workers.get(job.worker) {
-                    // A worker that is gone no longer needs the answer.
-                    let _ = tx.send(Local::SqnDone {
-                        supi: job.request.supi,
-                        high_water: result,
-                    });
                 }
             }
             writes
         })
 }
+
+/// Most writes in one transaction: bounds the latency the first job of a burst waits.
+const MAX_BATCH: usize = 256;

@@ -15,7 +15,7 @@ pub enum Error {
     #[error("steer-bpf was built without clang: no BPF object embedded")]
     NotBuilt,
     /// libbpf refused the object or the verifier rejected the program.
-    #[error("loading the sk_reuseport program: {0}")]
+    #[error("loading a BPF program: {0}")]
     Load(String),
     /// Reading or writing one of the program's maps failed.
     #[error("BPF map {map}: {reason}")]
@@ -45,6 +45,9 @@ pub enum Error {
         /// The group's worker count.
         workers: u16,
     },
+    /// Attaching, detaching or querying an XDP program on an interface failed.
+    #[error("XDP: {0}")]
+    Xdp(String),
     /// An [`crate::IdSpec`] outside what the program can read.
     #[error("bad app id spec: {0}")]
     IdSpec(&'static str),

@@ -41,6 +41,7 @@ mod group;
 mod id;
 mod maps;
 mod sys;
+pub mod xdp;
 
 pub use error::Error;
 pub use group::{GroupOptions, ReuseportGroup};

@@ -82,6 +82,16 @@ pub trait SubscriberStore: Send + Sync {
     /// `max(stored, sqn)`, durably, and the result is returned.
     fn sqn_persist(&self, supi: &str, sqn: u64) -> Result<u64, StoreError>;
 
+    /// [`sqn_persist`](Self::sqn_persist) for many subscribers at once, one result per
+    /// entry in order. A backend makes it one durable write (group commit), so a burst of
+    /// new subscribers costs one sync instead of one each; the default writes one by one.
+    fn sqn_persist_batch(&self, batch: &[(&str, u64)]) -> Vec<Result<u64, StoreError>> {
+        batch
+            .iter()
+            .map(|(supi, sqn)| self.sqn_persist(supi, *sqn))
+            .collect()
+    }
+
     /// Reserves `count` SQNs in one durable write: returns the stored SQN before and after;
     /// the caller may issue the SQNs above the first up to the second.
     fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError>;

@@ -212,4 +212,50 @@ impl SubscriberStore for RedbStore {
     fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError> {
         self.update_sqn(supi, |old| reserved(supi, old, count))
     }
+
+    fn sqn_persist_batch(&self, batch: &[(&str, u64)]) -> Vec<Result<u64, StoreError>> {
+        // One write transaction, one commit (one sync) for the whole batch: the per-entry
+        // outcome is known before the commit, and if the commit fails every entry fails,
+        // so no caller is ever told a SQN is stored when it is not.
+        let run = || -> Result<Vec<Result<u64, StoreError>>, StoreError> {
+            let txn = self.db.begin_write().map_err(backend)?;
+            let mut out = Vec::with_capacity(batch.len());
+            {
+                let mut t = txn.open_table(SUBSCRIBERS).map_err(backend)?;
+                for (supi, sqn) in batch {
+                    let want = (*sqn).min(SQN_MAX);
+                    let found = t.get(*supi).map_err(backend)?.map(|v| decode(supi, v.value()));
+                    let mut sub = match found {
+                        Some(Ok(sub)) => sub,
+                        Some(Err(e)) => {
+                            out.push(Err(e));
+                            continue;
+                        }
+                        None => {
+                            out.push(Err(StoreError::NotFound((*supi).to_string())));
+                            continue;
+                        }
+                    };
+                    if want > sub.sqn {
+                        sub.sqn = want;
+                        t.insert(*supi, sub.encode_value().as_slice())
+                            .map_err(backend)?;
+                    }
+                    out.push(Ok(sub.sqn));
+                }
+            }
+            txn.commit().map_err(backend)?;
+            Ok(out)
+        };
+        match run() {
+            Ok(out) => out,
+            Err(e) => {
+                let msg = e.to_string();
+                batch
+                    .iter()
+                    .map(|_| Err(StoreError::Backend(msg.clone())))
+                    .collect()
+            }
+        }
+    }
 }

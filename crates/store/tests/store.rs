@@ -219,3 +219,33 @@ fn concurrent_writers_keep_the_maximum() {
     }
     assert_eq!(s.get(&a.supi).unwrap().unwrap().sqn, (49 * 4 + 3) * 32);
 }
+
+fn batch_contract(s: &dyn SubscriberStore) {
+    for n in 1..=3 {
+        s.insert(&sub(n)).unwrap();
+    }
+    s.sqn_persist(&sub(2).supi, 0x400).unwrap();
+    let (a, b, c) = (sub(1).supi, sub(2).supi, sub(3).supi);
+    let out = s.sqn_persist_batch(&[
+        (a.as_str(), 0x40),
+        (b.as_str(), 0x20), // lower than stored: must not go backwards
+        ("imsi-001019999999999", 0x20),
+        (c.as_str(), 0x60),
+    ]);
+    assert_eq!(out.len(), 4);
+    assert_eq!(out[0].as_ref().unwrap(), &0x40);
+    assert_eq!(out[1].as_ref().unwrap(), &0x400);
+    assert!(out[2].is_err(), "unknown SUPI must fail on its own");
+    assert_eq!(out[3].as_ref().unwrap(), &0x60);
+    assert_eq!(s.get(&a).unwrap().unwrap().sqn, 0x40);
+    assert_eq!(s.get(&b).unwrap().unwrap().sqn, 0x400);
+    assert_eq!(s.get(&c).unwrap().unwrap().sqn, 0x60);
+    assert!(s.sqn_persist_batch(&[]).is_empty());
+}
+
+#[test]
+fn sqn_batches_write_together_and_never_go_backwards() {
+    batch_contract(&MemStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    batch_contract(&RedbStore::open_in(dir.path()).unwrap());
+}

@@ -60,6 +60,7 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .y_max_light_lines(1)
         .x_labels(n)
         .x_label_formatter(&label_of)
         .y_desc("registrations per second")
@@ -103,6 +104,7 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .y_max_light_lines(1)
         .x_labels(n)
         .x_label_formatter(&label_of)
         .y_desc("core CPU per registration (µs)")

@@ -19,7 +19,7 @@ use std::time::Duration;
 use ran::ue::SuciScheme;
 use security::suci::{HomeNetworkPublicKey, Profile};
 use steer5g_config::{Config, Transport as TransportKind};
-use store::hn_keys::{HnKeys, Profile as KeyProfile, HN_KEY_FILE};
+use store::hn_keys::{HnKeys, Profile as KeyProfile};
 
 pub(crate) use driver::Mode;
 pub(crate) use report::LoadReport;
@@ -96,9 +96,14 @@ pub(crate) fn suci_scheme(
     ))
 }
 
-/// The key file from `--hn-key-file`, else `<data-dir>/hn-keys.toml`.
-pub(crate) fn key_file(hn_key_file: Option<&Path>, data_dir: &Path) -> PathBuf {
-    hn_key_file.map_or_else(|| data_dir.join(HN_KEY_FILE), Path::to_path_buf)
+/// The key file from `--hn-key-file`, else the configuration's `udm.hn_key_file` (by
+/// default `<data-dir>/hn-keys.toml`).
+pub(crate) fn key_file(
+    hn_key_file: Option<&Path>,
+    data_dir: &Path,
+    cfg: &steer5g_config::Config,
+) -> PathBuf {
+    hn_key_file.map_or_else(|| cfg.hn_key_file(data_dir), Path::to_path_buf)
 }
 
 /// Reads the subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`).
@@ -174,7 +179,7 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         (None, None) => Limit::Count(subscribers.len() as u64),
     };
     let (suci, suci_label) =
-        suci_scheme(la.suci, &key_file(la.hn_key_file.as_deref(), &la.data_dir))?;
+        suci_scheme(la.suci, &key_file(la.hn_key_file.as_deref(), &la.data_dir, &cfg))?;
     let plan = LoadPlan {
         cfg,
         transport,
@@ -227,10 +232,11 @@ mod tests {
     #[test]
     fn suci_keys_come_from_the_key_file_by_profile() {
         let dir = scratch("keys");
-        let file = key_file(None, &dir);
-        assert_eq!(file, dir.join(HN_KEY_FILE));
+        let cfg = steer5g_config::Config::default();
+        let file = key_file(None, &dir, &cfg);
+        assert_eq!(file, dir.join(store::hn_keys::HN_KEY_FILE));
         assert_eq!(
-            key_file(Some(Path::new("/x/k.toml")), &dir),
+            key_file(Some(Path::new("/x/k.toml")), &dir, &cfg),
             Path::new("/x/k.toml")
         );
         // Null needs no key file.

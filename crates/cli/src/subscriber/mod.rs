@@ -22,7 +22,7 @@ use store::csv::{parse_csv, write_row, CSV_HEADER};
 use store::subscriber::{hex, parse_hex, parse_sqn, validate_supi, DEFAULT_AMBR_BPS};
 use store::{
     HnKeys, KeyFileError, OpOrOpc, RedbStore, Snssai, StoreError, Subscriber, SubscriberStore,
-    HN_KEY_FILE, STORE_FILE,
+    STORE_FILE,
 };
 
 use crate::cli::Global;
@@ -163,13 +163,22 @@ struct GenerateArgs {
 
 /// `steer5g subscriber`.
 pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError> {
+    // The key file: `--hn-key-file`, else the configuration's `udm.hn_key_file` (by default
+    // `hn-keys.toml` in the data directory).
+    let key_file = match &args.hn_key_file {
+        Some(f) => f.clone(),
+        None => {
+            let cfg = match &global.config {
+                Some(path) => steer5g_config::Config::from_file(path)?,
+                None => steer5g_config::Config::default(),
+            };
+            cfg.hn_key_file(&args.data_dir)
+        }
+    };
     let ctx = Ctx {
         json: global.json,
         data_dir: &args.data_dir,
-        key_file: args
-            .hn_key_file
-            .clone()
-            .unwrap_or_else(|| args.data_dir.join(HN_KEY_FILE)),
+        key_file,
     };
     match &args.command {
         SubscriberCommand::Add(a) => add(&ctx, a),

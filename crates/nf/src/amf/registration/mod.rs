@@ -1627,7 +1627,16 @@ where
 pub fn suci_string(s: &Suci) -> String {
     let output = match &s.output {
         SchemeOutput::Msin(m) => m.clone(),
-        SchemeOutput::Concealed(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+        SchemeOutput::Concealed(b) => {
+            // One formatted string per byte cost more than the rest of this function.
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let mut out = String::with_capacity(b.len() * 2);
+            for x in b.iter() {
+                out.push(char::from(HEX[usize::from(x >> 4)]));
+                out.push(char::from(HEX[usize::from(x & 0x0f)]));
+            }
+            out
+        }
     };
     format!(
         "suci-0-{}-{}-{}-{:x}-{}-{}",
