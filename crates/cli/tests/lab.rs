@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -85,8 +85,8 @@ fn interface<'a>(status: &'a Value, ns: &str, ifname: &str) -> &'a Value {
 
 /// The id of the XDP program `ip -n NS -j link show dev IF` reports, if any.
 fn xdp_id(ns: &str, ifname: &str) -> Option<u64> {
-    let v: Value = serde_json::from_str(&ip(&["-n", ns, "-j", "link", "show", "dev", ifname]))
-        .unwrap();
+    let v: Value =
+        serde_json::from_str(&ip(&["-n", ns, "-j", "link", "show", "dev", ifname])).unwrap();
     v[0]["xdp"]["prog"]["id"].as_u64()
 }
 
@@ -103,7 +103,12 @@ fn helper(ns: &str, role: &str) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns])
         .arg(std::env::current_exe().unwrap())
-        .args(["udp_echo_helper", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "udp_echo_helper",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("LAB_ECHO_ROLE", role);
     c
 }
@@ -112,6 +117,8 @@ fn helper(ns: &str, role: &str) -> Command {
 /// expects it echoed back: proves the link, the addresses and both directions.
 fn assert_udp_echo(from: &str, server_ns: &str, to: &str) {
     let mut server = helper(server_ns, &format!("server {to}:{ECHO_PORT}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let client = helper(from, &format!("client {to}:{ECHO_PORT}"))
@@ -148,7 +155,8 @@ fn udp_echo_helper() {
         }
         _ => {
             let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-            s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
             // The server may still be binding: retry for a few seconds.
             for _ in 0..10 {
                 s.send_to(b"lab-echo", addr).unwrap();
@@ -200,7 +208,10 @@ fn up_builds_the_lab_and_down_removes_it() {
     // TX checksum offload off on every veth, and the UE pool routed back via the UPF.
     for (ns, ifname) in [(&ran, "n3"), (&upf, "n3"), (&upf, "n6"), (&dn, "n6")] {
         let iface = interface(&report, ns, ifname);
-        assert_eq!(iface["tx_checksum_offload"], false, "{ns} {ifname}: {iface}");
+        assert_eq!(
+            iface["tx_checksum_offload"], false,
+            "{ns} {ifname}: {iface}"
+        );
         assert_eq!(iface["up"], true, "{ns} {ifname}: {iface}");
     }
     let route = ip(&["-n", &dn, "route", "show", &format!("10.{net}.64.0/18")]);
@@ -254,4 +265,26 @@ fn a_bad_prefix_is_a_usage_error() {
         let out = steer5g(&["lab", "up", "--prefix", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
     }
+}
+
+#[test]
+fn without_net_admin_the_exit_status_is_3() {
+    if !privilege::require("dropping capabilities with setpriv") {
+        return;
+    }
+    // Root without CAP_NET_ADMIN and CAP_SYS_ADMIN: the bounding set caps what exec grants.
+    let lab = Lab::new("d");
+    let out = Command::new("setpriv")
+        .arg("--bounding-set=-net_admin,-sys_admin")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_steer5g"))
+        .args(["lab", "up", "--prefix", &lab.0])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: setpriv (util-linux) is not installed");
+        return;
+    };
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs root"));
+    assert!(!namespaces().contains(&lab.ns("ran")));
 }

@@ -117,6 +117,9 @@ mod tests {
     #[test]
     fn bad_ifindex_is_an_error_not_a_panic() {
         assert!(matches!(attach_pass(0, Mode::Native), Err(Error::Xdp(_))));
-        assert!(matches!(detach(u32::MAX, Mode::Generic), Err(Error::Xdp(_))));
+        assert!(matches!(
+            detach(u32::MAX, Mode::Generic),
+            Err(Error::Xdp(_))
+        ));
     }
 }

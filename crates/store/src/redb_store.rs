@@ -224,7 +224,10 @@ impl SubscriberStore for RedbStore {
                 let mut t = txn.open_table(SUBSCRIBERS).map_err(backend)?;
                 for (supi, sqn) in batch {
                     let want = (*sqn).min(SQN_MAX);
-                    let found = t.get(*supi).map_err(backend)?.map(|v| decode(supi, v.value()));
+                    let found = t
+                        .get(*supi)
+                        .map_err(backend)?
+                        .map(|v| decode(supi, v.value()));
                     let mut sub = match found {
                         Some(Ok(sub)) => sub,
                         Some(Err(e)) => {

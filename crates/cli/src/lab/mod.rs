@@ -88,7 +88,10 @@ pub(crate) fn run(global: &Global, args: &LabArgs) -> Result<(), CliError> {
             require_privilege()?;
             lab_down(&plan)?;
             if global.json {
-                println!("{}", serde_json::json!({ "prefix": plan.prefix, "down": true }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "prefix": plan.prefix, "down": true })
+                );
             } else {
                 println!("lab {}: down", plan.prefix);
             }
@@ -101,11 +104,12 @@ pub(crate) fn run(global: &Global, args: &LabArgs) -> Result<(), CliError> {
         }
         LabAction::XdpAttach { ifname } => {
             let ifindex = ifindex(None, ifname)?;
-            let id = steer_bpf::xdp::attach_pass(ifindex, steer_bpf::xdp::Mode::Native)
-                .map_err(|e| match e {
+            let id = steer_bpf::xdp::attach_pass(ifindex, steer_bpf::xdp::Mode::Native).map_err(
+                |e| match e {
                     steer_bpf::Error::NotPermitted(_) => CliError::Privilege(e.to_string()),
                     other => CliError::Failed(format!("xdp_pass on {ifname}: {other}")),
-                })?;
+                },
+            )?;
             println!("{id}");
             Ok(())
         }
@@ -146,10 +150,9 @@ fn lab_up(plan: &Plan, force: bool) -> Result<(), CliError> {
         }
         lab_down(plan)?;
     }
-    build(plan).map_err(|e| {
+    build(plan).inspect_err(|_| {
         // The error that stopped the build matters more than any failure of this clean-up.
         let _ = lab_down(plan);
-        e
     })
 }
 
@@ -189,11 +192,7 @@ fn build(plan: &Plan) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot find my own executable: {e}")))?;
     for end in plan.links().into_iter().flat_map(|(a, b)| [a, b]) {
         if end.xdp {
-            sys::exec_in(
-                &end.ns,
-                exe.as_os_str(),
-                &["lab", "xdp-attach", end.ifname],
-            )?;
+            sys::exec_in(&end.ns, exe.as_os_str(), &["lab", "xdp-attach", end.ifname])?;
         }
     }
     Ok(())
@@ -361,7 +360,10 @@ fn print_status(global: &Global, s: &Status) -> Result<(), CliError> {
         }
         println!("  {}:", ns.name);
         for i in &ns.interfaces {
-            let xdp = i.xdp_prog_id.map(|id| format!(" xdp={id}")).unwrap_or_default();
+            let xdp = i
+                .xdp_prog_id
+                .map(|id| format!(" xdp={id}"))
+                .unwrap_or_default();
             let tx = match i.tx_checksum_offload {
                 Some(true) => " tx-csum=on",
                 Some(false) => " tx-csum=off",
@@ -388,10 +390,9 @@ mod tests {
             serde_json::from_str(r#"{"ifname":"n3","xdp":{"mode":1,"prog":{"id":42}}}"#)
                 .unwrap_or_default();
         assert_eq!(xdp_prog_id(&one), Some(42));
-        let many: Value = serde_json::from_str(
-            r#"{"xdp":{"mode":4,"attached":[{"mode":1,"prog":{"id":7}}]}}"#,
-        )
-        .unwrap_or_default();
+        let many: Value =
+            serde_json::from_str(r#"{"xdp":{"mode":4,"attached":[{"mode":1,"prog":{"id":7}}]}}"#)
+                .unwrap_or_default();
         assert_eq!(xdp_prog_id(&many), Some(7));
         assert_eq!(xdp_prog_id(&serde_json::json!({"ifname": "lo"})), None);
     }

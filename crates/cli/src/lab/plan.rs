@@ -143,7 +143,11 @@ mod tests {
         assert_eq!(p.namespaces(), ["s5g-ran", "s5g-upf", "s5g-dn"]);
         for (a, b) in p.links() {
             assert!(a.ifname.len() <= 15 && b.ifname.len() <= 15);
-            assert_eq!(a.addr.octets()[..3], b.addr.octets()[..3], "one subnet per link");
+            assert_eq!(
+                a.addr.octets()[..3],
+                b.addr.octets()[..3],
+                "one subnet per link"
+            );
             assert_ne!(a.ns, b.ns);
         }
     }
@@ -156,7 +160,10 @@ mod tests {
             .filter_map(|p| Plan::new(p).ok())
             .map(|p| p.net)
             .collect();
-        assert!(nets.len() >= 5, "prefixes should spread over subnets: {nets:?}");
+        assert!(
+            nets.len() >= 5,
+            "prefixes should spread over subnets: {nets:?}"
+        );
     }
 
     #[test]

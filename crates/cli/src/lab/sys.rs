@@ -22,7 +22,10 @@ where
 {
     let args: Vec<S> = args.into_iter().collect();
     let cmd = std::iter::once(program.to_owned())
-        .chain(args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()))
+        .chain(
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned()),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     let out = Command::new(program)

@@ -178,8 +178,10 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         (Some(c), None) => Limit::Count(c),
         (None, None) => Limit::Count(subscribers.len() as u64),
     };
-    let (suci, suci_label) =
-        suci_scheme(la.suci, &key_file(la.hn_key_file.as_deref(), &la.data_dir, &cfg))?;
+    let (suci, suci_label) = suci_scheme(
+        la.suci,
+        &key_file(la.hn_key_file.as_deref(), &la.data_dir, &cfg),
+    )?;
     let plan = LoadPlan {
         cfg,
         transport,
