@@ -74,23 +74,10 @@ fn git_commit() -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`, by the proleptic Gregorian
-/// calendar (days to civil date in 400-year eras).
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
 pub(crate) fn rfc3339_utc(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Shift the epoch to 0000-03-01 so that leap days fall at the end of a year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 #[cfg(test)]

@@ -477,25 +477,11 @@ fn upstream_problem(status: StatusCode, body: &[u8]) -> ProblemDetails {
     }
 }
 
-/// Unix milliseconds as an RFC 3339 UTC date-time (`2026-11-21T14:33:13.123Z`).
+/// Unix milliseconds as an RFC 3339 UTC date-time (`2026-11-21T14:33:13.123Z`), the
+/// `DateTime` of TS 29.571.
 pub fn rfc3339(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let ms = unix_ms % 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 in the proleptic Gregorian calendar: count
-    // 400-year eras of 146 097 days from 0000-03-01, so that leap days fall at era ends.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms);
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 #[cfg(test)]
