@@ -2,12 +2,11 @@
 //! (the `steer5g-core` crate does the work; this is its command line).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
 use steer5g_config::Transport as TransportKind;
-use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
+use steer5g_core::{CoreOptions, CoreReport, SbiMode, StateMode};
 
 use crate::cli::{Global, N2ListenArgs, NetworkArgs};
 use crate::exit::CliError;
@@ -172,15 +171,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
         }
         None => {}
     }
-    let limit = match args.duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
-        Some(d) => {
-            return Err(CliError::Usage(format!(
-                "--duration {d}: must be a non-negative number"
-            )))
-        }
-        None => None,
-    };
+    let limit = crate::nf_cmd::duration_limit(args.duration)?;
     let mut opts = CoreOptions::new(args.data_dir.clone());
     opts.workers = args.workers;
     opts.pin = args.pin;
@@ -196,28 +187,16 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg;
-    let core = Core::start(opts).map_err(core_error)?;
+    let core = crate::nf_cmd::start(opts)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");
     }
     if let (Some(a), Some(u)) = (core.listening().ausf, core.listening().udm) {
         tracing::info!("SBI listening: AUSF {a}, UDM {u}");
     }
-    wait_for_stop(limit)?;
-    tracing::info!("stopping");
-    let report = core.stop().map_err(core_error)?;
+    crate::nf_cmd::wait_for_stop(limit)?;
+    let report = crate::nf_cmd::stop(core)?;
     print_report(global, &report)
-}
-
-fn core_error(e: steer5g_core::CoreError) -> CliError {
-    match e {
-        steer5g_core::CoreError::Config(_) => CliError::Usage(e.to_string()),
-        steer5g_core::CoreError::N2Bind {
-            source: sctp_io::BindError::Privilege(_),
-            ..
-        } => CliError::Privilege(e.to_string()),
-        other => CliError::Failed(other.to_string()),
-    }
 }
 
 fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
@@ -266,30 +245,6 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
         );
     }
     Ok(())
-}
-
-/// Blocks until SIGINT, SIGTERM, or `limit`.
-fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
-        let sleep = async {
-            match limit {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = sleep => {}
-        }
-        Ok::<(), CliError>(())
-    })
 }
 
 #[cfg(test)]

@@ -39,6 +39,21 @@ impl From<sctp_io::BindError> for CliError {
     }
 }
 
+impl From<steer5g_core::CoreError> for CliError {
+    /// Bad settings are usage errors (2), a missing CAP_NET_RAW is a privilege error (3),
+    /// anything else a failed run (1).
+    fn from(e: steer5g_core::CoreError) -> Self {
+        match e {
+            steer5g_core::CoreError::Config(_) => CliError::Usage(e.to_string()),
+            steer5g_core::CoreError::N2Bind {
+                source: sctp_io::BindError::Privilege(_),
+                ..
+            } => CliError::Privilege(e.to_string()),
+            other => CliError::Failed(format!("core: {other}")),
+        }
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Failed(e.to_string())

@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::Args;
 use sbi::{NfType, StaticDirectory};
 use steer5g_config::Config;
-use steer5g_core::{Core, CoreError, CoreHandle, CoreOptions, CoreReport, NfSet, StateMode};
+use steer5g_core::{Core, CoreHandle, CoreOptions, CoreReport, NfSet, StateMode};
 
 use crate::cli::{Global, NetworkArgs};
 use crate::core_cmd::StateArg;
@@ -124,24 +124,13 @@ fn state_name(s: StateArg) -> &'static str {
 
 /// Starts the core with exit statuses per DESIGN.md: bad settings 2, no CAP_NET_RAW 3.
 pub(crate) fn start(opts: CoreOptions) -> Result<CoreHandle, CliError> {
-    Core::start(opts).map_err(core_error)
+    Ok(Core::start(opts)?)
 }
 
 /// Stops the core and collects its counters.
 pub(crate) fn stop(core: CoreHandle) -> Result<CoreReport, CliError> {
     tracing::info!("stopping");
-    core.stop().map_err(core_error)
-}
-
-fn core_error(e: CoreError) -> CliError {
-    match e {
-        CoreError::Config(_) => CliError::Usage(e.to_string()),
-        CoreError::N2Bind {
-            source: sctp_io::BindError::Privilege(_),
-            ..
-        } => CliError::Privilege(e.to_string()),
-        other => CliError::Failed(other.to_string()),
-    }
+    Ok(core.stop()?)
 }
 
 /// Blocks until SIGINT, SIGTERM, or `limit`.

@@ -630,8 +630,10 @@ pub(crate) fn amf_n2_config(cfg: &Config) -> Result<AmfN2Config, CoreError> {
     })
 }
 
-/// GUAMI, TACs and S-NSSAIs from the configuration.
-pub(crate) fn identity(cfg: &Config) -> Result<(Guami, Vec<Tac>, Vec<Snssai>), CoreError> {
+/// GUAMI, TACs and S-NSSAIs from the configuration, checked (a bad value is
+/// [`CoreError::Config`]). The gNB emulators read their PLMN, TAC and slices through it too,
+/// so both sides of N2 interpret the configuration the same way.
+pub fn identity(cfg: &Config) -> Result<(Guami, Vec<Tac>, Vec<Snssai>), CoreError> {
     let bad = |what: &str, e: &dyn std::fmt::Display| CoreError::Config(format!("{what}: {e}"));
     let plmn = Plmn::new(&cfg.plmn.mcc, &cfg.plmn.mnc).map_err(|e| bad("PLMN", &e))?;
     let guami = Guami::new(plmn, cfg.amf.region_id, cfg.amf.set_id, cfg.amf.pointer)

@@ -353,7 +353,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
     };
     opts.config = cfg.clone();
     opts.directory = directory;
-    let core = Core::start(opts).map_err(|e| CliError::Failed(format!("core: {e}")))?;
+    let core = Core::start(opts)?;
 
     let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadPlan {
         cfg: cfg.clone(),
@@ -404,7 +404,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
     })();
     let stopped = core.stop();
     let outcome = result?;
-    stopped.map_err(|e| CliError::Failed(format!("core: {e}")))?;
+    stopped?;
     Ok(outcome)
 }
 

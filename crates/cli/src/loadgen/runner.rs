@@ -3,15 +3,15 @@
 //! [`super::schedule::Scheduler`].
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cpu_time::ThreadTime;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes, N2Send, UeKey};
+use ran::gnb::{Gnb, GnbEvent, GnbUeEvent, GnbUes, N2Send, UeKey};
 use ran::ue::{RegistrationKind, Ue, UeConfig};
-use sctp::{AssocId, Endpoint, Event, SendError};
-use sctp_io::{SctpSocket, Transport};
+use sctp::{AssocId, Event, SendError};
+use sctp_io::SctpSocket;
 use steer5g_config::Transport as TransportKind;
 
 use super::driver::{Driver, Input, Procedure, Reaction, Step};
@@ -19,8 +19,7 @@ use super::report::{per_second, GeneratorCpu, LoadReport, LoadShape, Stats};
 use super::schedule::{Limit, Load, Scheduler};
 use super::LoadPlan;
 use crate::exit::CliError;
-use crate::n2::ran::{route_source, LOCAL_PORT_BASE, MAX_GNBS};
-use crate::n2::{endpoint_config, plmn, slices, tacs, NGAP_PPID};
+use crate::n2::{check_gnbs, gnb_socket, GnbIdentity, LOCAL_PORT_BASE, NGAP_PPID};
 use crate::report::SctpCounters;
 
 /// How often in-flight UEs are checked for timeouts, and the longest the loop sleeps.
@@ -65,17 +64,9 @@ struct Runner {
 
 /// Runs the plan: UEs prepared, NG Setup of every gNB, then the measured window.
 pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
-    if plan.gnbs == 0 || plan.gnbs > MAX_GNBS {
-        return Err(CliError::Usage(format!(
-            "--gnbs must be between 1 and {MAX_GNBS}"
-        )));
-    }
-    let plmn = plmn(&plan.cfg)?;
-    let slices = slices(&plan.cfg)?;
-    let tac = tacs(&plan.cfg)?
-        .first()
-        .copied()
-        .ok_or_else(|| CliError::Usage("no TAC configured".into()))?;
+    check_gnbs(plan.gnbs)?;
+    let identity = GnbIdentity::from_config(&plan.cfg)?;
+    let plmn = identity.plmn;
 
     // SUCI concealment is allowed ahead of time: do it before the window opens.
     let prep_cpu = ThreadTime::now();
@@ -99,32 +90,11 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     }
     let prepare_cpu = prep_cpu.elapsed();
 
-    let local_ip = match plan.local_addr {
-        Some(a) => a,
-        None => route_source(*plan.amf.ip())?,
-    };
-    let transport = match plan.transport {
-        TransportKind::Raw => Transport::bind_raw(local_ip)?,
-        TransportKind::Udp => Transport::bind_udp(SocketAddrV4::new(local_ip, 0))?,
-    };
-    let local = transport.local();
-    let remote = match plan.transport {
-        TransportKind::Raw => SocketAddr::V4(SocketAddrV4::new(*plan.amf.ip(), 0)),
-        TransportKind::Udp => SocketAddr::V4(plan.amf),
-    };
-    let sock = SctpSocket::new(transport, Endpoint::new(endpoint_config(None)));
+    let (sock, remote) = gnb_socket(plan.transport, plan.amf, plan.local_addr)?;
+    let local = sock.transport().local();
     let mut gnbs = Vec::with_capacity(plan.gnbs as usize);
     for i in 0..plan.gnbs {
-        let gnb_id = plan.gnb_id_base.wrapping_add(i) & 0x3f_ffff;
-        let gnb = Gnb::new(GnbConfig {
-            gnb_id,
-            gnb_id_bits: 22,
-            name: format!("steer5g-gnb-{gnb_id}"),
-            plmn,
-            tac,
-            slices: slices.clone(),
-        })
-        .map_err(|e| CliError::Usage(format!("gNB {gnb_id}: {e}")))?;
+        let (gnb_id, gnb) = identity.gnb(plan.gnb_id_base, i)?;
         gnbs.push(GnbSlot {
             gnb,
             gnb_id,

@@ -14,7 +14,6 @@ use serde::Serialize;
 use steer5g_config::Transport as TransportKind;
 use steer5g_core::{CoreReport, NfSet};
 
-use super::amf_n2_config;
 use crate::cli::{AmfArgs, Global, ListenTransport};
 use crate::exit::CliError;
 use crate::nf_cmd;
@@ -83,8 +82,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         }
         None => {}
     }
-    // Bad identities are usage errors, reported before anything is bound.
-    amf_n2_config(&cfg)?;
+    // Bad identities are usage errors: `Core::start` checks them before binding anything.
     let limit = nf_cmd::duration_limit(args.run.duration)?;
     // The AMF keeps no subscriber data: no data dir.
     let mut opts = nf_cmd::options(&args.run, NfSet::AMF, PathBuf::new(), cfg.clone());

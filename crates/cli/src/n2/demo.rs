@@ -206,7 +206,7 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg.clone();
     opts.directory = directory;
-    let core = Core::start(opts).map_err(|e| CliError::Failed(format!("core: {e}")))?;
+    let core = Core::start(opts)?;
 
     let amf = match transport {
         TransportKind::Raw => SocketAddrV4::new(cfg.n2.addr, cfg.n2.sctp_port),
@@ -235,9 +235,7 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))
         .and_then(|rt| rt.block_on(run_load(&plan)));
-    let core_report = core
-        .stop()
-        .map_err(|e| CliError::Failed(format!("core: {e}")))?;
+    let core_report = core.stop()?;
     let load = load?;
     let ok = load.ok && load.ues_registered == args.ues && load.ues_deregistered == args.ues;
     let (amf_summary, core_summary) = summarise(&core_report);

@@ -4,24 +4,19 @@
 //! SCTP port, so a thousand gNBs cost one thread and one file descriptor.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-use ran::gnb::{Gnb, GnbConfig, GnbEvent};
-use sctp::{AssocId, Endpoint, Event};
-use sctp_io::{SctpSocket, Transport};
+use ran::gnb::{Gnb, GnbEvent};
+use sctp::{AssocId, Event};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
 
-use super::{endpoint_config, plmn, slices, tacs, NGAP_PPID};
+use super::{check_gnbs, gnb_socket, GnbIdentity, LOCAL_PORT_BASE, NGAP_PPID};
 use crate::cli::{parse_host_port, Global, RanArgs};
 use crate::exit::CliError;
 use crate::report::{Latency, SctpCounters};
 
-/// First local SCTP port of the emulators; gNB `i` uses `LOCAL_PORT_BASE + i`.
-pub(crate) const LOCAL_PORT_BASE: u16 = 40_000;
-/// How many emulators one run can start (the local port range above).
-pub(crate) const MAX_GNBS: u32 = (u16::MAX - LOCAL_PORT_BASE) as u32;
 /// How long the emulators wait for their associations to shut down at the end.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -78,47 +73,17 @@ struct Emulator {
 
 /// Runs the emulators to completion (every gNB set up or failed) or until the timeout.
 pub(crate) async fn run_plan(plan: &RanPlan) -> Result<RanReport, CliError> {
-    if plan.gnbs == 0 || plan.gnbs > MAX_GNBS {
-        return Err(CliError::Usage(format!(
-            "--gnbs must be between 1 and {MAX_GNBS}"
-        )));
-    }
-    let local_ip = match plan.local_addr {
-        Some(a) => a,
-        None => route_source(*plan.amf.ip())?,
-    };
-    let transport = match plan.transport {
-        TransportKind::Raw => Transport::bind_raw(local_ip)?,
-        TransportKind::Udp => Transport::bind_udp(SocketAddrV4::new(local_ip, 0))?,
-    };
-    let local = transport.local();
-    let remote = match plan.transport {
-        TransportKind::Raw => SocketAddr::V4(SocketAddrV4::new(*plan.amf.ip(), 0)),
-        TransportKind::Udp => SocketAddr::V4(plan.amf),
-    };
-    let mut sock = SctpSocket::new(transport, Endpoint::new(endpoint_config(None)));
-    let plmn = plmn(&plan.cfg)?;
-    let slices = slices(&plan.cfg)?;
-    let tac = tacs(&plan.cfg)?
-        .first()
-        .copied()
-        .ok_or_else(|| CliError::Usage("no TAC configured".into()))?;
+    check_gnbs(plan.gnbs)?;
+    let identity = GnbIdentity::from_config(&plan.cfg)?;
+    let (mut sock, remote) = gnb_socket(plan.transport, plan.amf, plan.local_addr)?;
+    let local = sock.transport().local();
 
     let start = Instant::now();
     let mut emulators: HashMap<AssocId, Emulator> = HashMap::new();
     let mut failures = Vec::new();
     for i in 0..plan.gnbs {
-        let gnb_id = plan.gnb_id_base.wrapping_add(i) & 0x3f_ffff;
+        let (gnb_id, gnb) = identity.gnb(plan.gnb_id_base, i)?;
         let local_port = LOCAL_PORT_BASE + i as u16;
-        let gnb = Gnb::new(GnbConfig {
-            gnb_id,
-            gnb_id_bits: 22,
-            name: format!("steer5g-gnb-{gnb_id}"),
-            plmn,
-            tac,
-            slices: slices.clone(),
-        })
-        .map_err(|e| CliError::Usage(format!("gNB {gnb_id}: {e}")))?;
         match sock
             .endpoint_mut()
             .connect(Instant::now(), remote, local_port, plan.sctp_port)
@@ -252,20 +217,6 @@ fn finish(em: &mut Emulator, pending: &mut usize, failures: &mut Vec<Failure>, c
         gnb_id: em.gnb_id,
         cause,
     });
-}
-
-/// The source address the kernel would pick to reach `dst`: a connected UDP socket learns it
-/// from the routing table without sending anything.
-pub(crate) fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, CliError> {
-    let probe = || -> std::io::Result<Ipv4Addr> {
-        let s = UdpSocket::bind("0.0.0.0:0")?;
-        s.connect((dst, 9))?;
-        match s.local_addr()? {
-            SocketAddr::V4(a) => Ok(*a.ip()),
-            SocketAddr::V6(_) => Ok(Ipv4Addr::UNSPECIFIED),
-        }
-    };
-    probe().map_err(|e| CliError::Failed(format!("no route to the AMF {dst}: {e}")))
 }
 
 /// `steer5g ran`.
