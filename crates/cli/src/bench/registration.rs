@@ -29,7 +29,6 @@ use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, SbiMode, StateMode};
-use store::{RedbStore, SubscriberStore};
 
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
@@ -243,28 +242,6 @@ pub(crate) struct RegistrationBenchReport {
     pub(crate) ok: bool,
 }
 
-/// A data directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<Self, CliError> {
-        let path = std::env::temp_dir().join(format!(
-            "steer5g-bench-reg-{}-{:016x}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        std::fs::create_dir_all(&path)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-        Ok(TempDir(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// CPU time of one thread of this process, from its /proc directory: the scheduler's
 /// nanosecond runtime, else utime + stime in clock ticks (assumed 100 Hz).
 fn thread_cpu_ns(task: &Path) -> Option<u64> {
@@ -314,7 +291,7 @@ struct Outcome {
 
 /// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
 fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, CliError> {
-    let temp = TempDir::new()?;
+    let temp = crate::loadgen::temp_data_dir("bench-reg")?;
     let mut cfg = Config::default();
     cfg.n2.addr = Ipv4Addr::new(127, 0, 15, slot);
     cfg.n2.transports = vec![TransportKind::Udp];
@@ -325,15 +302,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
     let total = args.ues.saturating_add(args.warmup_ues);
     let mut subscribers = store::generate::generate(&first, total, &mut OsRng)
         .map_err(|e| CliError::Usage(format!("--ues {}: {e}", args.ues)))?;
-    {
-        let st = RedbStore::open_in(&temp.0)
-            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
-        st.put_batch(&subscribers)
-            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
-    }
-    let key_file = temp.0.join(store::HN_KEY_FILE);
-    store::hn_keys::load_or_create(&key_file, &mut OsRng)
-        .map_err(|e| CliError::Failed(format!("home network keys: {e}")))?;
+    let key_file = crate::loadgen::provision(temp.path(), &cfg, &subscribers)?;
     let (suci, suci_label) = suci_scheme(case.suci, &key_file)?;
     let warm = subscribers.split_off(usize::try_from(args.ues).unwrap_or(usize::MAX));
 
@@ -341,7 +310,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
     directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
     directory.set(NfType::Ausf, format!("http://{ausf}"));
     directory.set(NfType::Udm, format!("http://{udm}"));
-    let mut opts = CoreOptions::new(temp.0.clone());
+    let mut opts = CoreOptions::new(temp.path().to_path_buf());
     opts.workers = case.workers;
     opts.state = match case.state {
         BenchState::Sharded => StateMode::Sharded,

@@ -106,6 +106,37 @@ pub(crate) fn key_file(
     hn_key_file.map_or_else(|| cfg.hn_key_file(data_dir), Path::to_path_buf)
 }
 
+/// Provisions a data directory for a run that starts its own core (the demo, the
+/// registration bench): `subscribers` written into its store in one transaction, the home
+/// network key file created where the configuration names it. Returns the key file.
+pub(crate) fn provision(
+    data_dir: &Path,
+    cfg: &steer5g_config::Config,
+    subscribers: &[store::Subscriber],
+) -> Result<PathBuf, CliError> {
+    use store::SubscriberStore as _;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", data_dir.display())))?;
+    {
+        let st = store::RedbStore::open_in(data_dir)
+            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
+        st.put_batch(subscribers)
+            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
+    }
+    let key_file = cfg.hn_key_file(data_dir);
+    store::hn_keys::load_or_create(&key_file, &mut rand::rngs::OsRng)
+        .map_err(|e| CliError::Failed(format!("home network keys: {e}")))?;
+    Ok(key_file)
+}
+
+/// A fresh temporary data directory, removed when dropped.
+pub(crate) fn temp_data_dir(what: &str) -> Result<tempfile::TempDir, CliError> {
+    tempfile::Builder::new()
+        .prefix(&format!("steer5g-{what}-"))
+        .tempdir()
+        .map_err(|e| CliError::Failed(format!("temporary data directory: {e}")))
+}
+
 /// Reads the subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`).
 pub(crate) fn load_subscribers(path: &Path) -> Result<Vec<store::Subscriber>, CliError> {
     let text = std::fs::read_to_string(path)

@@ -6,7 +6,6 @@
 //! registers and deregisters once; the run succeeds only if all of them did.
 
 use std::net::SocketAddrV4;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rand::rngs::OsRng;
@@ -14,7 +13,6 @@ use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
-use store::{RedbStore, SubscriberStore};
 
 use crate::cli::{DemoArgs, DemoSbi, DemoState, Global, NetworkArgs};
 use crate::exit::CliError;
@@ -122,28 +120,6 @@ fn summarise(r: &CoreReport) -> (AmfSummary, CoreSummary) {
     )
 }
 
-/// A data directory the demo made and removes when it is done.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<Self, CliError> {
-        let path = std::env::temp_dir().join(format!(
-            "steer5g-demo-{}-{:016x}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        std::fs::create_dir_all(&path)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-        Ok(TempDir(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `steer5g demo`.
 pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &NetworkArgs::default(), Some(&args.listen))?;
@@ -166,27 +142,17 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     // A fresh data directory with N subscribers and the home network keys.
     let temp = match &args.data_dir {
         Some(_) => None,
-        None => Some(TempDir::new()?),
+        None => Some(crate::loadgen::temp_data_dir("demo")?),
     };
     let data_dir = match (&args.data_dir, &temp) {
         (Some(d), _) => d.clone(),
-        (None, Some(t)) => t.0.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => return Err(CliError::Failed("no data directory".into())),
     };
-    std::fs::create_dir_all(&data_dir)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", data_dir.display())))?;
     let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc);
     let subscribers = store::generate::generate(&first, args.ues, &mut OsRng)
         .map_err(|e| CliError::Usage(format!("--ues {}: {e}", args.ues)))?;
-    {
-        let st = RedbStore::open_in(&data_dir)
-            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
-        st.put_batch(&subscribers)
-            .map_err(|e| CliError::Failed(format!("subscriber store: {e}")))?;
-    }
-    let key_file = data_dir.join(store::HN_KEY_FILE);
-    store::hn_keys::load_or_create(&key_file, &mut OsRng)
-        .map_err(|e| CliError::Failed(format!("home network keys: {e}")))?;
+    let key_file = crate::loadgen::provision(&data_dir, &cfg, &subscribers)?;
     let (suci, suci_label) = suci_scheme(SuciArg::A, &key_file)?;
 
     let mut directory = StaticDirectory::new();
