@@ -1,0 +1,1 @@
+//! The UPF's XDP fast path (issue 5, item 3); implements [`upf::Datapath`].
