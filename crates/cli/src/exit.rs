@@ -49,6 +49,9 @@ impl From<steer5g_core::CoreError> for CliError {
                 source: sctp_io::BindError::Privilege(_),
                 ..
             } => CliError::Privilege(e.to_string()),
+            steer5g_core::CoreError::N2Steering(steer_bpf::Error::NotPermitted(_)) => {
+                CliError::Privilege(e.to_string())
+            }
             other => CliError::Failed(format!("core: {other}")),
         }
     }

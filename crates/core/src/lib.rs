@@ -7,8 +7,11 @@
 //! baseline of the papers) every worker holds clones of shared
 //! [`nf::state::LockedMap`]s and handles whatever it reads. The NF code is the same.
 //!
-//! Worker 0 owns the N2 socket(s), every SCTP association and the non-UE N2 state
-//! ([`nf::amf::n2::AmfN2`]). The SBI is either real h2c ([`SbiMode::H2c`]: one
+//! N2 associations spread over the workers (issue 4, item 1c): with UDP encapsulation
+//! every worker reads its own socket of an `SO_REUSEPORT` group, steered by SCTP source
+//! port, and owns the associations and non-UE N2 state ([`nf::amf::n2::AmfN2`]) that reach
+//! it; raw IP stays on worker 0 ([`N2Placement`]). UE-associated messages are split by owner
+//! where they are read. The SBI is either real h2c ([`SbiMode::H2c`]: one
 //! `SO_REUSEPORT` listener per worker and NF) or in-process ([`SbiMode::Inproc`]: the same
 //! request and response bodies handed to the co-located NF, no sockets).
 //!
@@ -158,6 +161,52 @@ pub struct CoreOptions {
     pub ciphering: Vec<CipheringAlgorithm>,
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
+    /// Kernel steering of the N2 UDP encapsulation group (`--require-bpf` is
+    /// [`BpfPolicy::Require`]).
+    pub bpf: BpfPolicy,
+}
+
+/// Whether socket groups are steered by `sk_reuseport` BPF.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BpfPolicy {
+    /// Try; without the privilege (or the object) fall back to the kernel's hash and say so.
+    #[default]
+    Try,
+    /// A failed BPF load is fatal ([`CoreError::N2Steering`]).
+    Require,
+    /// Do not load BPF (measures and tests the fallback).
+    Off,
+}
+
+/// Where the associations of one N2 transport live, as reported at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum N2Placement {
+    /// Every association on worker 0 (raw IP has no reuseport; or there is one worker);
+    /// UE messages are handed off from there.
+    Worker0,
+    /// `sk_reuseport` BPF: the worker `SCTP source port % workers`.
+    SourcePort,
+    /// The kernel's reuseport hash of the 4-tuple: associations stay whole on one worker,
+    /// which one is the kernel's choice. Why BPF is not steering.
+    KernelHash(String),
+}
+
+impl std::fmt::Display for N2Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            N2Placement::Worker0 => write!(f, "associations on worker 0, UE messages handed off"),
+            N2Placement::SourcePort => write!(
+                f,
+                "associations spread over workers by SCTP source port (sk_reuseport BPF), \
+                 UE messages handed off by owner"
+            ),
+            N2Placement::KernelHash(why) => write!(
+                f,
+                "associations spread over workers by the kernel's reuseport hash ({why}), \
+                 UE messages handed off by owner"
+            ),
+        }
+    }
 }
 
 impl CoreOptions {
@@ -178,6 +227,7 @@ impl CoreOptions {
             integrity: Vec::new(),
             ciphering: Vec::new(),
             rand_seed: None,
+            bpf: BpfPolicy::Try,
         }
     }
 }
@@ -207,6 +257,10 @@ pub enum CoreError {
     /// The N2 core could not start.
     #[error("N2: {0}")]
     N2(String),
+    /// BPF steering of the N2 UDP group failed and was required ([`BpfPolicy::Require`]);
+    /// [`steer_bpf::Error::NotPermitted`] is a missing privilege.
+    #[error("N2 steering: {0}")]
+    N2Steering(#[source] steer_bpf::Error),
     /// An N2 transport could not be bound (raw IP needs CAP_NET_RAW).
     #[error("N2 {transport}: {source}")]
     N2Bind {
@@ -239,16 +293,16 @@ pub struct WorkerReport {
     pub counters: WorkerCounters,
 }
 
-/// The N2 side, as worker 0 left it.
+/// The N2 side of every worker, summed; [`N2Report::workers`] has each worker's part.
 #[derive(Debug, Clone, Default)]
 pub struct N2Report {
     /// Non-UE N2 counters.
     pub n2: N2Stats,
     /// Associations still up when the core stopped.
     pub gnbs: usize,
-    /// SCTP endpoint counters of each transport.
+    /// SCTP endpoint counters of each transport (summed over the workers).
     pub sctp: Vec<(TransportKind, sctp::EndpointStats)>,
-    /// Socket counters of each transport.
+    /// Socket counters of each transport (summed over the workers).
     pub io: Vec<(TransportKind, sctp_io::IoStats)>,
     /// The gNBs still known when the core stopped.
     pub gnb_contexts: Vec<nf::amf::n2::GnbContext>,
@@ -256,6 +310,59 @@ pub struct N2Report {
     pub packets_in: u64,
     /// Packets sent.
     pub packets_out: u64,
+    /// Associations that came up, over every worker.
+    pub associations: u64,
+    /// Each worker with an N2 socket, in worker order.
+    pub workers: Vec<N2WorkerReport>,
+    /// Counters of the UDP group's steering program when it was attached.
+    pub steering: Option<steer_bpf::Counters>,
+}
+
+/// One worker's N2 side when the core stopped.
+#[derive(Debug, Clone, Default)]
+pub struct N2WorkerReport {
+    /// The worker.
+    pub worker: u16,
+    /// Associations that came up on this worker.
+    pub associations: u64,
+    /// Its non-UE N2 counters.
+    pub n2: N2Stats,
+    /// Its gNBs still known when the core stopped.
+    pub gnb_contexts: Vec<nf::amf::n2::GnbContext>,
+    /// Its SCTP endpoint counters, per transport.
+    pub sctp: Vec<(TransportKind, sctp::EndpointStats)>,
+    /// Its socket counters, per transport.
+    pub io: Vec<(TransportKind, sctp_io::IoStats)>,
+}
+
+impl N2Report {
+    /// The sum of the workers' parts (kept with them in [`N2Report::workers`]).
+    pub fn from_workers(mut workers: Vec<N2WorkerReport>) -> Self {
+        workers.sort_by_key(|w| w.worker);
+        let mut r = N2Report::default();
+        for w in &workers {
+            r.n2.merge(&w.n2);
+            r.associations += w.associations;
+            r.gnbs += w.gnb_contexts.len();
+            r.gnb_contexts.extend(w.gnb_contexts.iter().cloned());
+            for (kind, s) in &w.sctp {
+                match r.sctp.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, t)) => n2::add_endpoint_stats(t, s),
+                    None => r.sctp.push((*kind, s.clone())),
+                }
+            }
+            for (kind, s) in &w.io {
+                r.packets_in += s.packets_in;
+                r.packets_out += s.packets_out;
+                match r.io.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, t)) => n2::add_io_stats(t, s),
+                    None => r.io.push((*kind, *s)),
+                }
+            }
+        }
+        r.workers = workers;
+        r
+    }
 }
 
 /// Everything the core counted, collected when it stopped.
@@ -353,6 +460,8 @@ pub struct Listening {
     /// N2: the UDP encapsulation socket (UDP transport) or the raw address with the SCTP
     /// port.
     pub n2: Vec<(TransportKind, SocketAddr)>,
+    /// Where each N2 transport's associations live (also logged at start-up).
+    pub n2_placement: Vec<(TransportKind, N2Placement)>,
     /// AUSF h2c listener (h2c mode).
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
@@ -393,6 +502,8 @@ pub struct CoreHandle {
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
     listening: Listening,
+    /// The N2 UDP group's steering program, kept for its counters.
+    n2_steering: Option<steer_bpf::Steering>,
 }
 
 impl std::fmt::Debug for CoreHandle {
@@ -454,6 +565,7 @@ impl Core {
         let mut sbi_listeners: Vec<Vec<(NfType, std::net::TcpListener)>> = Vec::new();
         let mut listening = Listening {
             n2: Vec::new(),
+            n2_placement: Vec::new(),
             ausf: None,
             udm: None,
         };
@@ -476,6 +588,14 @@ impl Core {
             }
         }
 
+        // N2: the UDP group is bound here (a bind error is reported synchronously); raw IP
+        // is opened by worker 0 inside its runtime.
+        let (n2_raw, n2_udp) = n2_plan(&opts, workers, &mut listening)?;
+        let (n2_udp_sockets, n2_steering) = match n2_udp {
+            Some(g) => (g.sockets, g.steering),
+            None => (Vec::new(), None),
+        };
+
         let (locals, local_rxs) = worker::local_channels(workers);
         let (persist_tx, persist_rx) = mpsc::channel();
         let persister =
@@ -493,12 +613,14 @@ impl Core {
             short_connections: opts.short_connections,
             directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
+            n2_raw,
+            n2_udp: Mutex::new(n2_udp_sockets),
             locked: locked.clone(),
             inbox: Mutex::new(local_rxs.into_iter().zip(sbi_listeners).map(Some).collect()),
             persist: Mutex::new(persist_tx),
             ready: Mutex::new(Some(ready_tx)),
             reports: Mutex::new(vec![None; usize::from(workers.count())]),
-            n2_report: Mutex::new(None),
+            n2_report: Mutex::new(Vec::new()),
             locals,
         });
         let s2 = shared.clone();
@@ -509,25 +631,30 @@ impl Core {
             stop_grace: Duration::from_secs(5),
         };
         let runtime = Runtime::start(workers, rt_opts, move |ctx| worker::run(ctx, s2.clone()))?;
-        // Worker 0 says when N2 is bound (or why not).
-        let n2 = match ready_rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ok(addrs)) => addrs,
-            Ok(Err(e)) => {
+        // Every worker says when its N2 sockets are open (or why not).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for _ in workers.iter() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let failed = match ready_rx.recv_timeout(left) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some(CoreError::N2("a worker did not start".into())),
+            };
+            if let Some(e) = failed {
                 let _ = runtime.stop();
                 return Err(e);
             }
-            Err(_) => {
-                let _ = runtime.stop();
-                return Err(CoreError::N2("worker 0 did not start".into()));
-            }
-        };
-        listening.n2 = n2;
+        }
+        for (kind, placement) in &listening.n2_placement {
+            tracing::info!(transport = %kind, "N2 {kind}: {placement}");
+        }
         Ok(CoreHandle {
             runtime,
             locked,
             shared,
             persister: Some(persister),
             listening,
+            n2_steering,
         })
     }
 }
@@ -566,8 +693,9 @@ impl CoreHandle {
             report.workers = r.iter_mut().filter_map(Option::take).collect();
         }
         if let Ok(mut n) = self.shared.n2_report.lock() {
-            report.n2 = n.take().unwrap_or_default();
+            report.n2 = N2Report::from_workers(std::mem::take(&mut *n));
         }
+        report.n2.steering = self.n2_steering.as_ref().and_then(|s| s.counters().ok());
         for i in 0..workers {
             let id = steer::WorkerId(u16::try_from(i).unwrap_or(u16::MAX));
             report.mesh.push(mesh_stats.worker(id).unwrap_or_default());
@@ -580,6 +708,45 @@ impl CoreHandle {
             .unwrap_or_default();
         Ok(report)
     }
+}
+
+/// Which N2 transports to open and where their associations live: raw IP (on worker 0)
+/// and the UDP group (bound here), recorded in `listening` in configuration order.
+fn n2_plan(
+    opts: &CoreOptions,
+    workers: Workers,
+    listening: &mut Listening,
+) -> Result<(bool, Option<n2::UdpGroup>), CoreError> {
+    if !opts.nfs.amf {
+        return Ok((false, None));
+    }
+    let cfg = &opts.config.n2;
+    if cfg.transports.is_empty() {
+        return Err(CoreError::Config("no N2 transport configured".to_owned()));
+    }
+    let mut raw = false;
+    let mut udp = None;
+    for &kind in &cfg.transports {
+        if listening.n2.iter().any(|(k, _)| *k == kind) {
+            continue;
+        }
+        let (addr, placement) = match kind {
+            TransportKind::Raw => {
+                raw = true;
+                let local = SocketAddrV4::new(cfg.addr, 0);
+                (n2_addr(kind, local, cfg.sctp_port), N2Placement::Worker0)
+            }
+            TransportKind::Udp => {
+                let g = n2::UdpGroup::bind(cfg, workers, opts.bpf)?;
+                let out = (n2_addr(kind, g.local, cfg.sctp_port), g.placement.clone());
+                udp = Some(g);
+                out
+            }
+        };
+        listening.n2.push((kind, addr));
+        listening.n2_placement.push((kind, placement));
+    }
+    Ok((raw, udp))
 }
 
 fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreError> {

@@ -1,12 +1,27 @@
-//! Worker 0's N2 side: the SCTP socket of each configured transport (raw IP and/or UDP
-//! encapsulation, RFC 6951), every association, and the non-UE-associated NGAP state
-//! ([`AmfN2`]: NG Setup). UE-associated messages are returned to the worker for routing.
+//! One worker's N2 side: its SCTP socket(s), the associations that reached them, and the
+//! non-UE-associated NGAP state of those associations ([`AmfN2`]: NG Setup).
+//! UE-associated messages are returned to the worker for routing by owner.
 //!
-//! Each transport has its own SCTP endpoint, whose association ids start from 1, so the
-//! AMF sees core-wide association numbers this module hands out and maps back.
+//! Where associations live (issue 4, item 1c; "each mechanism is chosen per interface and
+//! reported at start-up"):
+//!
+//! * UDP encapsulation (RFC 6951): one `SO_REUSEPORT` socket per worker on the
+//!   encapsulation port. The `sk_reuseport` program reads the SCTP source port (the first
+//!   two bytes of the UDP payload, RFC 9260 §3.1) and picks socket `port % workers`, so
+//!   every packet of an association, INIT and COOKIE ECHO included, reaches one worker,
+//!   which runs its own endpoint. Without BPF the kernel's reuseport hash of the 4-tuple
+//!   does the same as long as the group does not change: associations still stay whole,
+//!   only their placement is the kernel's.
+//! * Raw IP (protocol 132): the kernel gives every raw socket a copy of every packet and
+//!   has no reuseport for them, so associations stay on worker 0 and UE messages are
+//!   handed off from there.
+//!
+//! Association ids are core-wide: the owning worker sits in the top 8 bits
+//! ([`assoc_owner`]), so a reply produced on any worker goes straight to the worker that
+//! owns the association.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
 use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
@@ -14,11 +29,30 @@ use nf::amf::registration::{self, Route};
 use proto::ids::GlobalRanNodeId;
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
-use steer::Workers;
+use steer::{WorkerId, Workers};
 use steer5g_config::{N2Config, Transport as TransportKind};
+
+use crate::{BpfPolicy, CoreError, N2Placement, N2WorkerReport};
 
 /// SCTP Payload Protocol Identifier of NGAP (TS 38.412 §7).
 const NGAP_PPID: u32 = 60;
+
+/// Association ids keep the owning worker above this many bits ([`steer::Workers::MAX`] is
+/// 256, so 8 bits hold every worker; 2^24 associations per worker is far beyond the 65,536
+/// an endpoint accepts).
+const ASSOC_WORKER_SHIFT: u32 = 24;
+const ASSOC_COUNTER_MASK: u32 = (1 << ASSOC_WORKER_SHIFT) - 1;
+
+/// The worker that owns core-wide association `assoc`.
+pub(crate) fn assoc_owner(assoc: u32) -> WorkerId {
+    // The shift leaves 8 bits.
+    WorkerId((assoc >> ASSOC_WORKER_SHIFT) as u16)
+}
+
+/// Core-wide association id `counter` of `worker` (the counter's top bits are dropped).
+fn assoc_id(worker: WorkerId, counter: u32) -> u32 {
+    (u32::from(worker.0) << ASSOC_WORKER_SHIFT) | (counter & ASSOC_COUNTER_MASK)
+}
 
 /// One UE-associated NGAP message read from an association.
 #[derive(Debug)]
@@ -31,78 +65,190 @@ pub(crate) struct UeMessage {
     pub(crate) pdu: Vec<u8>,
 }
 
+/// The UDP encapsulation sockets of every worker, bound before the workers start so that a
+/// bind error is reported synchronously.
+pub(crate) struct UdpGroup {
+    /// Worker i takes `sockets[i]`.
+    pub(crate) sockets: Vec<Option<UdpSocket>>,
+    pub(crate) local: SocketAddrV4,
+    pub(crate) placement: N2Placement,
+    pub(crate) steering: Option<steer_bpf::Steering>,
+}
+
+impl UdpGroup {
+    /// Binds one socket per worker on the encapsulation address of `cfg`, steered by SCTP
+    /// source port when `bpf` allows and the kernel lets us.
+    pub(crate) fn bind(cfg: &N2Config, workers: Workers, bpf: BpfPolicy) -> Result<Self, CoreError> {
+        let addr = SocketAddrV4::new(cfg.addr, cfg.udp_port);
+        let err = |source: std::io::Error| CoreError::Bind {
+            what: format!("N2 udp {addr}"),
+            source,
+        };
+        // SO_REUSEPORT would let this core silently join another process's group on the
+        // same port and take part of its associations: make sure nobody is bound there yet.
+        if addr.port() != 0 {
+            drop(UdpSocket::bind(addr).map_err(err)?);
+        }
+        let n = workers.count();
+        if n == 1 {
+            let s = UdpSocket::bind(addr).map_err(err)?;
+            let local = v4_local(&s).map_err(err)?;
+            return Ok(UdpGroup {
+                sockets: vec![Some(s)],
+                local,
+                placement: N2Placement::Worker0,
+                steering: None,
+            });
+        }
+        if bpf == BpfPolicy::Off {
+            let sockets = bind_reuseport(addr, n).map_err(err)?;
+            let local = sockets
+                .first()
+                .map(v4_local)
+                .transpose()
+                .map_err(err)?
+                .unwrap_or(addr);
+            return Ok(UdpGroup {
+                sockets: sockets.into_iter().map(Some).collect(),
+                local,
+                placement: N2Placement::KernelHash("BPF steering turned off".to_owned()),
+                steering: None,
+            });
+        }
+        // RFC 9260 §3.1: the SCTP common header starts with the 16-bit source port.
+        let spec = steer_bpf::IdSpec::new(0, 2, 0)
+            .map_err(|e| CoreError::N2(format!("SCTP source port id spec: {e}")))?;
+        let opts = steer_bpf::GroupOptions {
+            require_bpf: bpf == BpfPolicy::Require,
+        };
+        let group = steer_bpf::ReuseportGroup::bind_udp(addr.into(), n, spec, &opts)
+            .map_err(|e| match e {
+                steer_bpf::Error::Socket { source, .. } => err(source),
+                other => CoreError::N2Steering(other),
+            })?;
+        let placement = match group.unsteered_reason() {
+            None => N2Placement::SourcePort,
+            Some(why) => N2Placement::KernelHash(why.to_string()),
+        };
+        let local = match group.local_addr() {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => addr,
+        };
+        let (sockets, steering) = group.into_parts();
+        Ok(UdpGroup {
+            sockets: sockets.into_iter().map(Some).collect(),
+            local,
+            placement,
+            steering,
+        })
+    }
+}
+
+fn v4_local(s: &UdpSocket) -> std::io::Result<SocketAddrV4> {
+    match s.local_addr()? {
+        SocketAddr::V4(a) => Ok(a),
+        SocketAddr::V6(_) => Err(std::io::Error::other("not IPv4")),
+    }
+}
+
+/// `n` UDP sockets sharing `addr` with `SO_REUSEPORT` and no steering program: the kernel
+/// hashes each datagram's 4-tuple onto one of them.
+fn bind_reuseport(addr: SocketAddrV4, n: u16) -> std::io::Result<Vec<UdpSocket>> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let mut addr = addr;
+    let mut out = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_reuse_port(true)?;
+        s.bind(&SocketAddr::V4(addr).into())?;
+        let s: UdpSocket = s.into();
+        if addr.port() == 0 {
+            addr = v4_local(&s)?;
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
 struct Sock {
     kind: TransportKind,
     sock: SctpSocket,
 }
 
-/// The N2 sockets and associations.
+/// One worker's N2 sockets and associations.
 pub(crate) struct N2Side {
+    worker: WorkerId,
     socks: Vec<Sock>,
     amf: AmfN2,
     out: Vec<N2Output>,
     ids: HashMap<(usize, AssocId), u32>,
     rev: HashMap<u32, (usize, AssocId)>,
     next: u32,
+    /// Associations that came up on this worker.
+    associations: u64,
 }
 
 impl N2Side {
-    /// Binds every transport of `cfg` (each once). Must run inside the worker's runtime.
+    /// Opens this worker's transports: the raw IP socket (`raw`, worker 0 only) and its
+    /// socket of the UDP group. `None` when there is none. Must run inside the worker's
+    /// runtime.
     pub(crate) fn open(
+        worker: WorkerId,
         cfg: &N2Config,
         amf: AmfN2Config,
-    ) -> Result<(Self, Vec<(TransportKind, SocketAddr)>), crate::CoreError> {
-        let mut kinds = Vec::new();
-        for &k in &cfg.transports {
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        if kinds.is_empty() {
-            return Err(crate::CoreError::Config(
-                "no N2 transport configured".to_owned(),
-            ));
-        }
-        let mut socks = Vec::new();
-        let mut addrs = Vec::new();
-        for kind in kinds {
-            let bound = match kind {
-                TransportKind::Raw => Transport::bind_raw(cfg.addr),
-                TransportKind::Udp => {
-                    Transport::bind_udp(SocketAddrV4::new(cfg.addr, cfg.udp_port))
-                }
-            };
-            let transport = bound.map_err(|source| crate::CoreError::N2Bind {
-                transport: kind,
+        raw: bool,
+        udp: Option<UdpSocket>,
+    ) -> Result<Option<Self>, CoreError> {
+        let mut transports = Vec::new();
+        if raw {
+            let t = Transport::bind_raw(cfg.addr).map_err(|source| CoreError::N2Bind {
+                transport: TransportKind::Raw,
                 source,
             })?;
-            addrs.push((kind, crate::n2_addr(kind, transport.local(), cfg.sctp_port)));
-            let endpoint = Endpoint::new(EndpointConfig {
-                listen_port: Some(cfg.sctp_port),
-                association: sctp::AssociationConfig::default(),
-                // RFC 9260 §5.1.3: the cookie key must not be guessable.
-                cookie_key: rand::random(),
-                cookie_lifetime: Duration::from_secs(60),
-                max_associations: 65_536,
-                // RFC 9260 §5.3.1: verification tags and initial TSNs must be unpredictable.
-                rng_seed: rand::random(),
-            });
-            socks.push(Sock {
-                kind,
-                sock: SctpSocket::new(transport, endpoint),
-            });
+            transports.push((TransportKind::Raw, t));
         }
-        Ok((
-            Self {
-                socks,
-                amf: AmfN2::new(amf),
-                out: Vec::new(),
-                ids: HashMap::new(),
-                rev: HashMap::new(),
-                next: 1,
-            },
-            addrs,
-        ))
+        if let Some(s) = udp {
+            let t = Transport::from_udp(s).map_err(|source| CoreError::N2Bind {
+                transport: TransportKind::Udp,
+                source,
+            })?;
+            transports.push((TransportKind::Udp, t));
+        }
+        if transports.is_empty() {
+            return Ok(None);
+        }
+        let socks = transports
+            .into_iter()
+            .map(|(kind, transport)| {
+                let endpoint = Endpoint::new(EndpointConfig {
+                    listen_port: Some(cfg.sctp_port),
+                    association: sctp::AssociationConfig::default(),
+                    // RFC 9260 §5.1.3: the cookie key must not be guessable. Each worker
+                    // has its own: INIT and COOKIE ECHO come from the same source port,
+                    // so they reach the same worker.
+                    cookie_key: rand::random(),
+                    cookie_lifetime: Duration::from_secs(60),
+                    max_associations: 65_536,
+                    // RFC 9260 §5.3.1: verification tags and initial TSNs must be
+                    // unpredictable.
+                    rng_seed: rand::random(),
+                });
+                Sock {
+                    kind,
+                    sock: SctpSocket::new(transport, endpoint),
+                }
+            })
+            .collect();
+        Ok(Some(Self {
+            worker,
+            socks,
+            amf: AmfN2::new(amf),
+            out: Vec::new(),
+            ids: HashMap::new(),
+            rev: HashMap::new(),
+            next: 1,
+            associations: 0,
+        }))
     }
 
     /// Runs due SCTP timers (a `drive` that lost a race to other work did not) and sends
@@ -139,11 +285,14 @@ impl N2Side {
         if let Some(g) = self.ids.get(&(sock, id)) {
             return *g;
         }
-        let mut g = self.next;
-        while g == 0 || self.rev.contains_key(&g) {
-            g = g.wrapping_add(1);
+        let mut c = self.next;
+        // Skip counter 0 (worker 0's id 0 would read as "no association" to a human)
+        // and ids still in use after the counter wrapped.
+        while c & ASSOC_COUNTER_MASK == 0 || self.rev.contains_key(&assoc_id(self.worker, c)) {
+            c = c.wrapping_add(1);
         }
-        self.next = g.wrapping_add(1);
+        self.next = c.wrapping_add(1);
+        let g = assoc_id(self.worker, c);
         self.ids.insert((sock, id), g);
         self.rev.insert(g, (sock, id));
         g
@@ -155,7 +304,7 @@ impl N2Side {
         Some(g)
     }
 
-    /// Queues an NGAP PDU on core-wide association `assoc`.
+    /// Queues an NGAP PDU on core-wide association `assoc` (one of this worker's).
     pub(crate) fn send(&mut self, assoc: u32, stream: u16, pdu: Vec<u8>) {
         let Some(&(i, id)) = self.rev.get(&assoc) else {
             tracing::debug!(assoc, "NGAP message for an association that is gone");
@@ -173,7 +322,7 @@ impl N2Side {
     }
 
     /// Handles every SCTP event: association state and non-UE NGAP here, UE-associated
-    /// messages appended to `ue` with their route.
+    /// messages appended to `ue` with their route. Returns the NGAP messages read.
     pub(crate) fn poll(&mut self, workers: Workers, ue: &mut Vec<UeMessage>) -> u64 {
         let mut read = 0u64;
         for i in 0..self.socks.len() {
@@ -187,6 +336,7 @@ impl N2Side {
                 };
                 match ev {
                     Event::Connected { .. } => {
+                        self.associations += 1;
                         let g = self.global(i, id);
                         self.amf.association_up(g);
                     }
@@ -239,7 +389,7 @@ impl N2Side {
 
     /// Graceful SCTP shutdown of every association (RFC 9260 §9.2), bounded by `grace`,
     /// then the counters.
-    pub(crate) async fn shutdown(&mut self, grace: Duration) -> crate::N2Report {
+    pub(crate) async fn shutdown(&mut self, grace: Duration) -> N2WorkerReport {
         let now = Instant::now();
         for (i, s) in self.socks.iter_mut().enumerate() {
             let ids: Vec<AssocId> = self
@@ -263,19 +413,67 @@ impl N2Side {
                 while s.sock.endpoint_mut().poll_event().is_some() {}
             }
         }
-        let mut r = crate::N2Report {
+        let mut r = N2WorkerReport {
+            worker: self.worker.0,
+            associations: self.associations,
             n2: self.amf.stats().clone(),
-            gnbs: self.amf.gnbs().count(),
             gnb_contexts: self.amf.gnbs().cloned().collect(),
-            ..crate::N2Report::default()
+            ..N2WorkerReport::default()
         };
         for s in &self.socks {
-            let io = s.sock.io_stats();
-            r.packets_in += io.packets_in;
-            r.packets_out += io.packets_out;
             r.sctp.push((s.kind, s.sock.endpoint().stats().clone()));
-            r.io.push((s.kind, io));
+            r.io.push((s.kind, s.sock.io_stats()));
         }
         r
+    }
+}
+
+/// Adds `o` to `t` (the endpoints of several workers summed per transport).
+pub(crate) fn add_endpoint_stats(t: &mut sctp::EndpointStats, o: &sctp::EndpointStats) {
+    t.packets_received += o.packets_received;
+    t.packets_sent += o.packets_sent;
+    t.bad_checksum += o.bad_checksum;
+    t.bad_vtag += o.bad_vtag;
+    t.malformed += o.malformed;
+    t.out_of_the_blue += o.out_of_the_blue;
+    t.foreign_port += o.foreign_port;
+    t.unknown_chunks += o.unknown_chunks;
+    t.stale_cookies += o.stale_cookies;
+    t.forged_cookies += o.forged_cookies;
+    t.init_zero_streams += o.init_zero_streams;
+    t.invalid_stream_data += o.invalid_stream_data;
+    t.retransmissions += o.retransmissions;
+    t.fast_retransmits += o.fast_retransmits;
+    t.associations_established += o.associations_established;
+    t.associations_closed += o.associations_closed;
+    t.aborts_sent += o.aborts_sent;
+    t.aborts_received += o.aborts_received;
+    t.heartbeats_sent += o.heartbeats_sent;
+    t.duplicate_tsns += o.duplicate_tsns;
+}
+
+/// Adds `o` to `t`.
+pub(crate) fn add_io_stats(t: &mut sctp_io::IoStats, o: &sctp_io::IoStats) {
+    t.wakeups += o.wakeups;
+    t.packets_in += o.packets_in;
+    t.packets_out += o.packets_out;
+    t.send_errors += o.send_errors;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn association_ids_name_their_worker() {
+        for w in [0u16, 1, 7, 255] {
+            for c in [1u32, 2, 0x00ff_ffff, 0x0100_0001, u32::MAX] {
+                let id = assoc_id(WorkerId(w), c);
+                assert_eq!(assoc_owner(id), WorkerId(w), "w{w} c{c:#x}");
+                assert_eq!(id & ASSOC_COUNTER_MASK, c & ASSOC_COUNTER_MASK);
+            }
+        }
+        // Worker 0's ids are the plain counter, as before associations spread.
+        assert_eq!(assoc_id(WorkerId(0), 5), 5);
     }
 }

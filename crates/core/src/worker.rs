@@ -1,12 +1,12 @@
 //! One worker: its shard of the AMF, AUSF and UDM, its SBI listeners or in-process
-//! delivery, its end of the mesh, and on worker 0 the N2 socket.
+//! delivery, its end of the mesh, and its N2 socket(s) with the associations they carry.
 //!
 //! Everything a worker does happens in one loop that owns all of its state, so nothing is
 //! shared inside a worker either: tasks it spawns (SBI client calls, h2c server streams)
 //! report back through its local channel.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,17 +22,17 @@ use sbi::paths::{resolve, Route};
 use sbi::{NfType, ProblemDetails, SbiClient, SbiRequest, SbiResponse, StaticDirectory};
 use steer::owner::{owner_of_auth_ctx_id, owner_of_supi};
 use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
-use steer5g_config::{N2Config, Transport as TransportKind};
+use steer5g_config::N2Config;
 use store::{SqnShard, SubscriberStore};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
-use crate::n2::{N2Side, UeMessage};
+use crate::n2::{assoc_owner, N2Side, UeMessage};
 use crate::persist::Job;
 use crate::{
-    CoreError, CoreOptions, LockedMaps, N2Report, NfSet, SbiMode, StateMode, WorkerReport,
+    CoreError, CoreOptions, LockedMaps, N2WorkerReport, NfSet, SbiMode, StateMode, WorkerReport,
 };
 
-/// Longest a worker 0 turn waits on the N2 socket before looking at everything else.
+/// Longest a turn waits on the N2 socket(s) before looking at everything else.
 const N2_TICK: Duration = Duration::from_millis(50);
 /// How long a stopping core waits for its associations to shut down gracefully.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -42,7 +42,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(1);
 /// Delivery-path counters of one worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerCounters {
-    /// NGAP messages read from SCTP (worker 0).
+    /// NGAP messages read from this worker's SCTP associations.
     pub ngap_read: u64,
     /// UE-associated NGAP messages handled by this worker's AMF where they were read.
     pub ngap_local: u64,
@@ -50,7 +50,8 @@ pub struct WorkerCounters {
     pub ngap_handed_off: u64,
     /// UE-associated NGAP messages received from another worker.
     pub ngap_from_mesh: u64,
-    /// NGAP messages this worker's AMF produced and handed to worker 0 to send.
+    /// NGAP messages this worker's AMF produced and handed to the worker that owns their
+    /// association to send.
     pub ngap_out_relayed: u64,
     /// SBI requests read from an h2c connection of this worker.
     pub sbi_served: u64,
@@ -106,7 +107,7 @@ pub(crate) enum Msg {
         gnb_id: u32,
         pdu: Vec<u8>,
     },
-    /// An NGAP message for worker 0 to send.
+    /// An NGAP message for the worker that owns association `assoc` to send.
     NgapOut {
         assoc: u32,
         stream: u16,
@@ -165,7 +166,7 @@ pub(crate) enum Local {
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
 type LocalRx = tmpsc::UnboundedReceiver<Local>;
 type Listeners = Vec<(NfType, TcpListener)>;
-type Ready = mpsc::Sender<Result<Vec<(TransportKind, SocketAddr)>, CoreError>>;
+type Ready = mpsc::Sender<Result<(), CoreError>>;
 
 pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
     workers.iter().map(|_| tmpsc::unbounded_channel()).unzip()
@@ -224,13 +225,18 @@ pub(crate) struct Shared {
     pub(crate) short_connections: bool,
     pub(crate) directory: StaticDirectory,
     pub(crate) n2_config: N2Config,
+    /// Whether worker 0 opens the raw IP N2 socket.
+    pub(crate) n2_raw: bool,
+    /// The N2 UDP group: worker i takes entry i.
+    pub(crate) n2_udp: Mutex<Vec<Option<std::net::UdpSocket>>>,
     pub(crate) locked: Option<LockedMaps>,
     /// Each worker takes its own entry.
     pub(crate) inbox: Mutex<Vec<Option<(LocalRx, Listeners)>>>,
     pub(crate) persist: Mutex<mpsc::Sender<Job>>,
     pub(crate) ready: Mutex<Option<Ready>>,
     pub(crate) reports: Mutex<Vec<Option<WorkerReport>>>,
-    pub(crate) n2_report: Mutex<Option<N2Report>>,
+    /// Each worker with N2 sockets adds its part when it stops.
+    pub(crate) n2_report: Mutex<Vec<N2WorkerReport>>,
     pub(crate) locals: Vec<LocalTx>,
 }
 
@@ -402,13 +408,13 @@ where
     }
 
     async fn run(mut self, listeners: Listeners) {
-        if self.id == WorkerId(0) {
+        {
             let r = if self.shared.nfs.amf {
                 self.open_n2()
             } else {
-                Ok(Vec::new())
+                Ok(())
             };
-            let ready = self.shared.ready.lock().ok().and_then(|mut g| g.take());
+            let ready = self.shared.ready.lock().ok().and_then(|g| g.clone());
             let failed = r.is_err();
             if let Some(ready) = ready {
                 let _ = ready.send(r);
@@ -522,12 +528,24 @@ where
         }
     }
 
-    // ---- N2 (worker 0) ----
+    // ---- N2 ----
 
-    fn open_n2(&mut self) -> Result<Vec<(TransportKind, SocketAddr)>, CoreError> {
-        let (side, addrs) = N2Side::open(&self.shared.n2_config, self.shared.settings.n2.clone())?;
-        self.n2 = Some(side);
-        Ok(addrs)
+    fn open_n2(&mut self) -> Result<(), CoreError> {
+        let udp = self
+            .shared
+            .n2_udp
+            .lock()
+            .ok()
+            .and_then(|mut v| v.get_mut(self.id.index()).and_then(Option::take));
+        let raw = self.shared.n2_raw && self.id == WorkerId(0);
+        self.n2 = N2Side::open(
+            self.id,
+            &self.shared.n2_config,
+            self.shared.settings.n2.clone(),
+            raw,
+            udp,
+        )?;
+        Ok(())
     }
 
     async fn flush_n2(&mut self) {
@@ -536,13 +554,19 @@ where
         }
     }
 
+    /// Sends on the association's own worker: here, or one hop away (its id names it).
     fn send_ngap(&mut self, assoc: u32, stream: u16, pdu: Vec<u8>) {
-        match self.n2.as_mut() {
-            Some(n) => n.send(assoc, stream, pdu),
-            None => {
-                self.counters.ngap_out_relayed += 1;
-                self.send(WorkerId(0), Msg::NgapOut { assoc, stream, pdu });
+        let owner = assoc_owner(assoc);
+        if owner == self.id {
+            match self.n2.as_mut() {
+                Some(n) => n.send(assoc, stream, pdu),
+                None => tracing::debug!(assoc, "NGAP message for a worker without N2"),
             }
+        } else if self.workers.contains(owner) {
+            self.counters.ngap_out_relayed += 1;
+            self.send(owner, Msg::NgapOut { assoc, stream, pdu });
+        } else {
+            tracing::debug!(assoc, "NGAP message for an association of no worker");
         }
     }
 
@@ -888,7 +912,7 @@ where
         if let Some(n) = self.n2.as_mut() {
             let report = n.shutdown(SHUTDOWN_GRACE).await;
             if let Ok(mut g) = self.shared.n2_report.lock() {
-                *g = Some(report);
+                g.push(report);
             }
         }
         let report = WorkerReport {

@@ -116,6 +116,42 @@ impl Transport {
         })
     }
 
+    /// Wraps a UDP socket bound elsewhere (one socket of an `SO_REUSEPORT` group, so that
+    /// several endpoints share the encapsulation port, each reading its own socket). Must be
+    /// called inside a Tokio runtime.
+    pub fn from_udp(sock: std::net::UdpSocket) -> Result<Self, BindError> {
+        let local = match sock.local_addr() {
+            Ok(SocketAddr::V4(a)) => a,
+            Ok(other) => {
+                return Err(BindError::Io {
+                    what: format!("udp {other}"),
+                    source: io::Error::other("UDP encapsulation is IPv4 only here"),
+                })
+            }
+            Err(source) => {
+                return Err(BindError::Io {
+                    what: "udp local address".into(),
+                    source,
+                })
+            }
+        };
+        let io_err = |what: &str, source| BindError::Io {
+            what: format!("{what} (udp {local})"),
+            source,
+        };
+        let sock = Socket::from(sock);
+        sock.set_nonblocking(true)
+            .map_err(|e| io_err("set_nonblocking", e))?;
+        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        let udp = UdpSocket::from_std(sock.into())
+            .map_err(|e| io_err("register with the runtime", e))?;
+        Ok(Transport {
+            inner: Inner::Udp(udp),
+            local,
+        })
+    }
+
     /// Raw or UDP.
     pub fn kind(&self) -> Kind {
         match self.inner {
