@@ -78,7 +78,11 @@ pub(crate) struct UdpGroup {
 impl UdpGroup {
     /// Binds one socket per worker on the encapsulation address of `cfg`, steered by SCTP
     /// source port when `bpf` allows and the kernel lets us.
-    pub(crate) fn bind(cfg: &N2Config, workers: Workers, bpf: BpfPolicy) -> Result<Self, CoreError> {
+    pub(crate) fn bind(
+        cfg: &N2Config,
+        workers: Workers,
+        bpf: BpfPolicy,
+    ) -> Result<Self, CoreError> {
         let addr = SocketAddrV4::new(cfg.addr, cfg.udp_port);
         let err = |source: std::io::Error| CoreError::Bind {
             what: format!("N2 udp {addr}"),
@@ -121,11 +125,12 @@ impl UdpGroup {
         let opts = steer_bpf::GroupOptions {
             require_bpf: bpf == BpfPolicy::Require,
         };
-        let group = steer_bpf::ReuseportGroup::bind_udp(addr.into(), n, spec, &opts)
-            .map_err(|e| match e {
+        let group = steer_bpf::ReuseportGroup::bind_udp(addr.into(), n, spec, &opts).map_err(
+            |e| match e {
                 steer_bpf::Error::Socket { source, .. } => err(source),
                 other => CoreError::N2Steering(other),
-            })?;
+            },
+        )?;
         let placement = match group.unsteered_reason() {
             None => N2Placement::SourcePort,
             Some(why) => N2Placement::KernelHash(why.to_string()),

@@ -144,8 +144,8 @@ impl Transport {
             .map_err(|e| io_err("set_nonblocking", e))?;
         let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
         let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
-        let udp = UdpSocket::from_std(sock.into())
-            .map_err(|e| io_err("register with the runtime", e))?;
+        let udp =
+            UdpSocket::from_std(sock.into()).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
             inner: Inner::Udp(udp),
             local,
