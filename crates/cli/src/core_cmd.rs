@@ -221,6 +221,8 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "sqn_writes": r.sqn_writes,
             "n2_packets_in": r.n2.packets_in,
             "n2_packets_out": r.n2.packets_out,
+            "n2_associations": r.n2.associations,
+            "n2_associations_per_worker": r.n2.workers.iter().map(|w| w.associations).collect::<Vec<_>>(),
         });
         println!("{v}");
     } else {
@@ -234,6 +236,16 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
         println!(
             "  NGAP: {} local, {} handed off; SBI: {} local, {} handed off, {} UDM forwards",
             c.ngap_local, c.ngap_handed_off, c.sbi_local, c.sbi_handed_off, c.udm_forwards
+        );
+        let per_worker: Vec<String> =
+            r.n2.workers
+                .iter()
+                .map(|w| format!("w{} {}", w.worker, w.associations))
+                .collect();
+        println!(
+            "  N2 associations: {} ({})",
+            r.n2.associations,
+            per_worker.join(", ")
         );
         println!(
             "  mesh: {} sent, max depth {}; locks: {} taken, {} contended; {} SQN writes",
