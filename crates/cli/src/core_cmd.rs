@@ -68,6 +68,10 @@ pub(crate) struct CoreArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
+    /// Make a failed sk_reuseport BPF load for the N2 UDP group fatal (exit status 3 without
+    /// CAP_BPF) instead of falling back to the kernel's hash.
+    #[arg(long)]
+    pub(crate) require_bpf: bool,
     #[command(flatten)]
     pub(crate) nas: NasAlgorithmArgs,
 }
@@ -185,6 +189,9 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     };
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
+    if args.require_bpf {
+        opts.bpf = steer5g_core::BpfPolicy::Require;
+    }
     args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg;
     let core = crate::nf_cmd::start(opts)?;

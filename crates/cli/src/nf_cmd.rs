@@ -36,6 +36,10 @@ pub(crate) struct NfRunArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
+    /// Make a failed sk_reuseport BPF load (the AMF's N2 UDP group) fatal instead of
+    /// falling back to the kernel's hash.
+    #[arg(long)]
+    pub(crate) require_bpf: bool,
 }
 
 /// `steer5g ausf`.
@@ -104,6 +108,9 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     opts.pin = run.pin;
     opts.short_connections = run.short_connections;
     opts.state = state_mode(run.state);
+    if run.require_bpf {
+        opts.bpf = steer5g_core::BpfPolicy::Require;
+    }
     opts.config = cfg;
     opts
 }
