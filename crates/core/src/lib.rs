@@ -65,7 +65,7 @@ pub enum SbiMode {
 /// [`StaticDirectory`] addresses (DESIGN.md Conventions, "Subcommands": one NF per process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NfSet {
-    /// The AMF: the N2 socket(s) on worker 0 and registration on every worker.
+    /// The AMF: N2 sockets and registration on every worker ([`N2Placement`]).
     pub amf: bool,
     /// The AUSF and its h2c listener.
     pub ausf: bool,
@@ -938,6 +938,64 @@ mod tests {
         assert!(!slices.is_empty());
         cfg.amf.tacs = vec![1 << 24];
         assert!(matches!(identity(&cfg), Err(CoreError::Config(_))));
+    }
+
+    #[test]
+    fn n2_reports_sum_per_transport_and_keep_each_worker() {
+        let stats = |n| sctp::EndpointStats {
+            associations_established: n,
+            packets_received: 10 * n,
+            ..sctp::EndpointStats::default()
+        };
+        let io = |n| sctp_io::IoStats {
+            packets_in: n,
+            packets_out: 2 * n,
+            ..sctp_io::IoStats::default()
+        };
+        let w1 = N2WorkerReport {
+            worker: 1,
+            associations: 3,
+            n2: N2Stats {
+                ng_setup_ok: 3,
+                ..N2Stats::default()
+            },
+            sctp: vec![(TransportKind::Udp, stats(3))],
+            io: vec![(TransportKind::Udp, io(30))],
+            ..N2WorkerReport::default()
+        };
+        let w0 = N2WorkerReport {
+            worker: 0,
+            associations: 2,
+            n2: N2Stats {
+                ng_setup_ok: 1,
+                ..N2Stats::default()
+            },
+            sctp: vec![
+                (TransportKind::Raw, stats(1)),
+                (TransportKind::Udp, stats(1)),
+            ],
+            io: vec![(TransportKind::Raw, io(5)), (TransportKind::Udp, io(7))],
+            ..N2WorkerReport::default()
+        };
+        // Workers report in the order they stop; the sum keeps worker order.
+        let r = N2Report::from_workers(vec![w1, w0]);
+        assert_eq!(
+            r.workers.iter().map(|w| w.worker).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(r.associations, 5);
+        assert_eq!(r.n2.ng_setup_ok, 4);
+        assert_eq!(r.packets_in, 42);
+        assert_eq!(r.packets_out, 84);
+        let udp = r
+            .sctp
+            .iter()
+            .find(|(k, _)| *k == TransportKind::Udp)
+            .unwrap();
+        assert_eq!(udp.1.associations_established, 4);
+        assert_eq!(udp.1.packets_received, 40);
+        assert_eq!(r.sctp.len(), 2);
+        assert_eq!(r.io.len(), 2);
     }
 
     #[test]

@@ -19,6 +19,12 @@
 //! Association ids are core-wide: the owning worker sits in the top 8 bits
 //! ([`assoc_owner`]), so a reply produced on any worker goes straight to the worker that
 //! owns the association.
+//!
+//! Known gap: each worker's [`AmfN2`] sees only its own gNBs, so nothing compares Global
+//! gNB IDs across associations on different workers (two associations announcing the same
+//! gNB are both accepted). No such check existed when one worker held every association
+//! either; if one is wanted, a registry touched only at NG Setup (not on the UE path) is
+//! the place for it.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
