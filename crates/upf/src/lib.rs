@@ -23,3 +23,4 @@ pub use datapath::{
 pub use memory::MemoryDatapath;
 pub use node::{NodeConfig, Stats, Transmit, UpfNode};
 
+pub use service::{ServiceOptions, ServiceReport, UpfService};

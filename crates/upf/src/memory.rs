@@ -9,9 +9,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::datapath::{
-    Datapath, DatapathError, DownlinkRule, Entries, UplinkRule, Usage, UsageId,
-};
+use crate::datapath::{Datapath, DatapathError, DownlinkRule, Entries, UplinkRule, Usage, UsageId};
 
 #[derive(Debug, Default)]
 struct Tables {

@@ -8,7 +8,7 @@
 use std::net::Ipv4Addr;
 
 use pfcp::ie::{
-    ApplyAction, CreatePdr, Far, FSeid, FTeid, ForwardingParameters, GateStatus, Interface, Mbr,
+    ApplyAction, CreatePdr, FSeid, FTeid, Far, ForwardingParameters, GateStatus, Interface, Mbr,
     MeasurementMethod, NodeId, OuterHeaderCreation, OuterHeaderRemoval, Pdi, Qer, Triggers,
     UeIpAddress, Urr, Volume,
 };

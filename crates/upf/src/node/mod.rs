@@ -423,12 +423,9 @@ impl UpfNode {
                         .seid
                         .map(|s| self.sessions.get(&s).map_or(0, |x| x.cp_seid)),
                 };
-                if let Some(body) = rejection(
-                    t,
-                    &e,
-                    &self.cfg.node_id,
-                    self.cfg.recovery_time_stamp,
-                ) {
+                if let Some(body) =
+                    rejection(t, &e, &self.cfg.node_id, self.cfg.recovery_time_stamp)
+                {
                     self.respond(now, from, header.sequence, peer_seid, body);
                 }
                 return;
@@ -514,7 +511,14 @@ impl UpfNode {
     }
 
     /// Sends a request of ours and tracks it for retransmission.
-    fn request(&mut self, now: Instant, to: SocketAddr, seid: Option<u64>, m: Message, kind: PendingKind) -> u32 {
+    fn request(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        seid: Option<u64>,
+        m: Message,
+        kind: PendingKind,
+    ) -> u32 {
         let seq = self.seq();
         let t = m.msg_type().value();
         let bytes = PfcpMessage::new(seq, seid, m).emit();
@@ -598,7 +602,10 @@ impl UpfNode {
         let (cause, offending) = match (node, err) {
             (_, Some(e)) => {
                 self.stats.malformed += 1;
-                (e.cause().unwrap_or(Cause::REQUEST_REJECTED), e.offending_ie())
+                (
+                    e.cause().unwrap_or(Cause::REQUEST_REJECTED),
+                    e.offending_ie(),
+                )
             }
             (None, None) => {
                 self.stats.malformed += 1;
@@ -613,7 +620,9 @@ impl UpfNode {
         self.cfg.node_id.emit(&mut body);
         ie::put_ie(&mut body, ty::CAUSE, |o| o.push(cause.0));
         if let Some(o) = offending {
-            ie::put_ie(&mut body, ty::OFFENDING_IE, |v| v.extend_from_slice(&o.to_be_bytes()));
+            ie::put_ie(&mut body, ty::OFFENDING_IE, |v| {
+                v.extend_from_slice(&o.to_be_bytes())
+            });
         }
         let rh = HeaderRepr {
             msg_type: ASSOCIATION_UPDATE_RESPONSE,
@@ -625,7 +634,14 @@ impl UpfNode {
         let mut out = Vec::new();
         rh.emit(&mut out, body.len());
         out.extend_from_slice(&body);
-        self.send_response_bytes(now, from, h.sequence, ASSOCIATION_UPDATE_RESPONSE, Some(cause), out);
+        self.send_response_bytes(
+            now,
+            from,
+            h.sequence,
+            ASSOCIATION_UPDATE_RESPONSE,
+            Some(cause),
+            out,
+        );
     }
 
     fn association_release(
@@ -654,7 +670,13 @@ impl UpfNode {
         self.respond(now, from, seq, None, body);
     }
 
-    fn heartbeat_response(&mut self, from: SocketAddr, seq: u32, h: &Heartbeat, dp: &mut dyn Datapath) {
+    fn heartbeat_response(
+        &mut self,
+        from: SocketAddr,
+        seq: u32,
+        h: &Heartbeat,
+        dp: &mut dyn Datapath,
+    ) {
         let Some(p) = self.pending.get(&seq) else {
             self.stats.unexpected += 1;
             return;
@@ -682,7 +704,13 @@ impl UpfNode {
         }
     }
 
-    fn report_response(&mut self, from: SocketAddr, seq: u32, seid: Option<u64>, r: &SessionResponse) {
+    fn report_response(
+        &mut self,
+        from: SocketAddr,
+        seq: u32,
+        seid: Option<u64>,
+        r: &SessionResponse,
+    ) {
         match self.pending.get(&seq) {
             Some(p) if p.peer == from && p.kind == PendingKind::Report => {
                 self.pending.remove(&seq);
@@ -969,7 +997,9 @@ impl UpfNode {
         for (id, u) in &old.urrs {
             if !rules.urrs.contains_key(id) {
                 let mut u = u.clone();
-                if let Some(rep) = usage_report(dp, *id, &mut u, Triggers(Triggers::TERMR), now, ntp_now) {
+                if let Some(rep) =
+                    usage_report(dp, *id, &mut u, Triggers(Triggers::TERMR), now, ntp_now)
+                {
                     reports.push(rep);
                 }
                 let _ = session::ignore_missing(dp.remove_usage(u.usage));
@@ -993,8 +1023,7 @@ impl UpfNode {
             r.create_pdr.iter().any(|p| p.pdr_id == id)
                 || r.update_pdr.iter().any(|p| {
                     p.pdr_id == id
-                        && p
-                            .pdi
+                        && p.pdi
                             .as_ref()
                             .is_some_and(|d| matches!(d.f_teid, Some(FTeid::Choose { .. })))
                 })
@@ -1016,13 +1045,21 @@ impl UpfNode {
         self.respond(now, from, seq, Some(cp_seid), body);
     }
 
-    fn delete(&mut self, now: Instant, from: SocketAddr, seq: u32, seid: u64, dp: &mut dyn Datapath) {
+    fn delete(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u32,
+        seid: u64,
+        dp: &mut dyn Datapath,
+    ) {
         let ntp_now = self.ntp(now);
         // Final usage (§7.5.7.2, trigger TERMR) is read before the counters are removed.
         let mut reports = Vec::new();
         if let Some(s) = self.sessions.get_mut(&seid) {
             for (id, u) in s.rules.urrs.iter_mut() {
-                if let Some(rep) = usage_report(dp, *id, u, Triggers(Triggers::TERMR), now, ntp_now) {
+                if let Some(rep) = usage_report(dp, *id, u, Triggers(Triggers::TERMR), now, ntp_now)
+                {
                     reports.push(rep);
                 }
             }
@@ -1109,7 +1146,9 @@ impl UpfNode {
         let due: Vec<(Vec<u8>, SocketAddr)> = self
             .associations
             .iter()
-            .filter(|(_, a)| a.heartbeat_pending.is_none() && a.next_heartbeat.is_some_and(|t| t <= now))
+            .filter(|(_, a)| {
+                a.heartbeat_pending.is_none() && a.next_heartbeat.is_some_and(|t| t <= now)
+            })
             .map(|(k, a)| (k.clone(), a.peer))
             .collect();
         for (key, peer) in due {
@@ -1148,14 +1187,19 @@ impl UpfNode {
                     if let Some(th) = u.volume_threshold {
                         let (ul, dl) = delta(&total, &u.base);
                         let hit = |t: Option<u64>, v: u64| t.is_some_and(|t| t > 0 && v >= t);
-                        if hit(th.total, ul.saturating_add(dl)) || hit(th.uplink, ul) || hit(th.downlink, dl) {
+                        if hit(th.total, ul.saturating_add(dl))
+                            || hit(th.uplink, ul)
+                            || hit(th.downlink, dl)
+                        {
                             trig |= Triggers::VOLTH;
                         }
                     }
                 }
                 if u.triggers.0 & Triggers::TIMTH != 0 {
                     if let Some(th) = u.time_threshold.filter(|t| *t > 0) {
-                        if now.saturating_duration_since(u.since) >= Duration::from_secs(u64::from(th)) {
+                        if now.saturating_duration_since(u.since)
+                            >= Duration::from_secs(u64::from(th))
+                        {
                             trig |= Triggers::TIMTH;
                         }
                     }
@@ -1289,7 +1333,9 @@ fn failed_rule_ie(r: &Reject) -> Vec<UnknownIe> {
     };
     let mut value = vec![kind as u8];
     match kind {
-        RuleKind::Pdr => value.extend_from_slice(&u16::try_from(id).unwrap_or(u16::MAX).to_be_bytes()),
+        RuleKind::Pdr => {
+            value.extend_from_slice(&u16::try_from(id).unwrap_or(u16::MAX).to_be_bytes())
+        }
         _ => value.extend_from_slice(&id.to_be_bytes()),
     }
     vec![UnknownIe {
@@ -1299,4 +1345,4 @@ fn failed_rule_ie(r: &Reject) -> Vec<UnknownIe> {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests;

@@ -11,8 +11,8 @@ use std::net::Ipv4Addr;
 use std::time::Instant;
 
 use pfcp::ie::{
-    ty, ApplyAction, CreatePdr, Far, FTeid, GateStatus, Interface, IeIter, Mbr,
-    MeasurementMethod, OuterHeaderCreation, Pdi, Qer, Triggers, UpdatePdr, Urr, Volume,
+    ty, ApplyAction, CreatePdr, FTeid, Far, GateStatus, IeIter, Interface, Mbr, MeasurementMethod,
+    OuterHeaderCreation, Pdi, Qer, Triggers, UpdatePdr, Urr, Volume,
 };
 use pfcp::Cause;
 
@@ -189,7 +189,10 @@ impl Rules {
             Some(FTeid::Assigned { teid, ipv4, .. }) => {
                 // Only IPv4 N3 here; an IPv6-only F-TEID cannot be served.
                 if ipv4.is_none() {
-                    return Err(Reject::cause(Cause::MANDATORY_IE_INCORRECT, Some(ty::F_TEID)));
+                    return Err(Reject::cause(
+                        Cause::MANDATORY_IE_INCORRECT,
+                        Some(ty::F_TEID),
+                    ));
                 }
                 pdr.teid = Some(teid);
                 pdr.chosen = false;
