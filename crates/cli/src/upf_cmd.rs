@@ -293,7 +293,7 @@ mod tests {
     fn bad_usage_is_exit_2() {
         let a = parse(&["--workers", "2"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
-        let a = parse(&["--heartbeat", "-1"]);
+        let a = parse(&["--heartbeat=-1"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--datapath", "xdp"]);
         assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
