@@ -111,7 +111,7 @@ pub struct Stats {
     pub causes_sent: BTreeMap<u8, u64>,
     /// Messages that failed to decode (each also logged).
     pub malformed: u64,
-    /// Messages of a type we do not know, silently discarded (§7.6.3? see `handle`).
+    /// Messages of a type we do not know, silently discarded (§7.6.4).
     pub unknown_type: u64,
     /// Responses that matched no request of ours, or requests we do not serve.
     pub unexpected: u64,
@@ -409,7 +409,8 @@ impl UpfNode {
         let msg = match PfcpMessage::parse(raw) {
             Ok(m) => m,
             Err(DecodeError::UnknownMessageType(mt)) => {
-                // §7.6.3? TS 29.244 §7.6.3: an unknown message type is silently discarded.
+                // §7.6.1/§7.6.4: a message of an unknown type is silently discarded (logged and
+                // counted).
                 self.stats.unknown_type += 1;
                 tracing::info!(%from, msg_type = mt, "unknown PFCP message type discarded");
                 return;
@@ -417,6 +418,22 @@ impl UpfNode {
             Err(e) => {
                 self.stats.malformed += 1;
                 tracing::warn!(%from, msg_type = t, error = %e, "malformed PFCP message");
+                // §7.6.1: an erroneous reply to one of our requests still ends its
+                // retransmissions.
+                if !is_request(t) {
+                    let ours = self
+                        .pending
+                        .get(&header.sequence)
+                        .is_some_and(|p| p.peer == from);
+                    if ours {
+                        self.pending.remove(&header.sequence);
+                        for a in self.associations.values_mut() {
+                            if a.heartbeat_pending == Some(header.sequence) {
+                                a.heartbeat_pending = None;
+                            }
+                        }
+                    }
+                }
                 let peer_seid = match t {
                     50 => Some(0),
                     _ => header
