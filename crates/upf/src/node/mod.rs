@@ -1188,8 +1188,9 @@ impl UpfNode {
         }
     }
 
-    /// §5.2.2.3.1: a URR whose volume or time threshold is reached is reported in a Session
-    /// Report Request, and its measurement restarts.
+    /// §5.2.2.3.1: a URR whose volume or time threshold is reached, or whose measurement
+    /// period (PERIO) has passed, is reported in a Session Report Request, and its measurement
+    /// restarts.
     fn check_usage(&mut self, now: Instant, dp: &mut dyn Datapath) {
         let ntp_now = self.ntp(now);
         let mut out: Vec<(SocketAddr, u64, Vec<pfcp::ie::UsageReport>)> = Vec::new();
@@ -1218,6 +1219,14 @@ impl UpfNode {
                             >= Duration::from_secs(u64::from(th))
                         {
                             trig |= Triggers::TIMTH;
+                        }
+                    }
+                }
+                if u.triggers.0 & Triggers::PERIO != 0 {
+                    if let Some(p) = u.period.filter(|p| *p > 0) {
+                        let elapsed = now.saturating_duration_since(u.since);
+                        if elapsed >= Duration::from_secs(u64::from(p)) {
+                            trig |= Triggers::PERIO;
                         }
                     }
                 }

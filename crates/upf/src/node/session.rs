@@ -23,6 +23,16 @@ use crate::datapath::{
 
 /// QFI IE (TS 29.244 §8.2.89), not modelled by the codec: read from the PDI's unknown IEs.
 const IE_QFI: u16 = 124;
+/// Measurement Period IE (§8.2.41), not modelled by the codec: read from the URR's unknown IEs.
+const IE_MEASUREMENT_PERIOD: u16 = 64;
+
+fn measurement_period(u: &Urr) -> Option<u32> {
+    u.unknown
+        .iter()
+        .find(|i| i.ie_type == IE_MEASUREMENT_PERIOD)
+        .and_then(|i| i.value.get(..4))
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
 
 /// Rule ID Type values of the Failed Rule ID IE (TS 29.244 §8.2.80).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +116,8 @@ pub(crate) struct UrrState {
     pub(crate) triggers: Triggers,
     pub(crate) volume_threshold: Option<Volume>,
     pub(crate) time_threshold: Option<u32>,
+    /// Measurement Period in seconds (§8.2.41), for periodic reporting (PERIO).
+    pub(crate) period: Option<u32>,
     /// UR-SEQN of the next report (TS 29.244 §8.2.77: incremented per report of this URR).
     pub(crate) seqn: u32,
     /// Counts at the last report: a report measures from there (§5.2.2.2.1).
@@ -343,6 +355,7 @@ impl Rules {
                 triggers: u.reporting_triggers.unwrap_or_default(),
                 volume_threshold: u.volume_threshold,
                 time_threshold: u.time_threshold,
+                period: measurement_period(u),
                 seqn: 0,
                 base: Usage::default(),
                 since: a.now,
@@ -366,6 +379,9 @@ impl Rules {
         }
         if let Some(t) = u.time_threshold {
             s.time_threshold = Some(t);
+        }
+        if let Some(p) = measurement_period(u) {
+            s.period = Some(p);
         }
         Ok(())
     }

@@ -670,3 +670,50 @@ fn mutated_requests_never_panic_or_leak_rules() {
     assert_eq!(h.entries(), Entries::default());
     assert!(h.node.stats().malformed > 0);
 }
+
+#[test]
+fn periodic_reports_follow_the_measurement_period() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let mut req = requests::establishment(&spec);
+    req.create_urr.push(pfcp::ie::Urr {
+        urr_id: 9,
+        measurement_method: Some(pfcp::ie::MeasurementMethod(
+            pfcp::ie::MeasurementMethod::DURAT,
+        )),
+        reporting_triggers: Some(Triggers(Triggers::PERIO)),
+        volume_threshold: None,
+        time_threshold: None,
+        // Measurement Period (IE 64): 3 s.
+        unknown: vec![pfcp::ie::UnknownIe {
+            ie_type: 64,
+            value: vec![0, 0, 0, 3],
+        }],
+    });
+    req.create_pdr[0].urr_ids = vec![9];
+    let r = h.send(Some(0), Message::SessionEstablishmentRequest(req));
+    assert!(
+        matches!(r.message, Message::SessionEstablishmentResponse(ref e) if e.cause == Cause::REQUEST_ACCEPTED)
+    );
+    let mut seen = Vec::new();
+    for _ in 0..9 {
+        for m in h.advance(Duration::from_secs(1)) {
+            if let Message::SessionReportRequest(r) = &m.message {
+                let u = &r.usage_reports[0];
+                seen.push((u.ur_seqn, u.trigger, u.duration));
+                let rsp = PfcpMessage::new(
+                    m.header.sequence,
+                    Some(0x99),
+                    Message::SessionReportResponse(SessionResponse::new(Cause::REQUEST_ACCEPTED)),
+                );
+                h.raw(&rsp.emit());
+            }
+        }
+    }
+    let p = Triggers(Triggers::PERIO);
+    assert_eq!(
+        seen,
+        vec![(0, p, Some(3)), (1, p, Some(3)), (2, p, Some(3))]
+    );
+}
