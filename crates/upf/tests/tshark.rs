@@ -40,5 +40,9 @@ fn captured_pfcp_exchange_is_clean_for_tshark() {
         .filter(|p| p.info.contains("PFCP Session Report Request"))
         .count();
     assert!(report.stats.session_reports >= 1);
-    assert!(reports as u64 >= report.stats.session_reports, "{}", r.summary());
+    assert!(
+        reports as u64 >= report.stats.session_reports,
+        "{}",
+        r.summary()
+    );
 }
