@@ -62,6 +62,9 @@ pub(crate) enum Command {
     Config(ConfigArgs),
     /// Create or remove the user-plane lab: namespaces ran, upf and dn with veth links.
     Lab(crate::lab::LabArgs),
+    /// Run the UPF: PFCP (N4) on 127.0.0.7:8805, sessions installed into a user-plane
+    /// datapath (`--datapath none` keeps rules only and forwards nothing).
+    Upf(crate::upf_cmd::UpfArgs),
 }
 
 /// The network the node belongs to; overrides the configuration file.

@@ -16,6 +16,7 @@ mod n2;
 mod nf_cmd;
 mod report;
 mod subscriber;
+mod upf_cmd;
 
 use std::process::ExitCode;
 
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
         Command::Crypto(args) => crypto::run(&cli.global, args),
         Command::Subscriber(args) => subscriber::run(&cli.global, args),
         Command::Lab(args) => lab::run(&cli.global, args),
+        Command::Upf(args) => upf_cmd::run(&cli.global, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

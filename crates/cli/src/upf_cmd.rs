@@ -1,0 +1,309 @@
+//! `steer5g upf`: the UPF's PFCP side (N4) on its DESIGN.md address, with a chosen user-plane
+//! datapath, until SIGINT/SIGTERM or `--duration`; then the report (`--json`: one object).
+//!
+//! [`build_datapath`] is the seam where the real paths plug in: the XDP path (crate
+//! `upf-xdp`) and the user-space TUN path (`upf::userspace`) are written beside this and wired
+//! there; until then they are refused with a clear message.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use clap::{Args, ValueEnum};
+use upf::{Datapath, MemoryDatapath, ServiceOptions, ServiceReport, UpfService};
+
+use crate::cli::Global;
+use crate::exit::CliError;
+use crate::nf_cmd::{duration_limit, wait_for_stop};
+
+/// Which user-plane path carries the packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DatapathArg {
+    /// XDP GTP-U fast path on --n3-if/--n6-if (needs root: CAP_NET_ADMIN and CAP_BPF).
+    Xdp,
+    /// User-space path through a TUN device (needs root: CAP_NET_ADMIN).
+    Tun,
+    /// Rules kept in memory only: FORWARDS NO PACKETS. Runs the PFCP side alone, e.g. to
+    /// test an SMF's N4 procedures.
+    None,
+}
+
+/// `steer5g upf`.
+#[derive(Debug, Args)]
+pub(crate) struct UpfArgs {
+    /// PFCP (N4) address to serve.
+    #[arg(long, default_value = "127.0.0.7:8805", value_name = "ADDR:PORT")]
+    pub(crate) pfcp: SocketAddr,
+    /// GTP-U (N3) address: advertised in the F-TEIDs the UPF chooses.
+    #[arg(long, default_value = "127.0.0.7:2152", value_name = "ADDR:PORT")]
+    pub(crate) n3: SocketAddr,
+    /// User-plane datapath. `none` keeps the rules in memory and forwards nothing; `xdp` and
+    /// `tun` need root.
+    #[arg(long, value_enum, default_value_t = DatapathArg::None)]
+    pub(crate) datapath: DatapathArg,
+    /// N3 interface (towards the gNBs), for `--datapath xdp`.
+    #[arg(long, value_name = "IFNAME")]
+    pub(crate) n3_if: Option<String>,
+    /// N6 interface (towards the data network), for `--datapath xdp`.
+    #[arg(long, value_name = "IFNAME")]
+    pub(crate) n6_if: Option<String>,
+    /// Worker threads. Only 1 is supported so far: one worker serves every session (the
+    /// worker number is still written into SEIDs and TEIDs).
+    #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
+    pub(crate) workers: u16,
+    /// Seconds between our PFCP heartbeats to each associated SMF (0: none).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub(crate) heartbeat: f64,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<f64>,
+}
+
+/// Effective capabilities bits (linux/capability.h).
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+
+/// Whether this process holds capability `bit` (from /proc/self/status, CapEff).
+fn has_cap(bit: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1u64 << bit) != 0)
+}
+
+/// The datapath for the CLI choice: checks the flags it needs (exit 2) and the privilege it
+/// needs (exit 3) before building it.
+pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>, CliError> {
+    match args.datapath {
+        DatapathArg::None => Ok(Box::new(MemoryDatapath::new())),
+        DatapathArg::Xdp => {
+            if args.n3_if.is_none() || args.n6_if.is_none() {
+                return Err(CliError::Usage(
+                    "--datapath xdp needs --n3-if and --n6-if".into(),
+                ));
+            }
+            if !has_cap(CAP_NET_ADMIN) || !(has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN)) {
+                return Err(CliError::Privilege(
+                    "--datapath xdp needs CAP_NET_ADMIN and CAP_BPF (run as root)".into(),
+                ));
+            }
+            Err(CliError::Failed(
+                "the XDP datapath (crate upf-xdp) is not wired into this build yet; \
+                 use --datapath none"
+                    .into(),
+            ))
+        }
+        DatapathArg::Tun => {
+            if !has_cap(CAP_NET_ADMIN) {
+                return Err(CliError::Privilege(
+                    "--datapath tun needs CAP_NET_ADMIN (run as root)".into(),
+                ));
+            }
+            Err(CliError::Failed(
+                "the TUN datapath (upf::userspace) is not wired into this build yet; \
+                 use --datapath none"
+                    .into(),
+            ))
+        }
+    }
+}
+
+/// Checks the flags that need no system access.
+fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
+    if args.workers != 1 {
+        return Err(CliError::Usage(format!(
+            "--workers {}: the UPF runs one worker so far",
+            args.workers
+        )));
+    }
+    let n3: Ipv4Addr = match args.n3 {
+        SocketAddr::V4(a) => *a.ip(),
+        SocketAddr::V6(_) => {
+            return Err(CliError::Usage(
+                "--n3: an IPv4 address is needed (N3 is IPv4 here)".into(),
+            ))
+        }
+    };
+    if args.pfcp.is_ipv6() {
+        return Err(CliError::Usage("--pfcp: an IPv4 address is needed".into()));
+    }
+    if !(args.heartbeat.is_finite() && args.heartbeat >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--heartbeat {}: must be a non-negative number",
+            args.heartbeat
+        )));
+    }
+    let mut opts = ServiceOptions::new(args.pfcp, n3);
+    opts.node.heartbeat_interval =
+        (args.heartbeat > 0.0).then(|| std::time::Duration::from_secs_f64(args.heartbeat));
+    Ok(opts)
+}
+
+/// Runs `steer5g upf`.
+pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
+    let limit = duration_limit(args.duration)?;
+    let opts = options(args)?;
+    let dp = build_datapath(args)?;
+    let name = dp.name();
+    let svc = UpfService::start(opts, dp)
+        .map_err(|e| CliError::Failed(format!("cannot serve PFCP on {}: {e}", args.pfcp)))?;
+    eprintln!(
+        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{}",
+        svc.local_addr(),
+        args.n3,
+        if name == "none" {
+            " (rules only, forwards nothing)"
+        } else {
+            ""
+        }
+    );
+    wait_for_stop(limit)?;
+    let report = svc
+        .stop()
+        .map_err(|e| CliError::Failed(format!("UPF stop: {e}")))?;
+    let json = report_json(&report, args);
+    if global.json {
+        println!("{json}");
+    } else {
+        print_human(&report);
+    }
+    // The maps must be empty once every session has ended (issue 5).
+    match report.entries_after {
+        Some(e) if e == upf::Entries::default() => Ok(()),
+        Some(e) => Err(CliError::Failed(format!(
+            "datapath not empty after stop: {} uplink, {} downlink, {} usage entries",
+            e.uplink, e.downlink, e.usage
+        ))),
+        None => Err(CliError::Failed(
+            "datapath entries unreadable after stop".into(),
+        )),
+    }
+}
+
+fn report_json(r: &ServiceReport, args: &UpfArgs) -> serde_json::Value {
+    let s = &r.stats;
+    let causes: serde_json::Map<String, serde_json::Value> = s
+        .causes_sent
+        .iter()
+        .map(|(c, n)| (c.to_string(), (*n).into()))
+        .collect();
+    serde_json::json!({
+        "nf": "upf",
+        "pfcp": args.pfcp.to_string(),
+        "n3": args.n3.to_string(),
+        "datapath": r.datapath,
+        "workers": args.workers,
+        "associations": {
+            "setup": s.associations_setup,
+            "ended": s.associations_ended,
+            "peers_lost": s.peers_lost,
+            "at_stop": r.associations_at_stop,
+        },
+        "sessions": {
+            "established": s.sessions_established,
+            "deleted": s.sessions_deleted,
+            "dropped": s.sessions_dropped,
+            "at_stop": r.sessions_at_stop,
+        },
+        "messages": {
+            "received": s.received,
+            "sent": s.sent,
+            "malformed": s.malformed,
+            "unknown_type": s.unknown_type,
+            "unexpected": s.unexpected,
+            "retransmissions_answered": s.retransmissions_answered,
+            "requests_retransmitted": s.requests_retransmitted,
+            "requests_timed_out": s.requests_timed_out,
+        },
+        "causes_sent": causes,
+        "usage": {
+            "session_reports": s.session_reports,
+            "usage_reports": s.usage_reports,
+        },
+        "datapath_errors": s.datapath_errors,
+        "entries_after_stop": r.entries_after.map(|e| serde_json::json!({
+            "uplink": e.uplink,
+            "downlink": e.downlink,
+            "usage": e.usage,
+        })),
+    })
+}
+
+fn print_human(r: &ServiceReport) {
+    let s = &r.stats;
+    println!("UPF ({} datapath)", r.datapath);
+    println!(
+        "  associations: {} set up, {} ended, {} peers lost",
+        s.associations_setup, s.associations_ended, s.peers_lost
+    );
+    println!(
+        "  sessions: {} established, {} deleted, {} dropped, {} at stop",
+        s.sessions_established, s.sessions_deleted, s.sessions_dropped, r.sessions_at_stop
+    );
+    for (name, n) in &s.received {
+        println!("  received {name}: {n}");
+    }
+    for (cause, n) in &s.causes_sent {
+        println!("  cause {cause} sent: {n}");
+    }
+    println!(
+        "  malformed {}, retransmissions answered {}, usage reports {} ({} session reports)",
+        s.malformed, s.retransmissions_answered, s.usage_reports, s.session_reports
+    );
+    if let Some(e) = r.entries_after {
+        println!(
+            "  datapath after stop: {} uplink, {} downlink, {} usage entries",
+            e.uplink, e.downlink, e.usage
+        );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(flatten)]
+        a: UpfArgs,
+    }
+
+    fn parse(args: &[&str]) -> UpfArgs {
+        T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    #[test]
+    fn defaults_follow_design() {
+        let a = parse(&[]);
+        assert_eq!(a.pfcp, "127.0.0.7:8805".parse().unwrap());
+        assert_eq!(a.n3, "127.0.0.7:2152".parse().unwrap());
+        assert_eq!(a.datapath, DatapathArg::None);
+        let o = options(&a).unwrap();
+        assert_eq!(o.node.n3_ip, Ipv4Addr::new(127, 0, 0, 7));
+    }
+
+    #[test]
+    fn bad_usage_is_exit_2() {
+        let a = parse(&["--workers", "2"]);
+        assert_eq!(options(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--heartbeat=-1"]);
+        assert_eq!(options(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--datapath", "xdp"]);
+        assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--n3", "[::1]:2152"]);
+        assert_eq!(options(&a).err().unwrap().exit_status(), 2);
+    }
+
+    #[test]
+    fn none_datapath_is_built_unprivileged() {
+        let a = parse(&["--datapath", "none"]);
+        assert_eq!(build_datapath(&a).unwrap().name(), "none");
+    }
+}

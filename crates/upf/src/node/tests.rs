@@ -1,0 +1,719 @@
+//! The PFCP logic against the in-memory datapath, in virtual time: no sockets, no sleeps.
+#![allow(clippy::unwrap_used)]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use pfcp::ie::{ty, GateStatus, NodeId, Triggers};
+use pfcp::message::{SessionModificationRequest, SessionResponse};
+use pfcp::{Cause, Message, PfcpMessage};
+
+use super::{NodeConfig, UpfNode};
+use crate::datapath::{Datapath, DownlinkAction, Entries, UplinkAction, Usage, UsageId};
+use crate::memory::MemoryDatapath;
+use crate::requests::{self, SessionSpec};
+
+const SMF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
+const UPF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
+const GNB: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+const UE: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
+const WORKER: u8 = 3;
+
+struct Harness {
+    node: UpfNode,
+    dp: MemoryDatapath,
+    now: Instant,
+    smf: SocketAddr,
+    seq: u32,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let now = Instant::now();
+        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF), UPF, UPF, 1000);
+        cfg.worker = WORKER;
+        Harness {
+            node: UpfNode::new(now, cfg),
+            dp: MemoryDatapath::new(),
+            now,
+            smf: SocketAddr::from((SMF, 8805)),
+            seq: 0,
+        }
+    }
+
+    fn smf_node() -> NodeId {
+        NodeId::Ipv4(SMF)
+    }
+
+    /// Sends raw bytes; returns every datagram the node sent back.
+    fn raw(&mut self, bytes: &[u8]) -> Vec<PfcpMessage> {
+        let mut dp = self.dp.clone();
+        self.node.handle(self.now, self.smf, bytes, &mut dp);
+        self.drain()
+    }
+
+    fn drain(&mut self) -> Vec<PfcpMessage> {
+        let mut out = Vec::new();
+        while let Some(t) = self.node.poll_transmit() {
+            assert_eq!(t.destination, self.smf);
+            out.push(PfcpMessage::parse(&t.contents).unwrap());
+        }
+        out
+    }
+
+    fn send(&mut self, seid: Option<u64>, m: Message) -> PfcpMessage {
+        self.seq += 1;
+        let bytes = PfcpMessage::new(self.seq, seid, m).emit();
+        let mut rsp = self.raw(&bytes);
+        assert_eq!(rsp.len(), 1, "one response: {rsp:?}");
+        let r = rsp.remove(0);
+        assert_eq!(
+            r.header.sequence, self.seq,
+            "response carries the request's sequence"
+        );
+        r
+    }
+
+    fn advance(&mut self, d: Duration) -> Vec<PfcpMessage> {
+        self.now += d;
+        let mut dp = self.dp.clone();
+        self.node.handle_timeout(self.now, &mut dp);
+        self.drain()
+    }
+
+    fn associate(&mut self) {
+        let r = self.send(None, requests::association_setup(Self::smf_node(), 7));
+        let Message::AssociationSetupResponse(a) = r.message else {
+            panic!("{r:?}")
+        };
+        assert_eq!(a.cause, Some(Cause::REQUEST_ACCEPTED));
+        assert_eq!(a.node_id, NodeId::Ipv4(UPF));
+        assert_eq!(a.recovery_time_stamp, 1000);
+        // FTUP: we allocate F-TEIDs.
+        assert_eq!(a.up_function_features.as_deref().map(|f| f[0] & 1), Some(1));
+    }
+
+    fn spec(&self) -> SessionSpec {
+        SessionSpec::new(Self::smf_node(), 0x99, SMF, UE)
+    }
+
+    /// Establishes a session; returns (UP SEID, chosen TEID).
+    fn establish(&mut self, spec: &SessionSpec) -> (u64, u32) {
+        let r = self.send(
+            Some(0),
+            Message::SessionEstablishmentRequest(requests::establishment(spec)),
+        );
+        assert_eq!(r.header.seid, Some(spec.cp_seid));
+        let Message::SessionEstablishmentResponse(e) = r.message else {
+            panic!("{r:?}")
+        };
+        assert_eq!(e.cause, Cause::REQUEST_ACCEPTED, "{e:?}");
+        let up = e.up_f_seid.unwrap();
+        assert_eq!(up.ipv4, Some(UPF));
+        assert_eq!(e.created_pdr.len(), 1);
+        assert_eq!(e.created_pdr[0].pdr_id, requests::UL_PDR);
+        let Some(pfcp::ie::FTeid::Assigned { teid, ipv4, .. }) = e.created_pdr[0].f_teid else {
+            panic!("{e:?}")
+        };
+        assert_eq!(ipv4, Some(UPF));
+        (up.seid, teid)
+    }
+
+    fn modify(&mut self, seid: u64, m: SessionModificationRequest) -> SessionResponse {
+        let r = self.send(Some(seid), Message::SessionModificationRequest(m));
+        let Message::SessionModificationResponse(s) = r.message else {
+            panic!("{r:?}")
+        };
+        s
+    }
+
+    fn delete(&mut self, seid: u64) -> (PfcpMessage, SessionResponse) {
+        let r = self.send(Some(seid), requests::deletion());
+        let Message::SessionDeletionResponse(s) = r.message.clone() else {
+            panic!("{r:?}")
+        };
+        (r, s)
+    }
+
+    fn entries(&self) -> Entries {
+        self.dp.entries().unwrap()
+    }
+}
+
+#[test]
+fn heartbeat_is_answered_without_association() {
+    let mut h = Harness::new();
+    let r = h.send(None, requests::heartbeat(5));
+    let Message::HeartbeatResponse(hb) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(hb.recovery_time_stamp, 1000);
+}
+
+#[test]
+fn sessions_need_an_association() {
+    let mut h = Harness::new();
+    let spec = h.spec();
+    let r = h.send(
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    );
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
+    assert_eq!(r.header.seid, Some(0));
+    assert_eq!(h.entries(), Entries::default());
+}
+
+#[test]
+fn session_life_cycle_installs_and_removes_rules() {
+    let mut h = Harness::new();
+    h.associate();
+    let mut spec = h.spec();
+    spec.mbr_kbps = Some((1000, 2000));
+    let (seid, teid) = h.establish(&spec);
+    // The worker is in the top 16 bits of the SEID and the top 8 of the TEID.
+    assert_eq!(crate::ids::owner_of_seid(seid), u16::from(WORKER));
+    assert_eq!(crate::ids::owner_of_teid(teid), WORKER);
+    let ul = h.dp.uplink(teid).unwrap();
+    assert_eq!(ul.action, UplinkAction::Forward);
+    assert_eq!(ul.ue_ip, UE);
+    assert_eq!(ul.seid, seid);
+    assert_eq!(ul.gate.mbr_bps, 1_000_000);
+    let dl = h.dp.downlink(UE).unwrap();
+    assert_eq!(dl.action, DownlinkAction::Buffer);
+    assert_eq!(dl.gate.mbr_bps, 2_000_000);
+    assert!(dl.gate.open);
+
+    // PDU Session Resource Setup done: BUFF → FORW towards the gNB.
+    let m = h.modify(seid, requests::forward_downlink(0x1234, GNB));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+    assert!(m.created_pdr.is_empty());
+    assert_eq!(
+        h.dp.downlink(UE).unwrap().action,
+        DownlinkAction::Forward {
+            teid: 0x1234,
+            peer: GNB,
+            qfi: None
+        }
+    );
+    // The QER gate closes the uplink.
+    let m = h.modify(seid, requests::set_gate(GateStatus { ul: 1, dl: 0 }));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+    assert!(!h.dp.uplink(teid).unwrap().gate.open);
+    assert!(h.dp.downlink(UE).unwrap().gate.open);
+
+    let (r, d) = h.delete(seid);
+    assert_eq!(r.header.seid, Some(0x99));
+    assert_eq!(d.cause, Cause::REQUEST_ACCEPTED);
+    assert_eq!(h.entries(), Entries::default());
+    assert_eq!(h.node.session_count(), 0);
+    assert_eq!(h.node.stats().sessions_deleted, 1);
+}
+
+#[test]
+fn unknown_seid_gets_context_not_found_with_seid_zero() {
+    let mut h = Harness::new();
+    h.associate();
+    let r = h.send(
+        Some(0xdead),
+        Message::SessionModificationRequest(SessionModificationRequest::default()),
+    );
+    assert_eq!(r.header.seid, Some(0));
+    let Message::SessionModificationResponse(m) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(m.cause, Cause::SESSION_CONTEXT_NOT_FOUND);
+    let r = h.send(Some(0xdead), requests::deletion());
+    assert_eq!(r.header.seid, Some(0));
+    let Message::SessionDeletionResponse(d) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(d.cause, Cause::SESSION_CONTEXT_NOT_FOUND);
+    assert_eq!(h.node.stats().causes_sent.get(&65), Some(&2));
+}
+
+#[test]
+fn missing_mandatory_ie_names_it() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let mut bytes = PfcpMessage::new(
+        50,
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    )
+    .emit();
+    // Cut the F-SEID IE (type 57) out: it follows the Node ID (4 + 5 octets) after the
+    // 16-octet header, and is 4 + 13 octets long.
+    let at = 16 + 9;
+    assert_eq!(&bytes[at..at + 2], &[0, 57]);
+    bytes.drain(at..at + 17);
+    let len = u16::try_from(bytes.len() - 4).unwrap().to_be_bytes();
+    bytes[2..4].copy_from_slice(&len);
+    let r = h.raw(&bytes);
+    let Message::SessionEstablishmentResponse(e) = &r[0].message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::MANDATORY_IE_MISSING);
+    assert_eq!(e.offending_ie, Some(ty::F_SEID));
+    assert_eq!(r[0].header.seid, Some(0));
+    assert_eq!(h.node.stats().malformed, 1);
+    assert_eq!(h.node.session_count(), 0);
+}
+
+#[test]
+fn unknown_far_is_a_rule_failure_and_changes_nothing() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let mut req = requests::establishment(&spec);
+    req.create_pdr[0].far_id = Some(77);
+    let r = h.send(Some(0), Message::SessionEstablishmentRequest(req));
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::RULE_CREATION_FAILURE);
+    // Failed Rule ID: type PDR (0), PDR id 1.
+    assert_eq!(e.unknown.len(), 1);
+    assert_eq!(e.unknown[0].ie_type, 114);
+    assert_eq!(e.unknown[0].value, vec![0, 0, 1]);
+    assert_eq!(h.entries(), Entries::default());
+
+    // In a modification: the session's rules stay as they were.
+    let (seid, teid) = h.establish(&spec);
+    let before = h.dp.uplink(teid);
+    let mut m = requests::forward_downlink(1, GNB);
+    m.update_far[0].far_id = 55;
+    let rsp = h.modify(seid, m);
+    assert_eq!(rsp.cause, Cause::RULE_CREATION_FAILURE);
+    assert_eq!(rsp.unknown[0].value, vec![1, 0, 0, 0, 55]);
+    assert_eq!(h.dp.uplink(teid), before);
+    assert_eq!(h.dp.downlink(UE).unwrap().action, DownlinkAction::Buffer);
+}
+
+#[test]
+fn retransmitted_request_is_answered_from_cache() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let bytes = PfcpMessage::new(
+        40,
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    )
+    .emit();
+    let first = h.raw(&bytes);
+    let again = h.raw(&bytes);
+    assert_eq!(first, again);
+    assert_eq!(h.node.session_count(), 1);
+    assert_eq!(h.node.stats().sessions_established, 1);
+    assert_eq!(h.node.stats().retransmissions_answered, 1);
+    // After the cache time the same sequence number is a new request.
+    h.advance(Duration::from_secs(61));
+    // Processed anew: the UE address is now taken by the first session, so it is refused.
+    let third = h.raw(&bytes);
+    let Message::SessionEstablishmentResponse(e) = &third[0].message else {
+        panic!("{third:?}")
+    };
+    assert_eq!(e.cause, Cause::RULE_CREATION_FAILURE);
+    assert_eq!(h.node.session_count(), 1);
+}
+
+#[test]
+fn volume_threshold_triggers_a_report_and_deletion_reports_the_rest() {
+    let mut h = Harness::new();
+    h.associate();
+    let mut spec = h.spec();
+    spec.volume_threshold = Some(10_000);
+    let (seid, teid) = h.establish(&spec);
+    let usage = h.dp.uplink(teid).unwrap().usage.unwrap();
+    let bump = |dp: &MemoryDatapath, id: UsageId, ul: u64, dl: u64| {
+        assert!(dp.count(
+            id,
+            Usage {
+                ul_packets: 1,
+                ul_bytes: ul,
+                dl_packets: 1,
+                dl_bytes: dl,
+                dropped: 0
+            }
+        ));
+    };
+    bump(&h.dp, usage, 3000, 3000);
+    assert!(
+        h.advance(Duration::from_secs(1)).is_empty(),
+        "below threshold"
+    );
+    bump(&h.dp, usage, 2000, 2500);
+    let sent = h.advance(Duration::from_secs(1));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].header.seid, Some(0x99));
+    let Message::SessionReportRequest(rep) = &sent[0].message else {
+        panic!("{sent:?}")
+    };
+    assert_eq!(rep.report_type, 0x02);
+    let u = &rep.usage_reports[0];
+    assert_eq!(u.urr_id, requests::URR);
+    assert_eq!(u.ur_seqn, 0);
+    assert_eq!(u.trigger, Triggers(Triggers::VOLTH));
+    let v = u.volume.unwrap();
+    assert_eq!(
+        (v.total, v.uplink, v.downlink),
+        (Some(10_500), Some(5000), Some(5500))
+    );
+    assert_eq!(u.duration, Some(2));
+    // The SMF answers; no retransmission follows.
+    let rsp = PfcpMessage::new(
+        sent[0].header.sequence,
+        Some(seid),
+        Message::SessionReportResponse(SessionResponse::new(Cause::REQUEST_ACCEPTED)),
+    );
+    assert!(h.raw(&rsp.emit()).is_empty());
+    assert!(h.advance(Duration::from_secs(5)).is_empty());
+    assert_eq!(h.node.stats().requests_retransmitted, 0);
+
+    bump(&h.dp, usage, 100, 0);
+    let (_, d) = h.delete(seid);
+    assert_eq!(d.usage_reports.len(), 1);
+    let u = &d.usage_reports[0];
+    assert_eq!(u.ur_seqn, 1);
+    assert_eq!(u.trigger, Triggers(Triggers::TERMR));
+    assert_eq!(u.volume.unwrap().total, Some(100));
+    assert_eq!(h.entries(), Entries::default());
+}
+
+#[test]
+fn unanswered_report_is_retransmitted_n1_times() {
+    let mut h = Harness::new();
+    h.associate();
+    let mut spec = h.spec();
+    spec.time_threshold = Some(5);
+    h.establish(&spec);
+    let mut reports = 0;
+    let mut seqs = std::collections::BTreeSet::new();
+    for _ in 0..30 {
+        for m in h.advance(Duration::from_secs(1)) {
+            if let Message::SessionReportRequest(r) = &m.message {
+                assert_eq!(r.usage_reports[0].trigger, Triggers(Triggers::TIMTH));
+                reports += 1;
+                seqs.insert(m.header.sequence);
+            }
+        }
+    }
+    // First report at 5 s, retransmitted 3 times (T1 3 s); new periods at 10, 15, ... s.
+    assert!(h.node.stats().requests_retransmitted >= 3);
+    assert!(h.node.stats().requests_timed_out >= 1);
+    assert!(reports > seqs.len());
+}
+
+#[test]
+fn dead_peer_takes_its_sessions() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    h.establish(&spec);
+    let mut heartbeats = 0;
+    // Heartbeat at 10 s, retransmitted at 13, 16, 19 s, given up at 22 s.
+    for _ in 0..25 {
+        heartbeats += h
+            .advance(Duration::from_secs(1))
+            .iter()
+            .filter(|m| matches!(m.message, Message::HeartbeatRequest(_)))
+            .count();
+    }
+    assert_eq!(heartbeats, 4);
+    assert_eq!(h.node.stats().peers_lost, 1);
+    assert_eq!(h.node.association_count(), 0);
+    assert_eq!(h.node.session_count(), 0);
+    assert_eq!(h.entries(), Entries::default());
+}
+
+#[test]
+fn answered_heartbeats_keep_the_peer() {
+    let mut h = Harness::new();
+    h.associate();
+    for _ in 0..40 {
+        let out = h.advance(Duration::from_secs(1));
+        for m in out {
+            if let Message::HeartbeatRequest(_) = m.message {
+                let rsp = PfcpMessage::new(
+                    m.header.sequence,
+                    None,
+                    Message::HeartbeatResponse(pfcp::message::Heartbeat {
+                        recovery_time_stamp: 7,
+                        unknown: Vec::new(),
+                    }),
+                );
+                assert!(h.raw(&rsp.emit()).is_empty());
+            }
+        }
+    }
+    assert_eq!(h.node.stats().peers_lost, 0);
+    assert_eq!(h.node.association_count(), 1);
+    assert_eq!(h.node.stats().sent.get("heartbeat_request"), Some(&4));
+}
+
+#[test]
+fn release_removes_the_sessions() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    h.establish(&spec);
+    let r = h.send(None, requests::association_release(Harness::smf_node()));
+    let Message::AssociationReleaseResponse(a) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(a.cause, Some(Cause::REQUEST_ACCEPTED));
+    assert_eq!(h.entries(), Entries::default());
+    assert_eq!(h.node.stats().sessions_dropped, 1);
+}
+
+#[test]
+fn query_urr_and_remove_urr_report_usage() {
+    let mut h = Harness::new();
+    h.associate();
+    let mut spec = h.spec();
+    spec.volume_threshold = Some(1 << 40);
+    let (seid, teid) = h.establish(&spec);
+    let usage = h.dp.uplink(teid).unwrap().usage.unwrap();
+    h.dp.count(
+        usage,
+        Usage {
+            ul_bytes: 42,
+            ..Usage::default()
+        },
+    );
+    // Query URR (type 77) holding URR ID 1.
+    let mut m = SessionModificationRequest::default();
+    m.unknown.push(pfcp::ie::UnknownIe {
+        ie_type: 77,
+        value: vec![0, 81, 0, 4, 0, 0, 0, 1],
+    });
+    let rsp = h.modify(seid, m);
+    assert_eq!(rsp.usage_reports.len(), 1);
+    assert_eq!(rsp.usage_reports[0].trigger, Triggers(0x80));
+    assert_eq!(rsp.usage_reports[0].volume.unwrap().uplink, Some(42));
+    // Remove the URR (and the PDRs' references to it): its last usage comes back.
+    h.dp.count(
+        usage,
+        Usage {
+            dl_bytes: 8,
+            ..Usage::default()
+        },
+    );
+    let mut m = SessionModificationRequest {
+        remove_urr: vec![requests::URR],
+        ..SessionModificationRequest::default()
+    };
+    for id in [requests::UL_PDR, requests::DL_PDR] {
+        m.update_pdr.push(pfcp::ie::UpdatePdr {
+            pdr_id: id,
+            ..Default::default()
+        });
+    }
+    // A PDR still naming the removed URR is a rule failure.
+    let rsp = h.modify(seid, m);
+    assert_eq!(rsp.cause, Cause::RULE_CREATION_FAILURE);
+    assert!(h.dp.uplink(teid).unwrap().usage.is_some());
+    let mut m = SessionModificationRequest {
+        remove_urr: vec![requests::URR],
+        remove_pdr: vec![requests::DL_PDR],
+        remove_far: vec![requests::DL_FAR],
+        ..SessionModificationRequest::default()
+    };
+    m.remove_pdr.push(requests::UL_PDR);
+    m.remove_far.push(requests::UL_FAR);
+    let rsp = h.modify(seid, m);
+    assert_eq!(rsp.cause, Cause::REQUEST_ACCEPTED);
+    assert_eq!(rsp.usage_reports.len(), 1);
+    assert_eq!(rsp.usage_reports[0].trigger, Triggers(Triggers::TERMR));
+    assert_eq!(rsp.usage_reports[0].volume.unwrap().downlink, Some(8));
+    assert_eq!(h.entries(), Entries::default());
+    h.delete(seid);
+}
+
+#[test]
+fn bad_input_never_panics_and_is_counted() {
+    let mut h = Harness::new();
+    h.associate();
+    // Version 2: Version Not Supported Response with the same sequence number.
+    let r = {
+        let mut dp = h.dp.clone();
+        h.node
+            .handle(h.now, h.smf, &[0x40, 1, 0, 4, 0, 0, 9, 0], &mut dp);
+        h.node.poll_transmit().unwrap()
+    };
+    assert_eq!(r.contents, vec![0x20, 11, 0, 4, 0, 0, 9, 0]);
+    // Unknown message type 99: silently discarded.
+    assert!(h.raw(&[0x20, 99, 0, 4, 0, 0, 1, 0]).is_empty());
+    assert_eq!(h.node.stats().unknown_type, 1);
+    // Garbage of every short length.
+    for n in 0..40u8 {
+        let junk: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37) ^ 0x21).collect();
+        let _ = h.raw(&junk);
+    }
+    // An IE overrunning the message: Invalid Length (68) naming it.
+    let mut bytes =
+        PfcpMessage::new(3, None, requests::association_setup(Harness::smf_node(), 1)).emit();
+    bytes[11] = 0x40; // Node ID length 0x0040, past the end.
+    let r = h.raw(&bytes);
+    let Message::AssociationSetupResponse(a) = &r[0].message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(a.cause, Some(Cause::INVALID_LENGTH));
+}
+
+#[test]
+fn association_update_is_answered() {
+    let mut h = Harness::new();
+    h.associate();
+    // Association Update Request (type 7) with our SMF's Node ID.
+    let mut body = Vec::new();
+    Harness::smf_node().emit(&mut body);
+    let mut bytes = vec![0x20, 7];
+    bytes.extend_from_slice(&u16::try_from(body.len() + 4).unwrap().to_be_bytes());
+    bytes.extend_from_slice(&[0, 0, 5, 0]);
+    bytes.extend_from_slice(&body);
+    let mut dp = h.dp.clone();
+    h.node.handle(h.now, h.smf, &bytes, &mut dp);
+    let t = h.node.poll_transmit().unwrap();
+    assert_eq!(t.contents[1], 8);
+    // Cause IE (19) = 1 after our Node ID (4 + 5 octets) and the 8-octet header.
+    assert_eq!(&t.contents[17..22], &[0, 19, 0, 1, 1]);
+}
+
+#[test]
+fn two_sessions_may_not_share_a_ue_address() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    h.establish(&spec);
+    let r = h.send(
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    );
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::RULE_CREATION_FAILURE);
+    assert_eq!(h.entries().downlink, 1);
+    assert_eq!(h.node.session_count(), 1);
+    // Nothing of the refused session was left behind either.
+    assert_eq!(h.entries().uplink, 1);
+    let _ = h.dp.entries();
+    let mut dp = h.dp.clone();
+    h.node.clear(&mut dp);
+    assert_eq!(h.entries(), Entries::default());
+}
+
+/// Every single-octet mutation of valid requests: no panic, every answer decodes, and once
+/// all sessions are removed the datapath is empty (no rule leaks on any error path).
+#[test]
+fn mutated_requests_never_panic_or_leak_rules() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = SessionSpec {
+        volume_threshold: Some(100),
+        ..h.spec()
+    };
+    let (seid, _) = h.establish(&spec);
+    let mut valid = vec![
+        PfcpMessage::new(1, None, requests::heartbeat(3)).emit(),
+        PfcpMessage::new(2, None, requests::association_setup(Harness::smf_node(), 7)).emit(),
+        PfcpMessage::new(
+            3,
+            Some(seid),
+            Message::SessionModificationRequest(requests::forward_downlink(9, GNB)),
+        )
+        .emit(),
+        PfcpMessage::new(4, Some(seid), requests::deletion()).emit(),
+    ];
+    let mut other = h.spec();
+    other.ue_ip = Ipv4Addr::new(10, 45, 7, 7);
+    valid.push(
+        PfcpMessage::new(
+            5,
+            Some(0),
+            Message::SessionEstablishmentRequest(requests::establishment(&other)),
+        )
+        .emit(),
+    );
+    let mut seq = 100u32;
+    for v in &valid {
+        for i in 0..v.len() {
+            for f in [|b: u8| b ^ 0x01, |b: u8| b ^ 0x80, |_| 0x00, |_| 0xff] {
+                let mut m = v.clone();
+                m[i] = f(m[i]);
+                // A fresh sequence number, so no answer comes from the retransmission cache
+                // (unless the mutation hit the sequence number itself).
+                seq += 1;
+                let s = seq.to_be_bytes();
+                let at = if m[0] & 1 != 0 { 12 } else { 4 };
+                if i < at || i >= at + 3 {
+                    m[at..at + 3].copy_from_slice(&s[1..]);
+                }
+                let mut dp = h.dp.clone();
+                h.node.handle(h.now, h.smf, &m, &mut dp);
+                while let Some(t) = h.node.poll_transmit() {
+                    if !matches!(t.contents[1], 8 | 11) {
+                        assert!(PfcpMessage::parse(&t.contents).is_ok(), "{t:?}");
+                    }
+                }
+            }
+        }
+    }
+    h.advance(Duration::from_secs(2));
+    let mut dp = h.dp.clone();
+    h.node.clear(&mut dp);
+    assert_eq!(h.entries(), Entries::default());
+    assert!(h.node.stats().malformed > 0);
+}
+
+#[test]
+fn periodic_reports_follow_the_measurement_period() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let mut req = requests::establishment(&spec);
+    req.create_urr.push(pfcp::ie::Urr {
+        urr_id: 9,
+        measurement_method: Some(pfcp::ie::MeasurementMethod(
+            pfcp::ie::MeasurementMethod::DURAT,
+        )),
+        reporting_triggers: Some(Triggers(Triggers::PERIO)),
+        volume_threshold: None,
+        time_threshold: None,
+        // Measurement Period (IE 64): 3 s.
+        unknown: vec![pfcp::ie::UnknownIe {
+            ie_type: 64,
+            value: vec![0, 0, 0, 3],
+        }],
+    });
+    req.create_pdr[0].urr_ids = vec![9];
+    let r = h.send(Some(0), Message::SessionEstablishmentRequest(req));
+    assert!(
+        matches!(r.message, Message::SessionEstablishmentResponse(ref e) if e.cause == Cause::REQUEST_ACCEPTED)
+    );
+    let mut seen = Vec::new();
+    for _ in 0..9 {
+        for m in h.advance(Duration::from_secs(1)) {
+            if let Message::SessionReportRequest(r) = &m.message {
+                let u = &r.usage_reports[0];
+                seen.push((u.ur_seqn, u.trigger, u.duration));
+                let rsp = PfcpMessage::new(
+                    m.header.sequence,
+                    Some(0x99),
+                    Message::SessionReportResponse(SessionResponse::new(Cause::REQUEST_ACCEPTED)),
+                );
+                h.raw(&rsp.emit());
+            }
+        }
+    }
+    let p = Triggers(Triggers::PERIO);
+    assert_eq!(
+        seen,
+        vec![(0, p, Some(3)), (1, p, Some(3)), (2, p, Some(3))]
+    );
+}
