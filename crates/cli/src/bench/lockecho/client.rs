@@ -42,6 +42,10 @@ pub(crate) struct ClientOutcome {
     pub(crate) rps: f64,
     /// Windows sent again after silence, over the whole run.
     pub(crate) resends: u64,
+    /// Echoes received over the whole run (warm-up included).
+    pub(crate) received_total: u64,
+    /// Client thread CPU time over the whole run.
+    pub(crate) cpu_s: f64,
     /// Whether the thread was pinned.
     pub(crate) pinned: bool,
 }
@@ -72,6 +76,7 @@ fn request(key: u32, seq: u32) -> [u8; REQUEST_LEN] {
 /// Runs the client on the calling thread until the measured window ends.
 pub(crate) fn run(cfg: &ClientConfig) -> std::io::Result<ClientOutcome> {
     let pinned = cfg.core.is_some_and(core_affinity::set_for_current);
+    let cpu0 = cpu_time::ThreadTime::try_now().ok();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -136,6 +141,10 @@ pub(crate) fn run(cfg: &ClientConfig) -> std::io::Result<ClientOutcome> {
                 0.0
             },
             resends: resends.get(),
+            received_total: received.get(),
+            cpu_s: cpu0
+                .and_then(|c| c.try_elapsed().ok())
+                .map_or(0.0, |d| d.as_secs_f64()),
             pinned,
         })
     })

@@ -23,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use self::client::{ClientConfig, ClientOutcome};
-use self::server::{Delivery, Mode, Plan, Server, ServerTotals};
+use self::server::{Delivery, LockedRx, Mode, Plan, Server, ServerTotals};
 use self::work::{Calibration, Variant};
 use super::machine::Machine;
 use crate::cli::Global;
@@ -61,6 +61,14 @@ pub(crate) struct EchoSettingsArgs {
     /// program cannot be loaded.
     #[arg(long)]
     pub(crate) require_bpf: bool,
+    /// How the locked design's workers receive: one shared socket all of them wait on, or
+    /// one reuseport socket each placed by the kernel's flow hash.
+    #[arg(long, value_enum, default_value_t = LockedRx::Shared)]
+    pub(crate) locked_rx: LockedRx,
+    /// Measure each point this many times, alternating which design goes first, and report
+    /// each design's median round (a shared machine's load comes in bursts).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) rounds: u32,
 }
 
 /// `steer5g bench echo`.
@@ -97,6 +105,8 @@ pub(crate) struct Settings {
     pub(crate) client_sockets: Option<u32>,
     pub(crate) keys: u32,
     pub(crate) require_bpf: bool,
+    pub(crate) locked_rx: LockedRx,
+    pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
 
@@ -128,6 +138,9 @@ impl Settings {
         if a.client_sockets.is_some_and(|n| n == 0 || n > 1024) {
             return Err(CliError::Usage("--client-sockets must be 1..=1024".into()));
         }
+        if a.rounds == 0 || a.rounds > 50 {
+            return Err(CliError::Usage("--rounds must be 1..=50".into()));
+        }
         if a.keys == 0 {
             return Err(CliError::Usage("--keys must be at least 1".into()));
         }
@@ -147,6 +160,8 @@ impl Settings {
             client_sockets: a.client_sockets,
             keys: a.keys,
             require_bpf: a.require_bpf,
+            locked_rx: a.locked_rx,
+            rounds: a.rounds,
             calibration,
         })
     }
@@ -163,6 +178,13 @@ pub(crate) struct ModeReport {
     pub(crate) held_share: f64,
     /// Mean service time per request (work + lock wait + lock hold), in microseconds.
     pub(crate) service_us: f64,
+    /// Worker thread CPU time per served request, in microseconds: unlike the rate, it
+    /// holds when other jobs take cores away.
+    pub(crate) server_cpu_us_per_req: f64,
+    /// Client thread CPU time per echo received, in microseconds.
+    pub(crate) client_cpu_us_per_req: f64,
+    /// The rate of every round, in the order run (the figures above are the median's).
+    pub(crate) rounds_rps: Vec<f64>,
     pub(crate) client: ClientOutcome,
     pub(crate) server: ServerTotals,
     pub(crate) delivery: Delivery,
@@ -273,7 +295,7 @@ pub(crate) fn measure_mode(
         outside: total.saturating_sub(locked),
         locked,
     };
-    let server = Server::start(mode, workers, plan, s.require_bpf)?;
+    let server = Server::start(mode, workers, plan, s.require_bpf, s.locked_rx)?;
     let cfg = ClientConfig {
         server: server.addr(),
         sockets: s
@@ -303,9 +325,7 @@ pub(crate) fn measure_mode(
     let outcome = handle
         .join()
         .map_err(|_| CliError::Failed("the echo client panicked".into()));
-    let totals = server.totals();
-    let delivery = server.delivery();
-    server.stop()?;
+    let (totals, delivery) = server.stop()?;
     let client = match outcome {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
@@ -346,20 +366,54 @@ pub(crate) fn measure_mode(
         wait_share: totals.wait_share(),
         held_share: totals.held_share(),
         service_us,
+        server_cpu_us_per_req: totals.cpu_us_per_request(),
+        client_cpu_us_per_req: if client.received_total > 0 {
+            client.cpu_s * 1e6 / client.received_total as f64
+        } else {
+            0.0
+        },
+        rounds_rps: vec![client.rps],
         client,
         server: totals,
         delivery,
     })
 }
 
-/// Both designs at one share, sharded first.
+/// The median of `runs` by rate (the upper one of an even count), with every round's rate.
+fn median(mut runs: Vec<ModeReport>) -> Option<ModeReport> {
+    let all: Vec<f64> = runs.iter().map(|r| r.rps).collect();
+    runs.sort_by(|a, b| a.rps.total_cmp(&b.rps));
+    let mid = runs.len() / 2;
+    let mut m = runs.into_iter().nth(mid)?;
+    m.rounds_rps = all;
+    Some(m)
+}
+
+/// Both designs at one share, each `rounds` times, alternating which goes first.
 pub(crate) fn measure_point(
     workers: u16,
     share: f64,
     s: &Settings,
 ) -> Result<PointReport, CliError> {
-    let sharded = measure_mode(Mode::Sharded, workers, share, s)?;
-    let locked = measure_mode(Mode::Locked, workers, share, s)?;
+    let mut sharded = Vec::new();
+    let mut locked = Vec::new();
+    for round in 0..s.rounds {
+        let order = if round % 2 == 0 {
+            [Mode::Sharded, Mode::Locked]
+        } else {
+            [Mode::Locked, Mode::Sharded]
+        };
+        for mode in order {
+            let r = measure_mode(mode, workers, share, s)?;
+            match mode {
+                Mode::Sharded => sharded.push(r),
+                Mode::Locked => locked.push(r),
+            }
+        }
+    }
+    let none = || CliError::Failed("no round measured".into());
+    let sharded = median(sharded).ok_or_else(none)?;
+    let locked = median(locked).ok_or_else(none)?;
     let ratio = if locked.rps > 0.0 {
         sharded.rps / locked.rps
     } else {
@@ -513,19 +567,29 @@ fn table(r: &SweepReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>12} {:>12} {:>7} {:>11} {:>11} {:>9}",
-        "share", "sharded/s", "locked/s", "ratio", "lock wait", "lock held", "path"
+        "{:>6} {:>12} {:>12} {:>7} {:>11} {:>11} {:>10} {:>10} {:>9}",
+        "share",
+        "sharded/s",
+        "locked/s",
+        "ratio",
+        "lock wait",
+        "lock held",
+        "cpu/req S",
+        "cpu/req L",
+        "path"
     );
     for p in &r.runs {
         let _ = writeln!(
             s,
-            "{:>6.3} {:>12.0} {:>12.0} {:>7.3} {:>10.1}% {:>10.1}% {:>9}",
+            "{:>6.3} {:>12.0} {:>12.0} {:>7.3} {:>10.1}% {:>10.1}% {:>8.1}us {:>8.1}us {:>9}",
             p.lock_share,
             p.sharded_rps,
             p.locked_rps,
             p.ratio,
             p.locked.wait_share * 100.0,
             p.locked.held_share * 100.0,
+            p.sharded.server_cpu_us_per_req,
+            p.locked.server_cpu_us_per_req,
             p.sharded.delivery.path
         );
     }
@@ -549,11 +613,12 @@ fn table(r: &SweepReport) -> String {
 fn csv(r: &SweepReport) -> String {
     let mut s = String::from(
         "workers,lock_share,work_us,variant,sharded_rps,locked_rps,ratio,\
-         locked_wait_share,locked_held_share,sharded_path,sharded_handed_off\n",
+         locked_wait_share,locked_held_share,sharded_cpu_us_per_req,locked_cpu_us_per_req,\
+         sharded_path,sharded_handed_off\n",
     );
     for p in &r.runs {
         s.push_str(&format!(
-            "{},{},{},{},{:.1},{:.1},{:.4},{:.4},{:.4},{},{}\n",
+            "{},{},{},{},{:.1},{:.1},{:.4},{:.4},{:.4},{:.3},{:.3},{},{}\n",
             p.workers,
             p.lock_share,
             r.settings.work_us,
@@ -566,6 +631,8 @@ fn csv(r: &SweepReport) -> String {
             p.ratio,
             p.locked.wait_share,
             p.locked.held_share,
+            p.sharded.server_cpu_us_per_req,
+            p.locked.server_cpu_us_per_req,
             p.sharded.delivery.path,
             p.sharded.server.handed_off
         ));

@@ -9,11 +9,14 @@
 //!   without a lock. Without the program (no privilege), the kernel's hash spreads the
 //!   datagrams and a worker hands a request it does not own one hop to its owner over the
 //!   mesh, counted as `handed_off`.
-//! - locked (the baseline of the AppSteer echo experiment, reference 001 §V): the kernel's
-//!   reuseport hash spreads the datagrams over the workers and every record sits in one map
-//!   behind one mutex. This baseline is the better one of the two a vanilla kernel offers:
-//!   one shared socket that every worker waits on would add the socket lock and wake-ups to
-//!   the application lock being measured.
+//! - locked (the baseline of the AppSteer echo experiment, reference 001 §V, and DESIGN.md
+//!   principle 6): every record sits in one map behind one mutex and a request is served by
+//!   whichever worker reads it. By default all workers wait on one shared socket (each
+//!   registers the same socket in its own epoll, so a datagram wakes all of them and one
+//!   wins: the "all workers woken" of a vanilla multi-threaded server). `--locked-rx hash`
+//!   gives each worker its own `SO_REUSEPORT` socket instead and lets the kernel's 4-tuple
+//!   hash spread the client's flows, which avoids the herd but balances only as well as a
+//!   few flows hash.
 //!
 //! Every request does `outside` units of work, then takes the state (the lock, or nothing),
 //! does `locked` units of work mixed into the key's record and lets go. The clocks around
@@ -48,6 +51,16 @@ pub(crate) enum Mode {
     Sharded,
     /// One shared map behind one mutex, requests on any worker.
     Locked,
+}
+
+/// How the locked design's workers receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LockedRx {
+    /// One socket all workers wait on.
+    Shared,
+    /// One `SO_REUSEPORT` socket per worker, placed by the kernel's flow hash.
+    Hash,
 }
 
 /// Units of work per request.
@@ -104,6 +117,10 @@ pub(crate) struct WorkerStats {
     handoff_dropped: AtomicU64,
     bad: AtomicU64,
     send_errors: AtomicU64,
+    /// Thread CPU time, stored when the worker ends.
+    cpu_ns: AtomicU64,
+    /// Wake-ups that found nothing to read (another worker took the datagram).
+    empty_wakeups: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, by: u64) {
@@ -129,6 +146,10 @@ pub(crate) struct ServerTotals {
     pub(crate) bad: u64,
     /// Echoes the kernel refused.
     pub(crate) send_errors: u64,
+    /// CPU time of the worker threads over the whole run (warm-up included).
+    pub(crate) cpu_s: f64,
+    /// Wake-ups that found the socket already emptied by another worker.
+    pub(crate) empty_wakeups: u64,
 }
 
 impl ServerTotals {
@@ -136,6 +157,15 @@ impl ServerTotals {
     pub(crate) fn wait_share(&self) -> f64 {
         if self.service_s > 0.0 {
             self.wait_s / self.service_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Worker CPU time per served request, in microseconds.
+    pub(crate) fn cpu_us_per_request(&self) -> f64 {
+        if self.served > 0 {
+            self.cpu_s * 1e6 / self.served as f64
         } else {
             0.0
         }
@@ -163,7 +193,8 @@ pub(crate) struct Handoff {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Delivery {
     /// `bpf` (sk_reuseport steered by key), `handoff` (kernel hash, then one hop to the
-    /// owner) or `kernel-hash` (kernel hash, served where they land: the locked design).
+    /// owner); for the locked design `shared-socket` (all workers on one socket) or
+    /// `kernel-hash` (the kernel's flow hash), served where they land.
     pub(crate) path: &'static str,
     /// Why the program is not attached, when sharded runs without it.
     pub(crate) unsteered_reason: Option<String>,
@@ -184,6 +215,7 @@ pub(crate) struct Server {
     steering: Option<Steering>,
     unsteered: Option<String>,
     mode: Mode,
+    locked_rx: LockedRx,
 }
 
 impl Server {
@@ -193,6 +225,7 @@ impl Server {
         workers: u16,
         plan: Plan,
         require_bpf: bool,
+        locked_rx: LockedRx,
     ) -> Result<Self, CliError> {
         let set = Workers::new(workers)
             .ok_or_else(|| CliError::Usage(format!("--workers must be 1..={}", Workers::MAX)))?;
@@ -214,8 +247,20 @@ impl Server {
                 let (sockets, steering) = group.into_parts();
                 (sockets, steering, unsteered, addr)
             }
-            Mode::Locked => {
+            Mode::Locked if locked_rx == LockedRx::Hash => {
                 let (sockets, addr) = bind_plain_group(any, workers)?;
+                (sockets, None, None, addr)
+            }
+            Mode::Locked => {
+                let (mut sockets, addr) = bind_plain_group(any, 1)?;
+                let first = sockets
+                    .first()
+                    .ok_or_else(|| CliError::Failed("no socket".into()))?
+                    .try_clone()?;
+                // Clones share one open socket; each worker registers its own descriptor.
+                for _ in 1..workers {
+                    sockets.push(first.try_clone()?);
+                }
                 (sockets, None, None, addr)
             }
         };
@@ -261,6 +306,7 @@ impl Server {
             steering,
             unsteered,
             mode,
+            locked_rx,
         })
     }
 
@@ -269,11 +315,10 @@ impl Server {
         self.addr
     }
 
-    /// The counters so far, summed over workers.
-    pub(crate) fn totals(&self) -> ServerTotals {
+    fn sum(stats: &[WorkerStats]) -> ServerTotals {
         let mut t = ServerTotals::default();
         let ns = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 * 1e-9;
-        for w in self.stats.iter() {
+        for w in stats {
             t.served += w.served.load(Ordering::Relaxed);
             t.wait_s += ns(&w.wait_ns);
             t.held_s += ns(&w.held_ns);
@@ -282,6 +327,8 @@ impl Server {
             t.handoff_dropped += w.handoff_dropped.load(Ordering::Relaxed);
             t.bad += w.bad.load(Ordering::Relaxed);
             t.send_errors += w.send_errors.load(Ordering::Relaxed);
+            t.cpu_s += ns(&w.cpu_ns);
+            t.empty_wakeups += w.empty_wakeups.load(Ordering::Relaxed);
         }
         t
     }
@@ -291,7 +338,8 @@ impl Server {
         let counters = self.steering.as_ref().and_then(|s| s.counters().ok());
         Delivery {
             path: match (self.mode, &self.steering) {
-                (Mode::Locked, _) => "kernel-hash",
+                (Mode::Locked, _) if self.locked_rx == LockedRx::Hash => "kernel-hash",
+                (Mode::Locked, _) => "shared-socket",
                 (Mode::Sharded, Some(_)) => "bpf",
                 (Mode::Sharded, None) => "handoff",
             },
@@ -307,11 +355,15 @@ impl Server {
         }
     }
 
-    /// Stops and joins the workers.
-    pub(crate) fn stop(self) -> Result<(), CliError> {
-        self.rt
-            .stop()
-            .map_err(|e| CliError::Failed(format!("echo workers: {e}")))
+    /// Stops and joins the workers; returns the final counters (CPU time included, which
+    /// each worker stores as it ends) and the delivery.
+    pub(crate) fn stop(self) -> Result<(ServerTotals, Delivery), CliError> {
+        let delivery = self.delivery();
+        let Server { rt, stats, .. } = self;
+        rt.stop()
+            .map_err(|e| CliError::Failed(format!("echo workers: {e}")))?;
+        let s = Server::sum(&stats);
+        Ok((s, delivery))
     }
 }
 
@@ -354,11 +406,32 @@ async fn worker_loop(
     mode: Mode,
     all: &[WorkerStats],
 ) -> std::io::Result<()> {
-    let sock = tokio::net::UdpSocket::from_std(sock)?;
-    let mut work = work::Worker::new(plan.variant)?;
     let Some(stats) = all.get(ctx.id.index()) else {
         return Ok(());
     };
+    let cpu0 = cpu_time::ThreadTime::try_now().ok();
+    let r = serve_loop(&mut ctx, sock, &mut state, plan, mode, stats).await;
+    if let Some(c) = cpu0 {
+        let used = c.try_elapsed().unwrap_or_default();
+        stats.cpu_ns.store(
+            u64::try_from(used.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+    r
+}
+
+async fn serve_loop(
+    ctx: &mut WorkerCtx<Handoff>,
+    sock: UdpSocket,
+    state: &mut State,
+    plan: Plan,
+    mode: Mode,
+    stats: &WorkerStats,
+) -> std::io::Result<()> {
+    let sock = tokio::net::UdpSocket::from_std(sock)?;
+    let mut work = work::Worker::new(plan.variant)?;
+    let mut woken = false;
     let me = ctx.id;
     let n = u32::from(ctx.workers.count());
     let mut inbox: Vec<Handoff> = Vec::with_capacity(BATCH);
@@ -370,7 +443,7 @@ async fn worker_loop(
         ctx.mesh.drain(|_, m| inbox.push(m));
         for m in inbox.drain(..) {
             let req = m.buf.get(..usize::from(m.len)).unwrap_or(&[]);
-            serve(&sock, req, m.from, &mut state, &mut work, plan, stats)?;
+            serve(&sock, req, m.from, state, &mut work, plan, stats)?;
         }
         let mut got = 0;
         while got < BATCH {
@@ -402,9 +475,14 @@ async fn worker_loop(
                 }
                 continue;
             }
-            serve(&sock, req, from, &mut state, &mut work, plan, stats)?;
+            serve(&sock, req, from, state, &mut work, plan, stats)?;
         }
+        if woken && got == 0 {
+            bump(&stats.empty_wakeups, 1);
+        }
+        woken = false;
         if got == 0 && !ctx.mesh.has_ready() {
+            woken = true;
             tokio::select! {
                 r = sock.readable() => r?,
                 () = ctx.mesh.recv_ready(), if mode == Mode::Sharded => {}
