@@ -139,7 +139,7 @@ pub(crate) fn measure_handoff() -> Result<Handoff, CliError> {
                 return got;
             }
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && Instant::now() > deadline {
+            if spins.is_multiple_of(1024) && Instant::now() > deadline {
                 return None;
             }
             if share {
@@ -188,7 +188,9 @@ pub(crate) fn measure_handoff() -> Result<Handoff, CliError> {
     let (n, elapsed) =
         probed.map_err(|_| CliError::Failed("the hand-off probe panicked".into()))?;
     if n == 0 {
-        return Err(CliError::Failed("the hand-off probe got no round trip".into()));
+        return Err(CliError::Failed(
+            "the hand-off probe got no round trip".into(),
+        ));
     }
     Ok(Handoff {
         one_way_ns: elapsed.as_secs_f64() * 1e9 / f64::from(n) / 2.0,
@@ -319,7 +321,9 @@ pub(crate) fn run(global: &Global, args: &UslArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--max-workers must be 1..=64".into()));
     }
     if !(args.lock_share.is_finite() && (0.0..=1.0).contains(&args.lock_share)) {
-        return Err(CliError::Usage("--lock-share must be between 0 and 1".into()));
+        return Err(CliError::Usage(
+            "--lock-share must be between 0 and 1".into(),
+        ));
     }
     let settings = Settings::from_args(&args.settings)?;
     let machine = Machine::probe();
@@ -552,7 +556,9 @@ fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
             .draw_series(LineSeries::new(curve, color.stroke_width(2)))
             .map_err(|e| err(&e))?
             .label(format!("{} (projection)", p.design))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
         let light = color.mix(0.35);
         let lo: Vec<(f64, f64)> = ns.iter().map(|&n| (n, p.usl.band(n).0)).collect();
         let hi: Vec<(f64, f64)> = ns.iter().map(|&n| (n, p.usl.band(n).1)).collect();
@@ -563,9 +569,11 @@ fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
             .draw_series(LineSeries::new(hi, light.stroke_width(1)))
             .map_err(|e| err(&e))?;
         chart
-            .draw_series(p.check.iter().map(|c| {
-                Circle::new((f64::from(c.workers), c.measured_rps), 5, color.filled())
-            }))
+            .draw_series(
+                p.check.iter().map(|c| {
+                    Circle::new((f64::from(c.workers), c.measured_rps), 5, color.filled())
+                }),
+            )
             .map_err(|e| err(&e))?;
     }
     chart
@@ -593,10 +601,7 @@ mod tests {
         };
         assert!((lin.throughput(16.0) - 1600.0).abs() < 1e-9);
         // Amdahl: with σ = 0.25 the ceiling is λ/σ = 400.
-        let amdahl = Usl {
-            sigma: 0.25,
-            ..lin
-        };
+        let amdahl = Usl { sigma: 0.25, ..lin };
         assert!((amdahl.throughput(1.0) - 100.0).abs() < 1e-9);
         assert!((amdahl.throughput(4.0) - 400.0 / 1.75).abs() < 1e-9);
         assert!(amdahl.throughput(1e6) < 400.0);
@@ -665,7 +670,13 @@ mod tests {
 
     #[test]
     fn projection_needs_one_worker_and_checks_every_point() {
-        assert!(project("x", &[(2, 10.0)], (0.1, String::new()), (0.0, String::new())).is_none());
+        assert!(project(
+            "x",
+            &[(2, 10.0)],
+            (0.1, String::new()),
+            (0.0, String::new())
+        )
+        .is_none());
         let p = project(
             "locked",
             &[(1, 100.0), (2, 150.0)],

@@ -92,7 +92,7 @@ pub(crate) fn run(cfg: &ClientConfig) -> std::io::Result<ClientOutcome> {
             let resends = Rc::clone(&resends);
             let (window, keys) = (cfg.window, cfg.keys);
             tasks.push(tokio::task::spawn_local(async move {
-                let mut rng = Keys(0x9e37_79b9_7f4a_7c15 ^ (u64::from(i) + 1) * 0x2545_f491);
+                let mut rng = Keys(0x9e37_79b9_7f4a_7c15 ^ ((u64::from(i) + 1) * 0x2545_f491));
                 let mut seq = 0u32;
                 let mut buf = [0u8; 64];
                 loop {

@@ -65,6 +65,10 @@ pub(crate) struct EchoSettingsArgs {
     /// one reuseport socket each placed by the kernel's flow hash.
     #[arg(long, value_enum, default_value_t = LockedRx::Shared)]
     pub(crate) locked_rx: LockedRx,
+    /// Leave the worker threads unpinned (the scheduler may move them to whichever core
+    /// other jobs leave free); by default worker i is pinned to core i.
+    #[arg(long)]
+    pub(crate) no_pin: bool,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -106,6 +110,7 @@ pub(crate) struct Settings {
     pub(crate) keys: u32,
     pub(crate) require_bpf: bool,
     pub(crate) locked_rx: LockedRx,
+    pub(crate) pin: bool,
     pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
@@ -161,6 +166,7 @@ impl Settings {
             keys: a.keys,
             require_bpf: a.require_bpf,
             locked_rx: a.locked_rx,
+            pin: !a.no_pin,
             rounds: a.rounds,
             calibration,
         })
@@ -295,7 +301,7 @@ pub(crate) fn measure_mode(
         outside: total.saturating_sub(locked),
         locked,
     };
-    let server = Server::start(mode, workers, plan, s.require_bpf, s.locked_rx)?;
+    let server = Server::start(mode, workers, plan, s.require_bpf, s.locked_rx, s.pin)?;
     let cfg = ClientConfig {
         server: server.addr(),
         sockets: s
@@ -305,7 +311,7 @@ pub(crate) fn measure_mode(
         keys: s.keys,
         warmup: Duration::from_secs_f64(s.warmup_s),
         duration: Duration::from_secs_f64(s.duration_s),
-        core: client_core(workers),
+        core: if s.pin { client_core(workers) } else { None },
     };
     let total_ms = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     // Hidden by indicatif when standard error is not a terminal.

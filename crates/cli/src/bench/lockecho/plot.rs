@@ -56,7 +56,9 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .map_err(|e| err(&e))?
             .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
         chart
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
             .map_err(|e| err(&e))?;

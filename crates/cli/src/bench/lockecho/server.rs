@@ -124,7 +124,10 @@ pub(crate) struct WorkerStats {
 }
 
 fn bump(c: &AtomicU64, by: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+    c.store(
+        c.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
 }
 
 /// Counters summed over workers.
@@ -226,6 +229,7 @@ impl Server {
         plan: Plan,
         require_bpf: bool,
         locked_rx: LockedRx,
+        pin: bool,
     ) -> Result<Self, CliError> {
         let set = Workers::new(workers)
             .ok_or_else(|| CliError::Usage(format!("--workers must be 1..={}", Workers::MAX)))?;
@@ -273,7 +277,7 @@ impl Server {
         let shared = Arc::new(Mutex::new(Table::new()));
         let st = Arc::clone(&stats);
         let opts = RuntimeOptions {
-            pin: true,
+            pin,
             name: format!("echo-{}", mode.label()),
             ..RuntimeOptions::default()
         };
@@ -508,7 +512,7 @@ fn serve(
         .and_then(|s| s.extract(req))
         .unwrap_or(0);
     let start = Instant::now();
-    let x = work.run(u64::from(key) << 32 | u64::from(seq), plan.outside)?;
+    let x = work.run((u64::from(key) << 32) | u64::from(seq), plan.outside)?;
     let asked = Instant::now();
     let (r, got) = state.with(|t| {
         let rec = t.entry(key).or_default();
