@@ -93,7 +93,10 @@ impl State {
     /// shard, at once).
     fn with<R>(&mut self, f: impl FnOnce(&mut Table) -> R) -> (R, Instant) {
         match self {
-            State::Shard(t) => (f(t), Instant::now()),
+            State::Shard(t) => {
+                let got = Instant::now();
+                (f(t), got)
+            }
             State::Locked(m) => {
                 // A worker that panicked while holding the lock stopped the whole runtime; the
                 // table itself is still whole (records are plain integers).
