@@ -32,6 +32,9 @@ use super::machine::Machine;
 use crate::cli::Global;
 use crate::exit::CliError;
 
+/// A fit residual above this says the model does not describe the measured points, so its
+/// projection is flagged as unsupported.
+pub(crate) const RESIDUAL_LIMIT: f64 = 0.2;
 /// Core counts the projection is printed for.
 pub(crate) const PROJECT_TO: [u16; 2] = [16, 64];
 /// Factors σ and κ are scaled by for the sensitivity band.
@@ -227,6 +230,9 @@ pub(crate) struct Projection {
     pub(crate) check: Vec<CheckPoint>,
     /// RMS relative error of the model over the measured N.
     pub(crate) fit_residual: f64,
+    /// Whether the residual is within [`RESIDUAL_LIMIT`]; when not, the projection is
+    /// printed but the measurements do not support it.
+    pub(crate) supported: bool,
     pub(crate) projected: Vec<Projected>,
 }
 
@@ -307,6 +313,7 @@ pub(crate) fn project(
         kappa_source: kappa.1,
         check,
         fit_residual: usl.residual(measured),
+        supported: usl.residual(measured) <= RESIDUAL_LIMIT,
         projected,
     })
 }
@@ -478,13 +485,18 @@ fn table(r: &UslReport) -> String {
     for p in &r.projections {
         let _ = writeln!(
             s,
-            "{:>8}: lambda {:.0}/s, sigma {:.4} ({}), kappa {:.6}; fit residual {:.1}%",
+            "{:>8}: lambda {:.0}/s, sigma {:.4} ({}), kappa {:.6}; fit residual {:.1}%{}",
             p.design,
             p.usl.lambda,
             p.usl.sigma,
             p.sigma_source,
             p.usl.kappa,
-            p.fit_residual * 100.0
+            p.fit_residual * 100.0,
+            if p.supported {
+                ""
+            } else {
+                " -- above 20%: the measurements do not support this projection"
+            }
         );
         for c in &p.check {
             let _ = writeln!(
