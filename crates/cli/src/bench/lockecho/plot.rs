@@ -7,6 +7,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use super::server::LockedRx;
 use super::{Crossover, SweepReport};
 
 const SHARDED_COLOR: RGBColor = RGBColor(31, 119, 180);
@@ -44,9 +45,13 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
         .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
         .draw()
         .map_err(|e| err(&e))?;
+    let locked_name = match report.settings.locked_rx {
+        LockedRx::Shared => "locked (one shared socket, one mutex)",
+        LockedRx::Hash => "locked (kernel flow hash, one mutex)",
+    };
     for (name, color, pick) in [
         ("sharded (steered, no lock)", SHARDED_COLOR, 1usize),
-        ("locked (kernel hash, one mutex)", LOCKED_COLOR, 2usize),
+        (locked_name, LOCKED_COLOR, 2usize),
     ] {
         let pts: Vec<(f64, f64)> = runs
             .iter()
