@@ -3,11 +3,13 @@
 
 mod echo;
 mod floor;
+mod lockecho;
 mod machine;
 mod plot;
 mod registration;
 mod regplot;
 mod sctp;
+mod usl;
 
 use clap::Subcommand;
 
@@ -26,6 +28,13 @@ pub(crate) enum Scenario {
     /// Registrations per second and core CPU per registration of an in-process core, next
     /// to the crypto floor of a registration measured in the same run.
     Registration(RegistrationArgs),
+    /// Echo microbenchmark: a share of each request's work under a lock on shared state,
+    /// sharded (steered to the key's owner, no lock) vs locked (one mutex), to find the
+    /// lock share where sharding wins.
+    Echo(lockecho::LockEchoArgs),
+    /// Universal Scalability Law projection of the echo server to 16 and 64 cores from
+    /// contention (lock wait share) and coherency (cross-core hand-off cost) measured here.
+    Usl(usl::UslArgs),
 }
 
 /// `steer5g bench`.
@@ -33,5 +42,7 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
     match &args.scenario {
         Scenario::Sctp(a) => sctp::run(global, a),
         Scenario::Registration(a) => registration::run(global, a),
+        Scenario::Echo(a) => lockecho::run(global, a),
+        Scenario::Usl(a) => usl::run(global, a),
     }
 }
