@@ -374,9 +374,7 @@ mod tests {
                         target,
                     } => self.push(w, to, Wire::Marker(app, epoch, target)),
                     Action::Handover { to, app, epoch } => {
-                        let state = self.shards[usize::from(w)]
-                            .remove(&app)
-                            .unwrap_or_default();
+                        let state = self.shards[usize::from(w)].remove(&app).unwrap_or_default();
                         self.push(w, to, Wire::Handover(app, epoch, state));
                     }
                     Action::Completed { app, epoch } => {
@@ -401,7 +399,10 @@ mod tests {
         /// Deliver the head of queue `from → to`, refreshing `to` first (the caller's
         /// contract).
         fn deliver(&mut self, from: u16, to: u16) {
-            let Some(wire) = self.queues.get_mut(&(from, to)).and_then(VecDeque::pop_front)
+            let Some(wire) = self
+                .queues
+                .get_mut(&(from, to))
+                .and_then(VecDeque::pop_front)
             else {
                 return;
             };
@@ -450,9 +451,8 @@ mod tests {
             assert!(steps < 1_000_000, "seed {seed}: no progress");
             let senders_left: Vec<u16> = (0..n)
                 .filter(|&w| {
-                    apps.iter().any(|a| {
-                        next_seq[usize::from(w)].get(a).copied().unwrap_or(0) < per_sender
-                    })
+                    apps.iter()
+                        .any(|a| next_seq[usize::from(w)].get(a).copied().unwrap_or(0) < per_sender)
                 })
                 .collect();
             let busy = m.busy_queues();

@@ -71,9 +71,14 @@ struct Slot {
     top: TopK,
 }
 
-/// Where workers post their load for the controller: a slot per worker, written every
-/// [`SteeredOptions::publish_every`] messages (not per message) and emptied by
-/// [`LoadBoard::collect`].
+/// Where workers post load for the controller: a slot per worker for the messages offered
+/// to it (routed to it by every reader, itself included) and its hottest ids among them.
+/// Readers count as they route and post every [`SteeredOptions::publish_every`] messages (not
+/// per message); [`LoadBoard::collect`] empties the slots.
+///
+/// Offered rather than handled: a worker that runs flat out handles as many messages per
+/// interval as any other, however deep its queues; what tells a hot worker is what is routed
+/// to it.
 #[derive(Debug)]
 pub struct LoadBoard {
     slots: Box<[Mutex<Slot>]>,
@@ -118,7 +123,7 @@ impl LoadBoard {
             .map(|slot| {
                 let mut s = slot.lock().unwrap_or_else(PoisonError::into_inner);
                 let load = WorkerLoad {
-                    handled: s.handled,
+                    offered: s.handled,
                     top: s.top.top(),
                 };
                 s.handled = 0;
@@ -132,9 +137,9 @@ impl LoadBoard {
 /// How a [`SteeredWorker`] behaves.
 #[derive(Debug, Clone)]
 pub struct SteeredOptions {
-    /// Post load to the board after this many handled messages (and whenever idle).
+    /// Post load to the board after this many routed messages (and whenever idle).
     pub publish_every: u64,
-    /// Counters of the worker's own top-k sketch.
+    /// Counters of each of the worker's top-k sketches (one per destination).
     pub top_k: usize,
 }
 
@@ -173,7 +178,9 @@ pub struct SteeredWorker<M, S> {
     outbox: Vec<VecDeque<Wire<M, S>>>,
     scratch: Vec<(WorkerId, Wire<M, S>)>,
     board: Arc<LoadBoard>,
-    top: TopK,
+    /// Indexed by destination worker: messages this worker routed there since the last post,
+    /// and their ids.
+    offered: Vec<(u64, TopK)>,
     unposted: u64,
     opts: SteeredOptions,
     stats: SteeredStats,
@@ -207,7 +214,7 @@ impl<M, S> SteeredWorker<M, S> {
             outbox: (0..n).map(|_| VecDeque::new()).collect(),
             scratch: Vec::new(),
             board,
-            top: TopK::new(opts.top_k),
+            offered: (0..n).map(|_| (0, TopK::new(opts.top_k))).collect(),
             unposted: 0,
             opts,
             stats: SteeredStats::default(),
@@ -247,8 +254,17 @@ impl<M, S> SteeredWorker<M, S> {
         H: Shard<Msg = M, State = S>,
     {
         self.refresh();
+        let to = self.migrator.snapshot().route(app);
+        if let Some((n, top)) = self.offered.get_mut(to.index()) {
+            *n += 1;
+            top.record(app, 1);
+        }
+        self.unposted += 1;
         self.migrator.submit(app, msg);
         self.run(mesh, shard);
+        if self.unposted >= self.opts.publish_every {
+            self.post();
+        }
     }
 
     /// One turn: mark new moves, read what other workers sent, retry full queues, post
@@ -288,11 +304,18 @@ impl<M, S> SteeredWorker<M, S> {
 
     /// Post the load counted since the last post to the board.
     pub fn post(&mut self) {
-        if self.unposted > 0 {
-            self.board.post(self.id, self.unposted, &self.top);
-            self.unposted = 0;
-            self.top.clear();
+        if self.unposted == 0 {
+            return;
         }
+        for (i, (n, top)) in self.offered.iter_mut().enumerate() {
+            if *n > 0 {
+                // `i` is below the worker count, a u16.
+                self.board.post(WorkerId(i as u16), *n, top);
+                *n = 0;
+                top.clear();
+            }
+        }
+        self.unposted = 0;
     }
 
     fn run<H>(&mut self, mesh: &mut MeshEnd<Wire<M, S>>, shard: &mut H)
@@ -304,11 +327,6 @@ impl<M, S> SteeredWorker<M, S> {
                 Action::Deliver { app, msg } => {
                     shard.handle(app, msg);
                     self.stats.handled += 1;
-                    self.unposted += 1;
-                    self.top.record(app, 1);
-                    if self.unposted >= self.opts.publish_every {
-                        self.post();
-                    }
                 }
                 Action::Send { to, app, msg } => self.send(mesh, to, Wire::Data { app, msg }),
                 Action::Marker {
@@ -373,9 +391,9 @@ impl<M, S> SteeredWorker<M, S> {
 /// One policy interval as the [`Rebalancer`] saw it.
 #[derive(Debug, Clone)]
 pub struct IntervalReport {
-    /// Messages each worker handled.
-    pub handled: Vec<u64>,
-    /// Max over mean of `handled`.
+    /// Messages routed to each worker.
+    pub offered: Vec<u64>,
+    /// Max over mean of `offered`.
     pub imbalance: Option<f64>,
     /// Moves begun.
     pub moves: Vec<Decision>,
@@ -406,10 +424,10 @@ impl Rebalancer {
         let loads = self.board.collect();
         let snap = self.table.snapshot();
         let decisions = self.policy.decide(&loads, &snap);
-        let handled: Vec<u64> = loads.iter().map(|l| l.handled).collect();
+        let offered: Vec<u64> = loads.iter().map(|l| l.offered).collect();
         let mut report = IntervalReport {
-            imbalance: imbalance(&handled),
-            handled,
+            imbalance: imbalance(&offered),
+            offered,
             moves: Vec::new(),
             refused: Vec::new(),
         };

@@ -592,8 +592,8 @@ mod tests {
     #[test]
     fn queue_map_routes_through_the_serving_worker() {
         let w = workers(3);
-        let t = SteeringTable::with_queue_map(w, vec![WorkerId(2), WorkerId(0), WorkerId(1)])
-            .unwrap();
+        let t =
+            SteeringTable::with_queue_map(w, vec![WorkerId(2), WorkerId(0), WorkerId(1)]).unwrap();
         // 4 % 3 = queue 1, served by worker 0.
         assert_eq!(t.route(AppId(4)), WorkerId(0));
         t.set_exception(AppId(4), WorkerId(1)).unwrap();
@@ -630,7 +630,11 @@ mod tests {
         let m = t.begin_move(AppId(2), WorkerId(1)).unwrap();
         assert_eq!((m.from, m.to), (WorkerId(0), WorkerId(1)));
         assert_eq!(t.route(AppId(2)), WorkerId(1));
-        assert_eq!(rec.log.lock().unwrap().len(), 1, "kernel untouched mid-move");
+        assert_eq!(
+            rec.log.lock().unwrap().len(),
+            1,
+            "kernel untouched mid-move"
+        );
         assert!(matches!(
             t.begin_move(AppId(2), WorkerId(0)),
             Err(TableError::Moving { .. })
