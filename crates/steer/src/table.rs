@@ -20,7 +20,6 @@
 //! the `Arc` counts but bounds the number of exceptions and needs `unsafe`; the table is read
 //! through the reader's cache, so those counts are not touched per message anyway.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -122,7 +121,10 @@ pub struct Snapshot {
     worker_of_queue: Arc<[WorkerId]>,
     /// Indexed by worker.
     queue_of_worker: Arc<[QueueId]>,
-    exceptions: HashMap<AppId, QueueId>,
+    /// Sorted by app id. A sorted vector rather than a hash map: there are few exceptions
+    /// (the hot ids), a binary search over them costs less than hashing the id, and an empty
+    /// table (the common case) costs one length check.
+    exceptions: Vec<(AppId, QueueId)>,
     moves: Vec<Move>,
 }
 
@@ -139,8 +141,8 @@ impl Snapshot {
 
     /// The queue of `app`: its exception, else [`AppId::default_queue`].
     pub fn queue(&self, app: AppId) -> QueueId {
-        match self.exceptions.get(&app) {
-            Some(&q) => q,
+        match self.exception(app) {
+            Some(q) => q,
             None => app.default_queue(self.workers),
         }
     }
@@ -166,12 +168,36 @@ impl Snapshot {
 
     /// The exception of `app`, if any.
     pub fn exception(&self, app: AppId) -> Option<QueueId> {
-        self.exceptions.get(&app).copied()
+        if self.exceptions.is_empty() {
+            return None;
+        }
+        self.exceptions
+            .binary_search_by_key(&app, |e| e.0)
+            .ok()
+            .and_then(|i| self.exceptions.get(i))
+            .map(|e| e.1)
     }
 
-    /// Every exception, in no particular order.
+    /// Every exception, by app id.
     pub fn exceptions(&self) -> impl Iterator<Item = (AppId, QueueId)> + '_ {
-        self.exceptions.iter().map(|(&a, &q)| (a, q))
+        self.exceptions.iter().copied()
+    }
+
+    fn insert_exception(&mut self, app: AppId, q: QueueId) {
+        match self.exceptions.binary_search_by_key(&app, |e| e.0) {
+            Ok(i) => {
+                if let Some(e) = self.exceptions.get_mut(i) {
+                    e.1 = q;
+                }
+            }
+            Err(i) => self.exceptions.insert(i, (app, q)),
+        }
+    }
+
+    fn remove_exception(&mut self, app: AppId) {
+        if let Ok(i) = self.exceptions.binary_search_by_key(&app, |e| e.0) {
+            self.exceptions.remove(i);
+        }
     }
 
     /// The moves in progress, oldest first.
@@ -334,7 +360,7 @@ impl SteeringTable {
             workers,
             worker_of_queue: worker_of_queue.into(),
             queue_of_worker: queue_of_worker.into(),
-            exceptions: HashMap::new(),
+            exceptions: Vec::new(),
             moves: Vec::new(),
         };
         Self {
@@ -414,7 +440,7 @@ impl SteeringTable {
                 .map_err(|source| TableError::Sink { app, source })?;
         }
         let mut next = Snapshot::clone(&snap);
-        next.exceptions.insert(app, q);
+        next.insert_exception(app, q);
         self.publish(next);
         Ok(())
     }
@@ -438,7 +464,7 @@ impl SteeringTable {
                 .map_err(|source| TableError::Sink { app, source })?;
         }
         let mut next = Snapshot::clone(&snap);
-        next.exceptions.remove(&app);
+        next.remove_exception(app);
         self.publish(next);
         Ok(true)
     }
@@ -471,9 +497,9 @@ impl SteeringTable {
         w.next_epoch = w.next_epoch.wrapping_add(1);
         let mut next = Snapshot::clone(&snap);
         if q == app.default_queue(snap.workers) {
-            next.exceptions.remove(&app);
+            next.remove_exception(app);
         } else {
-            next.exceptions.insert(app, q);
+            next.insert_exception(app, q);
         }
         next.moves.push(mv);
         self.publish(next);

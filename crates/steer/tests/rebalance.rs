@@ -263,7 +263,10 @@ fn rebalancing_moves_a_hot_app_id_without_loss_or_reordering() {
     assert_eq!(sum(|s| s.migration.handovers_received), moves.len() as u64);
     // The move happened while the stream flowed (the readers wait at PHASE1 until it
     // begins), so the new owner had to hold messages back until the hand-over.
-    assert!(sum(|s| s.migration.held) > 0, "nothing was held: the move ran idle");
+    assert!(
+        sum(|s| s.migration.held) > 0,
+        "nothing was held: the move ran idle"
+    );
     assert_eq!(sum(|s| s.migration.misrouted), 0);
     assert_eq!(sum(|s| s.migration.stale), 0);
     assert_eq!(sum(|s| s.dropped), 0);

@@ -5,6 +5,7 @@ mod echo;
 mod floor;
 mod machine;
 mod plot;
+mod rebalance;
 mod registration;
 mod regplot;
 mod sctp;
@@ -14,6 +15,7 @@ use clap::Subcommand;
 use crate::cli::{BenchArgs, Global};
 use crate::exit::CliError;
 
+pub(crate) use self::rebalance::RebalanceArgs;
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
 
@@ -26,6 +28,9 @@ pub(crate) enum Scenario {
     /// Registrations per second and core CPU per registration of an in-process core, next
     /// to the crypto floor of a registration measured in the same run.
     Registration(RegistrationArgs),
+    /// A skewed stream over the thread-per-core runtime, with the default placement and with
+    /// the hot-subscriber policy moving hot app ids, in one run (docs/STEERING.md).
+    Rebalance(RebalanceArgs),
 }
 
 /// `steer5g bench`.
@@ -33,5 +38,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
     match &args.scenario {
         Scenario::Sctp(a) => sctp::run(global, a),
         Scenario::Registration(a) => registration::run(global, a),
+        Scenario::Rebalance(a) => rebalance::run(global, a),
     }
 }
