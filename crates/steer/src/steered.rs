@@ -443,3 +443,80 @@ impl Rebalancer {
         report
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::mesh::Mesh;
+
+    /// Records every message in order; the state is the record.
+    #[derive(Default)]
+    struct Log(std::collections::HashMap<AppId, Vec<u32>>);
+
+    impl Shard for Log {
+        type Msg = u32;
+        type State = Vec<u32>;
+        fn handle(&mut self, app: AppId, msg: u32) {
+            self.0.entry(app).or_default().push(msg);
+        }
+        fn export(&mut self, app: AppId) -> Vec<u32> {
+            self.0.remove(&app).unwrap_or_default()
+        }
+        fn import(&mut self, app: AppId, state: Vec<u32>) {
+            self.0.insert(app, state);
+        }
+    }
+
+    /// Queues of one message: nearly every send waits in the outbox, and a move happens
+    /// in the middle of the stream. The outbox must keep order per destination, markers
+    /// included, and post its load to the board.
+    #[test]
+    fn full_queues_defer_in_order_across_a_move() {
+        let workers = Workers::new(2).unwrap();
+        let table = Arc::new(SteeringTable::new(workers));
+        let board = Arc::new(LoadBoard::new(workers, 4));
+        let mut ends = Mesh::<Wire<u32, Vec<u32>>>::new(workers, 1).into_ends();
+        let mut m1 = ends.pop().unwrap();
+        let mut m0 = ends.pop().unwrap();
+        let opts = SteeredOptions {
+            publish_every: 8,
+            top_k: 4,
+        };
+        let mut w0 = SteeredWorker::new(
+            WorkerId(0),
+            Arc::clone(&table),
+            Arc::clone(&board),
+            opts.clone(),
+        );
+        let mut w1 = SteeredWorker::new(WorkerId(1), Arc::clone(&table), Arc::clone(&board), opts);
+        let (mut s0, mut s1) = (Log::default(), Log::default());
+        let x = AppId(4); // owned by w0
+        for i in 0..20 {
+            w1.submit(&mut m1, &mut s1, x, i);
+        }
+        assert!(w1.backlog() > 0, "queue of one: the rest waits");
+        table.begin_move(x, WorkerId(1)).unwrap();
+        for i in 20..40 {
+            w1.submit(&mut m1, &mut s1, x, i);
+        }
+        for _ in 0..200 {
+            w0.poll(&mut m0, &mut s0);
+            w1.poll(&mut m1, &mut s1);
+            if table.snapshot().moves().is_empty() && w0.backlog() == 0 && w1.backlog() == 0 {
+                break;
+            }
+        }
+        assert!(table.snapshot().moves().is_empty(), "the move finished");
+        assert_eq!(s1.0[&x], (0..40).collect::<Vec<u32>>());
+        assert!(s0.0.is_empty());
+        let st = w1.stats();
+        assert!(st.deferred > 0);
+        assert_eq!(st.migration.handovers_received, 1);
+        assert_eq!(w0.stats().migration.handovers_sent, 1);
+        // w1 routed 20 messages to w0 and 20 to itself.
+        let loads = board.collect();
+        assert_eq!((loads[0].offered, loads[1].offered), (20, 20));
+        assert_eq!(loads[0].top[0], (x, 20));
+    }
+}
