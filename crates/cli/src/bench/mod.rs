@@ -6,6 +6,7 @@ mod floor;
 mod lockecho;
 mod machine;
 mod plot;
+mod rebalance;
 mod registration;
 mod regplot;
 mod sctp;
@@ -16,6 +17,7 @@ use clap::Subcommand;
 use crate::cli::{BenchArgs, Global};
 use crate::exit::CliError;
 
+pub(crate) use self::rebalance::RebalanceArgs;
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
 
@@ -35,6 +37,9 @@ pub(crate) enum Scenario {
     /// Universal Scalability Law projection of the echo server to 16 and 64 cores from
     /// contention (lock wait share) and coherency (cross-core hand-off cost) measured here.
     Usl(usl::UslArgs),
+    /// A skewed stream over the thread-per-core runtime, with the default placement and with
+    /// the hot-subscriber policy moving hot app ids, in one run (docs/STEERING.md).
+    Rebalance(RebalanceArgs),
 }
 
 /// `steer5g bench`.
@@ -44,5 +49,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
         Scenario::Registration(a) => registration::run(global, a),
         Scenario::Echo(a) => lockecho::run(global, a),
         Scenario::Usl(a) => usl::run(global, a),
+        Scenario::Rebalance(a) => rebalance::run(global, a),
     }
 }
