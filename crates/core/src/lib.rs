@@ -14,6 +14,7 @@
 //!
 //! UDM SQN reservations are written by a persister thread off the hot path.
 
+mod metrics;
 mod n2;
 mod persist;
 mod worker;
@@ -37,6 +38,7 @@ use steer::{Runtime, RuntimeOptions, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
 use store::{MemStore, RedbStore, SqnShard, SubscriberStore};
 
+pub use metrics::WakeCounters;
 pub use nf::amf::registration::AmfStats;
 pub use worker::WorkerCounters;
 
@@ -158,6 +160,10 @@ pub struct CoreOptions {
     pub ciphering: Vec<CipheringAlgorithm>,
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
+    /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
+    /// `metrics` module); `None` serves none. Off here so that cores started side by side
+    /// (tests, benches) do not clash on a port; the CLI turns it on.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl CoreOptions {
@@ -178,6 +184,7 @@ impl CoreOptions {
             integrity: Vec::new(),
             ciphering: Vec::new(),
             rand_seed: None,
+            metrics: None,
         }
     }
 }
@@ -222,6 +229,9 @@ pub enum CoreError {
     /// A thread could not be started.
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
+    /// The `/metrics` endpoint could not start (its address in use, most likely).
+    #[error("metrics: {0}")]
+    Metrics(#[from] steer_metrics::ServeError),
 }
 
 /// What one worker did.
@@ -237,6 +247,8 @@ pub struct WorkerReport {
     pub udm: UdmStats,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
+    /// Why its loop woke up.
+    pub wakes: WakeCounters,
 }
 
 /// The N2 side, as worker 0 left it.
@@ -340,6 +352,34 @@ impl CoreReport {
         t
     }
 
+    /// Loop wake-ups summed over the workers.
+    pub fn wakes_total(&self) -> WakeCounters {
+        let mut t = WakeCounters::default();
+        for w in &self.workers {
+            t.add(&w.wakes);
+        }
+        t
+    }
+
+    /// The live counters' totals as the run reports print them: every delivery-path and
+    /// wake-up counter summed over the workers (named as on `/metrics`, without the
+    /// `steer5g_` prefix and `_total` suffix), then the lock and hand-off counters.
+    pub fn summary(&self) -> Vec<(&'static str, u64)> {
+        let mut out = Vec::new();
+        self.counters_total()
+            .for_each(|s| out.push((s.name, s.value)));
+        self.wakes_total().for_each(|s| out.push((s.name, s.value)));
+        out.push(("wakeups", self.wakes_total().total()));
+        out.push(("lock_acquisitions", self.locks.acquisitions));
+        out.push(("lock_contended", self.locks.contended));
+        out.push(("handoff_sent", self.mesh_total.sent));
+        out.push(("handoff_wakeups_sent", self.mesh_total.wakeups_sent));
+        out.push(("handoff_wakeups_received", self.mesh_total.wakeups_received));
+        out.push(("handoff_wakeups_empty", self.mesh_total.wakeups_empty));
+        out.push(("handoff_queue_max_depth", self.mesh_total.max_depth));
+        out
+    }
+
     /// Messages (NGAP and SBI) handed from one worker to another.
     pub fn handoffs(&self) -> u64 {
         let c = self.counters_total();
@@ -357,6 +397,8 @@ pub struct Listening {
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
     pub udm: Option<SocketAddr>,
+    /// The `/metrics` endpoint, when one was asked for.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The shared maps of the locked mode, kept to read their lock counters.
@@ -393,6 +435,7 @@ pub struct CoreHandle {
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
     listening: Listening,
+    metrics: Option<steer_metrics::MetricsServer>,
 }
 
 impl std::fmt::Debug for CoreHandle {
@@ -456,6 +499,7 @@ impl Core {
             n2: Vec::new(),
             ausf: None,
             udm: None,
+            metrics: None,
         };
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
         if opts.sbi == SbiMode::H2c {
@@ -482,6 +526,22 @@ impl Core {
             persist::spawn(store.clone(), persist_rx, locals.clone()).map_err(CoreError::Thread)?;
 
         let locked = (opts.state == StateMode::Locked).then(LockedMaps::default);
+        let live = Arc::new(metrics::Live::new(
+            usize::from(workers.count()),
+            locked.clone(),
+            opts.state,
+            opts.sbi,
+            opts.nfs,
+        ));
+        let metrics_server = match opts.metrics {
+            Some(addr) => {
+                let l = live.clone();
+                let s = steer_metrics::MetricsServer::start(addr, Arc::new(move || l.render()))?;
+                listening.metrics = Some(s.local_addr());
+                Some(s)
+            }
+            None => None,
+        };
         let (ready_tx, ready_rx) = mpsc::channel();
         let shared = Arc::new(worker::Shared {
             settings: nf_cfgs,
@@ -500,6 +560,7 @@ impl Core {
             reports: Mutex::new(vec![None; usize::from(workers.count())]),
             n2_report: Mutex::new(None),
             locals,
+            live: live.clone(),
         });
         let s2 = shared.clone();
         let rt_opts = RuntimeOptions {
@@ -509,6 +570,7 @@ impl Core {
             stop_grace: Duration::from_secs(5),
         };
         let runtime = Runtime::start(workers, rt_opts, move |ctx| worker::run(ctx, s2.clone()))?;
+        live.set_mesh(runtime.stats().clone());
         // Worker 0 says when N2 is bound (or why not).
         let n2 = match ready_rx.recv_timeout(Duration::from_secs(10)) {
             Ok(Ok(addrs)) => addrs,
@@ -528,6 +590,7 @@ impl Core {
             shared,
             persister: Some(persister),
             listening,
+            metrics: metrics_server,
         })
     }
 }
@@ -536,6 +599,11 @@ impl CoreHandle {
     /// Where the core listens.
     pub fn listening(&self) -> &Listening {
         &self.listening
+    }
+
+    /// The `/metrics` page as a scrape would see it now.
+    pub fn metrics_page(&self) -> String {
+        self.shared.live.render()
     }
 
     /// A clone of the stop token (e.g. for a signal handler).
@@ -548,6 +616,9 @@ impl CoreHandle {
     pub fn stop(mut self) -> Result<CoreReport, CoreError> {
         let mesh_stats = self.runtime.stats().clone();
         let workers = self.runtime.report().workers.len();
+        if let Some(m) = self.metrics.take() {
+            m.stop();
+        }
         self.runtime.stop()?;
         // The workers held the persister's senders; with them gone it ends.
         if let Ok(mut g) = self.shared.persist.lock() {
