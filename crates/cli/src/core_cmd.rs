@@ -70,6 +70,8 @@ pub(crate) struct CoreArgs {
     pub(crate) duration: Option<f64>,
     #[command(flatten)]
     pub(crate) nas: NasAlgorithmArgs,
+    #[command(flatten)]
+    pub(crate) metrics: crate::nf_cmd::MetricsArgs,
 }
 
 /// The NAS security algorithms the AMF may select (`steer5g core` and `steer5g demo`).
@@ -187,7 +189,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg;
-    let core = crate::nf_cmd::start(opts)?;
+    let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");
     }
@@ -221,6 +223,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "sqn_writes": r.sqn_writes,
             "n2_packets_in": r.n2.packets_in,
             "n2_packets_out": r.n2.packets_out,
+            "counters": crate::report::live_counters(r),
         });
         println!("{v}");
     } else {
@@ -243,6 +246,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             r.locks.contended,
             r.sqn_writes
         );
+        println!("  {}", crate::report::live_counters_line(r));
     }
     Ok(())
 }
