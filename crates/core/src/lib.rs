@@ -372,11 +372,7 @@ impl CoreReport {
         out.push(("wakeups", self.wakes_total().total()));
         out.push(("lock_acquisitions", self.locks.acquisitions));
         out.push(("lock_contended", self.locks.contended));
-        out.push(("handoff_sent", self.mesh_total.sent));
-        out.push(("handoff_wakeups_sent", self.mesh_total.wakeups_sent));
-        out.push(("handoff_wakeups_received", self.mesh_total.wakeups_received));
-        out.push(("handoff_wakeups_empty", self.mesh_total.wakeups_empty));
-        out.push(("handoff_queue_max_depth", self.mesh_total.max_depth));
+        out.extend(metrics::mesh_rows(&self.mesh_total));
         out
     }
 
@@ -604,6 +600,12 @@ impl CoreHandle {
     /// The `/metrics` page as a scrape would see it now.
     pub fn metrics_page(&self) -> String {
         self.shared.live.render()
+    }
+
+    /// The live counters' totals now, keyed as [`CoreReport::summary`] (for a bench that
+    /// wants the counts of one window: the difference of two calls).
+    pub fn live_totals(&self) -> Vec<(&'static str, u64)> {
+        self.shared.live.totals()
     }
 
     /// A clone of the stop token (e.g. for a signal handler).

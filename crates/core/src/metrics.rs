@@ -291,6 +291,32 @@ impl Live {
         w.for_each(&mut put);
     }
 
+    /// The totals over the workers now, keyed as [`crate::CoreReport::summary`] keys them.
+    pub(crate) fn totals(&self) -> Vec<(&'static str, u64)> {
+        let mut names = Vec::new();
+        WorkerCounters::default().for_each(|s| names.push(s.name));
+        WakeCounters::default().for_each(|s| names.push(s.name));
+        let mut out: Vec<(&'static str, u64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (*n, self.blocks.sum(i)))
+            .collect();
+        let wakeups = out
+            .iter()
+            .filter(|(n, _)| n.starts_with("wakeups_") && *n != "wakeups_empty")
+            .fold(0u64, |a, (_, v)| a.wrapping_add(*v));
+        out.push(("wakeups", wakeups));
+        let locks = lock_rows(self.locked.as_ref());
+        let sum = |f: fn(&nf::state::LockStats) -> u64| {
+            locks.iter().fold(0u64, |a, (_, _, s)| a.wrapping_add(f(s)))
+        };
+        out.push(("lock_acquisitions", sum(|s| s.acquisitions)));
+        out.push(("lock_contended", sum(|s| s.contended)));
+        let m = self.mesh.get().map(|m| m.total()).unwrap_or_default();
+        out.extend(mesh_rows(&m));
+        out
+    }
+
     /// The `/metrics` page.
     pub(crate) fn render(&self) -> String {
         let mut e = Exposition::new();
@@ -360,6 +386,17 @@ impl Live {
         }
         e.finish()
     }
+}
+
+/// The hand-off totals of the summaries.
+pub(crate) fn mesh_rows(m: &MeshCounters) -> [(&'static str, u64); 5] {
+    [
+        ("handoff_sent", m.sent),
+        ("handoff_wakeups_sent", m.wakeups_sent),
+        ("handoff_wakeups_received", m.wakeups_received),
+        ("handoff_wakeups_empty", m.wakeups_empty),
+        ("handoff_queue_max_depth", m.max_depth),
+    ]
 }
 
 /// Each shared map with its NF and name; zero counters when there are none (sharded).

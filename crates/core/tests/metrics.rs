@@ -300,6 +300,10 @@ fn sharded_core_takes_no_lock_and_a_taken_metrics_port_is_an_error() {
     assert!(wakeups(&m) > 0);
     assert!(get(&m, "steer5g_ngap_handed_off_total") > 0, "{page}");
     assert_eq!(core.metrics_page().lines().count(), page.lines().count());
+    let live_rows = core.live_totals();
+    let live: HashMap<&str, u64> = live_rows.iter().copied().collect();
+    assert_eq!(live["ngap_local"], get(&m, "steer5g_ngap_local_total"));
+    assert_eq!(live["lock_acquisitions"], 0);
 
     // A second core asking for the same metrics address is refused, before it binds N2.
     let dir = tempfile::tempdir().unwrap();
@@ -312,6 +316,8 @@ fn sharded_core_takes_no_lock_and_a_taken_metrics_port_is_an_error() {
 
     let r = core.stop().unwrap();
     assert_eq!(r.locks.acquisitions, 0);
+    let keys = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(r.summary()), keys(live_rows));
     assert_eq!(
         get(&m, "steer5g_ngap_local_total"),
         r.counters_total().ngap_local
