@@ -448,6 +448,17 @@ fn counter_delta(
         .collect()
 }
 
+/// The loopback slot (127.0.15-17.x) of the next case: one counter for the whole process,
+/// so that two sweeps of one process (tests run in parallel) never share addresses,
+/// starting somewhere that depends on the process so that two processes are unlikely to.
+fn next_slot() -> u8 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
+    let n = TAKEN.fetch_add(1, Ordering::Relaxed);
+    let at = std::process::id().wrapping_add(n) % 250;
+    u8::try_from(at).unwrap_or(0) + 1
+}
+
 /// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
 fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, CliError> {
     let temp = crate::loadgen::temp_data_dir("bench-reg")?;
@@ -803,17 +814,13 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
     }
     let mut measured_floors = Vec::new();
     let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); cases.len()];
-    // Start somewhere that depends on the process, so that two benchmarks (or a test and a
-    // benchmark) running at once are unlikely to pick the same addresses.
-    let mut slot: u8 = u8::try_from(std::process::id() % 250).unwrap_or(0) + 1;
     for round in 0..args.rounds {
         // The floor of this round, on this thread, between the cases' runs.
         bar.set_prefix(format!("round {} crypto floor", round + 1));
         let prims = floor::measure(&sucis)?;
         for (i, &case) in cases.iter().enumerate() {
             bar.set_prefix(format!("round {} {}", round + 1, case.label()));
-            let outcome = run_case(case, args, slot);
-            slot = slot.wrapping_add(1).max(1);
+            let outcome = run_case(case, args, next_slot());
             let outcome = match outcome {
                 Ok(o) => o,
                 Err(e) => {
