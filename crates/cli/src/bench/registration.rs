@@ -1081,7 +1081,7 @@ fn table(r: &RegistrationBenchReport) -> String {
         for c in &r.comparisons {
             let _ = writeln!(
                 s,
-                "{:<14} at {:<20} rate {:>5.2}x  core CPU/reg {:>5.2}x",
+                "{:<16} at {:<24} rate {:>5.2}x  core CPU/reg {:>5.2}x",
                 c.what, c.at, c.rate_ratio, c.cpu_ratio
             );
         }
