@@ -74,6 +74,8 @@ pub(crate) struct CoreArgs {
     pub(crate) require_bpf: bool,
     #[command(flatten)]
     pub(crate) nas: NasAlgorithmArgs,
+    #[command(flatten)]
+    pub(crate) metrics: crate::nf_cmd::MetricsArgs,
 }
 
 /// The NAS security algorithms the AMF may select (`steer5g core` and `steer5g demo`).
@@ -194,7 +196,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     }
     args.nas.apply(&cfg.amf, &mut opts)?;
     opts.config = cfg;
-    let core = crate::nf_cmd::start(opts)?;
+    let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");
     }
@@ -230,6 +232,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "n2_packets_out": r.n2.packets_out,
             "n2_associations": r.n2.associations,
             "n2_associations_per_worker": r.n2.workers.iter().map(|w| w.associations).collect::<Vec<_>>(),
+            "counters": crate::report::live_counters(r),
         });
         println!("{v}");
     } else {
@@ -262,6 +265,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             r.locks.contended,
             r.sqn_writes
         );
+        println!("  {}", crate::report::live_counters_line(r));
     }
     Ok(())
 }

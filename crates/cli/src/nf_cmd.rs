@@ -40,6 +40,50 @@ pub(crate) struct NfRunArgs {
     /// falling back to the kernel's hash.
     #[arg(long)]
     pub(crate) require_bpf: bool,
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
+}
+
+/// Where the process serves Prometheus `GET /metrics` (DESIGN.md Conventions: port 9090 of
+/// the NF's address). One endpoint per process: `steer5g core` serves it on the AMF's.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct MetricsArgs {
+    /// Serve /metrics here (default: port 9090 of the first hosted NF's address: AMF,
+    /// else AUSF, else UDM).
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_metrics")]
+    pub(crate) metrics_addr: Option<SocketAddr>,
+    /// Serve no /metrics endpoint.
+    #[arg(long)]
+    pub(crate) no_metrics: bool,
+}
+
+/// The Prometheus port of every NF (DESIGN.md Conventions).
+const METRICS_PORT: u16 = 9090;
+
+impl MetricsArgs {
+    /// The endpoint's address for a process started with `opts`: the flag's, else port 9090
+    /// of the first hosted NF's address; `None` with `--no-metrics`.
+    pub(crate) fn resolve(&self, opts: &CoreOptions) -> Option<SocketAddr> {
+        if self.no_metrics {
+            return None;
+        }
+        if let Some(a) = self.metrics_addr {
+            return Some(a);
+        }
+        let ip = if opts.nfs.amf {
+            Some(std::net::IpAddr::V4(opts.config.n2.addr))
+        } else {
+            [NfType::Ausf, NfType::Udm]
+                .into_iter()
+                .filter(|&nf| opts.nfs.hosts(nf))
+                .find_map(|nf| {
+                    let base = opts.directory.base_uri(nf)?;
+                    let host = base.strip_prefix("http://")?.split('/').next()?;
+                    host.parse::<SocketAddr>().ok().map(|a| a.ip())
+                })
+        };
+        ip.map(|ip| SocketAddr::new(ip, METRICS_PORT))
+    }
 }
 
 /// `steer5g ausf`.
@@ -129,9 +173,22 @@ fn state_name(s: StateArg) -> &'static str {
     }
 }
 
-/// Starts the core with exit statuses per DESIGN.md: bad settings 2, no CAP_NET_RAW 3.
-pub(crate) fn start(opts: CoreOptions) -> Result<CoreHandle, CliError> {
-    Ok(Core::start(opts)?)
+/// Starts the core, with its /metrics endpoint as `metrics` says, with exit statuses per
+/// DESIGN.md: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW 3.
+pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<CoreHandle, CliError> {
+    opts.metrics = metrics.resolve(&opts);
+    match Core::start(opts) {
+        Ok(core) => {
+            if let Some(a) = core.listening().metrics {
+                tracing::info!("metrics: http://{a}/metrics");
+            }
+            Ok(core)
+        }
+        Err(e @ steer5g_core::CoreError::Metrics(_)) => Err(CliError::Usage(format!(
+            "{e} (choose another with --metrics-addr ADDR:PORT, or --no-metrics)"
+        ))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Stops the core and collects its counters.
@@ -179,6 +236,7 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "mesh_max_depth": r.mesh_total.max_depth,
         "lock_acquisitions": r.locks.acquisitions,
         "lock_contended": r.locks.contended,
+        "counters": crate::report::live_counters(r),
     })
 }
 
@@ -206,7 +264,7 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
         .base_uri(NfType::Udm)
         .unwrap_or_default()
         .to_owned();
-    let core = start(opts)?;
+    let core = start(opts, &args.run.metrics)?;
     let at = core.listening().ausf;
     if let Some(a) = at {
         tracing::info!("SBI listening: AUSF {a} (UDM at {udm})");
@@ -247,6 +305,7 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
             "  SBI: {} served, {} handed off; {} calls to the UDM, {} failed",
             c.sbi_served, c.sbi_handed_off, c.h2c_calls, c.call_failures
         );
+        println!("  {}", crate::report::live_counters_line(&r));
     }
     Ok(())
 }
@@ -259,7 +318,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Udm, format!("http://{a}"));
     }
-    let core = start(opts)?;
+    let core = start(opts, &args.run.metrics)?;
     let at = core.listening().udm;
     if let Some(a) = at {
         tracing::info!(
@@ -302,6 +361,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
             "  SBI: {} served, {} handed off, {} forwarded after SUCI deconcealment",
             c.sbi_served, c.sbi_handed_off, c.udm_forwards
         );
+        println!("  {}", crate::report::live_counters_line(&r));
     }
     Ok(())
 }
@@ -335,6 +395,28 @@ mod tests {
             ));
         }
         assert_eq!(d.base_uri(NfType::Udm), Some("http://127.0.0.72:7000"));
+    }
+
+    #[test]
+    fn metrics_default_to_port_9090_of_the_first_hosted_nf() {
+        let m = MetricsArgs::default();
+        let mut o = CoreOptions::new(PathBuf::new());
+        assert_eq!(m.resolve(&o), Some("127.0.0.5:9090".parse().unwrap()));
+        o.nfs = NfSet::AUSF;
+        assert_eq!(m.resolve(&o), Some("127.0.0.11:9090".parse().unwrap()));
+        o.nfs = NfSet::UDM;
+        o.directory.set(NfType::Udm, "http://127.0.9.12:7000");
+        assert_eq!(m.resolve(&o), Some("127.0.9.12:9090".parse().unwrap()));
+        let off = MetricsArgs {
+            metrics_addr: None,
+            no_metrics: true,
+        };
+        assert_eq!(off.resolve(&o), None);
+        let at = MetricsArgs {
+            metrics_addr: Some("127.0.0.1:0".parse().unwrap()),
+            no_metrics: false,
+        };
+        assert_eq!(at.resolve(&o), Some("127.0.0.1:0".parse().unwrap()));
     }
 
     #[test]

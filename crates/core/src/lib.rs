@@ -17,6 +17,7 @@
 //!
 //! UDM SQN reservations are written by a persister thread off the hot path.
 
+mod metrics;
 mod n2;
 mod persist;
 mod worker;
@@ -40,6 +41,7 @@ use steer::{Runtime, RuntimeOptions, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
 use store::{MemStore, RedbStore, SqnShard, SubscriberStore};
 
+pub use metrics::WakeCounters;
 pub use nf::amf::registration::AmfStats;
 pub use worker::WorkerCounters;
 
@@ -161,6 +163,10 @@ pub struct CoreOptions {
     pub ciphering: Vec<CipheringAlgorithm>,
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
+    /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
+    /// `metrics` module); `None` serves none. Off here so that cores started side by side
+    /// (tests, benches) do not clash on a port; the CLI turns it on.
+    pub metrics: Option<SocketAddr>,
     /// Kernel steering of the N2 UDP encapsulation group (`--require-bpf` is
     /// [`BpfPolicy::Require`]).
     pub bpf: BpfPolicy,
@@ -228,6 +234,7 @@ impl CoreOptions {
             ciphering: Vec::new(),
             rand_seed: None,
             bpf: BpfPolicy::Try,
+            metrics: None,
         }
     }
 }
@@ -276,6 +283,9 @@ pub enum CoreError {
     /// A thread could not be started.
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
+    /// The `/metrics` endpoint could not start (its address in use, most likely).
+    #[error("metrics: {0}")]
+    Metrics(#[from] steer_metrics::ServeError),
 }
 
 /// What one worker did.
@@ -291,6 +301,8 @@ pub struct WorkerReport {
     pub udm: UdmStats,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
+    /// Why its loop woke up.
+    pub wakes: WakeCounters,
 }
 
 /// The N2 side of every worker, summed; [`N2Report::workers`] has each worker's part.
@@ -447,6 +459,30 @@ impl CoreReport {
         t
     }
 
+    /// Loop wake-ups summed over the workers.
+    pub fn wakes_total(&self) -> WakeCounters {
+        let mut t = WakeCounters::default();
+        for w in &self.workers {
+            t.add(&w.wakes);
+        }
+        t
+    }
+
+    /// The live counters' totals as the run reports print them: every delivery-path and
+    /// wake-up counter summed over the workers (named as on `/metrics`, without the
+    /// `steer5g_` prefix and `_total` suffix), then the lock and hand-off counters.
+    pub fn summary(&self) -> Vec<(&'static str, u64)> {
+        let mut out = Vec::new();
+        self.counters_total()
+            .for_each(|s| out.push((s.name, s.value)));
+        self.wakes_total().for_each(|s| out.push((s.name, s.value)));
+        out.push(("wakeups", self.wakes_total().total()));
+        out.push(("lock_acquisitions", self.locks.acquisitions));
+        out.push(("lock_contended", self.locks.contended));
+        out.extend(metrics::mesh_rows(&self.mesh_total));
+        out
+    }
+
     /// Messages (NGAP and SBI) handed from one worker to another.
     pub fn handoffs(&self) -> u64 {
         let c = self.counters_total();
@@ -466,6 +502,8 @@ pub struct Listening {
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
     pub udm: Option<SocketAddr>,
+    /// The `/metrics` endpoint, when one was asked for.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The shared maps of the locked mode, kept to read their lock counters.
@@ -504,6 +542,7 @@ pub struct CoreHandle {
     listening: Listening,
     /// The N2 UDP group's steering program, kept for its counters.
     n2_steering: Option<steer_bpf::Steering>,
+    metrics: Option<steer_metrics::MetricsServer>,
 }
 
 impl std::fmt::Debug for CoreHandle {
@@ -568,6 +607,7 @@ impl Core {
             n2_placement: Vec::new(),
             ausf: None,
             udm: None,
+            metrics: None,
         };
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
         if opts.sbi == SbiMode::H2c {
@@ -602,6 +642,22 @@ impl Core {
             persist::spawn(store.clone(), persist_rx, locals.clone()).map_err(CoreError::Thread)?;
 
         let locked = (opts.state == StateMode::Locked).then(LockedMaps::default);
+        let live = Arc::new(metrics::Live::new(
+            usize::from(workers.count()),
+            locked.clone(),
+            opts.state,
+            opts.sbi,
+            opts.nfs,
+        ));
+        let metrics_server = match opts.metrics {
+            Some(addr) => {
+                let l = live.clone();
+                let s = steer_metrics::MetricsServer::start(addr, Arc::new(move || l.render()))?;
+                listening.metrics = Some(s.local_addr());
+                Some(s)
+            }
+            None => None,
+        };
         let (ready_tx, ready_rx) = mpsc::channel();
         let shared = Arc::new(worker::Shared {
             settings: nf_cfgs,
@@ -622,6 +678,7 @@ impl Core {
             reports: Mutex::new(vec![None; usize::from(workers.count())]),
             n2_report: Mutex::new(Vec::new()),
             locals,
+            live: live.clone(),
         });
         let s2 = shared.clone();
         let rt_opts = RuntimeOptions {
@@ -631,6 +688,7 @@ impl Core {
             stop_grace: Duration::from_secs(5),
         };
         let runtime = Runtime::start(workers, rt_opts, move |ctx| worker::run(ctx, s2.clone()))?;
+        live.set_mesh(runtime.stats().clone());
         // Every worker says when its N2 sockets are open (or why not).
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         for _ in workers.iter() {
@@ -655,6 +713,7 @@ impl Core {
             persister: Some(persister),
             listening,
             n2_steering,
+            metrics: metrics_server,
         })
     }
 }
@@ -663,6 +722,17 @@ impl CoreHandle {
     /// Where the core listens.
     pub fn listening(&self) -> &Listening {
         &self.listening
+    }
+
+    /// The `/metrics` page as a scrape would see it now.
+    pub fn metrics_page(&self) -> String {
+        self.shared.live.render()
+    }
+
+    /// The live counters' totals now, keyed as [`CoreReport::summary`] (for a bench that
+    /// wants the counts of one window: the difference of two calls).
+    pub fn live_totals(&self) -> Vec<(&'static str, u64)> {
+        self.shared.live.totals()
     }
 
     /// A clone of the stop token (e.g. for a signal handler).
@@ -675,6 +745,9 @@ impl CoreHandle {
     pub fn stop(mut self) -> Result<CoreReport, CoreError> {
         let mesh_stats = self.runtime.stats().clone();
         let workers = self.runtime.report().workers.len();
+        if let Some(m) = self.metrics.take() {
+            m.stop();
+        }
         self.runtime.stop()?;
         // The workers held the persister's senders; with them gone it ends.
         if let Ok(mut g) = self.shared.persist.lock() {

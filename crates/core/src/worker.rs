@@ -26,7 +26,9 @@ use steer5g_config::N2Config;
 use store::{SqnShard, SubscriberStore};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
+use crate::metrics::{Live, WakeCause, WakeCounters};
 use crate::n2::{assoc_owner, N2Side, UeMessage};
+
 use crate::persist::Job;
 use crate::{
     CoreError, CoreOptions, LockedMaps, N2WorkerReport, NfSet, SbiMode, StateMode, WorkerReport,
@@ -238,6 +240,8 @@ pub(crate) struct Shared {
     /// Each worker with N2 sockets adds its part when it stops.
     pub(crate) n2_report: Mutex<Vec<N2WorkerReport>>,
     pub(crate) locals: Vec<LocalTx>,
+    /// The live counters every worker publishes into.
+    pub(crate) live: Arc<Live>,
 }
 
 /// The worker's body: builds its NF shards (sharded or over the shared maps) and runs.
@@ -309,6 +313,7 @@ struct Worker<AM, AP, AC, UR, UQ> {
     outbox: VecDeque<(WorkerId, Msg)>,
     persist: mpsc::Sender<Job>,
     counters: WorkerCounters,
+    wakes: WakeCounters,
     n2: Option<N2Side>,
 }
 
@@ -320,6 +325,20 @@ enum Wake {
     N2(std::io::Result<()>),
     Timer,
     Retry,
+}
+
+impl Wake {
+    /// What the wake-up counters file it under (`None`: stopping, not counted).
+    fn cause(&self) -> Option<WakeCause> {
+        Some(match self {
+            Wake::Stop => return None,
+            Wake::Mesh => WakeCause::Mesh,
+            Wake::Local(_) => WakeCause::Local,
+            Wake::N2(_) => WakeCause::N2,
+            Wake::Timer => WakeCause::Timer,
+            Wake::Retry => WakeCause::Retry,
+        })
+    }
 }
 
 impl<AM, AP, AC, UR, UQ> Worker<AM, AP, AC, UR, UQ>
@@ -402,6 +421,7 @@ where
             outbox: VecDeque::new(),
             persist,
             counters: WorkerCounters::default(),
+            wakes: WakeCounters::default(),
             n2: None,
             shared,
         }
@@ -466,11 +486,15 @@ where
                     _ = tokio::time::sleep(RETRY_PAUSE), if retry => Wake::Retry,
                 }
             };
+            let cause = wake.cause();
+            // Whether the wake-up found a message or event (see `WakeCounters::empty`).
+            let mut handled = true;
             match wake {
                 Wake::Stop => break,
                 Wake::Mesh => {
                     let mut got = Vec::new();
                     self.mesh.drain(|_, m| got.push(m));
+                    handled = !got.is_empty();
                     for m in got {
                         self.on_msg(m);
                     }
@@ -481,13 +505,15 @@ where
                         self.on_local(l);
                     }
                 }
-                Wake::Local(None) | Wake::Retry => {}
+                Wake::Local(None) | Wake::Retry => handled = false,
                 Wake::N2(r) => {
                     if let Err(e) = r {
                         tracing::error!(error = %e, "N2 socket failed");
                         break;
                     }
+                    let before = self.counters.ngap_read;
                     self.on_n2_events();
+                    handled = self.counters.ngap_read != before;
                 }
                 Wake::Timer => {
                     let now = Instant::now();
@@ -495,9 +521,22 @@ where
                     self.ausf.handle_timeout(now);
                 }
             }
+            if let Some(c) = cause {
+                self.wakes.count(c, handled);
+            }
             self.pump();
+            self.publish();
         }
         self.finish().await;
+        self.publish();
+    }
+
+    /// Copies this worker's counters into its block of the live counters (a few relaxed
+    /// stores; see `crate::metrics`).
+    fn publish(&self) {
+        self.shared
+            .live
+            .publish(self.id.index(), &self.counters, &self.wakes);
     }
 
     fn new_tag(&mut self) -> u64 {
@@ -921,6 +960,7 @@ where
             ausf: self.ausf.stats(),
             udm: self.udm.stats(),
             counters: self.counters,
+            wakes: self.wakes,
         };
         if let Ok(mut g) = self.shared.reports.lock() {
             if let Some(slot) = g.get_mut(self.id.index()) {

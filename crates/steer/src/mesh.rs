@@ -82,7 +82,9 @@ pub struct WorkerStats {
     full: AtomicU64,
     wakeups_sent: AtomicU64,
     wakeups_empty: AtomicU64,
+    wakeups_received: AtomicU64,
     max_depth: AtomicU64,
+    depth: AtomicU64,
 }
 
 /// Bump a single-writer counter: only the owning worker writes it, so load + store is exact
@@ -107,9 +109,15 @@ pub struct MeshCounters {
     pub wakeups_sent: u64,
     /// Times this worker woke up in [`MeshEnd::recv_ready`] and found no message.
     pub wakeups_empty: u64,
+    /// Times this worker parked in [`MeshEnd::recv_ready`] and was woken by a sender.
+    pub wakeups_received: u64,
     /// Deepest any one of this worker's inbound queues was when it drained it. In a sum over
     /// workers, the maximum.
     pub max_depth: u64,
+    /// A gauge: messages waiting in all of this worker's inbound queues when its latest
+    /// drain began (what it found, not what is waiting now: only the receiver may look at
+    /// its queues). In a sum over workers, the sum.
+    pub depth: u64,
 }
 
 impl WorkerStats {
@@ -121,7 +129,9 @@ impl WorkerStats {
             full: self.full.load(Ordering::Relaxed),
             wakeups_sent: self.wakeups_sent.load(Ordering::Relaxed),
             wakeups_empty: self.wakeups_empty.load(Ordering::Relaxed),
+            wakeups_received: self.wakeups_received.load(Ordering::Relaxed),
             max_depth: self.max_depth.load(Ordering::Relaxed),
+            depth: self.depth.load(Ordering::Relaxed),
         }
     }
 }
@@ -144,6 +154,11 @@ impl MeshStats {
         self.workers.get(w.index()).map(WorkerStats::snapshot)
     }
 
+    /// How many workers the mesh has.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
     /// The counters summed over all workers (`max_depth`: the maximum).
     pub fn total(&self) -> MeshCounters {
         self.workers
@@ -155,7 +170,9 @@ impl MeshStats {
                 full: a.full.wrapping_add(c.full),
                 wakeups_sent: a.wakeups_sent.wrapping_add(c.wakeups_sent),
                 wakeups_empty: a.wakeups_empty.wrapping_add(c.wakeups_empty),
+                wakeups_received: a.wakeups_received.wrapping_add(c.wakeups_received),
                 max_depth: a.max_depth.max(c.max_depth),
+                depth: a.depth.wrapping_add(c.depth),
             })
     }
 }
@@ -365,6 +382,9 @@ impl<M> MeshEnd<M> {
             bell.notify.notified().await;
             drop(guard);
             woken = true;
+            if let Some(s) = self.my_stats() {
+                bump(&s.wakeups_received, 1);
+            }
         }
     }
 
@@ -387,6 +407,7 @@ impl<M> MeshEnd<M> {
             left = left.saturating_add(*b);
             deepest = deepest.max(*b);
         }
+        let waiting = left;
         let mut read = 0usize;
         let start = self.next % n;
         self.next = (start + 1) % n;
@@ -413,6 +434,7 @@ impl<M> MeshEnd<M> {
         }
         if let Some(s) = self.my_stats() {
             bump(&s.received, read as u64);
+            s.depth.store(waiting as u64, Ordering::Relaxed);
             let deepest = deepest as u64;
             if deepest > s.max_depth.load(Ordering::Relaxed) {
                 s.max_depth.store(deepest, Ordering::Relaxed);
@@ -473,7 +495,10 @@ mod tests {
         let c0 = stats.worker(WorkerId(0)).unwrap();
         let c1 = stats.worker(WorkerId(1)).unwrap();
         assert_eq!((c0.sent, c0.full, c0.received), (2, 1, 0));
-        assert_eq!((c1.sent, c1.received, c1.max_depth), (0, 2, 2));
+        assert_eq!((c1.sent, c1.received, c1.max_depth, c1.depth), (0, 2, 2, 2));
+        // The gauge follows the latest drain.
+        assert_eq!(e1.drain(|_, _| {}), 0);
+        assert_eq!(stats.worker(WorkerId(1)).unwrap().depth, 0);
     }
 
     #[test]
@@ -564,5 +589,9 @@ mod tests {
             .await;
         let c0 = stats.worker(WorkerId(0)).unwrap();
         assert_eq!(c0.wakeups_sent, 1);
+        let c1 = stats.worker(WorkerId(1)).unwrap();
+        assert_eq!((c1.wakeups_received, c1.wakeups_empty), (1, 0));
+        assert_eq!(c1.depth, 2);
+        assert_eq!(stats.total().wakeups_received, 1);
     }
 }

@@ -16,8 +16,18 @@
 //!   run, NG Setup of the gNBs and their SCTP shutdown included, divided by the
 //!   registrations completed. Each registration comes with the de-registration of its UE, so
 //!   this is the cost of one register + de-register cycle;
-//! - crypto floor: see [`super::floor`]; the ratio is core CPU per registration over it.
+//! - crypto floor: see [`super::floor`]; the ratio is core CPU per registration over it;
+//! - lock acquisitions, contended acquisitions, loop wake-ups (and those that found nothing)
+//!   and hand-offs: the core's live counters (the ones `/metrics` serves) over the measured
+//!   load run, the difference of two readings taken around it. Wake-ups per second are over
+//!   the same wall time as the core CPU.
+//!
+//! Files: registration.json (everything), registration.csv (one row per case),
+//! registration.svg (bars per case) and registration-sweep.svg (against workers: rate,
+//! contended share of lock acquisitions, wake-ups per registration; one line per state,
+//! connection kind and SBI mode).
 
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -55,6 +65,53 @@ pub(crate) enum BenchSbi {
     H2c,
 }
 
+/// How the core's h2c clients use their connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchConnections {
+    /// One long-lived connection per peer (HTTP/2 multiplexing).
+    Persistent,
+    /// A new connection per request (as some deployments do; only with `--sbi h2c`).
+    Short,
+}
+
+/// One item of `--workers`: a count, a range `A..B`, `A..all` or `all` (the cores this
+/// process may run on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WorkerList(pub(crate) Vec<u16>);
+
+/// The cores this process may run on (at least 1, at most 64).
+fn all_cores() -> u16 {
+    std::thread::available_parallelism()
+        .map(|n| u16::try_from(n.get()).unwrap_or(64).min(64))
+        .unwrap_or(1)
+}
+
+fn parse_workers(s: &str) -> Result<WorkerList, String> {
+    let one = |t: &str| -> Result<u16, String> {
+        let n = match t.trim() {
+            "all" => all_cores(),
+            t => t
+                .parse::<u16>()
+                .map_err(|_| format!("{t:?}: a worker count, a range A..B, or all"))?,
+        };
+        if (1..=64).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("{n}: each worker count must be 1 to 64"))
+        }
+    };
+    match s.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (one(a)?, one(b)?);
+            if a > b {
+                return Err(format!("{s}: empty range"));
+            }
+            Ok(WorkerList((a..=b).collect()))
+        }
+        None => Ok(WorkerList(vec![one(s)?])),
+    }
+}
+
 /// Where the core keeps per-UE and per-subscriber state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum BenchState {
@@ -67,9 +124,16 @@ pub(crate) enum BenchState {
 /// `steer5g bench registration`.
 #[derive(Debug, Args)]
 pub(crate) struct RegistrationArgs {
-    /// Core worker threads; a comma-separated list sweeps them.
-    #[arg(long, value_delimiter = ',', default_value = "1", value_name = "LIST")]
-    pub(crate) workers: Vec<u16>,
+    /// Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`,
+    /// `all`: the cores here) sweeps them.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1..all",
+        value_name = "LIST",
+        value_parser = parse_workers
+    )]
+    pub(crate) workers: Vec<WorkerList>,
     /// SUCI protection of the UEs; a list sweeps them.
     #[arg(
         long,
@@ -97,6 +161,16 @@ pub(crate) struct RegistrationArgs {
         value_name = "LIST"
     )]
     pub(crate) state: Vec<BenchState>,
+    /// SBI connections of the core's h2c clients; a list sweeps them (short ones only with
+    /// `--sbi h2c`: the in-process SBI has no connections).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "persistent",
+        value_name = "LIST"
+    )]
+    pub(crate) connections: Vec<BenchConnections>,
     /// UEs (subscribers) of each measured run: each registers and de-registers once.
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub(crate) ues: u64,
@@ -115,7 +189,7 @@ pub(crate) struct RegistrationArgs {
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub(crate) timeout: f64,
-    /// Directory for registration.json and registration.svg.
+    /// Directory for registration.json, .csv, .svg and registration-sweep.svg.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub(crate) out: PathBuf,
 }
@@ -127,18 +201,30 @@ pub(crate) struct Case {
     pub(crate) suci: SuciArg,
     pub(crate) sbi: BenchSbi,
     pub(crate) state: BenchState,
+    pub(crate) connections: BenchConnections,
 }
 
 impl Case {
-    /// `w1 a inproc sharded`.
+    /// `w1 a inproc sharded`, with ` short` for short SBI connections.
     pub(crate) fn label(&self) -> String {
         format!(
-            "w{} {} {} {}",
+            "w{} {} {} {}{}",
             self.workers,
             floor::suci_label(self.suci),
             sbi_label(self.sbi),
-            state_label(self.state)
+            state_label(self.state),
+            match self.connections {
+                BenchConnections::Persistent => "",
+                BenchConnections::Short => " short",
+            }
         )
+    }
+}
+
+fn connections_label(c: BenchConnections) -> &'static str {
+    match c {
+        BenchConnections::Persistent => "persistent",
+        BenchConnections::Short => "short",
     }
 }
 
@@ -157,13 +243,14 @@ fn state_label(s: BenchState) -> &'static str {
 }
 
 /// One measured case (the median round's figures).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct CaseReport {
     pub(crate) case: String,
     pub(crate) workers: u16,
     pub(crate) suci: &'static str,
     pub(crate) sbi: &'static str,
     pub(crate) state: &'static str,
+    pub(crate) connections: &'static str,
     pub(crate) ok: bool,
     pub(crate) ues: u64,
     pub(crate) registrations: u64,
@@ -194,6 +281,26 @@ pub(crate) struct CaseReport {
     pub(crate) rounds_registrations_per_s: Vec<f64>,
     /// Core CPU per registration of every round, µs.
     pub(crate) rounds_core_cpu_us_per_registration: Vec<f64>,
+    /// Acquisitions of the shared maps' locks in the measured run (0 when sharded).
+    pub(crate) lock_acquisitions: u64,
+    /// Of those, the ones that found the lock held.
+    pub(crate) lock_contended: u64,
+    /// Contended over all acquisitions (0 without acquisitions).
+    pub(crate) contention_ratio: f64,
+    /// Worker loop wake-ups in the measured run.
+    pub(crate) wakeups: u64,
+    /// Of those, wake-ups that handled no message or event.
+    pub(crate) wakeups_empty: u64,
+    /// Wake-ups per second of the measured run's wall time.
+    pub(crate) wakeups_per_s: f64,
+    /// Empty wake-ups over all wake-ups.
+    pub(crate) wakeups_empty_share: f64,
+    /// Wake-ups per registration.
+    pub(crate) wakeups_per_registration: f64,
+    /// Messages handed from one worker to another, per registration.
+    pub(crate) handoffs_per_registration: f64,
+    /// Every live counter over the measured run (queue depth: the deepest seen by its end).
+    pub(crate) counters: BTreeMap<&'static str, u64>,
 }
 
 /// One case against another that differs in one setting.
@@ -222,6 +329,33 @@ pub(crate) struct Settings {
     pub(crate) nas_algorithms: &'static str,
 }
 
+/// Locked against sharded at one worker count and setting: one row of a table.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StatePair<T> {
+    pub(crate) workers: u16,
+    pub(crate) suci: &'static str,
+    pub(crate) sbi: &'static str,
+    pub(crate) connections: &'static str,
+    pub(crate) locked: Option<T>,
+    pub(crate) sharded: Option<T>,
+}
+
+/// Lock figures of one case.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Contention {
+    pub(crate) acquisitions: u64,
+    pub(crate) contended: u64,
+    pub(crate) ratio: f64,
+}
+
+/// Wake-up figures of one case.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Wakeups {
+    pub(crate) per_s: f64,
+    pub(crate) empty_share: f64,
+    pub(crate) per_registration: f64,
+}
+
 /// Everything one run measured: registration.json, and `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RegistrationBenchReport {
@@ -235,6 +369,10 @@ pub(crate) struct RegistrationBenchReport {
     pub(crate) floors: Vec<CryptoFloor>,
     pub(crate) cases: Vec<CaseReport>,
     pub(crate) comparisons: Vec<Comparison>,
+    /// The contention table: contended/total lock acquisitions, locked vs sharded.
+    pub(crate) contention: Vec<StatePair<Contention>>,
+    /// The wake-ups table: per second and the empty share, locked vs sharded.
+    pub(crate) wakeups: Vec<StatePair<Wakeups>>,
     pub(crate) target_ratio: f64,
     /// Every in-process Profile A case is within the target ratio (`None` when none ran).
     pub(crate) meets_target: Option<bool>,
@@ -287,6 +425,38 @@ struct Outcome {
     load: LoadReport,
     core_cpu: Duration,
     wall: Duration,
+    /// The live counters' change over the measured run.
+    counters: BTreeMap<&'static str, u64>,
+}
+
+/// `after - before` per key; gauges (the queue depth) keep their `after` value.
+fn counter_delta(
+    before: &[(&'static str, u64)],
+    after: &[(&'static str, u64)],
+) -> BTreeMap<&'static str, u64> {
+    let before: BTreeMap<&str, u64> = before.iter().copied().collect();
+    after
+        .iter()
+        .map(|&(k, v)| {
+            let d = if k.ends_with("max_depth") {
+                v
+            } else {
+                v.saturating_sub(before.get(k).copied().unwrap_or(0))
+            };
+            (k, d)
+        })
+        .collect()
+}
+
+/// The loopback slot (127.0.15-17.x) of the next case: one counter for the whole process,
+/// so that two sweeps of one process (tests run in parallel) never share addresses,
+/// starting somewhere that depends on the process so that two processes are unlikely to.
+fn next_slot() -> u8 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
+    let n = TAKEN.fetch_add(1, Ordering::Relaxed);
+    let at = std::process::id().wrapping_add(n) % 250;
+    u8::try_from(at).unwrap_or(0) + 1
 }
 
 /// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
@@ -320,6 +490,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
         BenchSbi::H2c => SbiMode::H2c,
         BenchSbi::Inproc => SbiMode::Inproc,
     };
+    opts.short_connections = case.connections == BenchConnections::Short;
     opts.config = cfg.clone();
     opts.directory = directory;
     let core = Core::start(opts)?;
@@ -360,15 +531,18 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
         }
         // The measured gNBs have IDs of their own: the warm-up's associations are gone.
         let p = plan(subscribers, 1 + args.gnbs);
+        let live0 = core.live_totals();
         let cpu0 = threads_cpu(CORE_THREAD_PREFIX);
         let t0 = Instant::now();
         let load = rt.block_on(run_load(&p))?;
         let wall = t0.elapsed();
         let core_cpu = threads_cpu(CORE_THREAD_PREFIX).saturating_sub(cpu0);
+        let counters = counter_delta(&live0, &core.live_totals());
         Ok(Outcome {
             load,
             core_cpu,
             wall,
+            counters,
         })
     })();
     let stopped = core.stop();
@@ -399,12 +573,30 @@ fn case_report(case: Case, ues: u64, o: &Outcome, floor: &CryptoFloor) -> CaseRe
     };
     let core_us = per(o.core_cpu.as_secs_f64() * 1e6, regs);
     let ok = o.load.ok && regs == ues && deregs == ues && o.load.ues_registered == ues;
+    let count = |k: &str| o.counters.get(k).copied().unwrap_or(0);
+    let share = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    let wall = o.wall.as_secs_f64();
     CaseReport {
         case: case.label(),
         workers: case.workers,
         suci: floor::suci_label(case.suci),
         sbi: sbi_label(case.sbi),
         state: state_label(case.state),
+        connections: connections_label(case.connections),
+        lock_acquisitions: count("lock_acquisitions"),
+        lock_contended: count("lock_contended"),
+        contention_ratio: share(count("lock_contended"), count("lock_acquisitions")),
+        wakeups: count("wakeups"),
+        wakeups_empty: count("wakeups_empty"),
+        wakeups_per_s: if wall > 0.0 {
+            count("wakeups") as f64 / wall
+        } else {
+            0.0
+        },
+        wakeups_empty_share: share(count("wakeups_empty"), count("wakeups")),
+        wakeups_per_registration: per(count("wakeups") as f64, regs),
+        handoffs_per_registration: per(count("handoff_sent") as f64, regs),
+        counters: o.counters.clone(),
         ok,
         ues,
         registrations: regs,
@@ -462,32 +654,52 @@ fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
 
 /// Ratios between cases that differ in exactly one setting.
 fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
+    let short = |c: &CaseReport| {
+        if c.connections == "short" {
+            " short"
+        } else {
+            ""
+        }
+    };
     let mut out = Vec::new();
     for a in cases {
         for b in cases {
             let same_w = a.workers == b.workers;
             let same_sbi = a.sbi == b.sbi;
             let same_state = a.state == b.state;
-            let same_suci = a.suci == b.suci;
-            let (what, at) =
-                if a.state == "locked" && b.state == "sharded" && same_w && same_sbi && same_suci {
-                    (
-                        "sharded/locked".to_owned(),
-                        format!("w{} {} {}", a.workers, a.suci, a.sbi),
-                    )
-                } else if a.sbi == "inproc" && b.sbi == "h2c" && same_w && same_state && same_suci {
-                    (
-                        "h2c/inproc".to_owned(),
-                        format!("w{} {} {}", a.workers, a.suci, a.state),
-                    )
-                } else if a.workers < b.workers && same_sbi && same_state && same_suci {
-                    (
-                        format!("w{}/w{}", b.workers, a.workers),
-                        format!("{} {} {}", a.suci, a.sbi, a.state),
-                    )
-                } else {
-                    continue;
-                };
+            // Every comparison is between cases of the same connection kind but the one
+            // about connections.
+            let same_suci = a.suci == b.suci && a.connections == b.connections;
+            let (what, at) = if a.connections == "persistent"
+                && b.connections == "short"
+                && same_w
+                && same_sbi
+                && same_state
+                && a.suci == b.suci
+            {
+                (
+                    "short/persistent".to_owned(),
+                    format!("w{} {} {} {}", a.workers, a.suci, a.sbi, a.state),
+                )
+            } else if a.state == "locked" && b.state == "sharded" && same_w && same_sbi && same_suci
+            {
+                (
+                    "sharded/locked".to_owned(),
+                    format!("w{} {} {}{}", a.workers, a.suci, a.sbi, short(a)),
+                )
+            } else if a.sbi == "inproc" && b.sbi == "h2c" && same_w && same_state && same_suci {
+                (
+                    "h2c/inproc".to_owned(),
+                    format!("w{} {} {}", a.workers, a.suci, a.state),
+                )
+            } else if a.workers < b.workers && same_sbi && same_state && same_suci {
+                (
+                    format!("w{}/w{}", b.workers, a.workers),
+                    format!("{} {} {}{}", a.suci, a.sbi, a.state, short(a)),
+                )
+            } else {
+                continue;
+            };
             // The ratio is b over a: sharded over locked, h2c over inproc, more workers over
             // fewer.
             out.push(Comparison {
@@ -511,17 +723,26 @@ fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
 
 /// Checks the arguments; the matrix of cases in run order.
 fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, CliError> {
-    if args.workers.is_empty()
+    let workers: Vec<u16> = args.workers.iter().flat_map(|l| l.0.clone()).collect();
+    if workers.is_empty()
         || args.suci.is_empty()
         || args.sbi.is_empty()
         || args.state.is_empty()
+        || args.connections.is_empty()
     {
         return Err(CliError::Usage(
-            "--workers, --suci, --sbi and --state need at least one value".into(),
+            "--workers, --suci, --sbi, --state and --connections need at least one value".into(),
         ));
     }
-    if args.workers.iter().any(|&w| w == 0 || w > 64) {
+    if workers.iter().any(|&w| w == 0 || w > 64) {
         return Err(CliError::Usage("--workers: each must be 1 to 64".into()));
+    }
+    if !args.sbi.contains(&BenchSbi::H2c)
+        && !args.connections.contains(&BenchConnections::Persistent)
+    {
+        return Err(CliError::Usage(
+            "--connections short needs --sbi h2c (the in-process SBI has no connections)".into(),
+        ));
     }
     if args.ues == 0 || args.ues > 10_000_000 {
         return Err(CliError::Usage("--ues must be 1 to 10000000".into()));
@@ -540,16 +761,24 @@ fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, CliError> {
     let mut cases = Vec::new();
     for &suci in &args.suci {
         for &sbi in &args.sbi {
-            for &state in &args.state {
-                for &workers in &args.workers {
-                    let c = Case {
-                        workers,
-                        suci,
-                        sbi,
-                        state,
-                    };
-                    if !cases.contains(&c) {
-                        cases.push(c);
+            for &connections in &args.connections {
+                // In-process calls open no connection: a short variant would repeat the
+                // persistent one.
+                if sbi == BenchSbi::Inproc && connections == BenchConnections::Short {
+                    continue;
+                }
+                for &state in &args.state {
+                    for &workers in &workers {
+                        let c = Case {
+                            workers,
+                            suci,
+                            sbi,
+                            state,
+                            connections,
+                        };
+                        if !cases.contains(&c) {
+                            cases.push(c);
+                        }
                     }
                 }
             }
@@ -585,17 +814,13 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
     }
     let mut measured_floors = Vec::new();
     let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); cases.len()];
-    // Start somewhere that depends on the process, so that two benchmarks (or a test and a
-    // benchmark) running at once are unlikely to pick the same addresses.
-    let mut slot: u8 = u8::try_from(std::process::id() % 250).unwrap_or(0) + 1;
     for round in 0..args.rounds {
         // The floor of this round, on this thread, between the cases' runs.
         bar.set_prefix(format!("round {} crypto floor", round + 1));
         let prims = floor::measure(&sucis)?;
         for (i, &case) in cases.iter().enumerate() {
             bar.set_prefix(format!("round {} {}", round + 1, case.label()));
-            let outcome = run_case(case, args, slot);
-            slot = slot.wrapping_add(1).max(1);
+            let outcome = run_case(case, args, next_slot());
             let outcome = match outcome {
                 Ok(o) => o,
                 Err(e) => {
@@ -640,6 +865,16 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
         .map(|c| c.ratio_to_floor <= TARGET_RATIO)
         .collect();
     let ok = cases.iter().all(|c| c.ok);
+    let contention = pairs(&cases, |c| Contention {
+        acquisitions: c.lock_acquisitions,
+        contended: c.lock_contended,
+        ratio: c.contention_ratio,
+    });
+    let wakeups = pairs(&cases, |c| Wakeups {
+        per_s: c.wakeups_per_s,
+        empty_share: c.wakeups_empty_share,
+        per_registration: c.wakeups_per_registration,
+    });
     Ok(RegistrationBenchReport {
         scenario: "registration",
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -655,6 +890,8 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
             nas_algorithms: "NIA2 + NEA2",
         },
         comparisons: comparisons(&cases),
+        contention,
+        wakeups,
         primitives,
         floors,
         cases,
@@ -662,6 +899,82 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
         meets_target: (!target.is_empty()).then(|| target.iter().all(|&t| t)),
         ok,
     })
+}
+
+/// One row per worker count and setting, with the locked and the sharded case side by side.
+fn pairs<T>(cases: &[CaseReport], f: impl Fn(&CaseReport) -> T) -> Vec<StatePair<T>> {
+    let mut rows: Vec<StatePair<T>> = Vec::new();
+    for c in cases {
+        let i = match rows.iter().position(|r| {
+            r.workers == c.workers
+                && r.suci == c.suci
+                && r.sbi == c.sbi
+                && r.connections == c.connections
+        }) {
+            Some(i) => i,
+            None => {
+                rows.push(StatePair {
+                    workers: c.workers,
+                    suci: c.suci,
+                    sbi: c.sbi,
+                    connections: c.connections,
+                    locked: None,
+                    sharded: None,
+                });
+                rows.len() - 1
+            }
+        };
+        if let Some(r) = rows.get_mut(i) {
+            if c.state == "locked" {
+                r.locked = Some(f(c));
+            } else {
+                r.sharded = Some(f(c));
+            }
+        }
+    }
+    rows.sort_by(|a, b| {
+        (a.suci, a.sbi, a.connections, a.workers).cmp(&(b.suci, b.sbi, b.connections, b.workers))
+    });
+    rows
+}
+
+/// registration.csv: one row per case.
+fn csv(r: &RegistrationBenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "case,workers,suci,sbi,connections,state,ok,registrations_per_s,core_cpu_us_per_registration,\
+         ratio_to_floor,registration_p50_us,registration_p99_us,lock_acquisitions,lock_contended,\
+         contention_ratio,wakeups,wakeups_empty,wakeups_per_s,wakeups_empty_share,\
+         wakeups_per_registration,handoffs_per_registration\n",
+    );
+    for c in &r.cases {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{:.1},{:.2},{:.3},{},{},{},{},{:.6},{},{},{:.1},{:.4},{:.3},{:.3}",
+            c.case,
+            c.workers,
+            c.suci,
+            c.sbi,
+            c.connections,
+            c.state,
+            c.ok,
+            c.registrations_per_s,
+            c.core_cpu_us_per_registration,
+            c.ratio_to_floor,
+            c.registration_p50_us,
+            c.registration_p99_us,
+            c.lock_acquisitions,
+            c.lock_contended,
+            c.contention_ratio,
+            c.wakeups,
+            c.wakeups_empty,
+            c.wakeups_per_s,
+            c.wakeups_empty_share,
+            c.wakeups_per_registration,
+            c.handoffs_per_registration
+        );
+    }
+    s
 }
 
 /// `steer5g bench registration`.
@@ -673,17 +986,29 @@ pub(crate) fn run(global: &Global, args: &RegistrationArgs) -> Result<(), CliErr
     let report = measure(args)?;
     let json_path = args.out.join("registration.json");
     let svg_path = args.out.join("registration.svg");
+    let csv_path = args.out.join("registration.csv");
+    let sweep_path = args.out.join("registration-sweep.svg");
     let json = serde_json::to_string_pretty(&report)
         .map_err(|e| CliError::Failed(format!("JSON report: {e}")))?;
     std::fs::write(&json_path, format!("{json}\n"))
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
     super::regplot::write_svg(&svg_path, &report)
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    std::fs::write(&csv_path, csv(&report))
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", csv_path.display())))?;
+    super::regplot::write_sweep_svg(&sweep_path, &report)
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", sweep_path.display())))?;
     if global.json {
         crate::report::print_json(&report)?;
     } else {
         print!("{}", table(&report));
-        println!("wrote {} and {}", json_path.display(), svg_path.display());
+        println!(
+            "wrote {}, {}, {} and {}",
+            json_path.display(),
+            csv_path.display(),
+            svg_path.display(),
+            sweep_path.display()
+        );
     }
     if report.ok {
         Ok(())
@@ -756,10 +1081,72 @@ fn table(r: &RegistrationBenchReport) -> String {
         for c in &r.comparisons {
             let _ = writeln!(
                 s,
-                "{:<14} at {:<20} rate {:>5.2}x  core CPU/reg {:>5.2}x",
+                "{:<16} at {:<24} rate {:>5.2}x  core CPU/reg {:>5.2}x",
                 c.what, c.at, c.rate_ratio, c.cpu_ratio
             );
         }
+    }
+    let setting = |w: u16, suci: &str, sbi: &str, conn: &str| {
+        format!(
+            "w{w} {suci} {sbi}{}",
+            if conn == "short" { " short" } else { "" }
+        )
+    };
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "lock contention (contended / acquisitions in the measured run):"
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>28} {:>28}",
+        "workers, setting", "locked", "sharded"
+    );
+    let cell = |c: &Option<Contention>| match c {
+        Some(c) => format!(
+            "{}/{} ({:.2}%)",
+            c.contended,
+            c.acquisitions,
+            c.ratio * 100.0
+        ),
+        None => "-".to_owned(),
+    };
+    for row in &r.contention {
+        let _ = writeln!(
+            s,
+            "{:<22} {:>28} {:>28}",
+            setting(row.workers, row.suci, row.sbi, row.connections),
+            cell(&row.locked),
+            cell(&row.sharded)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "worker wake-ups (per second, share that found nothing, per registration):"
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>28} {:>28}",
+        "workers, setting", "locked", "sharded"
+    );
+    let cell = |c: &Option<Wakeups>| match c {
+        Some(c) => format!(
+            "{:.0}/s {:.1}% empty {:.1}/reg",
+            c.per_s,
+            c.empty_share * 100.0,
+            c.per_registration
+        ),
+        None => "-".to_owned(),
+    };
+    for row in &r.wakeups {
+        let _ = writeln!(
+            s,
+            "{:<22} {:>28} {:>28}",
+            setting(row.workers, row.suci, row.sbi, row.connections),
+            cell(&row.locked),
+            cell(&row.sharded)
+        );
     }
     if let Some(m) = r.meets_target {
         let _ = writeln!(s);
@@ -780,7 +1167,8 @@ mod tests {
 
     fn args(ues: u64) -> RegistrationArgs {
         RegistrationArgs {
-            workers: vec![1],
+            workers: vec![WorkerList(vec![1])],
+            connections: vec![BenchConnections::Persistent],
             suci: vec![SuciArg::A],
             sbi: vec![BenchSbi::Inproc],
             state: vec![BenchState::Sharded],
@@ -814,15 +1202,75 @@ mod tests {
     }
 
     #[test]
+    fn locked_and_sharded_cases_fill_the_contention_and_wakeup_tables() {
+        let mut a = args(20);
+        a.workers = vec![WorkerList(vec![2])];
+        a.state = vec![BenchState::Locked, BenchState::Sharded];
+        let r = measure(&a).unwrap();
+        assert!(r.ok, "{r:?}");
+        let locked = r.cases.iter().find(|c| c.state == "locked").unwrap();
+        let sharded = r.cases.iter().find(|c| c.state == "sharded").unwrap();
+        // Live under load in the locked mode; none at all when sharded.
+        assert!(locked.lock_acquisitions > 0, "{locked:?}");
+        assert!(locked.lock_contended <= locked.lock_acquisitions);
+        assert_eq!(sharded.lock_acquisitions, 0);
+        for c in [locked, sharded] {
+            assert!(c.wakeups > 0 && c.wakeups_per_s > 0.0, "{c:?}");
+            assert!(c.wakeups_empty <= c.wakeups);
+            assert_eq!(c.counters["wakeups"], c.wakeups);
+            assert!(c.counters["ngap_read"] > 0);
+        }
+        // Two workers hand messages over in the sharded mode.
+        assert!(sharded.handoffs_per_registration > 0.0, "{sharded:?}");
+        assert_eq!(r.contention.len(), 1);
+        let row = &r.contention[0];
+        assert_eq!(row.workers, 2);
+        assert_eq!(row.locked.unwrap().acquisitions, locked.lock_acquisitions);
+        assert_eq!(row.sharded.unwrap().acquisitions, 0);
+        assert_eq!(r.wakeups.len(), 1);
+        let t = table(&r);
+        assert!(t.contains("lock contention"), "{t}");
+        assert!(t.contains("worker wake-ups"), "{t}");
+        let csv = csv(&r);
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().all(|l| l.split(',').count() == 21), "{csv}");
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = dir.path().join("sweep.svg");
+        super::super::regplot::write_sweep_svg(&sweep, &r).unwrap();
+        let svg = std::fs::read_to_string(&sweep).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("sharded"), "{svg}");
+    }
+
+    #[test]
+    fn worker_lists_take_counts_ranges_and_all() {
+        assert_eq!(parse_workers("3").unwrap().0, vec![3]);
+        assert_eq!(parse_workers("1..3").unwrap().0, vec![1, 2, 3]);
+        let all = all_cores();
+        assert_eq!(parse_workers("all").unwrap().0, vec![all]);
+        assert_eq!(parse_workers("1..all").unwrap().0.len(), usize::from(all));
+        for bad in ["0", "65", "3..1", "x", "1..", ""] {
+            assert!(parse_workers(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn bad_matrices_are_usage_errors() {
         let mut a = args(10);
-        a.workers = vec![0];
+        a.workers = vec![WorkerList(vec![0])];
         assert!(matches!(matrix(&a), Err(CliError::Usage(_))));
+        let mut a = args(10);
+        a.connections = vec![BenchConnections::Short];
+        assert!(matches!(matrix(&a), Err(CliError::Usage(_))));
+        a.sbi = vec![BenchSbi::Inproc, BenchSbi::H2c];
+        a.connections = vec![BenchConnections::Persistent, BenchConnections::Short];
+        // inproc persistent, h2c persistent, h2c short: the inproc short case is dropped.
+        assert_eq!(matrix(&a).unwrap().len(), 3);
+        assert!(matrix(&a).unwrap()[2].label().ends_with(" short"));
         let mut a = args(0);
         assert!(matches!(matrix(&a), Err(CliError::Usage(_))));
         a.ues = 1;
         a.sbi = vec![BenchSbi::Inproc, BenchSbi::H2c, BenchSbi::Inproc];
-        a.workers = vec![1, 2];
+        a.workers = vec![parse_workers("1..2").unwrap()];
         assert_eq!(matrix(&a).unwrap().len(), 4);
     }
 
@@ -854,6 +1302,8 @@ mod tests {
                 ratio_to_floor: 0.0,
                 rounds_registrations_per_s: Vec::new(),
                 rounds_core_cpu_us_per_registration: Vec::new(),
+                connections: "persistent",
+                ..CaseReport::default()
             };
             c.case = format!("w{w}");
             c

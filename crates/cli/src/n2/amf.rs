@@ -98,7 +98,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         opts.directory.base_uri(NfType::Ausf).unwrap_or("?"),
         opts.directory.base_uri(NfType::Udm).unwrap_or("?")
     );
-    let core = nf_cmd::start(opts)?;
+    let core = nf_cmd::start(opts, &args.run.metrics)?;
     let listening = core.listening().n2.clone();
     for (kind, local) in &listening {
         let what = match kind {

@@ -70,6 +70,8 @@ struct CoreSummary {
     lock_acquisitions: u64,
     lock_contended: u64,
     sqn_writes: u64,
+    /// Every live counter's total (wake-ups, per-path messages, locks, hand-offs).
+    counters: serde_json::Value,
 }
 
 fn summarise(r: &CoreReport) -> (AmfSummary, CoreSummary) {
@@ -116,6 +118,7 @@ fn summarise(r: &CoreReport) -> (AmfSummary, CoreSummary) {
             lock_acquisitions: r.locks.acquisitions,
             lock_contended: r.locks.contended,
             sqn_writes: r.sqn_writes,
+            counters: crate::report::live_counters(r),
         },
     )
 }
@@ -247,6 +250,7 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
             core_summary.lock_contended,
             core_summary.sqn_writes
         );
+        println!("      {}", crate::report::live_counters_line(&core_report));
         println!();
         println!(
             "result: {}",

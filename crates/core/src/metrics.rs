@@ -1,0 +1,466 @@
+//! The core's live counters: what each worker publishes at the end of every loop turn, and
+//! the page the `/metrics` endpoint renders from them (issue 4 item 2).
+//!
+//! Each worker owns one [`steer_metrics::Block`]; at the end of a loop turn it copies its
+//! plain [`WorkerCounters`] and [`WakeCounters`] into it with relaxed stores (no lock, no
+//! read-modify-write, nothing another core writes). A scrape reads those blocks, the mesh's
+//! own single-writer counters and the lock counters of the shared maps (atomics already);
+//! it never waits on a worker. Values are at most one loop turn old.
+//!
+//! One endpoint per process: co-hosted NFs share their workers, so their counters are the
+//! process's. The CLI puts it on port 9090 of the first hosted NF's address (AMF, else
+//! AUSF, else UDM), so `steer5g core` serves 127.0.0.5:9090, and `steer5g ausf`
+//! 127.0.0.11:9090. The lock families carry an `nf` label (the map's owner); the others a
+//! `worker` label.
+
+use std::sync::{Arc, OnceLock};
+
+use steer::mesh::{MeshCounters, MeshStats};
+use steer_metrics::{Blocks, Exposition, Kind, Sample};
+
+use crate::{LockedMaps, NfSet, SbiMode, StateMode, WorkerCounters};
+
+/// Why a worker's loop woke up, and the wake-ups that found nothing to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WakeCounters {
+    /// Woken by a message from another worker (the mesh's doorbell or a waiting message).
+    pub mesh: u64,
+    /// Woken by the worker's own tasks (an h2c request read, a reply to a call, an SQN
+    /// write done).
+    pub local: u64,
+    /// Woken by the N2 socket or its poll tick (worker 0).
+    pub n2: u64,
+    /// Woken by an NF timer.
+    pub timer: u64,
+    /// Woken to retry mesh sends that had met a full queue.
+    pub retry: u64,
+    /// Of all of the above, wake-ups that handled no message or event (an empty mesh
+    /// drain, an N2 tick with no NGAP message, a closed local channel, a retry).
+    pub empty: u64,
+}
+
+/// What woke a worker's loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WakeCause {
+    Mesh,
+    Local,
+    N2,
+    Timer,
+    Retry,
+}
+
+impl WakeCounters {
+    /// Counts one wake-up; `handled` tells whether it found a message or event.
+    pub(crate) fn count(&mut self, cause: WakeCause, handled: bool) {
+        let c = match cause {
+            WakeCause::Mesh => &mut self.mesh,
+            WakeCause::Local => &mut self.local,
+            WakeCause::N2 => &mut self.n2,
+            WakeCause::Timer => &mut self.timer,
+            WakeCause::Retry => &mut self.retry,
+        };
+        *c = c.wrapping_add(1);
+        if !handled {
+            self.empty = self.empty.wrapping_add(1);
+        }
+    }
+
+    /// Every wake-up, whatever the cause.
+    pub fn total(&self) -> u64 {
+        self.mesh
+            .wrapping_add(self.local)
+            .wrapping_add(self.n2)
+            .wrapping_add(self.timer)
+            .wrapping_add(self.retry)
+    }
+
+    /// Adds `o` to these counters.
+    pub fn add(&mut self, o: &WakeCounters) {
+        self.mesh = self.mesh.wrapping_add(o.mesh);
+        self.local = self.local.wrapping_add(o.local);
+        self.n2 = self.n2.wrapping_add(o.n2);
+        self.timer = self.timer.wrapping_add(o.timer);
+        self.retry = self.retry.wrapping_add(o.retry);
+        self.empty = self.empty.wrapping_add(o.empty);
+    }
+
+    /// Each counter with its name and help, in a fixed order (see
+    /// [`WorkerCounters::for_each`]).
+    pub fn for_each(&self, mut f: impl FnMut(Sample)) {
+        let c = |name, help, value| Sample {
+            name,
+            help,
+            kind: Kind::Counter,
+            value,
+        };
+        f(c(
+            "wakeups_mesh",
+            "Loop wake-ups by a hand-off message.",
+            self.mesh,
+        ));
+        f(c(
+            "wakeups_local",
+            "Loop wake-ups by the worker's own tasks (h2c requests, call replies, SQN writes).",
+            self.local,
+        ));
+        f(c(
+            "wakeups_n2",
+            "Loop wake-ups by the N2 socket or its poll tick.",
+            self.n2,
+        ));
+        f(c(
+            "wakeups_timer",
+            "Loop wake-ups by an NF timer.",
+            self.timer,
+        ));
+        f(c(
+            "wakeups_retry",
+            "Loop wake-ups to retry mesh sends that met a full queue.",
+            self.retry,
+        ));
+        f(c(
+            "wakeups_empty",
+            "Loop wake-ups that handled no message or event.",
+            self.empty,
+        ));
+    }
+}
+
+impl WorkerCounters {
+    /// Each counter with its name and help text, in a fixed order: the `/metrics` page
+    /// (`steer5g_<name>_total{worker="N"}`) and the run reports are built from this, so a
+    /// new field needs only its line here.
+    pub fn for_each(&self, mut f: impl FnMut(Sample)) {
+        let c = |name, help, value| Sample {
+            name,
+            help,
+            kind: Kind::Counter,
+            value,
+        };
+        f(c(
+            "ngap_read",
+            "NGAP messages read from SCTP.",
+            self.ngap_read,
+        ));
+        f(c(
+            "ngap_local",
+            "UE-associated NGAP messages handled by the worker that read them.",
+            self.ngap_local,
+        ));
+        f(c(
+            "ngap_handed_off",
+            "UE-associated NGAP messages handed to their owner worker.",
+            self.ngap_handed_off,
+        ));
+        f(c(
+            "ngap_from_mesh",
+            "UE-associated NGAP messages received from another worker.",
+            self.ngap_from_mesh,
+        ));
+        f(c(
+            "ngap_out_relayed",
+            "NGAP messages handed to worker 0 to send.",
+            self.ngap_out_relayed,
+        ));
+        f(c(
+            "sbi_served",
+            "SBI requests read from an h2c connection.",
+            self.sbi_served,
+        ));
+        f(c(
+            "sbi_local",
+            "SBI requests handled by the worker that read or made them.",
+            self.sbi_local,
+        ));
+        f(c(
+            "sbi_handed_off",
+            "SBI requests handed to their owner worker.",
+            self.sbi_handed_off,
+        ));
+        f(c(
+            "sbi_from_mesh",
+            "SBI requests received from another worker.",
+            self.sbi_from_mesh,
+        ));
+        f(c(
+            "sbi_answers_relayed",
+            "SBI answers sent back to the worker holding the request.",
+            self.sbi_answers_relayed,
+        ));
+        f(c(
+            "udm_forwards",
+            "UDM requests forwarded to the owner after SUCI deconcealment.",
+            self.udm_forwards,
+        ));
+        f(c(
+            "h2c_calls",
+            "h2c calls made by the AMF and AUSF.",
+            self.h2c_calls,
+        ));
+        f(c(
+            "call_failures",
+            "h2c calls that failed in transport (answered 504).",
+            self.call_failures,
+        ));
+        f(c(
+            "sqn_writes",
+            "SQN writes asked of the persister.",
+            self.sqn_writes,
+        ));
+        f(c(
+            "mesh_retries",
+            "Mesh sends that found the queue full and were retried.",
+            self.mesh_retries,
+        ));
+    }
+}
+
+/// How many values [`WorkerCounters::for_each`] then [`WakeCounters::for_each`] give.
+fn width() -> usize {
+    let mut n = 0;
+    WorkerCounters::default().for_each(|_| n += 1);
+    WakeCounters::default().for_each(|_| n += 1);
+    n
+}
+
+/// The process's live counters; shared by the workers (writers of their own block) and the
+/// metrics thread (reader).
+pub(crate) struct Live {
+    blocks: Blocks,
+    /// Set once the runtime (and so the mesh) exists.
+    mesh: OnceLock<Arc<MeshStats>>,
+    locked: Option<LockedMaps>,
+    info: Vec<(&'static str, String)>,
+}
+
+impl Live {
+    pub(crate) fn new(
+        workers: usize,
+        locked: Option<LockedMaps>,
+        state: StateMode,
+        sbi: SbiMode,
+        nfs: NfSet,
+    ) -> Self {
+        let hosted: Vec<&str> = [(nfs.amf, "amf"), (nfs.ausf, "ausf"), (nfs.udm, "udm")]
+            .into_iter()
+            .filter_map(|(on, n)| on.then_some(n))
+            .collect();
+        let info = vec![
+            ("nfs", hosted.join(",")),
+            (
+                "state",
+                match state {
+                    StateMode::Sharded => "sharded",
+                    StateMode::Locked => "locked",
+                }
+                .to_owned(),
+            ),
+            (
+                "sbi",
+                match sbi {
+                    SbiMode::H2c => "h2c",
+                    SbiMode::Inproc => "inproc",
+                }
+                .to_owned(),
+            ),
+            ("workers", workers.to_string()),
+        ];
+        Self {
+            blocks: Blocks::new(workers, width()),
+            mesh: OnceLock::new(),
+            locked,
+            info,
+        }
+    }
+
+    pub(crate) fn set_mesh(&self, m: Arc<MeshStats>) {
+        let _ = self.mesh.set(m);
+    }
+
+    /// A worker's end-of-turn copy of its counters into its block.
+    pub(crate) fn publish(&self, worker: usize, c: &WorkerCounters, w: &WakeCounters) {
+        let Some(b) = self.blocks.block(worker) else {
+            return;
+        };
+        let mut i = 0;
+        let mut put = |s: Sample| {
+            b.store(i, s.value);
+            i += 1;
+        };
+        c.for_each(&mut put);
+        w.for_each(&mut put);
+    }
+
+    /// The totals over the workers now, keyed as [`crate::CoreReport::summary`] keys them.
+    pub(crate) fn totals(&self) -> Vec<(&'static str, u64)> {
+        let mut names = Vec::new();
+        WorkerCounters::default().for_each(|s| names.push(s.name));
+        WakeCounters::default().for_each(|s| names.push(s.name));
+        let mut out: Vec<(&'static str, u64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (*n, self.blocks.sum(i)))
+            .collect();
+        let wakeups = out
+            .iter()
+            .filter(|(n, _)| n.starts_with("wakeups_") && *n != "wakeups_empty")
+            .fold(0u64, |a, (_, v)| a.wrapping_add(*v));
+        out.push(("wakeups", wakeups));
+        let locks = lock_rows(self.locked.as_ref());
+        let sum = |f: fn(&nf::state::LockStats) -> u64| {
+            locks.iter().fold(0u64, |a, (_, _, s)| a.wrapping_add(f(s)))
+        };
+        out.push(("lock_acquisitions", sum(|s| s.acquisitions)));
+        out.push(("lock_contended", sum(|s| s.contended)));
+        let m = self.mesh.get().map(|m| m.total()).unwrap_or_default();
+        out.extend(mesh_rows(&m));
+        out
+    }
+
+    /// The `/metrics` page.
+    pub(crate) fn render(&self) -> String {
+        let mut e = Exposition::new();
+        let info: Vec<(&str, &str)> = self.info.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        e.family(
+            "steer5g_core_info",
+            "The core's settings (always 1).",
+            Kind::Gauge,
+        );
+        e.sample(&info, 1);
+
+        // Worker counters, field by field (a family's samples must be together).
+        let mut fields: Vec<Sample> = Vec::new();
+        WorkerCounters::default().for_each(|s| fields.push(s));
+        WakeCounters::default().for_each(|s| fields.push(s));
+        let names: Vec<String> = (0..self.blocks.len()).map(|w| w.to_string()).collect();
+        for (i, f) in fields.iter().enumerate() {
+            e.family(&format!("steer5g_{}_total", f.name), f.help, f.kind);
+            for (b, w) in self.blocks.iter().zip(&names) {
+                e.sample(&[("worker", w)], b.load(i));
+            }
+        }
+
+        let mesh: Vec<MeshCounters> = match self.mesh.get() {
+            Some(m) => (0..m.workers())
+                .map(|w| {
+                    m.worker(steer::WorkerId(u16::try_from(w).unwrap_or(u16::MAX)))
+                        .unwrap_or_default()
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        type Get = fn(&MeshCounters) -> u64;
+        let mesh_families: [(&str, &str, Kind, Get); 8] = [
+            ("steer5g_handoff_sent_total", "Messages handed to another worker over the mesh.", Kind::Counter, |m| m.sent),
+            ("steer5g_handoff_received_total", "Messages read from other workers over the mesh.", Kind::Counter, |m| m.received),
+            ("steer5g_handoff_full_total", "Hand-offs refused by a full queue.", Kind::Counter, |m| m.full),
+            ("steer5g_handoff_wakeups_sent_total", "Wake-ups this worker sent to idle receivers.", Kind::Counter, |m| m.wakeups_sent),
+            ("steer5g_handoff_wakeups_received_total", "Times this worker parked for the mesh and was woken.", Kind::Counter, |m| m.wakeups_received),
+            ("steer5g_handoff_wakeups_empty_total", "Mesh wake-ups of this worker that found no message.", Kind::Counter, |m| m.wakeups_empty),
+            ("steer5g_handoff_queue_depth", "Messages waiting in this worker's inbound hand-off queues when its latest drain began.", Kind::Gauge, |m| m.depth),
+            ("steer5g_handoff_queue_max_depth", "Deepest any inbound hand-off queue of this worker was at a drain, since start.", Kind::Gauge, |m| m.max_depth),
+        ];
+        for (name, help, kind, get) in mesh_families {
+            e.family(name, help, kind);
+            for (m, w) in mesh.iter().zip(&names) {
+                e.sample(&[("worker", w)], get(m));
+            }
+        }
+
+        let locks = lock_rows(self.locked.as_ref());
+        e.family(
+            "steer5g_lock_acquisitions_total",
+            "Acquisitions of the lock of a shared state map (locked mode; 0 when sharded).",
+            Kind::Counter,
+        );
+        for (nf, map, s) in &locks {
+            e.sample(&[("nf", nf), ("map", map)], s.acquisitions);
+        }
+        e.family(
+            "steer5g_lock_contended_total",
+            "Of those, acquisitions that found the lock held and waited.",
+            Kind::Counter,
+        );
+        for (nf, map, s) in &locks {
+            e.sample(&[("nf", nf), ("map", map)], s.contended);
+        }
+        e.finish()
+    }
+}
+
+/// The hand-off totals of the summaries.
+pub(crate) fn mesh_rows(m: &MeshCounters) -> [(&'static str, u64); 5] {
+    [
+        ("handoff_sent", m.sent),
+        ("handoff_wakeups_sent", m.wakeups_sent),
+        ("handoff_wakeups_received", m.wakeups_received),
+        ("handoff_wakeups_empty", m.wakeups_empty),
+        ("handoff_queue_max_depth", m.max_depth),
+    ]
+}
+
+/// Each shared map with its NF and name; zero counters when there are none (sharded).
+fn lock_rows(m: Option<&LockedMaps>) -> Vec<(&'static str, &'static str, nf::state::LockStats)> {
+    let z = nf::state::LockStats::default();
+    let s = |f: &dyn Fn(&LockedMaps) -> nf::state::LockStats| m.map_or(z, f);
+    vec![
+        ("amf", "ue_contexts", s(&|m| m.ues.stats())),
+        ("amf", "idle_ues", s(&|m| m.idle.stats())),
+        ("ausf", "auth_contexts", s(&|m| m.auth.stats())),
+        ("udm", "ue_records", s(&|m| m.records.stats())),
+        ("udm", "sqn", s(&|m| m.sqn.stats())),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_lists_each_worker_and_each_map() {
+        let live = Live::new(
+            2,
+            Some(LockedMaps::default()),
+            StateMode::Locked,
+            SbiMode::Inproc,
+            NfSet::ALL,
+        );
+        let c = WorkerCounters {
+            ngap_local: 5,
+            mesh_retries: 9,
+            ..WorkerCounters::default()
+        };
+        let mut w = WakeCounters::default();
+        w.count(WakeCause::Mesh, true);
+        w.count(WakeCause::N2, false);
+        live.publish(1, &c, &w);
+        let page = live.render();
+        assert!(page.contains("steer5g_core_info{nfs=\"amf,ausf,udm\",state=\"locked\",sbi=\"inproc\",workers=\"2\"} 1\n"), "{page}");
+        assert!(page.contains("# TYPE steer5g_ngap_local_total counter\n"));
+        assert!(page.contains("steer5g_ngap_local_total{worker=\"0\"} 0\n"));
+        assert!(page.contains("steer5g_ngap_local_total{worker=\"1\"} 5\n"));
+        assert!(page.contains("steer5g_mesh_retries_total{worker=\"1\"} 9\n"));
+        assert!(page.contains("steer5g_wakeups_mesh_total{worker=\"1\"} 1\n"));
+        assert!(page.contains("steer5g_wakeups_empty_total{worker=\"1\"} 1\n"));
+        assert!(
+            page.contains("steer5g_lock_acquisitions_total{nf=\"amf\",map=\"ue_contexts\"} 0\n")
+        );
+        assert!(page.contains("steer5g_lock_contended_total{nf=\"udm\",map=\"sqn\"} 0\n"));
+        // Every family once.
+        assert_eq!(page.matches("# TYPE steer5g_ngap_local_total ").count(), 1);
+        assert_eq!(w.total(), 2);
+    }
+
+    #[test]
+    fn every_field_has_a_distinct_name() {
+        let mut names = Vec::new();
+        WorkerCounters::default().for_each(|s| names.push(s.name));
+        WakeCounters::default().for_each(|s| names.push(s.name));
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        assert_eq!(width(), n);
+    }
+}

@@ -1,0 +1,325 @@
+//! The `/metrics` endpoint of a running core, scraped over HTTP while UEs register through
+//! it (issue 4 item 2: "in locked mode they must read above zero under load, which shows
+//! they are live"). The gNB and UEs are the `ran` emulators over SCTP with UDP
+//! encapsulation on loopback, as in `registration.rs`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::{Duration, Instant};
+
+use proto::ids::defaults;
+use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
+use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent};
+use rand::SeedableRng;
+use sbi::{NfType, StaticDirectory};
+use sctp::{Endpoint, EndpointConfig, Event};
+use sctp_io::{SctpSocket, Transport};
+use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_core::{Core, CoreError, CoreHandle, CoreOptions, SbiMode, StateMode};
+use store::{Profile, RedbStore, SubscriberStore};
+
+const UES: usize = 20;
+const NGAP_PPID: u32 = 60;
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A core on 127.0.`net`.x with `UES` subscribers and metrics on an ephemeral port of
+/// 127.0.0.1, and the UEs to register through it.
+fn start(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    sbi: SbiMode,
+) -> (CoreHandle, Vec<Ue>, SocketAddr, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
+    let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
+    RedbStore::open_in(dir.path())
+        .unwrap()
+        .put_batch(&subs)
+        .unwrap();
+    let (keys, _) =
+        store::hn_keys::load_or_create(&dir.path().join(store::HN_KEY_FILE), &mut rng).unwrap();
+    let hn = keys
+        .keys
+        .iter()
+        .find(|k| k.profile == Profile::A)
+        .unwrap()
+        .clone();
+    let public = security::suci::HomeNetworkPrivateKey::from_bytes(
+        security::suci::Profile::A,
+        hn.private_octets(),
+    )
+    .unwrap()
+    .public_key();
+    let ues = subs
+        .iter()
+        .map(|s| {
+            let mut c = UeConfig::from_subscriber(s, defaults::PLMN).unwrap();
+            c.suci = SuciScheme::Ecies {
+                key: public.clone(),
+                key_id: hn.id,
+            };
+            Ue::new(c).unwrap()
+        })
+        .collect();
+
+    let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
+    let mut config = Config::default();
+    config.n2.addr = ip(1);
+    config.n2.transports = vec![TransportKind::Udp];
+    let mut directory = StaticDirectory::new();
+    directory.set(NfType::Amf, format!("http://{}:7777", ip(5)));
+    directory.set(NfType::Ausf, format!("http://{}:7777", ip(11)));
+    directory.set(NfType::Udm, format!("http://{}:7777", ip(12)));
+    let mut opts = CoreOptions::new(dir.path().to_owned());
+    opts.workers = workers;
+    opts.state = state;
+    opts.sbi = sbi;
+    opts.config = config;
+    opts.directory = directory;
+    opts.rand_seed = Some(7);
+    opts.metrics = Some("127.0.0.1:0".parse().unwrap());
+    let core = Core::start(opts).unwrap();
+    let n2 = core.listening().n2.first().unwrap().1;
+    (core, ues, n2, dir)
+}
+
+/// Registers and deregisters every UE through one gNB; the number that deregistered.
+fn register_all(net: u8, amf: SocketAddr, ues: Vec<Ue>) -> usize {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(drive(Ipv4Addr::new(127, 0, net, 100), amf, ues))
+}
+
+async fn drive(local: Ipv4Addr, amf: SocketAddr, mut ues: Vec<Ue>) -> usize {
+    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
+    let mut sock = SctpSocket::new(
+        transport,
+        Endpoint::new(EndpointConfig {
+            listen_port: None,
+            association: sctp::AssociationConfig::default(),
+            cookie_key: [7; 32],
+            cookie_lifetime: Duration::from_secs(60),
+            max_associations: 4,
+            rng_seed: 5,
+        }),
+    );
+    let cfg = GnbConfig::default();
+    let mut gnb = Gnb::new(cfg.clone()).unwrap();
+    let mut n2ues = GnbUes::new(&cfg, 1, 4);
+    let assoc = sock
+        .endpoint_mut()
+        .connect(Instant::now(), amf, 38412, 38412)
+        .unwrap();
+    let (mut ready, mut released, mut deregistered) = (false, 0, 0);
+    let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
+    let deadline = Instant::now() + DEADLINE;
+    while released < ues.len() && Instant::now() < deadline {
+        for (stream, pdu) in pending.drain(..) {
+            sock.endpoint_mut()
+                .send(assoc, stream, NGAP_PPID, false, pdu.into())
+                .unwrap();
+        }
+        sock.drive(Some(deadline)).await.unwrap();
+        while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
+            match ev {
+                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
+                Event::Message(m) if !ready => {
+                    assert!(matches!(gnb.handle(m.stream, &m.data), GnbEvent::SetupOk));
+                    ready = true;
+                    for (i, ue) in ues.iter_mut().enumerate() {
+                        ue.prepare().unwrap();
+                        let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
+                        let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
+                        pending.push((s.stream, s.pdu));
+                    }
+                }
+                Event::Message(m) => {
+                    let o = n2ues.handle_downlink(m.stream, &m.data);
+                    pending.extend(o.transmit.into_iter().map(|t| (t.stream, t.pdu)));
+                    for e in o.events {
+                        match e {
+                            GnbUeEvent::NasToUe { ue: key, nas } => {
+                                let ue = ues.get_mut(key as usize).unwrap();
+                                let r = ue.handle_downlink_nas(&nas);
+                                if let Some(up) = r.uplink {
+                                    let s = n2ues.uplink_nas(key, &up).unwrap();
+                                    pending.push((s.stream, s.pdu));
+                                }
+                                match r.event {
+                                    UeEvent::Registered => {
+                                        let d = ue.deregistration_request(false).unwrap();
+                                        let s = n2ues.uplink_nas(key, &d).unwrap();
+                                        pending.push((s.stream, s.pdu));
+                                    }
+                                    UeEvent::Deregistered => deregistered += 1,
+                                    _ => {}
+                                }
+                            }
+                            GnbUeEvent::Released { .. } => released += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Event::Closed { reason } => panic!("association closed: {reason:?}"),
+                _ => {}
+            }
+        }
+    }
+    let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
+    let grace = Instant::now() + Duration::from_secs(1);
+    while !sock.endpoint().is_empty() && Instant::now() < grace {
+        sock.drive(Some(grace)).await.unwrap();
+        while sock.endpoint_mut().poll_event().is_some() {}
+    }
+    deregistered
+}
+
+/// One scrape: status line, headers, and the samples summed per family.
+fn scrape(addr: SocketAddr) -> (String, HashMap<String, u64>) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    let mut sums: HashMap<String, u64> = HashMap::new();
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let family = series.split('{').next().unwrap().to_owned();
+        *sums.entry(family).or_default() += value.parse::<u64>().unwrap();
+    }
+    (body.to_owned(), sums)
+}
+
+fn get(m: &HashMap<String, u64>, name: &str) -> u64 {
+    *m.get(name)
+        .unwrap_or_else(|| panic!("no {name} on the page"))
+}
+
+fn wakeups(m: &HashMap<String, u64>) -> u64 {
+    ["mesh", "local", "n2", "timer", "retry"]
+        .iter()
+        .map(|c| get(m, &format!("steer5g_wakeups_{c}_total")))
+        .sum()
+}
+
+/// Scrapes until the hand-offs the workers counted have all been received (the last
+/// messages of the run may still be crossing the mesh), at most 100 times.
+fn settled_scrape(addr: SocketAddr) -> (String, HashMap<String, u64>) {
+    let mut last = scrape(addr);
+    for _ in 0..100 {
+        let m = &last.1;
+        if get(m, "steer5g_ngap_handed_off_total") == get(m, "steer5g_ngap_from_mesh_total")
+            && get(m, "steer5g_sbi_handed_off_total") == get(m, "steer5g_sbi_from_mesh_total")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        last = scrape(addr);
+    }
+    last
+}
+
+#[test]
+fn locked_core_counters_are_live_on_metrics_and_match_the_report() {
+    let net = 61;
+    let (core, ues, n2, _dir) = start(net, 2, StateMode::Locked, SbiMode::H2c);
+    let addr = core.listening().metrics.unwrap();
+    let (_, before) = scrape(addr);
+    assert_eq!(get(&before, "steer5g_ngap_read_total"), 0);
+    assert_eq!(get(&before, "steer5g_lock_acquisitions_total"), 0);
+
+    assert_eq!(register_all(net, n2, ues), UES);
+    let (page, m) = settled_scrape(addr);
+    assert!(page.contains("state=\"locked\""), "{page}");
+    assert!(page.contains("steer5g_lock_acquisitions_total{nf=\"amf\",map=\"ue_contexts\"}"));
+    assert!(page.contains("steer5g_ngap_local_total{worker=\"1\"}"));
+    let locks = get(&m, "steer5g_lock_acquisitions_total");
+    let contended = get(&m, "steer5g_lock_contended_total");
+    assert!(locks > 0, "{page}");
+    assert!(contended <= locks);
+    assert!(wakeups(&m) > 0, "{page}");
+    assert!(get(&m, "steer5g_wakeups_empty_total") <= wakeups(&m));
+    for path in [
+        "ngap_read",
+        "ngap_local",
+        "ngap_handed_off",
+        "sbi_served",
+        "sbi_local",
+        "h2c_calls",
+    ] {
+        assert!(
+            get(&m, &format!("steer5g_{path}_total")) > 0,
+            "{path}: {page}"
+        );
+    }
+    assert!(get(&m, "steer5g_handoff_sent_total") > 0);
+
+    let r = core.stop().unwrap();
+    let c = r.counters_total();
+    // The message paths did not move after the load ended: the page and the report agree.
+    assert_eq!(get(&m, "steer5g_ngap_read_total"), c.ngap_read);
+    assert_eq!(get(&m, "steer5g_ngap_local_total"), c.ngap_local);
+    assert_eq!(get(&m, "steer5g_ngap_handed_off_total"), c.ngap_handed_off);
+    assert_eq!(get(&m, "steer5g_ngap_from_mesh_total"), c.ngap_from_mesh);
+    assert_eq!(get(&m, "steer5g_sbi_served_total"), c.sbi_served);
+    assert_eq!(get(&m, "steer5g_sbi_local_total"), c.sbi_local);
+    assert_eq!(get(&m, "steer5g_h2c_calls_total"), c.h2c_calls);
+    // Timers and N2 ticks go on until the stop: these only grow.
+    assert!(locks <= r.locks.acquisitions);
+    assert!(contended <= r.locks.contended);
+    assert!(wakeups(&m) <= r.wakes_total().total());
+    assert!(r.wakes_total().total() > 0);
+    let summary: HashMap<&str, u64> = r.summary().into_iter().collect();
+    assert_eq!(summary["ngap_local"], c.ngap_local);
+    assert_eq!(summary["lock_acquisitions"], r.locks.acquisitions);
+    // The endpoint went with the core.
+    assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+#[test]
+fn sharded_core_takes_no_lock_and_a_taken_metrics_port_is_an_error() {
+    let net = 62;
+    let (core, ues, n2, _dir) = start(net, 2, StateMode::Sharded, SbiMode::Inproc);
+    let addr = core.listening().metrics.unwrap();
+    assert_eq!(register_all(net, n2, ues), UES);
+    let (page, m) = settled_scrape(addr);
+    assert!(page.contains("state=\"sharded\""), "{page}");
+    assert_eq!(get(&m, "steer5g_lock_acquisitions_total"), 0, "{page}");
+    assert_eq!(get(&m, "steer5g_lock_contended_total"), 0);
+    assert!(wakeups(&m) > 0);
+    assert!(get(&m, "steer5g_ngap_handed_off_total") > 0, "{page}");
+    assert_eq!(core.metrics_page().lines().count(), page.lines().count());
+    let live_rows = core.live_totals();
+    let live: HashMap<&str, u64> = live_rows.iter().copied().collect();
+    assert_eq!(live["ngap_local"], get(&m, "steer5g_ngap_local_total"));
+    assert_eq!(live["lock_acquisitions"], 0);
+
+    // A second core asking for the same metrics address is refused, before it binds N2.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = CoreOptions::new(dir.path().to_owned());
+    o.config.n2.addr = Ipv4Addr::new(127, 0, net, 2);
+    o.config.n2.transports = vec![TransportKind::Udp];
+    o.sbi = SbiMode::Inproc;
+    o.metrics = Some(addr);
+    assert!(matches!(Core::start(o), Err(CoreError::Metrics(_))));
+
+    let r = core.stop().unwrap();
+    assert_eq!(r.locks.acquisitions, 0);
+    let keys = |v: Vec<(&'static str, u64)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(r.summary()), keys(live_rows));
+    assert_eq!(
+        get(&m, "steer5g_ngap_local_total"),
+        r.counters_total().ngap_local
+    );
+}
