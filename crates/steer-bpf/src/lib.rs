@@ -40,6 +40,7 @@ mod error;
 mod group;
 mod id;
 mod maps;
+pub mod stream;
 mod sys;
 pub mod xdp;
 
@@ -47,6 +48,7 @@ pub use error::Error;
 pub use group::{GroupOptions, ReuseportGroup};
 pub use id::IdSpec;
 pub use maps::{Counters, Steering};
+pub use stream::{StreamCounters, StreamSteering};
 
 /// Most workers a group may have: worker numbers travel in 8-bit identifier fields
 /// (crates/steer, owner.rs), and the program's socket array has this many slots.
