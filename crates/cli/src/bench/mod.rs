@@ -8,6 +8,7 @@ mod plot;
 mod registration;
 mod regplot;
 mod sctp;
+mod steering;
 
 use clap::Subcommand;
 
@@ -16,6 +17,7 @@ use crate::exit::CliError;
 
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
+pub(crate) use self::steering::SteeringArgs;
 
 /// A benchmark scenario.
 #[derive(Debug, Subcommand)]
@@ -26,6 +28,10 @@ pub(crate) enum Scenario {
     /// Registrations per second and core CPU per registration of an in-process core, next
     /// to the crypto floor of a registration measured in the same run.
     Registration(RegistrationArgs),
+    /// CPU per message of each way to reach a message's owner (kernel-steered UDP,
+    /// pool-steered TCP, sockmap, one-hop hand-off) and the SCTP hand-off by messages per
+    /// packet.
+    Steering(SteeringArgs),
 }
 
 /// `steer5g bench`.
@@ -33,5 +39,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
     match &args.scenario {
         Scenario::Sctp(a) => sctp::run(global, a),
         Scenario::Registration(a) => registration::run(global, a),
+        Scenario::Steering(a) => steering::run(global, a),
     }
 }
