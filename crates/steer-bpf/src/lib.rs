@@ -14,6 +14,11 @@
 //! Packets without a readable id are never dropped: the kernel's own hash places them, and the
 //! [`Counters`] say how many took that fallback.
 //!
+//! [`StreamSteering`] (module [`stream`], `bpf/steer_sockmap.c`) splits one TCP stream into
+//! messages in the kernel (sockmap + strparser) and redirects each to its owner's unix
+//! socket. It is the measured alternative to the one-hop user-space hand-off, not the default:
+//! see the module documentation and `steer5g bench steering`.
+//!
 //! ```no_run
 //! use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup};
 //! # fn main() -> Result<(), steer_bpf::Error> {

@@ -447,6 +447,24 @@ fn dispatch(
     }
 }
 
+/// One worker's count of datagrams read, alone on its cache lines so that workers counting
+/// never contend (the flow control must not add a cost that differs between the paths).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct ReadCount(AtomicU64);
+
+impl ReadCount {
+    /// Single writer: a load and a store, no read-modify-write.
+    fn bump(&self) {
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+fn total_read(counts: &[ReadCount]) -> u64 {
+    counts.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+}
+
 /// Sends every message as its own datagram, `batch` at a time, keeping at most
 /// [`UDP_WINDOW`] ahead of what the workers have read.
 fn udp_sender(
@@ -454,17 +472,17 @@ fn udp_sender(
     to: SocketAddr,
     msgs: &Messages,
     batch: usize,
-    read: &AtomicU64,
+    read: &[ReadCount],
     deadline: Instant,
     progress: &ProgressBar,
 ) -> Result<(), CliError> {
     let mut k = 0u64;
     while k < msgs.count {
-        while k.saturating_sub(read.load(Ordering::Relaxed)) > UDP_WINDOW {
+        while k.saturating_sub(total_read(read)) > UDP_WINDOW {
             if Instant::now() > deadline {
                 return Err(failed(format!(
                     "UDP: workers stopped reading ({} of {k} sent)",
-                    read.load(Ordering::Relaxed)
+                    total_read(read)
                 )));
             }
             std::thread::sleep(Duration::from_micros(50));
@@ -522,7 +540,7 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
     }
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
     let expected = msgs.expected(a.workers);
-    let read = AtomicU64::new(0);
+    let read: Vec<ReadCount> = sockets.iter().map(|_| ReadCount::default()).collect();
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
@@ -530,9 +548,9 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
         let workers: Vec<_> = sockets
             .iter()
             .zip(&expected)
+            .zip(&read)
             .enumerate()
-            .map(|(w, (sock, e))| {
-                let read = &read;
+            .map(|(w, ((sock, e), read))| {
                 s.spawn(move || {
                     timed(|| -> Result<Sink, CliError> {
                         let mut sink = Sink::default();
@@ -542,7 +560,7 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
                                 recv_or_timeout(sock, &mut buf, deadline, "kernel-udp")?
                             {
                                 sink.handle(buf.get(..n).unwrap_or_default(), w, a.workers);
-                                read.fetch_add(1, Ordering::Relaxed);
+                                read.bump();
                             }
                         }
                         Ok(sink)
@@ -659,7 +677,7 @@ fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
     udp_receiver_socket(&sock)?;
     let to = sock.local_addr().map_err(failed)?;
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
-    let read = AtomicU64::new(0);
+    let read = [ReadCount::default()];
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
@@ -675,7 +693,7 @@ fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
             while seen < total {
                 if let Some(n) = recv_or_timeout(&sock, &mut buf, deadline, "one-hop-udp")? {
                     seen += 1;
-                    read.fetch_add(1, Ordering::Relaxed);
+                    read[0].bump();
                     let msg = buf.get(..n).unwrap_or_default();
                     if dispatch(end, &mut sink, msg, workers, deadline)? {
                         handed += 1;
@@ -788,28 +806,33 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
             })
             .collect();
         let (sent, sender_cpu) = timed(|| -> Result<(), CliError> {
-            // The shard-aware client: each batch split by owner, one write per connection.
-            let mut bufs: Vec<Vec<u8>> =
-                vec![Vec::with_capacity(a.batch * msgs.size); usize::from(a.workers)];
-            let mut k = 0u64;
-            while k < msgs.count {
-                let end = (k + a.batch as u64).min(msgs.count);
-                for j in k..end {
-                    let m = msgs.get(j);
-                    let w = owner(app_id(j), a.workers);
-                    if let Some(b) = bufs.get_mut(w) {
-                        b.extend_from_slice(m);
-                    }
+            // The shard-aware client: each message goes into its owner's buffer, and a
+            // buffer is written when it holds `batch` messages, so every connection gets
+            // writes of the same size as the single connection of the one-hop path.
+            let mut bufs: Vec<(Vec<u8>, usize)> =
+                vec![(Vec::with_capacity(a.batch * msgs.size), 0); usize::from(a.workers)];
+            for j in 0..msgs.count {
+                let w = owner(app_id(j), a.workers);
+                let (Some((b, n)), Some(mut c)) = (bufs.get_mut(w), conns.get(w)) else {
+                    continue;
+                };
+                b.extend_from_slice(msgs.get(j));
+                *n += 1;
+                if *n == a.batch {
+                    c.write_all(b).map_err(failed)?;
+                    b.clear();
+                    *n = 0;
                 }
-                for (b, mut c) in bufs.iter_mut().zip(&conns) {
-                    if !b.is_empty() {
-                        c.write_all(b).map_err(failed)?;
-                        b.clear();
-                    }
+                if j % 1024 == 0 {
+                    progress.set_position(j);
                 }
-                k = end;
-                progress.set_position(k);
             }
+            for ((b, _), mut c) in bufs.iter().zip(&conns) {
+                if !b.is_empty() {
+                    c.write_all(b).map_err(failed)?;
+                }
+            }
+            progress.set_position(msgs.count);
             Ok(())
         });
         join_all(workers, sent, sender_cpu)
@@ -1364,6 +1387,12 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         return Err(CliError::Usage(format!(
             "--size must be {MIN_SIZE}..=1400 bytes (one datagram, one SCTP packet)"
         )));
+    }
+    // Every case's messages are built up front, outside the measurement.
+    if (args.messages as u128) * (args.size as u128) > 1 << 30 {
+        return Err(CliError::Usage(
+            "--messages x --size must stay within 1 GiB".into(),
+        ));
     }
     if args.batch == 0 || args.batch > 4096 {
         return Err(CliError::Usage("--batch must be 1..=4096".into()));
