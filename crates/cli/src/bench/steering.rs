@@ -1742,17 +1742,22 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
     let width = i32::try_from(n).unwrap_or(1) * 100;
     let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
     let names: Vec<String> = r.cases.iter().map(|c| c.case.to_string()).collect();
+    // Log scale: the paths span two orders of magnitude (sockmap against the TCP paths).
     let ymax = r
         .cases
         .iter()
         .map(|c| c.cpu_ns_per_msg)
-        .fold(1.0f64, f64::max)
-        * 1.2;
+        .fold(100.0f64, f64::max)
+        * 2.0;
+    let floor = 10.0f64;
     let mut chart = ChartBuilder::on(&left)
         .margin(14)
         .x_label_area_size(36)
         .y_label_area_size(64)
-        .build_cartesian_2d((0..width).with_key_points(centers), 0f64..ymax)
+        .build_cartesian_2d(
+            (0..width).with_key_points(centers),
+            (floor..ymax).log_scale(),
+        )
         .map_err(|e| err(&e))?;
     let label_of = |x: &i32| {
         usize::try_from(x / 100)
@@ -1765,7 +1770,8 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .disable_x_mesh()
         .x_labels(n)
         .x_label_formatter(&label_of)
-        .y_desc("CPU ns per message (all threads)")
+        .y_desc("CPU ns per message, all threads (log)")
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
     chart
@@ -1776,14 +1782,17 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
             } else {
                 BAR
             };
-            Rectangle::new([(x0, 0.0), (x0 + 60, c.cpu_ns_per_msg)], color.filled())
+            Rectangle::new(
+                [(x0, floor), (x0 + 60, c.cpu_ns_per_msg.max(floor))],
+                color.filled(),
+            )
         }))
         .map_err(|e| err(&e))?;
     chart
         .draw_series(r.cases.iter().enumerate().map(|(i, c)| {
             Text::new(
                 format!("{:.0}", c.cpu_ns_per_msg),
-                (i as i32 * 100 + 50, c.cpu_ns_per_msg * 1.02),
+                (i as i32 * 100 + 50, c.cpu_ns_per_msg.max(floor) * 1.08),
                 above.clone(),
             )
         }))
@@ -1822,6 +1831,7 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .x_labels(k)
         .x_label_formatter(&k_of)
         .y_desc("ns per message")
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
     chart
