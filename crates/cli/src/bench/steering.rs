@@ -215,7 +215,7 @@ struct Outcome {
 
 /// The paths, in the order run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Path_ {
+enum Route {
     KernelUdp,
     OneHopUdp,
     PoolTcp,
@@ -223,28 +223,28 @@ enum Path_ {
     SockmapTcp,
 }
 
-impl Path_ {
-    const ALL: [Path_; 5] = [
-        Path_::KernelUdp,
-        Path_::OneHopUdp,
-        Path_::PoolTcp,
-        Path_::OneHopTcp,
-        Path_::SockmapTcp,
+impl Route {
+    const ALL: [Route; 5] = [
+        Route::KernelUdp,
+        Route::OneHopUdp,
+        Route::PoolTcp,
+        Route::OneHopTcp,
+        Route::SockmapTcp,
     ];
 
     fn label(self) -> &'static str {
         match self {
-            Path_::KernelUdp => "kernel-udp",
-            Path_::OneHopUdp => "one-hop-udp",
-            Path_::PoolTcp => "pool-tcp",
-            Path_::OneHopTcp => "one-hop-tcp",
-            Path_::SockmapTcp => "sockmap-tcp",
+            Route::KernelUdp => "kernel-udp",
+            Route::OneHopUdp => "one-hop-udp",
+            Route::PoolTcp => "pool-tcp",
+            Route::OneHopTcp => "one-hop-tcp",
+            Route::SockmapTcp => "sockmap-tcp",
         }
     }
 
     fn transport(self) -> &'static str {
         match self {
-            Path_::KernelUdp | Path_::OneHopUdp => "udp",
+            Route::KernelUdp | Route::OneHopUdp => "udp",
             _ => "tcp",
         }
     }
@@ -1280,7 +1280,7 @@ fn rate(n: u64, d: Duration) -> f64 {
     }
 }
 
-fn case_report(p: Path_, o: &Outcome) -> CaseReport {
+fn case_report(p: Route, o: &Outcome) -> CaseReport {
     CaseReport {
         case: p.label(),
         transport: p.transport(),
@@ -1424,17 +1424,17 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
     }
     let msgs = Messages::new(args.messages, args.size);
 
-    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); Path_::ALL.len()];
+    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); Route::ALL.len()];
     let mut sctp_rounds: Vec<Vec<SctpReport>> = vec![Vec::new(); args.sctp_k.len() * 2];
     for round in 0..args.rounds {
-        for (i, p) in Path_::ALL.iter().enumerate() {
+        for (i, p) in Route::ALL.iter().enumerate() {
             let b = bar(format!("{} r{}", p.label(), round + 1), msgs.count);
             let r = match p {
-                Path_::KernelUdp => kernel_udp(&msgs, &ca, &b),
-                Path_::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
-                Path_::PoolTcp => pool_tcp(&msgs, &ca, &b),
-                Path_::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
-                Path_::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
+                Route::KernelUdp => kernel_udp(&msgs, &ca, &b),
+                Route::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
+                Route::PoolTcp => pool_tcp(&msgs, &ca, &b),
+                Route::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
+                Route::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
             };
             finish(&b, &r);
             let o = r?;
