@@ -227,12 +227,14 @@ fn tcp_2000x50(place: &Place, port_base: u16) {
                     );
                     // The messages of this connection, read by the worker that accepted it.
                     s.set_nonblocking(false).unwrap();
-                    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    s.set_read_timeout(Some(DEADLINE / 2)).unwrap();
                     let mut r = FrameReader::new();
                     let mut buf = [0u8; 4096];
                     let mut seq = 0;
                     while seq < PER_CONN {
-                        let n = s.read(&mut buf).unwrap();
+                        let n = s
+                            .read(&mut buf)
+                            .unwrap_or_else(|e| panic!("read from {peer}: {e} after {seq}"));
                         assert!(n > 0, "connection from {peer} closed early");
                         r.extend(&buf[..n]);
                         while let Some((id, m)) = r.next_message() {
@@ -341,7 +343,9 @@ fn one_hop_100k(place: &Place) {
         let mut seen = 0u32;
         let start = Instant::now();
         while seen < TOTAL {
-            let n = conn.read(&mut buf).unwrap();
+            let n = conn
+                .read(&mut buf)
+                .unwrap_or_else(|e| panic!("reader: {e} after {seen} messages"));
             assert!(n > 0, "stream ended after {seen}");
             r.extend(&buf[..n]);
             while let Some((id, m)) = r.next_message() {
