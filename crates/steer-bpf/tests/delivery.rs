@@ -290,8 +290,7 @@ fn one_hop_100k(place: &Place) {
         TcpStream::from(s)
     });
     let (mut conn, _) = listener.accept().unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    conn.set_read_timeout(Some(DEADLINE / 2)).unwrap();
 
     let mut expect: Vec<Vec<u32>> = vec![Vec::new(); usize::from(WORKERS)];
     for k in 0..TOTAL {
