@@ -25,17 +25,59 @@ fn main() {
     };
     // Every program src/ embeds; each lands in OUT_DIR as NAME.bpf.o.
     for name in ["steer_reuseport", "xdp_pass"] {
-        compile(&clang, multiarch, &manifest, &out, name);
+        compile(&clang, multiarch, &manifest, &out, name, &[]);
+    }
+    // steer_sockmap reads kernel structs through CO-RE: with the running kernel's vmlinux.h
+    // when bpftool can write one, else with the minimal struct subset inside the source.
+    let vmlinux = vmlinux_h(&out);
+    let defines: &[&str] = if vmlinux { &["-DSTEER_VMLINUX"] } else { &[] };
+    compile(&clang, multiarch, &manifest, &out, "steer_sockmap", defines);
+}
+
+/// Writes `OUT_DIR/vmlinux.h` with `bpftool btf dump file /sys/kernel/btf/vmlinux format c`;
+/// false (and a build warning) when bpftool or the kernel's BTF is missing.
+fn vmlinux_h(out: &Path) -> bool {
+    println!("cargo:rerun-if-env-changed=BPFTOOL");
+    let bpftool = env::var("BPFTOOL").unwrap_or_else(|_| "bpftool".to_owned());
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    if !btf.exists() {
+        return false;
+    }
+    match Command::new(&bpftool)
+        .args(["btf", "dump", "file"])
+        .arg(btf)
+        .args(["format", "c"])
+        .output()
+    {
+        Ok(o) if o.status.success() && !o.stdout.is_empty() => {
+            std::fs::write(out.join("vmlinux.h"), &o.stdout).is_ok()
+        }
+        Ok(_) | Err(_) => {
+            println!(
+                "cargo:warning=steer-bpf: {bpftool} could not dump the kernel BTF; \
+                 steer_sockmap uses its built-in CO-RE struct subset"
+            );
+            false
+        }
     }
 }
 
-fn compile(clang: &str, multiarch: &str, manifest: &Path, out: &Path, name: &str) {
+fn compile(
+    clang: &str,
+    multiarch: &str,
+    manifest: &Path,
+    out: &Path,
+    name: &str,
+    defines: &[&str],
+) {
     let src = manifest.join(format!("../../bpf/{name}.c"));
     let obj = out.join(format!("{name}.bpf.o"));
     println!("cargo:rerun-if-changed={}", src.display());
     let status = Command::new(clang)
         .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
         .arg(format!("-I{multiarch}"))
+        .arg(format!("-I{}", out.display()))
+        .args(defines)
         .arg("-c")
         .arg(&src)
         .arg("-o")

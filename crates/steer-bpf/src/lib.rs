@@ -14,6 +14,11 @@
 //! Packets without a readable id are never dropped: the kernel's own hash places them, and the
 //! [`Counters`] say how many took that fallback.
 //!
+//! [`StreamSteering`] (module [`stream`], `bpf/steer_sockmap.c`) splits one TCP stream into
+//! messages in the kernel (sockmap + strparser) and redirects each to its owner's unix
+//! socket. It is the measured alternative to the one-hop user-space hand-off, not the default:
+//! see the module documentation and `steer5g bench steering`.
+//!
 //! ```no_run
 //! use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup};
 //! # fn main() -> Result<(), steer_bpf::Error> {
@@ -40,6 +45,7 @@ mod error;
 mod group;
 mod id;
 mod maps;
+pub mod stream;
 mod sys;
 pub mod xdp;
 
@@ -47,6 +53,7 @@ pub use error::Error;
 pub use group::{GroupOptions, ReuseportGroup};
 pub use id::IdSpec;
 pub use maps::{Counters, Steering};
+pub use stream::{StreamCounters, StreamSteering};
 
 /// Most workers a group may have: worker numbers travel in 8-bit identifier fields
 /// (crates/steer, owner.rs), and the program's socket array has this many slots.

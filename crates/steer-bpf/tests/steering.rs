@@ -392,7 +392,14 @@ fn unprivileged_child() {
         matches!(required, Err(Error::NotPermitted(_))),
         "{required:?}"
     );
-    // ... and an optional one gives a working, unsteered group that says why.
+    // Stream steering has no fallback of its own: it says why it cannot load.
+    let stream = steer_bpf::StreamSteering::new(2);
+    assert!(
+        matches!(stream, Err(Error::NotPermitted(_))),
+        "{:?}",
+        stream.err()
+    );
+    // ... and an optional group load gives a working, unsteered group that says why.
     let group = ReuseportGroup::bind_udp(
         server(),
         2,

@@ -10,6 +10,7 @@ mod rebalance;
 mod registration;
 mod regplot;
 mod sctp;
+mod steering;
 mod usl;
 
 use clap::Subcommand;
@@ -20,6 +21,7 @@ use crate::exit::CliError;
 pub(crate) use self::rebalance::RebalanceArgs;
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
+pub(crate) use self::steering::SteeringArgs;
 
 /// A benchmark scenario.
 #[derive(Debug, Subcommand)]
@@ -40,6 +42,10 @@ pub(crate) enum Scenario {
     /// A skewed stream over the thread-per-core runtime, with the default placement and with
     /// the hot-subscriber policy moving hot app ids, in one run (docs/STEERING.md).
     Rebalance(RebalanceArgs),
+    /// CPU per message of each way to reach a message's owner (kernel-steered UDP,
+    /// pool-steered TCP, sockmap, one-hop hand-off) and the SCTP hand-off by messages per
+    /// packet.
+    Steering(SteeringArgs),
 }
 
 /// `steer5g bench`.
@@ -50,5 +56,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
         Scenario::Echo(a) => lockecho::run(global, a),
         Scenario::Usl(a) => usl::run(global, a),
         Scenario::Rebalance(a) => rebalance::run(global, a),
+        Scenario::Steering(a) => steering::run(global, a),
     }
 }

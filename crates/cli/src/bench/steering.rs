@@ -1,0 +1,1952 @@
+//! `steer5g bench steering`: what it costs, per message, to get a message to the worker that
+//! owns it, for every delivery path of DESIGN.md principle 3, measured in one run on the same
+//! messages (issue 4: "steering cost per message (ns) of each mechanism, and SCTP hand-off cost
+//! by messages per packet").
+//!
+//! The paths, each with `--workers` workers and the same `--size`-byte messages written
+//! `--batch` at a time:
+//!
+//! | case | transport | how a message reaches its owner |
+//! |---|---|---|
+//! | `kernel-udp` | UDP | `sk_reuseport` program picks the owner's socket (steer-bpf group) |
+//! | `one-hop-udp` | UDP | one socket, read by worker 0, handed over the mesh |
+//! | `pool-tcp` | TCP | one connection per worker, bound to an owner source port; the client writes each message on its owner's connection |
+//! | `one-hop-tcp` | TCP | one connection, read by worker 0, split, handed over the mesh |
+//! | `sockmap-tcp` | TCP | one connection, split in the kernel (sockmap + strparser) into unix sockets |
+//!
+//! Cost is the CPU time of every thread of the case (sender and workers) divided by the
+//! messages; the kernel work done in those threads' syscalls and softirqs is in it, the
+//! sockmap kworker's is not (reported separately from /proc/stat's system-wide busy time,
+//! which also catches other jobs on a shared machine). The one-hop baselines use the same
+//! transport as the path they are compared with, so a ratio isolates the steering.
+//!
+//! The SCTP part carries K = 1, 2, 4, 8, 16 messages per packet on one association (the
+//! crates/sctp state machine over UDP encapsulation, RFC 6951), read by worker 0, which either
+//! handles every message itself or hands the ones it does not own to worker 1; the difference
+//! per handed-off message is the hand-off's cost at that bundling.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::Args;
+use cpu_time::ThreadTime;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use socket2::SockRef;
+use steer::mesh::Mesh;
+use steer::owner::{WorkerId, Workers};
+use steer_bpf::stream::{encode_header, FrameReader, HEADER_LEN};
+use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, StreamSteering};
+
+use super::machine::Machine;
+use crate::cli::Global;
+use crate::exit::CliError;
+
+/// The issue's target: kernel- and pool-steered paths at least this much cheaper per
+/// message than the one-hop path over the same transport.
+const TARGET_RATIO: f64 = 1.3;
+/// Bytes every message starts with: the stream header (length, app id) and the message
+/// number, which receivers use to check that each message arrived once, at its owner.
+const MIN_SIZE: usize = HEADER_LEN + 4;
+/// Datagrams in flight at most on the UDP paths, so that no socket buffer overflows.
+const UDP_WINDOW: u64 = 2048;
+/// Mesh queue depth between two workers.
+const MESH_CAPACITY: usize = 4096;
+/// SCTP: the packet size of the bench association (Ethernet MTU less IPv4 and UDP headers).
+const SCTP_PMTU: usize = 1500 - 20 - 8;
+/// NGAP's payload protocol identifier (TS 38.412 §7).
+const NGAP_PPID: u32 = 60;
+
+/// `steer5g bench steering`.
+#[derive(Debug, Args)]
+pub(crate) struct SteeringArgs {
+    /// Messages per case.
+    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    pub(crate) messages: u64,
+    /// Bytes per message, header included (NGAP-sized by default).
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub(crate) size: usize,
+    /// Messages per write on the stream paths, and between flow-control checks on UDP.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) batch: usize,
+    /// Workers each message is steered among.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) workers: u16,
+    /// SCTP messages per packet to measure, comma-separated (empty: skip SCTP).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16",
+        value_name = "LIST"
+    )]
+    pub(crate) sctp_k: Vec<usize>,
+    /// Measure everything this many times, interleaved; each case reports its median round.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub(crate) rounds: u32,
+    /// Give up on a case that has not finished after this many seconds.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub(crate) timeout: f64,
+    /// Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.
+    #[arg(long, default_value = "bench-results", value_name = "DIR")]
+    pub(crate) out: PathBuf,
+}
+
+/// The settings every case shared.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Settings {
+    pub(crate) messages: u64,
+    pub(crate) size: usize,
+    pub(crate) batch: usize,
+    pub(crate) workers: u16,
+    pub(crate) sctp_k: Vec<usize>,
+    pub(crate) rounds: u32,
+    pub(crate) udp_window: u64,
+    pub(crate) mesh_capacity: usize,
+}
+
+/// One measured path.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CaseReport {
+    pub(crate) case: &'static str,
+    pub(crate) transport: &'static str,
+    pub(crate) messages: u64,
+    pub(crate) elapsed_s: f64,
+    pub(crate) msgs_per_s: f64,
+    /// CPU time of all the case's threads per message: the figure the ratios use.
+    pub(crate) cpu_ns_per_msg: f64,
+    pub(crate) sender_cpu_ns_per_msg: f64,
+    pub(crate) workers_cpu_ns_per_msg: f64,
+    /// System-wide busy CPU time per message (/proc/stat): includes kworkers and softirqs
+    /// run outside the case's threads, and anything else the machine was doing.
+    pub(crate) system_cpu_ns_per_msg: Option<f64>,
+    /// Messages the kernel delivered straight to their owner (program counters).
+    pub(crate) kernel_steered: u64,
+    /// Messages a worker handed to another over the mesh.
+    pub(crate) handed_off: u64,
+    /// Messages steered by the client (pool path).
+    pub(crate) client_steered: u64,
+    /// Kernel fallbacks (no id, missing socket, redirect failure): must be 0.
+    pub(crate) fallbacks: u64,
+    /// CPU ns per message of every round, in the order run.
+    pub(crate) rounds_cpu_ns_per_msg: Vec<f64>,
+}
+
+/// One SCTP bundling factor and mode.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SctpReport {
+    /// Messages queued per packet.
+    pub(crate) k: usize,
+    /// `local` or `hand-off`.
+    pub(crate) mode: &'static str,
+    pub(crate) messages: u64,
+    /// DATA-carrying packets the reader received (SACK-only packets excluded on the sender
+    /// side, as there are none).
+    pub(crate) packets: u64,
+    /// Measured messages per received packet.
+    pub(crate) msgs_per_packet: f64,
+    pub(crate) elapsed_s: f64,
+    pub(crate) msgs_per_s: f64,
+    /// Reader + owner CPU per message.
+    pub(crate) workers_cpu_ns_per_msg: f64,
+    pub(crate) sender_cpu_ns_per_msg: f64,
+    pub(crate) handed_off: u64,
+    pub(crate) rounds_workers_cpu_ns_per_msg: Vec<f64>,
+}
+
+/// Hand-off cost at one bundling factor.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SctpHandoff {
+    pub(crate) k: usize,
+    pub(crate) msgs_per_packet: f64,
+    pub(crate) local_ns_per_msg: f64,
+    pub(crate) handoff_ns_per_msg: f64,
+    /// Extra CPU per handed-off message.
+    pub(crate) ns_per_handed_off_msg: f64,
+}
+
+/// A ratio of one-hop cost to a steered path's cost over the same transport.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Ratio {
+    pub(crate) name: &'static str,
+    pub(crate) baseline: &'static str,
+    pub(crate) path: &'static str,
+    /// baseline CPU ns per message / path CPU ns per message (> 1: the path is cheaper).
+    pub(crate) cpu_ratio: f64,
+    /// path msgs/s / baseline msgs/s.
+    pub(crate) rate_ratio: f64,
+    /// Whether this ratio is one of the issue's targets.
+    pub(crate) targeted: bool,
+    pub(crate) meets_target: bool,
+}
+
+/// The content of steering.json and of `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SteeringReport {
+    pub(crate) scenario: &'static str,
+    pub(crate) command: String,
+    pub(crate) machine: Machine,
+    pub(crate) settings: Settings,
+    pub(crate) cases: Vec<CaseReport>,
+    pub(crate) ratios: Vec<Ratio>,
+    pub(crate) sctp: Vec<SctpReport>,
+    pub(crate) sctp_handoff: Vec<SctpHandoff>,
+    pub(crate) target_ratio: f64,
+    pub(crate) meets_target: bool,
+}
+
+/// What every path's run hands back.
+#[derive(Debug, Default, Clone)]
+struct Outcome {
+    messages: u64,
+    elapsed: Duration,
+    sender_cpu: Duration,
+    workers_cpu: Duration,
+    system_busy: Option<Duration>,
+    kernel_steered: u64,
+    handed_off: u64,
+    client_steered: u64,
+    fallbacks: u64,
+    packets: u64,
+}
+
+/// The paths, in the order run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    KernelUdp,
+    OneHopUdp,
+    PoolTcp,
+    OneHopTcp,
+    SockmapTcp,
+}
+
+impl Route {
+    const ALL: [Route; 5] = [
+        Route::KernelUdp,
+        Route::OneHopUdp,
+        Route::PoolTcp,
+        Route::OneHopTcp,
+        Route::SockmapTcp,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Route::KernelUdp => "kernel-udp",
+            Route::OneHopUdp => "one-hop-udp",
+            Route::PoolTcp => "pool-tcp",
+            Route::OneHopTcp => "one-hop-tcp",
+            Route::SockmapTcp => "sockmap-tcp",
+        }
+    }
+
+    fn transport(self) -> &'static str {
+        match self {
+            Route::KernelUdp | Route::OneHopUdp => "udp",
+            _ => "tcp",
+        }
+    }
+}
+
+/// The app id of message `k`: spread over the 32-bit space so owners interleave.
+fn app_id(k: u64) -> u32 {
+    (k as u32).wrapping_mul(2_654_435_761) ^ 0x5bd1_e995
+}
+
+fn owner(id: u32, workers: u16) -> usize {
+    (id % u32::from(workers.max(1))) as usize
+}
+
+/// The messages of a case, back to back, each `size` bytes.
+struct Messages {
+    bytes: Vec<u8>,
+    size: usize,
+    count: u64,
+}
+
+impl Messages {
+    fn new(count: u64, size: usize) -> Self {
+        let mut bytes = Vec::with_capacity(size.saturating_mul(count as usize));
+        for k in 0..count {
+            let start = bytes.len();
+            bytes.extend_from_slice(&encode_header(size as u32, app_id(k)));
+            bytes.extend_from_slice(&(k as u32).to_be_bytes());
+            bytes.resize(start + size, (k % 251) as u8);
+        }
+        Messages { bytes, size, count }
+    }
+
+    fn get(&self, k: u64) -> &[u8] {
+        let s = k as usize * self.size;
+        self.bytes.get(s..s + self.size).unwrap_or_default()
+    }
+
+    /// Messages `from..to` as one slice.
+    fn range(&self, from: u64, to: u64) -> &[u8] {
+        let (s, e) = (from as usize * self.size, to as usize * self.size);
+        self.bytes.get(s..e).unwrap_or_default()
+    }
+
+    /// Per worker: how many messages it owns and the wrapping sum of their numbers.
+    fn expected(&self, workers: u16) -> Vec<(u64, u64)> {
+        let mut e = vec![(0u64, 0u64); usize::from(workers)];
+        for k in 0..self.count {
+            if let Some(slot) = e.get_mut(owner(app_id(k), workers)) {
+                slot.0 += 1;
+                slot.1 = slot.1.wrapping_add(k);
+            }
+        }
+        e
+    }
+}
+
+/// What a worker did with its messages: the check that each arrived once, at its owner.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sink {
+    count: u64,
+    sum: u64,
+    misrouted: u64,
+}
+
+impl Sink {
+    /// The work a worker does with a message it owns: check its owner, account for it.
+    #[inline]
+    fn handle(&mut self, msg: &[u8], me: usize, workers: u16) {
+        let id = msg
+            .get(4..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(u32::MAX, u32::from_be_bytes);
+        let k = msg
+            .get(8..12)
+            .and_then(|b| b.try_into().ok())
+            .map_or(u32::MAX, u32::from_be_bytes);
+        if owner(id, workers) != me {
+            self.misrouted += 1;
+        }
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(u64::from(k));
+    }
+}
+
+/// Checks every worker's sink against the expected table.
+fn check(label: &str, sinks: &[Sink], expected: &[(u64, u64)]) -> Result<(), CliError> {
+    for (w, (s, e)) in sinks.iter().zip(expected).enumerate() {
+        if s.misrouted > 0 || (s.count, s.sum) != *e {
+            return Err(CliError::Failed(format!(
+                "{label}: worker {w} got {} messages ({} misrouted), expected {}; sums {} vs {}",
+                s.count, s.misrouted, e.0, s.sum, e.1
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn failed(what: impl std::fmt::Display) -> CliError {
+    CliError::Failed(what.to_string())
+}
+
+/// A steer-bpf error as the CLI reports it: a missing capability is exit status 3.
+fn bpf_error(e: steer_bpf::Error) -> CliError {
+    match e {
+        steer_bpf::Error::NotPermitted(_) => {
+            CliError::Privilege(format!("{e} (kernel steering needs CAP_BPF: run as root)"))
+        }
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+/// System-wide busy CPU time so far, from the first line of /proc/stat.
+fn system_busy() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
+    let busy: u64 = f
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4 && *i < 8)
+        .map(|(_, v)| *v)
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Some(Duration::from_millis(busy.saturating_mul(10)))
+}
+
+/// Runs `f` on a scoped thread and returns its result and CPU time.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = ThreadTime::now();
+    let r = f();
+    (r, t.elapsed())
+}
+
+/// The one-hop owner workers (1..W): park on the mesh, drain, handle, until each has its
+/// expected count or the deadline passes.
+fn owner_loop(
+    mut end: steer::mesh::MeshEnd<Vec<u8>>,
+    want: u64,
+    workers: u16,
+    deadline: Instant,
+) -> Result<(Sink, Duration), CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| failed(format!("owner runtime: {e}")))?;
+    let me = end.id().index();
+    let t = ThreadTime::now();
+    let sink = rt.block_on(async {
+        let mut sink = Sink::default();
+        while sink.count < want {
+            if Instant::now() > deadline {
+                return Err(failed(format!(
+                    "worker {me}: {} of {want} handed-off messages by the deadline",
+                    sink.count
+                )));
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), end.recv_ready()).await;
+            end.drain(|_, m| sink.handle(&m, me, workers));
+        }
+        Ok(sink)
+    })?;
+    Ok((sink, t.elapsed()))
+}
+
+/// Worker 0 of a one-hop path: hands `msg` to its owner, or handles it when it owns it.
+fn dispatch(
+    end: &mut steer::mesh::MeshEnd<Vec<u8>>,
+    sink: &mut Sink,
+    msg: &[u8],
+    workers: u16,
+    deadline: Instant,
+) -> Result<bool, CliError> {
+    let id = msg
+        .get(4..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_be_bytes);
+    let w = owner(id, workers);
+    if w == 0 {
+        sink.handle(msg, 0, workers);
+        return Ok(false);
+    }
+    let mut m = msg.to_vec();
+    let to = WorkerId(w as u16);
+    loop {
+        match end.send(to, m) {
+            Ok(()) => return Ok(true),
+            Err(e) => {
+                if Instant::now() > deadline {
+                    return Err(failed(format!("worker {w} stopped draining its queue")));
+                }
+                m = e.into_inner();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// One worker's count of datagrams read, alone on its cache lines so that workers counting
+/// never contend (the flow control must not add a cost that differs between the paths).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct ReadCount(AtomicU64);
+
+impl ReadCount {
+    /// Single writer: a load and a store, no read-modify-write.
+    fn bump(&self) {
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+fn total_read(counts: &[ReadCount]) -> u64 {
+    counts.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+}
+
+/// Sends every message as its own datagram, `batch` at a time, keeping at most
+/// [`UDP_WINDOW`] ahead of what the workers have read.
+fn udp_sender(
+    sock: &UdpSocket,
+    to: SocketAddr,
+    msgs: &Messages,
+    batch: usize,
+    read: &[ReadCount],
+    deadline: Instant,
+    progress: &ProgressBar,
+) -> Result<(), CliError> {
+    let mut k = 0u64;
+    while k < msgs.count {
+        while k.saturating_sub(total_read(read)) > UDP_WINDOW {
+            if Instant::now() > deadline {
+                return Err(failed(format!(
+                    "UDP: workers stopped reading ({} of {k} sent)",
+                    total_read(read)
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let end = (k + batch as u64).min(msgs.count);
+        for j in k..end {
+            sock.send_to(msgs.get(j), to).map_err(failed)?;
+        }
+        k = end;
+        progress.set_position(k);
+    }
+    Ok(())
+}
+
+fn udp_receiver_socket(s: &UdpSocket) -> Result<(), CliError> {
+    // Root may go beyond rmem_max; the window keeps the queue far below this anyway.
+    let _ = SockRef::from(s).set_recv_buffer_size(8 << 20);
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .map_err(failed)
+}
+
+fn recv_or_timeout(
+    s: &UdpSocket,
+    buf: &mut [u8],
+    deadline: Instant,
+    what: &str,
+) -> Result<Option<usize>, CliError> {
+    match s.recv(buf) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            if Instant::now() > deadline {
+                Err(failed(format!("{what}: datagrams missing at the deadline")))
+            } else {
+                Ok(None)
+            }
+        }
+        Err(e) => Err(failed(format!("{what}: {e}"))),
+    }
+}
+
+fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
+    let spec = IdSpec::new(4, 4, 0).map_err(bpf_error)?;
+    let group = ReuseportGroup::bind_udp(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        a.workers,
+        spec,
+        &GroupOptions { require_bpf: true },
+    )
+    .map_err(bpf_error)?;
+    let to = group.local_addr();
+    let (sockets, steering) = group.into_parts();
+    let steering = steering.ok_or_else(|| failed("UDP group not steered"))?;
+    for s in &sockets {
+        udp_receiver_socket(s)?;
+    }
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    let expected = msgs.expected(a.workers);
+    let read: Vec<ReadCount> = sockets.iter().map(|_| ReadCount::default()).collect();
+    let deadline = a.deadline();
+    let busy0 = system_busy();
+    let start = Instant::now();
+    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+        let workers: Vec<_> = sockets
+            .iter()
+            .zip(&expected)
+            .zip(&read)
+            .enumerate()
+            .map(|(w, ((sock, e), read))| {
+                s.spawn(move || {
+                    timed(|| -> Result<Sink, CliError> {
+                        let mut sink = Sink::default();
+                        let mut buf = [0u8; 2048];
+                        while sink.count < e.0 {
+                            if let Some(n) =
+                                recv_or_timeout(sock, &mut buf, deadline, "kernel-udp")?
+                            {
+                                sink.handle(buf.get(..n).unwrap_or_default(), w, a.workers);
+                                read.bump();
+                            }
+                        }
+                        Ok(sink)
+                    })
+                })
+            })
+            .collect();
+        let (sent, sender_cpu) =
+            timed(|| udp_sender(&client, to, msgs, a.batch, &read, deadline, progress));
+        join_all(workers, sent, sender_cpu)
+    })?;
+    let elapsed = start.elapsed();
+    check("kernel-udp", &sinks, &expected)?;
+    let c = steering.counters().map_err(bpf_error)?;
+    Ok(Outcome {
+        messages: msgs.count,
+        elapsed,
+        sender_cpu,
+        workers_cpu,
+        system_busy: busy_since(busy0),
+        kernel_steered: c.steered,
+        fallbacks: c.fallbacks(),
+        ..Outcome::default()
+    })
+}
+
+fn busy_since(before: Option<Duration>) -> Option<Duration> {
+    Some(system_busy()?.saturating_sub(before?))
+}
+
+type WorkerResult = (Result<Sink, CliError>, Duration);
+
+/// Joins worker threads, adds their CPU, and surfaces the first error.
+fn join_all(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, WorkerResult>>,
+    sent: Result<(), CliError>,
+    sender_cpu: Duration,
+) -> Result<(Vec<Sink>, Duration, Duration), CliError> {
+    let mut sinks = Vec::new();
+    let mut cpu = Duration::ZERO;
+    let mut first_err = sent.err();
+    for h in workers {
+        match h.join() {
+            Ok((Ok(sink), t)) => {
+                sinks.push(sink);
+                cpu += t;
+            }
+            Ok((Err(e), _)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(failed("a worker thread panicked"));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((sinks, sender_cpu, cpu)),
+    }
+}
+
+/// The owner threads of a one-hop path plus worker 0's `reader`, joined; worker 0's sink is
+/// first in the result.
+fn one_hop<R>(
+    msgs: &Messages,
+    a: &CaseArgs,
+    reader: R,
+    sender: impl FnOnce() -> Result<(), CliError> + Send,
+) -> Result<(Vec<Sink>, Duration, Duration, u64), CliError>
+where
+    R: FnOnce(&mut steer::mesh::MeshEnd<Vec<u8>>, u64) -> Result<(Sink, u64), CliError> + Send,
+{
+    let workers = Workers::new(a.workers).ok_or_else(|| failed("bad worker count"))?;
+    let expected = msgs.expected(a.workers);
+    let mesh: Mesh<Vec<u8>> = Mesh::new(workers, MESH_CAPACITY);
+    let mut ends = mesh.into_ends().into_iter();
+    let mut first = ends.next().ok_or_else(|| failed("mesh without workers"))?;
+    let deadline = a.deadline();
+    let total = msgs.count;
+    std::thread::scope(|s| {
+        let owners: Vec<_> = ends
+            .zip(expected.iter().skip(1))
+            .map(|(end, e)| {
+                let want = e.0;
+                s.spawn(move || match owner_loop(end, want, a.workers, deadline) {
+                    Ok((sink, t)) => (Ok(sink), t),
+                    Err(e) => (Err(e), Duration::ZERO),
+                })
+            })
+            .collect();
+        let w0 = s.spawn(move || {
+            let ((r, handed), t) = {
+                let (r, t) = timed(|| reader(&mut first, total));
+                match r {
+                    Ok((sink, h)) => ((Ok(sink), h), t),
+                    Err(e) => ((Err(e), 0), t),
+                }
+            };
+            (r, t, handed)
+        });
+        let (sent, sender_cpu) = timed(sender);
+        let (r0, t0, handed) = w0
+            .join()
+            .unwrap_or_else(|_| (Err(failed("worker 0 panicked")), Duration::ZERO, 0));
+        let sink0 = r0?;
+        let (mut sinks, sender_cpu, cpu) = join_all(owners, sent, sender_cpu)?;
+        sinks.insert(0, sink0);
+        Ok((sinks, sender_cpu, cpu + t0, handed))
+    })
+}
+
+fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
+    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    udp_receiver_socket(&sock)?;
+    let to = sock.local_addr().map_err(failed)?;
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    let read = [ReadCount::default()];
+    let deadline = a.deadline();
+    let busy0 = system_busy();
+    let start = Instant::now();
+    let workers = a.workers;
+    let (sinks, sender_cpu, workers_cpu, handed) = one_hop(
+        msgs,
+        a,
+        |end, total| {
+            let mut sink = Sink::default();
+            let mut handed = 0u64;
+            let mut buf = [0u8; 2048];
+            let mut seen = 0u64;
+            while seen < total {
+                if let Some(n) = recv_or_timeout(&sock, &mut buf, deadline, "one-hop-udp")? {
+                    seen += 1;
+                    read[0].bump();
+                    let msg = buf.get(..n).unwrap_or_default();
+                    if dispatch(end, &mut sink, msg, workers, deadline)? {
+                        handed += 1;
+                    }
+                }
+            }
+            Ok((sink, handed))
+        },
+        || udp_sender(&client, to, msgs, a.batch, &read, deadline, progress),
+    )?;
+    let elapsed = start.elapsed();
+    check("one-hop-udp", &sinks, &msgs.expected(a.workers))?;
+    Ok(Outcome {
+        messages: msgs.count,
+        elapsed,
+        sender_cpu,
+        workers_cpu,
+        system_busy: busy_since(busy0),
+        handed_off: handed,
+        ..Outcome::default()
+    })
+}
+
+/// Reads framed messages from a stream until `want` came, giving each to `f`.
+fn read_frames(
+    mut sock: impl Read,
+    want: u64,
+    deadline: Instant,
+    what: &str,
+    mut f: impl FnMut(&[u8]) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let mut r = FrameReader::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0u64;
+    while got < want {
+        let n = match sock.read(&mut buf) {
+            Ok(0) => {
+                return Err(failed(format!(
+                    "{what}: stream closed after {got} messages"
+                )))
+            }
+            Ok(n) => n,
+            // Read timeouts, and the early EAGAIN of a sockmap target (KERNEL.md §2.2).
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if Instant::now() > deadline {
+                    return Err(failed(format!(
+                        "{what}: {got} of {want} messages by the deadline"
+                    )));
+                }
+                continue;
+            }
+            Err(e) => return Err(failed(format!("{what}: {e}"))),
+        };
+        r.extend(buf.get(..n).unwrap_or_default());
+        while let Some((_, m)) = r.next_message() {
+            got += 1;
+            f(m)?;
+        }
+        if r.is_corrupt() {
+            return Err(failed(format!(
+                "{what}: corrupt stream after {got} messages"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
+    let group = ReuseportGroup::bind_tcp(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        a.workers,
+        &GroupOptions { require_bpf: true },
+    )
+    .map_err(bpf_error)?;
+    let to = group.local_addr();
+    let (listeners, steering) = group.into_parts();
+    let steering = steering.ok_or_else(|| failed("TCP group not steered"))?;
+    // One connection per worker, bound to a source port the program maps to that worker.
+    let mut conns = Vec::new();
+    for w in 0..a.workers {
+        conns.push(connect_from_owner_port(to, w, a.workers)?);
+    }
+    let mut accepted = Vec::new();
+    for l in &listeners {
+        let (s, _) = l.accept().map_err(failed)?;
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .map_err(failed)?;
+        accepted.push(s);
+    }
+    let expected = msgs.expected(a.workers);
+    let deadline = a.deadline();
+    let busy0 = system_busy();
+    let start = Instant::now();
+    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+        let workers: Vec<_> = accepted
+            .iter()
+            .zip(&expected)
+            .enumerate()
+            .map(|(w, (sock, e))| {
+                s.spawn(move || {
+                    timed(|| {
+                        let mut sink = Sink::default();
+                        read_frames(sock, e.0, deadline, "pool-tcp", |m| {
+                            sink.handle(m, w, a.workers);
+                            Ok(())
+                        })
+                        .map(|()| sink)
+                    })
+                })
+            })
+            .collect();
+        let (sent, sender_cpu) = timed(|| -> Result<(), CliError> {
+            // The shard-aware client: each message goes into its owner's buffer, and a
+            // buffer is written when it holds `batch` messages, so every connection gets
+            // writes of the same size as the single connection of the one-hop path.
+            let mut bufs: Vec<(Vec<u8>, usize)> =
+                vec![(Vec::with_capacity(a.batch * msgs.size), 0); usize::from(a.workers)];
+            for j in 0..msgs.count {
+                let w = owner(app_id(j), a.workers);
+                let (Some((b, n)), Some(mut c)) = (bufs.get_mut(w), conns.get(w)) else {
+                    continue;
+                };
+                b.extend_from_slice(msgs.get(j));
+                *n += 1;
+                if *n == a.batch {
+                    c.write_all(b).map_err(failed)?;
+                    b.clear();
+                    *n = 0;
+                }
+                if j % 1024 == 0 {
+                    progress.set_position(j);
+                }
+            }
+            for ((b, _), mut c) in bufs.iter().zip(&conns) {
+                if !b.is_empty() {
+                    c.write_all(b).map_err(failed)?;
+                }
+            }
+            progress.set_position(msgs.count);
+            Ok(())
+        });
+        join_all(workers, sent, sender_cpu)
+    })?;
+    let elapsed = start.elapsed();
+    check("pool-tcp", &sinks, &expected)?;
+    let c = steering.counters().map_err(bpf_error)?;
+    if c.steered != u64::from(a.workers) || c.fallbacks() != 0 {
+        return Err(failed(format!(
+            "pool-tcp: connections not steered by the program: {c:?}"
+        )));
+    }
+    Ok(Outcome {
+        messages: msgs.count,
+        elapsed,
+        sender_cpu,
+        workers_cpu,
+        system_busy: busy_since(busy0),
+        client_steered: msgs.count,
+        fallbacks: c.fallbacks(),
+        ..Outcome::default()
+    })
+}
+
+/// A connection to `to` from a local port that maps to `worker`, trying successive ports
+/// until one is free.
+fn connect_from_owner_port(
+    to: SocketAddr,
+    worker: u16,
+    workers: u16,
+) -> Result<TcpStream, CliError> {
+    let base = 42_000u16.wrapping_add((std::process::id() % 4000) as u16 * 4);
+    for port in steer_bpf::source_ports_for(worker, workers, base).take(200) {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .map_err(failed)?;
+        if s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())
+            .is_err()
+        {
+            continue;
+        }
+        s.connect(&to.into()).map_err(failed)?;
+        let _ = s.set_nodelay(true);
+        return Ok(s.into());
+    }
+    Err(failed("no free source port for a pool connection"))
+}
+
+fn stream_sender(
+    mut c: &TcpStream,
+    msgs: &Messages,
+    batch: usize,
+    progress: &ProgressBar,
+) -> Result<(), CliError> {
+    let mut k = 0u64;
+    while k < msgs.count {
+        let end = (k + batch as u64).min(msgs.count);
+        c.write_all(msgs.range(k, end)).map_err(failed)?;
+        k = end;
+        progress.set_position(k);
+    }
+    Ok(())
+}
+
+fn connected_pair() -> Result<(TcpStream, TcpStream), CliError> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    let c = TcpStream::connect(l.local_addr().map_err(failed)?).map_err(failed)?;
+    let _ = c.set_nodelay(true);
+    let (s, _) = l.accept().map_err(failed)?;
+    Ok((c, s))
+}
+
+fn one_hop_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
+    let (client, conn) = connected_pair()?;
+    conn.set_read_timeout(Some(Duration::from_millis(200)))
+        .map_err(failed)?;
+    let deadline = a.deadline();
+    let busy0 = system_busy();
+    let start = Instant::now();
+    let workers = a.workers;
+    let (sinks, sender_cpu, workers_cpu, handed) = one_hop(
+        msgs,
+        a,
+        |end, total| {
+            let mut sink = Sink::default();
+            let mut handed = 0u64;
+            read_frames(&conn, total, deadline, "one-hop-tcp", |m| {
+                if dispatch(end, &mut sink, m, workers, deadline)? {
+                    handed += 1;
+                }
+                Ok(())
+            })?;
+            Ok((sink, handed))
+        },
+        || stream_sender(&client, msgs, a.batch, progress),
+    )?;
+    let elapsed = start.elapsed();
+    check("one-hop-tcp", &sinks, &msgs.expected(a.workers))?;
+    Ok(Outcome {
+        messages: msgs.count,
+        elapsed,
+        sender_cpu,
+        workers_cpu,
+        system_busy: busy_since(busy0),
+        handed_off: handed,
+        ..Outcome::default()
+    })
+}
+
+fn sockmap_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
+    let (mut steering, targets) = StreamSteering::new(a.workers).map_err(bpf_error)?;
+    let (client, conn) = connected_pair()?;
+    steering.add_stream(&conn).map_err(bpf_error)?;
+    for t in &targets {
+        t.set_read_timeout(Some(Duration::from_millis(200)))
+            .map_err(failed)?;
+    }
+    let expected = msgs.expected(a.workers);
+    let deadline = a.deadline();
+    let busy0 = system_busy();
+    let start = Instant::now();
+    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+        let workers: Vec<_> = targets
+            .iter()
+            .zip(&expected)
+            .enumerate()
+            .map(|(w, (sock, e))| {
+                s.spawn(move || {
+                    timed(|| {
+                        let mut sink = Sink::default();
+                        read_frames(sock, e.0, deadline, "sockmap-tcp", |m| {
+                            sink.handle(m, w, a.workers);
+                            Ok(())
+                        })
+                        .map(|()| sink)
+                    })
+                })
+            })
+            .collect();
+        let (sent, sender_cpu) = timed(|| stream_sender(&client, msgs, a.batch, progress));
+        join_all(workers, sent, sender_cpu)
+    })?;
+    let elapsed = start.elapsed();
+    check("sockmap-tcp", &sinks, &expected)?;
+    let c = steering.counters().map_err(bpf_error)?;
+    drop(conn);
+    Ok(Outcome {
+        messages: msgs.count,
+        elapsed,
+        sender_cpu,
+        workers_cpu,
+        system_busy: busy_since(busy0),
+        kernel_steered: c.steered,
+        fallbacks: c.fallbacks(),
+        ..Outcome::default()
+    })
+}
+
+/// SCTP: one association over UDP encapsulation, `k` messages queued per packet, read by
+/// worker 0 which handles them (`handoff` false) or hands those of worker 1 over the mesh.
+fn sctp_case(
+    msgs: &Messages,
+    a: &CaseArgs,
+    k: usize,
+    handoff: bool,
+    progress: &ProgressBar,
+) -> Result<Outcome, CliError> {
+    use sctp::{AssociationConfig, Endpoint, EndpointConfig, Event};
+    const PORT: u16 = 38412;
+    let assoc = AssociationConfig {
+        pmtu: SCTP_PMTU,
+        ..AssociationConfig::default()
+    };
+    let server_sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    let client_sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    udp_receiver_socket(&server_sock)?;
+    udp_receiver_socket(&client_sock)?;
+    server_sock
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(failed)?;
+    client_sock.set_nonblocking(true).map_err(failed)?;
+    let server_addr = server_sock.local_addr().map_err(failed)?;
+    let workers: u16 = 2;
+    let total = msgs.count;
+    let deadline = a.deadline();
+    let connected = AtomicBool::new(false);
+    let reader_done = AtomicBool::new(false);
+
+    let mesh: Mesh<Bytes> = Mesh::new(
+        Workers::new(workers).ok_or_else(|| failed("workers"))?,
+        MESH_CAPACITY,
+    );
+    let mut ends = mesh.into_ends().into_iter();
+    let mut end0 = ends.next().ok_or_else(|| failed("mesh"))?;
+    let mut end1 = ends.next().ok_or_else(|| failed("mesh"))?;
+    let expected1 = if handoff {
+        (0..total)
+            .filter(|&j| owner(app_id(j), workers) == 1)
+            .count() as u64
+    } else {
+        0
+    };
+    let start = Instant::now();
+    let result = std::thread::scope(|s| {
+        // Worker 1: receives the hand-offs (idle in `local` mode).
+        let w1 = s.spawn(move || -> (Result<Sink, CliError>, Duration) {
+            if expected1 == 0 {
+                return (Ok(Sink::default()), Duration::ZERO);
+            }
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return (Err(failed(e)), Duration::ZERO),
+            };
+            let t = ThreadTime::now();
+            let r = rt.block_on(async {
+                let mut sink = Sink::default();
+                while sink.count < expected1 {
+                    if Instant::now() > deadline {
+                        return Err(failed("sctp: worker 1 missing hand-offs"));
+                    }
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(200), end1.recv_ready()).await;
+                    end1.drain(|_, m| sink.handle(&m, 1, workers));
+                }
+                Ok(sink)
+            });
+            (r, t.elapsed())
+        });
+        // Worker 0: the association's reader.
+        let connected = &connected;
+        let reader_done = &reader_done;
+        let server_sock = &server_sock;
+        let server_assoc = assoc.clone();
+        let w0 = s.spawn(move || {
+            timed(|| -> Result<(Sink, u64, u64), CliError> {
+                let mut ep = Endpoint::new(EndpointConfig {
+                    listen_port: Some(PORT),
+                    association: server_assoc,
+                    rng_seed: 2,
+                    ..EndpointConfig::default()
+                });
+                let mut sink = Sink::default();
+                let mut handed = 0u64;
+                let mut seen = 0u64;
+                let mut data_packets = 0u64;
+                let mut buf = vec![0u8; 65_536];
+                while seen < total {
+                    let now = Instant::now();
+                    if now > deadline {
+                        return Err(failed(format!(
+                            "sctp k={k}: {seen} of {total} by the deadline"
+                        )));
+                    }
+                    match server_sock.recv_from(&mut buf) {
+                        Ok((n, from)) => {
+                            ep.handle(now, from, buf.get(..n).unwrap_or_default());
+                        }
+                        Err(e)
+                            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                        Err(e) => return Err(failed(e)),
+                    }
+                    let mut in_packet = 0u64;
+                    while let Some((_, ev)) = ep.poll_event() {
+                        match ev {
+                            Event::Message(m) => {
+                                seen += 1;
+                                in_packet += 1;
+                                let id = m
+                                    .data
+                                    .get(4..8)
+                                    .and_then(|b| b.try_into().ok())
+                                    .map_or(0, u32::from_be_bytes);
+                                let w = owner(id, workers);
+                                if handoff && w != 0 {
+                                    let mut msg = m.data;
+                                    loop {
+                                        match end0.send(WorkerId(1), msg) {
+                                            Ok(()) => break,
+                                            Err(e) => {
+                                                if Instant::now() > deadline {
+                                                    return Err(failed("sctp: worker 1 stuck"));
+                                                }
+                                                msg = e.into_inner();
+                                                std::thread::yield_now();
+                                            }
+                                        }
+                                    }
+                                    handed += 1;
+                                } else {
+                                    // Local mode: the reader owns every message.
+                                    let me = if handoff { 0 } else { w };
+                                    sink.handle(&m.data, me, workers);
+                                }
+                            }
+                            Event::Connected { .. } => connected.store(true, Ordering::Release),
+                            _ => {}
+                        }
+                    }
+                    if in_packet > 0 {
+                        data_packets += 1;
+                    }
+                    let now = Instant::now();
+                    if ep.poll_timeout().is_some_and(|t| t <= now) {
+                        ep.handle_timeout(now);
+                    }
+                    while let Some(t) = ep.poll_transmit(now) {
+                        let _ = server_sock.send_to(&t.packet, t.remote);
+                    }
+                }
+                reader_done.store(true, Ordering::Release);
+                Ok((sink, handed, data_packets))
+            })
+        });
+        // The gNB side: queue k messages, flush, read SACKs.
+        let (sent, sender_cpu) = timed(|| -> Result<(), CliError> {
+            let mut ep = Endpoint::new(EndpointConfig {
+                association: assoc.clone(),
+                rng_seed: 1,
+                ..EndpointConfig::default()
+            });
+            let now = Instant::now();
+            let id = ep
+                .connect(now, server_addr, 40_000, PORT)
+                .map_err(|e| failed(format!("sctp connect: {e:?}")))?;
+            let mut buf = vec![0u8; 65_536];
+            let mut next = 0u64;
+            let mut up = false;
+            loop {
+                let now = Instant::now();
+                if now > deadline {
+                    return Err(failed(format!("sctp k={k}: sender stuck at {next}")));
+                }
+                loop {
+                    match client_sock.recv_from(&mut buf) {
+                        Ok((n, from)) => ep.handle(now, from, buf.get(..n).unwrap_or_default()),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(failed(e)),
+                    }
+                }
+                while let Some((_, ev)) = ep.poll_event() {
+                    if matches!(ev, Event::Connected { .. }) {
+                        up = true;
+                    }
+                }
+                if ep.poll_timeout().is_some_and(|t| t <= now) {
+                    ep.handle_timeout(now);
+                }
+                // Queue the next k only once everything queued before has left, so that
+                // each group of k travels together rather than merging with a backlog.
+                let backlog = ep.info(id).is_some_and(|i| i.send_buffered > i.flight_size);
+                if up && next < total && !backlog {
+                    // k messages, then a flush: they leave bundled in one packet when the
+                    // window allows (the measured messages per packet says how well).
+                    let stop = (next + k as u64).min(total);
+                    while next < stop {
+                        let data = Bytes::copy_from_slice(msgs.get(next));
+                        match ep.send(id, (next % 4) as u16, NGAP_PPID, false, data) {
+                            Ok(()) => next += 1,
+                            Err(_) => break,
+                        }
+                    }
+                    progress.set_position(next);
+                }
+                let mut wrote = false;
+                while let Some(t) = ep.poll_transmit(now) {
+                    let _ = client_sock.send_to(&t.packet, t.remote);
+                    wrote = true;
+                }
+                if reader_done.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                if !wrote {
+                    std::thread::sleep(Duration::from_micros(20));
+                }
+            }
+        });
+        let (r0, t0) = w0
+            .join()
+            .unwrap_or_else(|_| (Err(failed("sctp reader panicked")), Duration::ZERO));
+        let (r1, t1) = w1
+            .join()
+            .unwrap_or_else(|_| (Err(failed("sctp owner panicked")), Duration::ZERO));
+        sent?;
+        let (sink0, handed, packets) = r0?;
+        let sink1 = r1?;
+        Ok::<_, CliError>((sink0, sink1, handed, packets, sender_cpu, t0 + t1))
+    })?;
+    let (sink0, sink1, handed, packets, sender_cpu, workers_cpu) = result;
+    let expected = msgs.expected(workers);
+    let sinks = if handoff {
+        vec![sink0, sink1]
+    } else {
+        // Local mode: worker 0 took everything; compare with the sum over owners.
+        let all = expected.iter().fold((0u64, 0u64), |acc, e| {
+            (acc.0 + e.0, acc.1.wrapping_add(e.1))
+        });
+        if (sink0.count, sink0.sum) != all || sink0.misrouted > 0 {
+            return Err(failed(format!("sctp k={k} local: {sink0:?} vs {all:?}")));
+        }
+        Vec::new()
+    };
+    if handoff {
+        check(&format!("sctp k={k}"), &sinks, &expected)?;
+    }
+    Ok(Outcome {
+        messages: total,
+        elapsed: start.elapsed(),
+        sender_cpu,
+        workers_cpu,
+        handed_off: handed,
+        packets,
+        ..Outcome::default()
+    })
+}
+
+/// The case-independent arguments, checked.
+struct CaseArgs {
+    workers: u16,
+    batch: usize,
+    timeout: Duration,
+}
+
+impl CaseArgs {
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+}
+
+fn per_msg_ns(d: Duration, n: u64) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        d.as_secs_f64() * 1e9 / n as f64
+    }
+}
+
+fn rate(n: u64, d: Duration) -> f64 {
+    let s = d.as_secs_f64();
+    if s > 0.0 {
+        n as f64 / s
+    } else {
+        0.0
+    }
+}
+
+fn case_report(p: Route, o: &Outcome) -> CaseReport {
+    CaseReport {
+        case: p.label(),
+        transport: p.transport(),
+        messages: o.messages,
+        elapsed_s: o.elapsed.as_secs_f64(),
+        msgs_per_s: rate(o.messages, o.elapsed),
+        cpu_ns_per_msg: per_msg_ns(o.sender_cpu + o.workers_cpu, o.messages),
+        sender_cpu_ns_per_msg: per_msg_ns(o.sender_cpu, o.messages),
+        workers_cpu_ns_per_msg: per_msg_ns(o.workers_cpu, o.messages),
+        system_cpu_ns_per_msg: o.system_busy.map(|b| per_msg_ns(b, o.messages)),
+        kernel_steered: o.kernel_steered,
+        handed_off: o.handed_off,
+        client_steered: o.client_steered,
+        fallbacks: o.fallbacks,
+        rounds_cpu_ns_per_msg: Vec::new(),
+    }
+}
+
+fn sctp_report(k: usize, handoff: bool, o: &Outcome) -> SctpReport {
+    SctpReport {
+        k,
+        mode: if handoff { "hand-off" } else { "local" },
+        messages: o.messages,
+        packets: o.packets,
+        msgs_per_packet: if o.packets > 0 {
+            o.messages as f64 / o.packets as f64
+        } else {
+            0.0
+        },
+        elapsed_s: o.elapsed.as_secs_f64(),
+        msgs_per_s: rate(o.messages, o.elapsed),
+        workers_cpu_ns_per_msg: per_msg_ns(o.workers_cpu, o.messages),
+        sender_cpu_ns_per_msg: per_msg_ns(o.sender_cpu, o.messages),
+        handed_off: o.handed_off,
+        rounds_workers_cpu_ns_per_msg: Vec::new(),
+    }
+}
+
+/// The median element by `key` (the lower middle for an even count).
+fn median_by<T>(mut v: Vec<T>, key: impl Fn(&T) -> f64) -> Option<T> {
+    v.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let mid = v.len().checked_sub(1)? / 2;
+    v.into_iter().nth(mid)
+}
+
+fn ratio(
+    cases: &[CaseReport],
+    name: &'static str,
+    baseline: &'static str,
+    path: &'static str,
+    targeted: bool,
+) -> Option<Ratio> {
+    let b = cases.iter().find(|c| c.case == baseline)?;
+    let p = cases.iter().find(|c| c.case == path)?;
+    let cpu_ratio = if p.cpu_ns_per_msg > 0.0 {
+        b.cpu_ns_per_msg / p.cpu_ns_per_msg
+    } else {
+        0.0
+    };
+    let rate_ratio = if b.msgs_per_s > 0.0 {
+        p.msgs_per_s / b.msgs_per_s
+    } else {
+        0.0
+    };
+    Some(Ratio {
+        name,
+        baseline,
+        path,
+        cpu_ratio,
+        rate_ratio,
+        targeted,
+        meets_target: !targeted || cpu_ratio >= TARGET_RATIO,
+    })
+}
+
+fn bar(label: String, len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>22} [{bar:30}] {pos}/{len} {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(label);
+    bar
+}
+
+fn finish(bar: &ProgressBar, r: &Result<Outcome, CliError>) {
+    match r {
+        Ok(o) => bar.finish_with_message(format!(
+            "{:.0} ns/msg",
+            per_msg_ns(o.sender_cpu + o.workers_cpu, o.messages)
+        )),
+        Err(_) => bar.abandon_with_message("failed"),
+    }
+    if !bar.is_hidden() {
+        eprintln!();
+    }
+}
+
+/// `steer5g bench steering`.
+pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> {
+    if args.messages == 0 || args.messages > 50_000_000 {
+        return Err(CliError::Usage("--messages must be 1..=50000000".into()));
+    }
+    if args.size < MIN_SIZE || args.size > 1400 {
+        return Err(CliError::Usage(format!(
+            "--size must be {MIN_SIZE}..=1400 bytes (one datagram, one SCTP packet)"
+        )));
+    }
+    // Every case's messages are built up front, outside the measurement.
+    if (args.messages as u128) * (args.size as u128) > 1 << 30 {
+        return Err(CliError::Usage(
+            "--messages x --size must stay within 1 GiB".into(),
+        ));
+    }
+    if args.batch == 0 || args.batch > 4096 {
+        return Err(CliError::Usage("--batch must be 1..=4096".into()));
+    }
+    if args.workers < 2 || args.workers > 64 {
+        return Err(CliError::Usage("--workers must be 2..=64".into()));
+    }
+    if args.sctp_k.iter().any(|&k| k == 0 || k > 64) {
+        return Err(CliError::Usage("--sctp-k: each K must be 1..=64".into()));
+    }
+    if args.rounds == 0 || args.rounds > 20 {
+        return Err(CliError::Usage("--rounds must be 1..=20".into()));
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(CliError::Usage(
+            "--timeout must be in (0, 3600] seconds".into(),
+        ));
+    }
+    let ca = CaseArgs {
+        workers: args.workers,
+        batch: args.batch,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| failed(format!("cannot create {}: {e}", args.out.display())))?;
+    let machine = Machine::probe();
+    if machine.build == "debug" {
+        tracing::warn!("debug build: build with --release for figures that mean anything");
+    }
+    let msgs = Messages::new(args.messages, args.size);
+
+    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); Route::ALL.len()];
+    let mut sctp_rounds: Vec<Vec<SctpReport>> = vec![Vec::new(); args.sctp_k.len() * 2];
+    for round in 0..args.rounds {
+        for (i, p) in Route::ALL.iter().enumerate() {
+            let b = bar(format!("{} r{}", p.label(), round + 1), msgs.count);
+            let r = match p {
+                Route::KernelUdp => kernel_udp(&msgs, &ca, &b),
+                Route::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
+                Route::PoolTcp => pool_tcp(&msgs, &ca, &b),
+                Route::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
+                Route::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
+            };
+            finish(&b, &r);
+            let o = r?;
+            if let Some(v) = rounds.get_mut(i) {
+                v.push(case_report(*p, &o));
+            }
+        }
+        for (j, &k) in args.sctp_k.iter().enumerate() {
+            for (m, handoff) in [false, true].into_iter().enumerate() {
+                let label = format!(
+                    "sctp k={k} {} r{}",
+                    if handoff { "hand-off" } else { "local" },
+                    round + 1
+                );
+                let b = bar(label, msgs.count);
+                let r = sctp_case(&msgs, &ca, k, handoff, &b);
+                finish(&b, &r);
+                let o = r?;
+                if let Some(v) = sctp_rounds.get_mut(j * 2 + m) {
+                    v.push(sctp_report(k, handoff, &o));
+                }
+            }
+        }
+    }
+    let cases: Vec<CaseReport> = rounds
+        .into_iter()
+        .filter_map(|v| {
+            let all: Vec<f64> = v.iter().map(|c| c.cpu_ns_per_msg).collect();
+            let mut m = median_by(v, |c| c.cpu_ns_per_msg)?;
+            m.rounds_cpu_ns_per_msg = all;
+            Some(m)
+        })
+        .collect();
+    let sctp: Vec<SctpReport> = sctp_rounds
+        .into_iter()
+        .filter_map(|v| {
+            let all: Vec<f64> = v.iter().map(|c| c.workers_cpu_ns_per_msg).collect();
+            let mut m = median_by(v, |c| c.workers_cpu_ns_per_msg)?;
+            m.rounds_workers_cpu_ns_per_msg = all;
+            Some(m)
+        })
+        .collect();
+    let sctp_handoff = args
+        .sctp_k
+        .iter()
+        .filter_map(|&k| {
+            let l = sctp.iter().find(|s| s.k == k && s.mode == "local")?;
+            let h = sctp.iter().find(|s| s.k == k && s.mode == "hand-off")?;
+            let extra = (h.workers_cpu_ns_per_msg - l.workers_cpu_ns_per_msg) * h.messages as f64;
+            Some(SctpHandoff {
+                k,
+                msgs_per_packet: h.msgs_per_packet,
+                local_ns_per_msg: l.workers_cpu_ns_per_msg,
+                handoff_ns_per_msg: h.workers_cpu_ns_per_msg,
+                ns_per_handed_off_msg: if h.handed_off > 0 {
+                    extra / h.handed_off as f64
+                } else {
+                    0.0
+                },
+            })
+        })
+        .collect();
+    let ratios: Vec<Ratio> = [
+        ratio(
+            &cases,
+            "one-hop/kernel (udp)",
+            "one-hop-udp",
+            "kernel-udp",
+            true,
+        ),
+        ratio(
+            &cases,
+            "one-hop/pool (tcp)",
+            "one-hop-tcp",
+            "pool-tcp",
+            true,
+        ),
+        ratio(
+            &cases,
+            "one-hop/sockmap (tcp)",
+            "one-hop-tcp",
+            "sockmap-tcp",
+            false,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let meets_target = ratios.iter().all(|r| r.meets_target);
+    let report = SteeringReport {
+        scenario: "steering",
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine,
+        settings: Settings {
+            messages: args.messages,
+            size: args.size,
+            batch: args.batch,
+            workers: args.workers,
+            sctp_k: args.sctp_k.clone(),
+            rounds: args.rounds,
+            udp_window: UDP_WINDOW,
+            mesh_capacity: MESH_CAPACITY,
+        },
+        cases,
+        ratios,
+        sctp,
+        sctp_handoff,
+        target_ratio: TARGET_RATIO,
+        meets_target,
+    };
+    write_outputs(&args.out, &report)?;
+    if global.json {
+        crate::report::print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+        println!(
+            "wrote steering.json, steering.csv, steering-sctp.csv and steering.svg in {}",
+            args.out.display()
+        );
+    }
+    if meets_target {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "target missed: a steered path is not {TARGET_RATIO}x cheaper per message than one-hop"
+        )))
+    }
+}
+
+fn write_outputs(dir: &Path, r: &SteeringReport) -> Result<(), CliError> {
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| failed(format!("cannot write {}: {e}", p.display())))
+    };
+    let json = serde_json::to_string_pretty(r).map_err(|e| failed(format!("JSON: {e}")))?;
+    write("steering.json", format!("{json}\n"))?;
+    write("steering.csv", cases_csv(r))?;
+    write("steering-sctp.csv", sctp_csv(r))?;
+    let svg = dir.join("steering.svg");
+    plot(&svg, r).map_err(|e| failed(format!("cannot write {}: {e}", svg.display())))
+}
+
+fn cases_csv(r: &SteeringReport) -> String {
+    let mut out = String::from(
+        "case,transport,messages,elapsed_s,msgs_per_s,cpu_ns_per_msg,sender_cpu_ns_per_msg,\
+         workers_cpu_ns_per_msg,system_cpu_ns_per_msg,kernel_steered,handed_off,client_steered,\
+         fallbacks\n",
+    );
+    for c in &r.cases {
+        out.push_str(&format!(
+            "{},{},{},{:.4},{:.0},{:.1},{:.1},{:.1},{},{},{},{},{}\n",
+            c.case,
+            c.transport,
+            c.messages,
+            c.elapsed_s,
+            c.msgs_per_s,
+            c.cpu_ns_per_msg,
+            c.sender_cpu_ns_per_msg,
+            c.workers_cpu_ns_per_msg,
+            c.system_cpu_ns_per_msg
+                .map_or(String::new(), |v| format!("{v:.1}")),
+            c.kernel_steered,
+            c.handed_off,
+            c.client_steered,
+            c.fallbacks
+        ));
+    }
+    out
+}
+
+fn sctp_csv(r: &SteeringReport) -> String {
+    let mut out = String::from(
+        "k,mode,messages,packets,msgs_per_packet,msgs_per_s,workers_cpu_ns_per_msg,\
+         sender_cpu_ns_per_msg,handed_off\n",
+    );
+    for s in &r.sctp {
+        out.push_str(&format!(
+            "{},{},{},{},{:.2},{:.0},{:.1},{:.1},{}\n",
+            s.k,
+            s.mode,
+            s.messages,
+            s.packets,
+            s.msgs_per_packet,
+            s.msgs_per_s,
+            s.workers_cpu_ns_per_msg,
+            s.sender_cpu_ns_per_msg,
+            s.handed_off
+        ));
+    }
+    out
+}
+
+fn table(r: &SteeringReport) -> String {
+    use std::fmt::Write;
+    let s = &r.settings;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "steering cost: {} messages of {} B per case, {} workers, batch {}, {} round(s) (median)",
+        s.messages, s.size, s.workers, s.batch, s.rounds
+    );
+    let _ = writeln!(
+        out,
+        "{} nproc, kernel {}, commit {}, {} build, {}, load {}",
+        r.machine.nproc,
+        r.machine.kernel.as_deref().unwrap_or("?"),
+        r.machine.git_commit.as_deref().unwrap_or("none"),
+        r.machine.build,
+        r.machine.date,
+        r.machine.loadavg.as_deref().unwrap_or("?"),
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<12} {:>11} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "case", "msgs/s", "cpu ns/msg", "sender", "workers", "system", "kernel", "handoff"
+    );
+    for c in &r.cases {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>11.0} {:>10.0} {:>10.0} {:>10.0} {:>10} {:>9} {:>9}",
+            c.case,
+            c.msgs_per_s,
+            c.cpu_ns_per_msg,
+            c.sender_cpu_ns_per_msg,
+            c.workers_cpu_ns_per_msg,
+            c.system_cpu_ns_per_msg
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            c.kernel_steered,
+            c.handed_off
+        );
+    }
+    let _ = writeln!(out);
+    for x in &r.ratios {
+        let _ = writeln!(
+            out,
+            "{:<22} cpu {:.2}x  rate {:.2}x{}",
+            x.name,
+            x.cpu_ratio,
+            x.rate_ratio,
+            if x.targeted {
+                if x.meets_target {
+                    format!("  (target >= {:.1}: met)", r.target_ratio)
+                } else {
+                    format!("  (target >= {:.1}: NOT met)", r.target_ratio)
+                }
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !r.sctp_handoff.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "SCTP (UDP encapsulation), reader + owner CPU per message, 2 workers:"
+        );
+        let _ = writeln!(
+            out,
+            "{:>4} {:>9} {:>10} {:>12} {:>16}",
+            "K", "msgs/pkt", "local ns", "hand-off ns", "ns per hand-off"
+        );
+        for h in &r.sctp_handoff {
+            let _ = writeln!(
+                out,
+                "{:>4} {:>9.2} {:>10.0} {:>12.0} {:>16.0}",
+                h.k,
+                h.msgs_per_packet,
+                h.local_ns_per_msg,
+                h.handoff_ns_per_msg,
+                h.ns_per_handed_off_msg
+            );
+        }
+    }
+    out
+}
+
+/// steering.svg: CPU ns per message of every path (left), and SCTP reader CPU per message,
+/// local vs hand-off, by K (right).
+fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
+    use plotters::coord::combinators::BindKeyPoints;
+    use plotters::prelude::*;
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+    const BAR: RGBColor = RGBColor(31, 119, 180);
+    const BASE: RGBColor = RGBColor(170, 170, 170);
+    const HAND: RGBColor = RGBColor(255, 127, 14);
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(
+            &format!(
+                "steering cost per message ({} B, {} workers, {} build)",
+                r.settings.size, r.settings.workers, r.machine.build
+            ),
+            ("sans-serif", 20),
+        )
+        .map_err(|e| err(&e))?;
+    let (left, right) = root.split_horizontally(640);
+    let above =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+
+    let n = r.cases.len().max(1);
+    let width = i32::try_from(n).unwrap_or(1) * 100;
+    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
+    let names: Vec<String> = r.cases.iter().map(|c| c.case.to_string()).collect();
+    // Log scale: the paths span two orders of magnitude (sockmap against the TCP paths).
+    let ymax = r
+        .cases
+        .iter()
+        .map(|c| c.cpu_ns_per_msg)
+        .fold(100.0f64, f64::max)
+        * 2.0;
+    let floor = 10.0f64;
+    let mut chart = ChartBuilder::on(&left)
+        .margin(14)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (0..width).with_key_points(centers),
+            (floor..ymax).log_scale(),
+        )
+        .map_err(|e| err(&e))?;
+    let label_of = |x: &i32| {
+        usize::try_from(x / 100)
+            .ok()
+            .and_then(|i| names.get(i).cloned())
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&label_of)
+        .y_desc("CPU ns per message, all threads (log)")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(r.cases.iter().enumerate().map(|(i, c)| {
+            let x0 = i as i32 * 100 + 20;
+            let color = if c.case.starts_with("one-hop") {
+                BASE
+            } else {
+                BAR
+            };
+            Rectangle::new(
+                [(x0, floor), (x0 + 60, c.cpu_ns_per_msg.max(floor))],
+                color.filled(),
+            )
+        }))
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(r.cases.iter().enumerate().map(|(i, c)| {
+            Text::new(
+                format!("{:.0}", c.cpu_ns_per_msg),
+                (i as i32 * 100 + 50, c.cpu_ns_per_msg.max(floor) * 1.08),
+                above.clone(),
+            )
+        }))
+        .map_err(|e| err(&e))?;
+
+    let k = r.sctp_handoff.len().max(1);
+    let width = i32::try_from(k).unwrap_or(1) * 100;
+    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
+    let ks: Vec<String> = r
+        .sctp_handoff
+        .iter()
+        .map(|h| format!("K={}", h.k))
+        .collect();
+    let ymax = r
+        .sctp_handoff
+        .iter()
+        .map(|h| h.handoff_ns_per_msg.max(h.local_ns_per_msg))
+        .fold(1.0f64, f64::max)
+        * 1.2;
+    let mut chart = ChartBuilder::on(&right)
+        .margin(14)
+        .caption("SCTP reader CPU per message", ("sans-serif", 15))
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d((0..width).with_key_points(centers), 0f64..ymax)
+        .map_err(|e| err(&e))?;
+    let k_of = |x: &i32| {
+        usize::try_from(x / 100)
+            .ok()
+            .and_then(|i| ks.get(i).cloned())
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(k)
+        .x_label_formatter(&k_of)
+        .y_desc("ns per message")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
+            let x0 = i as i32 * 100 + 12;
+            Rectangle::new([(x0, 0.0), (x0 + 38, h.local_ns_per_msg)], BASE.filled())
+        }))
+        .map_err(|e| err(&e))?
+        .label("local")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BASE.filled()));
+    chart
+        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
+            let x0 = i as i32 * 100 + 50;
+            Rectangle::new([(x0, 0.0), (x0 + 38, h.handoff_ns_per_msg)], HAND.filled())
+        }))
+        .map_err(|e| err(&e))?
+        .label("hand-off")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], HAND.filled()));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_carry_header_id_and_number() {
+        let m = Messages::new(10, 20);
+        for k in 0..10u64 {
+            let msg = m.get(k);
+            assert_eq!(msg.len(), 20);
+            assert_eq!(steer_bpf::stream::decode_header(msg), Some((20, app_id(k))));
+            assert_eq!(&msg[8..12], &(k as u32).to_be_bytes());
+        }
+        assert_eq!(m.range(2, 5).len(), 60);
+        let e = m.expected(2);
+        assert_eq!(e.iter().map(|x| x.0).sum::<u64>(), 10);
+        assert_eq!(e.iter().fold(0u64, |a, x| a.wrapping_add(x.1)), 45);
+    }
+
+    #[test]
+    fn sink_check_catches_misrouting() {
+        let m = Messages::new(4, 16);
+        let mut sinks = vec![Sink::default(); 2];
+        for k in 0..4 {
+            let w = owner(app_id(k), 2);
+            sinks[w].handle(m.get(k), w, 2);
+        }
+        assert!(check("t", &sinks, &m.expected(2)).is_ok());
+        // The same message at the other worker is a misroute.
+        let k0_owner = owner(app_id(0), 2);
+        sinks[1 - k0_owner].handle(m.get(0), 1 - k0_owner, 2);
+        assert!(check("t", &sinks, &m.expected(2)).is_err());
+    }
+
+    #[test]
+    fn one_hop_paths_deliver_every_message_at_its_owner() {
+        // Unprivileged paths only (no BPF): a small run of each one-hop case.
+        let msgs = Messages::new(5_000, 64);
+        let a = CaseArgs {
+            workers: 2,
+            batch: 32,
+            timeout: Duration::from_secs(30),
+        };
+        let b = ProgressBar::hidden();
+        let o = one_hop_tcp(&msgs, &a, &b).unwrap();
+        assert_eq!(o.messages, 5_000);
+        assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+        let o = one_hop_udp(&msgs, &a, &b).unwrap();
+        assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+        let o = sctp_case(&msgs, &a, 4, true, &b).unwrap();
+        assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+        assert!(o.packets > 0 && o.packets <= 5_000);
+        let o = sctp_case(&msgs, &a, 4, false, &b).unwrap();
+        assert_eq!(o.handed_off, 0);
+    }
+
+    #[test]
+    fn ratios_compare_cpu_per_message() {
+        let mk = |case: &'static str, cpu: f64| CaseReport {
+            case,
+            transport: "udp",
+            messages: 1,
+            elapsed_s: 1.0,
+            msgs_per_s: 1000.0 / cpu,
+            cpu_ns_per_msg: cpu,
+            sender_cpu_ns_per_msg: 0.0,
+            workers_cpu_ns_per_msg: 0.0,
+            system_cpu_ns_per_msg: None,
+            kernel_steered: 0,
+            handed_off: 0,
+            client_steered: 0,
+            fallbacks: 0,
+            rounds_cpu_ns_per_msg: Vec::new(),
+        };
+        let cases = [mk("one-hop-udp", 1300.0), mk("kernel-udp", 1000.0)];
+        let r = ratio(&cases, "x", "one-hop-udp", "kernel-udp", true).unwrap();
+        assert!((r.cpu_ratio - 1.3).abs() < 1e-9);
+        assert!(r.meets_target);
+        let cases = [mk("one-hop-udp", 1200.0), mk("kernel-udp", 1000.0)];
+        assert!(
+            !ratio(&cases, "x", "one-hop-udp", "kernel-udp", true)
+                .unwrap()
+                .meets_target
+        );
+        assert!(ratio(&cases, "x", "nope", "kernel-udp", true).is_none());
+        assert_eq!(median_by(vec![3.0, 1.0, 2.0], |x| *x), Some(2.0));
+    }
+}
