@@ -6,6 +6,7 @@ set -euo pipefail
 
 pkgs=(
   gcc g++ make clang llvm pkg-config    # C peers, BPF programs
+  bpftool                               # vmlinux.h for the sockmap program (CO-RE)
   libelf-dev zlib1g-dev libbpf-dev      # libbpf-rs
   iproute2 nftables ethtool             # namespaces, loss injection, offloads
   tshark tcpdump                        # captures checked against Wireshark's dissectors
