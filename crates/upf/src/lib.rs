@@ -5,6 +5,7 @@
 //!   implements: the XDP fast path (crate `upf-xdp`) and the user-space paths.
 
 pub mod datapath;
+pub mod userspace;
 
 pub use datapath::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Entries, Gate, UplinkAction, UplinkRule,
