@@ -107,6 +107,14 @@ impl Testbed {
             let _ = ip(&["netns", "del", ns]);
             ip(&["netns", "add", ns])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            // No IPv6: router solicitations and DAD would show up in the datapaths'
+            // not-for-us counters, which the tests want to read as exactly zero.
+            for key in [
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ] {
+                run(Command::new("ip").args(["netns", "exec", ns, "sysctl", "-qw", key]))?;
+            }
         }
         bed.link(&bed.upf, &bed.n3_upf, N3_UPF, &bed.ran, &bed.n3_ran, N3_RAN)?;
         bed.link(&bed.upf, &bed.n6_upf, N6_UPF, &bed.dn, &bed.n6_dn, N6_DN)?;
