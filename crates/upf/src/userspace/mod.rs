@@ -10,4 +10,8 @@
 
 pub mod craft;
 pub mod netns;
+mod path;
 pub mod testbed;
+mod tun;
+
+pub use path::{TunCounters, TunDatapath, TunOptions, TunReason, GTPU_PORT};
