@@ -8,6 +8,7 @@ mod plot;
 mod registration;
 mod regplot;
 mod sctp;
+mod upf;
 
 use clap::Subcommand;
 
@@ -16,6 +17,7 @@ use crate::exit::CliError;
 
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
+pub(crate) use self::upf::UpfArgs;
 
 /// A benchmark scenario.
 #[derive(Debug, Subcommand)]
@@ -26,6 +28,9 @@ pub(crate) enum Scenario {
     /// Registrations per second and core CPU per registration of an in-process core, next
     /// to the crypto floor of a registration measured in the same run.
     Registration(RegistrationArgs),
+    /// UPF user plane: packets/s, CPU per packet and latency of the XDP fast path and the
+    /// sockets/TUN path by packet size and direction, beside a bare XDP redirect ceiling.
+    Upf(UpfArgs),
 }
 
 /// `steer5g bench`.
@@ -33,5 +38,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
     match &args.scenario {
         Scenario::Sctp(a) => sctp::run(global, a),
         Scenario::Registration(a) => registration::run(global, a),
+        Scenario::Upf(a) => upf::run(global, a),
     }
 }

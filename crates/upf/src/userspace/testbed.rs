@@ -8,6 +8,9 @@
 //!                                     UE pool 10.203.64.0/18 is routed via 10.203.6.1 in dn
 //! ```
 //!
+//! ran and dn also route each other's link through the UPF (plain IP forwarding), which
+//! the bench's bare-redirect ceiling uses.
+//!
 //! Neighbours are installed as permanent entries so the first packet of a test already
 //! takes the fast path (an unresolved neighbour would send it to the kernel instead), and
 //! TX checksum offload is off on every veth end (KERNEL.md §3: locally generated packets
