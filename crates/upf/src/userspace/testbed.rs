@@ -133,8 +133,24 @@ impl Testbed {
         ])?;
         // Plain IPv4 across the UPF as a router, for the bench's bare-redirect ceiling.
         let (n3_upf, n6_upf) = (N3_UPF.to_string(), N6_UPF.to_string());
-        ip(&["-n", &bed.ran, "route", "add", "10.203.6.0/24", "via", &n3_upf])?;
-        ip(&["-n", &bed.dn, "route", "add", "10.203.3.0/24", "via", &n6_upf])?;
+        ip(&[
+            "-n",
+            &bed.ran,
+            "route",
+            "add",
+            "10.203.6.0/24",
+            "via",
+            &n3_upf,
+        ])?;
+        ip(&[
+            "-n",
+            &bed.dn,
+            "route",
+            "add",
+            "10.203.3.0/24",
+            "via",
+            &n6_upf,
+        ])?;
         for (ns, key) in [
             (&bed.upf, "net.ipv4.ip_forward=1"),
             (&bed.upf, "net.ipv4.conf.all.rp_filter=0"),
