@@ -15,6 +15,7 @@ pub mod memory;
 pub mod node;
 pub mod requests;
 pub mod service;
+pub mod userspace;
 
 pub use datapath::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Entries, Gate, UplinkAction, UplinkRule,

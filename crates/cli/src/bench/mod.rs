@@ -12,6 +12,7 @@ mod regplot;
 mod sctp;
 mod steering;
 mod usl;
+mod upf;
 
 use clap::Subcommand;
 
@@ -22,6 +23,7 @@ pub(crate) use self::rebalance::RebalanceArgs;
 pub(crate) use self::registration::RegistrationArgs;
 pub(crate) use self::sctp::SctpArgs;
 pub(crate) use self::steering::SteeringArgs;
+pub(crate) use self::upf::UpfArgs;
 
 /// A benchmark scenario.
 #[derive(Debug, Subcommand)]
@@ -46,6 +48,9 @@ pub(crate) enum Scenario {
     /// pool-steered TCP, sockmap, one-hop hand-off) and the SCTP hand-off by messages per
     /// packet.
     Steering(SteeringArgs),
+    /// UPF user plane: packets/s, CPU per packet and latency of the XDP fast path and the
+    /// sockets/TUN path by packet size and direction, beside a bare XDP redirect ceiling.
+    Upf(UpfArgs),
 }
 
 /// `steer5g bench`.
@@ -57,5 +62,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
         Scenario::Usl(a) => usl::run(global, a),
         Scenario::Rebalance(a) => rebalance::run(global, a),
         Scenario::Steering(a) => steering::run(global, a),
+        Scenario::Upf(a) => upf::run(global, a),
     }
 }

@@ -1,0 +1,17 @@
+//! The user-space user plane (issue 5, item 3), the way Open5GS's UPF works: G-PDUs arrive
+//! on a UDP socket on N3 port 2152, their inner packets go to the kernel through a TUN
+//! device, and packets the kernel routes to the UE pool come back out of that TUN device to
+//! be encapsulated and sent to the gNB. It implements [`crate::Datapath`] like the XDP fast
+//! path, so the two can be compared on the same traffic.
+//!
+//! Also here: [`netns`] (run code inside a named network namespace), [`testbed`] (the
+//! ran/upf/dn namespaces the tests and `steer5g bench upf` use) and [`craft`] (packets a
+//! gNB and a DN host send).
+
+pub mod craft;
+pub mod netns;
+mod path;
+pub mod testbed;
+mod tun;
+
+pub use path::{TunCounters, TunDatapath, TunOptions, TunReason, GTPU_PORT};
