@@ -12,6 +12,33 @@
 //! `SO_REUSEPORT` listener per worker and NF) or in-process ([`SbiMode::Inproc`]: the same
 //! request and response bodies handed to the co-located NF, no sockets).
 //!
+//! # SBI steering
+//!
+//! Each h2c listener (AUSF, UDM) is a [`steer_bpf::ReuseportGroup`]: worker i accepts on
+//! socket i, and the group's `sk_reuseport` program gives a new connection to worker
+//! `source port % workers` (exception map first). The h2c clients of the workers are
+//! shard-aware ([`sbi::pool`]): for a request whose owner the request itself names (a SUPI
+//! in a UDM path, the worker written into an AUSF authCtxId) the client sends it on its
+//! connection to that server worker, bound to a source port the program maps there; a
+//! request whose owner only the server can tell (a SUCI, a new authentication context) goes
+//! to the server worker with the caller's own index, so co-located shards keep talking to
+//! their own core. Such a request then arrives at its owner with no hop:
+//! [`WorkerCounters::sbi_kernel_steered`] on the server, [`WorkerCounters::sbi_pool_steered`]
+//! on the client. A request that came through a steered listener but belongs elsewhere (a
+//! client that is not shard-aware) is still handed one hop to its owner and counted in
+//! [`WorkerCounters::sbi_misdirected`].
+//!
+//! Without the privilege to load BPF (or with [`CoreOptions::no_bpf`]) the listeners are
+//! plain `SO_REUSEPORT` groups, the kernel's hash spreads connections, and each worker hands
+//! requests it does not own one hop over the mesh ([`WorkerCounters::sbi_handed_off`]):
+//! everything works, [`Listening::sbi`] says which mechanism each interface uses, and the
+//! command line prints it. [`CoreOptions::require_bpf`] (`--require-bpf`, used by CI) makes a
+//! failed load fatal ([`CoreError::Bpf`]) instead.
+//!
+//! Short connections close with `SO_LINGER` 0 after the whole response is read, so neither
+//! side keeps TIME_WAIT sockets, and rotate through the owner's source ports
+//! ([`sbi::pool`] has the reasoning).
+//!
 //! UDM SQN reservations are written by a persister thread off the hot path.
 
 mod n2;
@@ -158,6 +185,15 @@ pub struct CoreOptions {
     pub ciphering: Vec<CipheringAlgorithm>,
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
+    /// Fail to start when the SBI listeners' `sk_reuseport` program cannot be loaded,
+    /// instead of falling back to the one-hop hand-off (`--require-bpf`).
+    pub require_bpf: bool,
+    /// Do not load the program at all: plain `SO_REUSEPORT` listeners and one-hop hand-off
+    /// (the fallback, on purpose: tests and comparisons).
+    pub no_bpf: bool,
+    /// Shard-aware h2c clients (sharded mode): each request on the connection of its
+    /// owner's worker. Off, each worker keeps one connection per NF.
+    pub sbi_pool: bool,
 }
 
 impl CoreOptions {
@@ -178,6 +214,9 @@ impl CoreOptions {
             integrity: Vec::new(),
             ciphering: Vec::new(),
             rand_seed: None,
+            require_bpf: false,
+            no_bpf: false,
+            sbi_pool: true,
         }
     }
 }
@@ -222,6 +261,18 @@ pub enum CoreError {
     /// A thread could not be started.
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
+    /// The `sk_reuseport` program of an SBI listener could not be loaded and
+    /// [`CoreOptions::require_bpf`] is set (mostly a missing CAP_BPF).
+    #[error("SBI {nf} {addr}: BPF steering required but unavailable: {source}")]
+    Bpf {
+        /// The NF whose listener it is.
+        nf: NfType,
+        /// The listener's address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: steer_bpf::Error,
+    },
 }
 
 /// What one worker did.
@@ -273,6 +324,9 @@ pub struct CoreReport {
     pub locks: LockStats,
     /// SQN writes the persister made.
     pub sqn_writes: u64,
+    /// The `sk_reuseport` program's counters of each kernel-steered SBI listener, read
+    /// just before the workers stopped.
+    pub sbi_kernel: Vec<(NfType, steer_bpf::Counters)>,
 }
 
 impl CoreReport {
@@ -357,6 +411,58 @@ pub struct Listening {
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
     pub udm: Option<SocketAddr>,
+    /// Every h2c listener group and how it delivers requests to their owners.
+    pub sbi: Vec<SbiListener>,
+}
+
+/// How requests arriving at an SBI listener group reach the worker owning their state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SbiDelivery {
+    /// The group's `sk_reuseport` program gives each connection to the worker its source
+    /// port names; shard-aware clients arrive at the owner with no hop.
+    KernelSteered,
+    /// The kernel's hash spreads connections; a worker hands each request it does not own
+    /// one hop to the owner.
+    OneHop {
+        /// Why the program is not in use.
+        reason: String,
+    },
+}
+
+/// One h2c listener group, as chosen at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SbiListener {
+    /// The NF it serves.
+    pub nf: NfType,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Listeners (one per worker).
+    pub workers: u16,
+    /// How requests reach their owners.
+    pub delivery: SbiDelivery,
+}
+
+impl SbiListener {
+    /// Whether the `sk_reuseport` program steers this group.
+    pub fn kernel_steered(&self) -> bool {
+        self.delivery == SbiDelivery::KernelSteered
+    }
+}
+
+impl std::fmt::Display for SbiListener {
+    /// The start-up line, e.g. `SBI UDM 127.0.0.12:7777: kernel-steered (sk_reuseport, 2
+    /// workers)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SBI {} {}: ", self.nf, self.addr)?;
+        match &self.delivery {
+            SbiDelivery::KernelSteered => {
+                write!(f, "kernel-steered (sk_reuseport, {} workers)", self.workers)
+            }
+            SbiDelivery::OneHop { reason } => {
+                write!(f, "one-hop hand-off (BPF not loaded: {reason})")
+            }
+        }
+    }
 }
 
 /// The shared maps of the locked mode, kept to read their lock counters.
@@ -389,6 +495,8 @@ impl LockedMaps {
 /// A running core.
 pub struct CoreHandle {
     runtime: Runtime,
+    /// The program handles of the kernel-steered SBI groups (counters, exceptions).
+    steering: Vec<(NfType, steer_bpf::Steering)>,
     locked: Option<LockedMaps>,
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
@@ -451,12 +559,14 @@ impl Core {
         let sidf = SidfKeys::from_hn_keys(&hn).map_err(|e| CoreError::Keys(e.to_string()))?;
 
         // SBI listeners, bound here so that a bind error is reported synchronously.
-        let mut sbi_listeners: Vec<Vec<(NfType, std::net::TcpListener)>> = Vec::new();
+        let mut sbi_listeners: Vec<worker::Listeners> = Vec::new();
         let mut listening = Listening {
             n2: Vec::new(),
             ausf: None,
             udm: None,
+            sbi: Vec::new(),
         };
+        let mut steering = Vec::new();
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
         if opts.sbi == SbiMode::H2c {
             for nf in [NfType::Ausf, NfType::Udm] {
@@ -464,14 +574,18 @@ impl Core {
                     continue;
                 }
                 let addr = listen_addr(&opts.directory, nf)?;
-                for (w, ls) in workers.iter().zip(sbi_listeners.iter_mut()) {
-                    let l = reuseport_listener(addr, w.index() == 0)?;
-                    let local = l.local_addr().ok();
-                    match nf {
-                        NfType::Ausf => listening.ausf = local,
-                        _ => listening.udm = local,
-                    }
-                    ls.push((nf, l));
+                let (sockets, info, handle) = sbi_group(nf, addr, workers.count(), &opts)?;
+                let kernel = info.kernel_steered();
+                match nf {
+                    NfType::Ausf => listening.ausf = Some(info.addr),
+                    _ => listening.udm = Some(info.addr),
+                }
+                for (ls, l) in sbi_listeners.iter_mut().zip(sockets) {
+                    ls.push((nf, l, kernel));
+                }
+                listening.sbi.push(info);
+                if let Some(h) = handle {
+                    steering.push((nf, h));
                 }
             }
         }
@@ -491,6 +605,7 @@ impl Core {
             sbi: opts.sbi,
             nfs: opts.nfs,
             short_connections: opts.short_connections,
+            sbi_pool: opts.sbi_pool && opts.state == StateMode::Sharded,
             directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
             locked: locked.clone(),
@@ -524,6 +639,7 @@ impl Core {
         listening.n2 = n2;
         Ok(CoreHandle {
             runtime,
+            steering,
             locked,
             shared,
             persister: Some(persister),
@@ -538,6 +654,15 @@ impl CoreHandle {
         &self.listening
     }
 
+    /// The `sk_reuseport` program's counters of each kernel-steered SBI listener group
+    /// (those whose maps could be read).
+    pub fn sbi_kernel_counters(&self) -> Vec<(NfType, steer_bpf::Counters)> {
+        self.steering
+            .iter()
+            .filter_map(|(nf, s)| s.counters().ok().map(|c| (*nf, c)))
+            .collect()
+    }
+
     /// A clone of the stop token (e.g. for a signal handler).
     pub fn stop_token(&self) -> steer::Stop {
         self.runtime.stop_token()
@@ -546,6 +671,7 @@ impl CoreHandle {
     /// Stops every worker (graceful SCTP shutdown of the associations) and the persister,
     /// and collects the counters.
     pub fn stop(mut self) -> Result<CoreReport, CoreError> {
+        let sbi_kernel = self.sbi_kernel_counters();
         let mesh_stats = self.runtime.stats().clone();
         let workers = self.runtime.report().workers.len();
         self.runtime.stop()?;
@@ -560,6 +686,7 @@ impl CoreHandle {
         };
         let mut report = CoreReport {
             sqn_writes,
+            sbi_kernel,
             ..CoreReport::default()
         };
         if let Ok(mut r) = self.shared.reports.lock() {
@@ -595,19 +722,85 @@ fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreErro
         .map_err(|_| CoreError::Config(format!("{nf} URI {base}: not an IP address and port")))
 }
 
+/// The listener group of `nf` on `addr`, one listener per worker (non-blocking, for
+/// tokio), steered by the `sk_reuseport` program when it loads.
+fn sbi_group(
+    nf: NfType,
+    addr: SocketAddr,
+    workers: u16,
+    opts: &CoreOptions,
+) -> Result<
+    (
+        Vec<std::net::TcpListener>,
+        SbiListener,
+        Option<steer_bpf::Steering>,
+    ),
+    CoreError,
+> {
+    let bind = |source| CoreError::Bind {
+        what: format!("SBI {nf} {addr}"),
+        source,
+    };
+    // SO_REUSEPORT would let this core silently join another process's listeners on the
+    // same address and take some of its connections: make sure nobody listens there yet.
+    // (Our own listeners of the group are bound after this check.)
+    if addr.port() != 0 {
+        drop(std::net::TcpListener::bind(addr).map_err(bind)?);
+    }
+    let (sockets, steering, reason) = if opts.no_bpf {
+        let mut at = addr;
+        let mut sockets = Vec::with_capacity(usize::from(workers));
+        for _ in 0..workers {
+            let l = reuseport_listener(at)?;
+            // Port 0: every listener of the group on the port the first one got.
+            if let Ok(local) = l.local_addr() {
+                at.set_port(local.port());
+            }
+            sockets.push(l);
+        }
+        (sockets, None, Some("disabled by option".to_owned()))
+    } else {
+        let group_opts = steer_bpf::GroupOptions {
+            require_bpf: opts.require_bpf,
+        };
+        let group = match steer_bpf::ReuseportGroup::bind_tcp(addr, workers, &group_opts) {
+            Ok(g) => g,
+            Err(steer_bpf::Error::Socket { source, .. }) => return Err(bind(source)),
+            Err(source) => return Err(CoreError::Bpf { nf, addr, source }),
+        };
+        let reason = group.unsteered_reason().map(ToString::to_string);
+        let (sockets, steering) = group.into_parts();
+        for s in &sockets {
+            s.set_nonblocking(true).map_err(bind)?;
+        }
+        (sockets, steering, reason)
+    };
+    let local = sockets
+        .first()
+        .and_then(|s| s.local_addr().ok())
+        .unwrap_or(addr);
+    let delivery = match (&steering, reason) {
+        (Some(_), _) => SbiDelivery::KernelSteered,
+        (None, reason) => SbiDelivery::OneHop {
+            reason: reason.unwrap_or_else(|| "unknown".to_owned()),
+        },
+    };
+    let info = SbiListener {
+        nf,
+        addr: local,
+        workers,
+        delivery,
+    };
+    Ok((sockets, info, steering))
+}
+
 /// One of several listeners on the same address; the kernel spreads connections over them.
-fn reuseport_listener(addr: SocketAddr, first: bool) -> Result<std::net::TcpListener, CoreError> {
+fn reuseport_listener(addr: SocketAddr) -> Result<std::net::TcpListener, CoreError> {
     use socket2::{Domain, Protocol, Socket, Type};
     let bind = |source| CoreError::Bind {
         what: format!("SBI {addr}"),
         source,
     };
-    // SO_REUSEPORT would let this core silently join another process's listeners on the
-    // same address and take half of its connections: make sure nobody listens there yet.
-    // (Our own listeners of the same group are bound after this check.)
-    if first {
-        drop(std::net::TcpListener::bind(addr).map_err(bind)?);
-    }
     let s =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(bind)?;
     s.set_reuse_address(true).map_err(bind)?;

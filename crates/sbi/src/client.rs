@@ -259,7 +259,11 @@ impl SbiClient {
             .map_err(|_| SbiError::Timeout)?
     }
 
-    async fn exchange(&self, key: &Key, req: Request<Full<Bytes>>) -> Result<SbiResponse, SbiError> {
+    async fn exchange(
+        &self,
+        key: &Key,
+        req: Request<Full<Bytes>>,
+    ) -> Result<SbiResponse, SbiError> {
         if key.1.is_some() {
             self.count(|s| s.steered += 1);
         } else {

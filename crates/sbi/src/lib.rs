@@ -23,7 +23,7 @@ pub mod problem;
 pub mod server;
 
 pub use client::{ClientConfig, ClientStats, JsonResponse, SbiClient, SbiError};
-pub use pool::{Owner, PortPlan};
 pub use discovery::{NfType, StaticDirectory};
 pub use model::ProblemDetails;
+pub use pool::{Owner, PortPlan};
 pub use server::{parse_json, serve, Handler, SbiRequest, SbiResponse, Server, ServerStats};
