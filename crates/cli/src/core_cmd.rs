@@ -70,6 +70,36 @@ pub(crate) struct CoreArgs {
     pub(crate) duration: Option<f64>,
     #[command(flatten)]
     pub(crate) nas: NasAlgorithmArgs,
+    #[command(flatten)]
+    pub(crate) bpf: BpfArgs,
+}
+
+/// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct BpfArgs {
+    /// Fail (exit status 3) when the SBI listeners' sk_reuseport program cannot be loaded,
+    /// instead of falling back to the one-hop hand-off (CI sets it).
+    #[arg(long, env = "STEER5G_REQUIRE_BPF", value_parser = clap::builder::FalseyValueParser::new())]
+    pub(crate) require_bpf: bool,
+}
+
+impl BpfArgs {
+    /// Puts the flag into `opts` (the environment variable already set the default there).
+    pub(crate) fn apply(&self, opts: &mut CoreOptions) {
+        opts.require_bpf |= self.require_bpf;
+    }
+}
+
+/// One start-up line per SBI listener group: how requests reach their owners (issue 4,
+/// "chosen per interface and reported at start-up").
+pub(crate) fn log_sbi_listeners(l: &steer5g_core::Listening) {
+    for s in &l.sbi {
+        if s.kernel_steered() {
+            tracing::info!("{s}");
+        } else {
+            tracing::warn!("{s}");
+        }
+    }
 }
 
 /// The NAS security algorithms the AMF may select (`steer5g core` and `steer5g demo`).
@@ -186,6 +216,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
+    args.bpf.apply(&mut opts);
     opts.config = cfg;
     let core = crate::nf_cmd::start(opts)?;
     for (kind, addr) in &core.listening().n2 {
@@ -213,6 +244,9 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "ngap_handed_off": c.ngap_handed_off,
             "sbi_local": c.sbi_local,
             "sbi_handed_off": c.sbi_handed_off,
+            "sbi_kernel_steered": c.sbi_kernel_steered,
+            "sbi_pool_steered": c.sbi_pool_steered,
+            "sbi_misdirected": c.sbi_misdirected,
             "udm_forwards": c.udm_forwards,
             "mesh_sent": r.mesh_total.sent,
             "mesh_max_depth": r.mesh_total.max_depth,
@@ -234,6 +268,10 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
         println!(
             "  NGAP: {} local, {} handed off; SBI: {} local, {} handed off, {} UDM forwards",
             c.ngap_local, c.ngap_handed_off, c.sbi_local, c.sbi_handed_off, c.udm_forwards
+        );
+        println!(
+            "  SBI paths: {} kernel-steered, {} sent on the owner's connection, {} misdirected",
+            c.sbi_kernel_steered, c.sbi_pool_steered, c.sbi_misdirected
         );
         println!(
             "  mesh: {} sent, max depth {}; locks: {} taken, {} contended; {} SQN writes",

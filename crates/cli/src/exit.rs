@@ -49,6 +49,8 @@ impl From<steer5g_core::CoreError> for CliError {
                 source: sctp_io::BindError::Privilege(_),
                 ..
             } => CliError::Privilege(e.to_string()),
+            // --require-bpf and the program could not be loaded (mostly: no CAP_BPF).
+            steer5g_core::CoreError::Bpf { .. } => CliError::Privilege(e.to_string()),
             other => CliError::Failed(format!("core: {other}")),
         }
     }

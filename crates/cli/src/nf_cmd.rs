@@ -36,6 +36,8 @@ pub(crate) struct NfRunArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
+    #[command(flatten)]
+    pub(crate) bpf: crate::core_cmd::BpfArgs,
 }
 
 /// `steer5g ausf`.
@@ -105,6 +107,7 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     opts.short_connections = run.short_connections;
     opts.state = state_mode(run.state);
     opts.config = cfg;
+    run.bpf.apply(&mut opts);
     opts
 }
 
@@ -122,9 +125,12 @@ fn state_name(s: StateArg) -> &'static str {
     }
 }
 
-/// Starts the core with exit statuses per DESIGN.md: bad settings 2, no CAP_NET_RAW 3.
+/// Starts the core with exit statuses per DESIGN.md: bad settings 2, no CAP_NET_RAW (or
+/// no CAP_BPF with `--require-bpf`) 3; says how each SBI listener delivers.
 pub(crate) fn start(opts: CoreOptions) -> Result<CoreHandle, CliError> {
-    Ok(Core::start(opts)?)
+    let core = Core::start(opts)?;
+    crate::core_cmd::log_sbi_listeners(core.listening());
+    Ok(core)
 }
 
 /// Stops the core and collects its counters.
@@ -166,6 +172,9 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "sbi_served": c.sbi_served,
         "sbi_local": c.sbi_local,
         "sbi_handed_off": c.sbi_handed_off,
+        "sbi_kernel_steered": c.sbi_kernel_steered,
+        "sbi_pool_steered": c.sbi_pool_steered,
+        "sbi_misdirected": c.sbi_misdirected,
         "h2c_calls": c.h2c_calls,
         "call_failures": c.call_failures,
         "mesh_sent": r.mesh_total.sent,

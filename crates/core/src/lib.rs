@@ -186,7 +186,9 @@ pub struct CoreOptions {
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
     /// Fail to start when the SBI listeners' `sk_reuseport` program cannot be loaded,
-    /// instead of falling back to the one-hop hand-off (`--require-bpf`).
+    /// instead of falling back to the one-hop hand-off (`--require-bpf`). Defaults to true
+    /// when the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting
+    /// reaches every core a command or a test starts.
     pub require_bpf: bool,
     /// Do not load the program at all: plain `SO_REUSEPORT` listeners and one-hop hand-off
     /// (the fallback, on purpose: tests and comparisons).
@@ -214,7 +216,7 @@ impl CoreOptions {
             integrity: Vec::new(),
             ciphering: Vec::new(),
             rand_seed: None,
-            require_bpf: false,
+            require_bpf: require_bpf_from_env(),
             no_bpf: false,
             sbi_pool: true,
         }
@@ -707,6 +709,11 @@ impl CoreHandle {
             .unwrap_or_default();
         Ok(report)
     }
+}
+
+/// `STEER5G_REQUIRE_BPF` is set to `1` or `true`.
+fn require_bpf_from_env() -> bool {
+    std::env::var("STEER5G_REQUIRE_BPF").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
 fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreError> {

@@ -663,7 +663,9 @@ where
                 let t = self.new_tag();
                 self.origins.insert(t, Origin::Server(reply));
                 let to = self.owner(nf, &req);
-                if steered {
+                // The locked baseline handles every request where it lands: no path to
+                // count there.
+                if steered && self.shared.state == StateMode::Sharded {
                     if to == self.id {
                         self.counters.sbi_kernel_steered += 1;
                     } else {

@@ -106,7 +106,8 @@ fn run_clients(
                         timeout: Duration::from_secs(20),
                         ..ClientConfig::default()
                     }));
-                    let mine: Vec<usize> = (usize::from(c)..n).step_by(usize::from(CLIENTS)).collect();
+                    let mine: Vec<usize> =
+                        (usize::from(c)..n).step_by(usize::from(CLIENTS)).collect();
                     let mine = Rc::new(mine);
                     let mut tasks = Vec::new();
                     for k in 0..in_flight {
@@ -120,7 +121,9 @@ fn run_clients(
                                 let owner =
                                     Owner::new(expected_owner(&s, WORKERS), WORKERS).unwrap();
                                 let uri = format!("http://{udm}/nudm-sdm/v2/{s}/nssai");
-                                match client.request_to(Method::GET, &uri, None, Some(owner)).await
+                                match client
+                                    .request_to(Method::GET, &uri, None, Some(owner))
+                                    .await
                                 {
                                     // No such subscriber: the UDM looked it up and said so.
                                     Ok(r) if r.status == StatusCode::NOT_FOUND => answered += 1,
@@ -195,7 +198,9 @@ fn start_steered(dir: &std::path::Path, ip: IpAddr) -> steer5g_core::CoreHandle 
     let core = Core::start(core_options(dir, ip, false)).unwrap();
     for l in &core.listening().sbi {
         assert_eq!(l.delivery, SbiDelivery::KernelSteered, "{l}");
-        assert!(l.to_string().contains("kernel-steered (sk_reuseport, 2 workers)"));
+        assert!(l
+            .to_string()
+            .contains("kernel-steered (sk_reuseport, 2 workers)"));
     }
     assert_eq!(core.listening().sbi.len(), 2);
     core
@@ -215,7 +220,12 @@ fn hundred_thousand_requests_kernel_steered_on_loopback() {
     assert_kernel_steered(N, &clients, &report);
     // Persistent: one connection per (client worker, server worker).
     for c in &clients {
-        assert_eq!(c.stats.connections_opened, u64::from(WORKERS), "{:?}", c.stats);
+        assert_eq!(
+            c.stats.connections_opened,
+            u64::from(WORKERS),
+            "{:?}",
+            c.stats
+        );
     }
 }
 
@@ -279,15 +289,13 @@ fn five_thousand_short_connections_in_a_row() {
 fn without_bpf_requests_are_handed_off_one_hop() {
     const N: usize = 4_000;
     let dir = tempfile::tempdir().unwrap();
-    let core = Core::start(core_options(
-        dir.path(),
-        "127.0.0.1".parse().unwrap(),
-        true,
-    ))
-    .unwrap();
+    let core = Core::start(core_options(dir.path(), "127.0.0.1".parse().unwrap(), true)).unwrap();
     for l in &core.listening().sbi {
         assert!(!l.kernel_steered(), "{l}");
-        assert!(l.to_string().contains("one-hop hand-off (BPF not loaded: "), "{l}");
+        assert!(
+            l.to_string().contains("one-hop hand-off (BPF not loaded: "),
+            "{l}"
+        );
     }
     let udm = core.listening().udm.unwrap();
     // Short connections, so the kernel's hash places thousands of connections, not four.

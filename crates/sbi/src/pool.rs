@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn a_slice_narrower_than_the_workers_has_no_port_for_some() {
         let plan = PortPlan::in_range(0, 1, 10..12).unwrap();
-        let owner = Owner::new(3, 4).unwrap();
+        let owner = Owner::new(0, 4).unwrap();
         assert_eq!(plan.count_for(owner), 0);
         assert_eq!(plan.nth_port(owner, 0), None);
     }
