@@ -93,12 +93,9 @@ impl BpfArgs {
 /// One start-up line per SBI listener group: how requests reach their owners (issue 4,
 /// "chosen per interface and reported at start-up").
 pub(crate) fn log_sbi_listeners(l: &steer5g_core::Listening) {
+    // Info, not a warning: steer-bpf has already warned once about a failed load.
     for s in &l.sbi {
-        if s.kernel_steered() {
-            tracing::info!("{s}");
-        } else {
-            tracing::warn!("{s}");
-        }
+        tracing::info!("{s}");
     }
 }
 

@@ -458,7 +458,12 @@ impl std::fmt::Display for SbiListener {
         write!(f, "SBI {} {}: ", self.nf, self.addr)?;
         match &self.delivery {
             SbiDelivery::KernelSteered => {
-                write!(f, "kernel-steered (sk_reuseport, {} workers)", self.workers)
+                let plural = if self.workers == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "kernel-steered (sk_reuseport, {} worker{plural})",
+                    self.workers
+                )
             }
             SbiDelivery::OneHop { reason } => {
                 write!(f, "one-hop hand-off (BPF not loaded: {reason})")
