@@ -38,6 +38,10 @@ pub(crate) struct NfRunArgs {
     pub(crate) duration: Option<f64>,
     #[command(flatten)]
     pub(crate) bpf: crate::core_cmd::BpfArgs,
+    /// Worker count of the AUSF and UDM processes this one calls, so that its shard-aware
+    /// SBI client picks their owners' connections (default: the same as --workers).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub(crate) peer_workers: Option<u16>,
 }
 
 /// `steer5g ausf`.
@@ -108,6 +112,10 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     opts.state = state_mode(run.state);
     opts.config = cfg;
     run.bpf.apply(&mut opts);
+    if let Some(n) = run.peer_workers {
+        opts.directory.set_workers(NfType::Ausf, n);
+        opts.directory.set_workers(NfType::Udm, n);
+    }
     opts
 }
 

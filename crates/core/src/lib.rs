@@ -967,6 +967,60 @@ mod tests {
     }
 
     #[test]
+    fn sbi_listeners_say_how_they_deliver() {
+        let l = SbiListener {
+            nf: NfType::Udm,
+            addr: "127.0.0.12:7777".parse().unwrap(),
+            workers: 2,
+            delivery: SbiDelivery::KernelSteered,
+        };
+        assert!(l.kernel_steered());
+        assert_eq!(
+            l.to_string(),
+            "SBI UDM 127.0.0.12:7777: kernel-steered (sk_reuseport, 2 workers)"
+        );
+        let l = SbiListener {
+            workers: 1,
+            delivery: SbiDelivery::OneHop {
+                reason: "no CAP_BPF".into(),
+            },
+            ..l
+        };
+        assert!(!l.kernel_steered());
+        assert_eq!(
+            l.to_string(),
+            "SBI UDM 127.0.0.12:7777: one-hop hand-off (BPF not loaded: no CAP_BPF)"
+        );
+    }
+
+    #[test]
+    fn without_bpf_a_port_zero_group_shares_one_port() {
+        let dir = std::env::temp_dir().join("steer5g-core-no-bpf-never-created");
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet::AUSF;
+        o.workers = 2;
+        o.no_bpf = true;
+        o.require_bpf = true; // no_bpf wins: nothing to require
+        o.directory.set(NfType::Ausf, "http://127.0.0.1:0");
+        let core = Core::start(o).unwrap();
+        let sbi = core.listening().sbi.clone();
+        assert_eq!(sbi.len(), 1);
+        assert_eq!(
+            sbi[0].delivery,
+            SbiDelivery::OneHop {
+                reason: "disabled by option".into()
+            }
+        );
+        assert_ne!(sbi[0].addr.port(), 0);
+        assert_eq!(core.listening().ausf, Some(sbi[0].addr));
+        assert!(core.sbi_kernel_counters().is_empty());
+        // Both workers' listeners hold the port: a third plain bind fails.
+        assert!(std::net::TcpListener::bind(sbi[0].addr).is_err());
+        core.stop().unwrap();
+        assert!(!dir.exists());
+    }
+
+    #[test]
     fn identity_follows_the_configuration() {
         let mut cfg = Config::default();
         cfg.amf.tacs = vec![1, 7];
