@@ -278,6 +278,8 @@ pub(crate) struct DemoArgs {
     pub(crate) timeout: f64,
     #[command(flatten)]
     pub(crate) nas: crate::core_cmd::NasAlgorithmArgs,
+    #[command(flatten)]
+    pub(crate) bpf: crate::core_cmd::BpfArgs,
 }
 
 /// `steer5g demo --state`.

@@ -68,14 +68,40 @@ pub(crate) struct CoreArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
-    /// Make a failed sk_reuseport BPF load for the N2 UDP group fatal (exit status 3 without
-    /// CAP_BPF) instead of falling back to the kernel's hash.
-    #[arg(long)]
-    pub(crate) require_bpf: bool,
     #[command(flatten)]
     pub(crate) nas: NasAlgorithmArgs,
     #[command(flatten)]
     pub(crate) metrics: crate::nf_cmd::MetricsArgs,
+    #[command(flatten)]
+    pub(crate) bpf: BpfArgs,
+}
+
+/// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct BpfArgs {
+    /// Fail (exit status 3) when an sk_reuseport program (SBI listeners, the N2 UDP group)
+    /// cannot be loaded, instead of falling back to the one-hop hand-off or the kernel's
+    /// hash (CI sets it).
+    #[arg(long, env = "STEER5G_REQUIRE_BPF", value_parser = clap::builder::FalseyValueParser::new())]
+    pub(crate) require_bpf: bool,
+}
+
+impl BpfArgs {
+    /// Puts the flag into `opts` (the environment variable already set the default there).
+    pub(crate) fn apply(&self, opts: &mut CoreOptions) {
+        if self.require_bpf {
+            opts.bpf = steer5g_core::BpfPolicy::Require;
+        }
+    }
+}
+
+/// One start-up line per SBI listener group: how requests reach their owners (issue 4,
+/// "chosen per interface and reported at start-up").
+pub(crate) fn log_sbi_listeners(l: &steer5g_core::Listening) {
+    // Info, not a warning: steer-bpf has already warned once about a failed load.
+    for s in &l.sbi {
+        tracing::info!("{s}");
+    }
 }
 
 /// The NAS security algorithms the AMF may select (`steer5g core` and `steer5g demo`).
@@ -191,10 +217,8 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     };
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
-    if args.require_bpf {
-        opts.bpf = steer5g_core::BpfPolicy::Require;
-    }
     args.nas.apply(&cfg.amf, &mut opts)?;
+    args.bpf.apply(&mut opts);
     opts.config = cfg;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
@@ -222,6 +246,9 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "ngap_handed_off": c.ngap_handed_off,
             "sbi_local": c.sbi_local,
             "sbi_handed_off": c.sbi_handed_off,
+            "sbi_kernel_steered": c.sbi_kernel_steered,
+            "sbi_pool_steered": c.sbi_pool_steered,
+            "sbi_misdirected": c.sbi_misdirected,
             "udm_forwards": c.udm_forwards,
             "mesh_sent": r.mesh_total.sent,
             "mesh_max_depth": r.mesh_total.max_depth,
@@ -256,6 +283,10 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "  N2 associations: {} ({})",
             r.n2.associations,
             per_worker.join(", ")
+        );
+        println!(
+            "  SBI paths: {} kernel-steered, {} sent on the owner's connection, {} misdirected",
+            c.sbi_kernel_steered, c.sbi_pool_steered, c.sbi_misdirected
         );
         println!(
             "  mesh: {} sent, max depth {}; locks: {} taken, {} contended; {} SQN writes",

@@ -52,6 +52,8 @@ impl From<steer5g_core::CoreError> for CliError {
             steer5g_core::CoreError::N2Steering(steer_bpf::Error::NotPermitted(_)) => {
                 CliError::Privilege(e.to_string())
             }
+            // --require-bpf and the program could not be loaded (mostly: no CAP_BPF).
+            steer5g_core::CoreError::Bpf { .. } => CliError::Privilege(e.to_string()),
             other => CliError::Failed(format!("core: {other}")),
         }
     }
@@ -60,5 +62,22 @@ impl From<steer5g_core::CoreError> for CliError {
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Failed(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_required_bpf_load_that_fails_is_a_missing_privilege() {
+        let e = steer5g_core::CoreError::Bpf {
+            nf: sbi::NfType::Udm,
+            addr: std::net::SocketAddr::from(([127, 0, 0, 12], 7777)),
+            source: steer_bpf::Error::NotPermitted("no CAP_BPF".into()),
+        };
+        let cli = CliError::from(e);
+        assert_eq!(cli.exit_status(), 3);
+        assert!(cli.to_string().contains("SBI UDM 127.0.0.12:7777"), "{cli}");
     }
 }

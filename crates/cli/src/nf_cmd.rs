@@ -36,10 +36,12 @@ pub(crate) struct NfRunArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
-    /// Make a failed sk_reuseport BPF load (the AMF's N2 UDP group) fatal instead of
-    /// falling back to the kernel's hash.
-    #[arg(long)]
-    pub(crate) require_bpf: bool,
+    #[command(flatten)]
+    pub(crate) bpf: crate::core_cmd::BpfArgs,
+    /// Worker count of the AUSF and UDM processes this one calls, so that its shard-aware
+    /// SBI client picks their owners' connections (default: the same as --workers).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub(crate) peer_workers: Option<u16>,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
 }
@@ -152,10 +154,12 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     opts.pin = run.pin;
     opts.short_connections = run.short_connections;
     opts.state = state_mode(run.state);
-    if run.require_bpf {
-        opts.bpf = steer5g_core::BpfPolicy::Require;
-    }
     opts.config = cfg;
+    run.bpf.apply(&mut opts);
+    if let Some(n) = run.peer_workers {
+        opts.directory.set_workers(NfType::Ausf, n);
+        opts.directory.set_workers(NfType::Udm, n);
+    }
     opts
 }
 
@@ -174,11 +178,13 @@ fn state_name(s: StateArg) -> &'static str {
 }
 
 /// Starts the core, with its /metrics endpoint as `metrics` says, with exit statuses per
-/// DESIGN.md: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW 3.
+/// DESIGN.md: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW (or
+/// no CAP_BPF with `--require-bpf`) 3; says how each SBI listener delivers.
 pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<CoreHandle, CliError> {
     opts.metrics = metrics.resolve(&opts);
     match Core::start(opts) {
         Ok(core) => {
+            crate::core_cmd::log_sbi_listeners(core.listening());
             if let Some(a) = core.listening().metrics {
                 tracing::info!("metrics: http://{a}/metrics");
             }
@@ -230,6 +236,9 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "sbi_served": c.sbi_served,
         "sbi_local": c.sbi_local,
         "sbi_handed_off": c.sbi_handed_off,
+        "sbi_kernel_steered": c.sbi_kernel_steered,
+        "sbi_pool_steered": c.sbi_pool_steered,
+        "sbi_misdirected": c.sbi_misdirected,
         "h2c_calls": c.h2c_calls,
         "call_failures": c.call_failures,
         "mesh_sent": r.mesh_total.sent,

@@ -15,6 +15,33 @@
 //! `SO_REUSEPORT` listener per worker and NF) or in-process ([`SbiMode::Inproc`]: the same
 //! request and response bodies handed to the co-located NF, no sockets).
 //!
+//! # SBI steering
+//!
+//! Each h2c listener (AUSF, UDM) is a [`steer_bpf::ReuseportGroup`]: worker i accepts on
+//! socket i, and the group's `sk_reuseport` program gives a new connection to worker
+//! `source port % workers` (exception map first). The h2c clients of the workers are
+//! shard-aware ([`sbi::pool`]): for a request whose owner the request itself names (a SUPI
+//! in a UDM path, the worker written into an AUSF authCtxId) the client sends it on its
+//! connection to that server worker, bound to a source port the program maps there; a
+//! request whose owner only the server can tell (a SUCI, a new authentication context) goes
+//! to the server worker with the caller's own index, so co-located shards keep talking to
+//! their own core. Such a request then arrives at its owner with no hop:
+//! [`WorkerCounters::sbi_kernel_steered`] on the server, [`WorkerCounters::sbi_pool_steered`]
+//! on the client. A request that came through a steered listener but belongs elsewhere (a
+//! client that is not shard-aware) is still handed one hop to its owner and counted in
+//! [`WorkerCounters::sbi_misdirected`].
+//!
+//! Without the privilege to load BPF (or with [`BpfPolicy::Off`]) the listeners are
+//! plain `SO_REUSEPORT` groups, the kernel's hash spreads connections, and each worker hands
+//! requests it does not own one hop over the mesh ([`WorkerCounters::sbi_handed_off`]):
+//! everything works, [`Listening::sbi`] says which mechanism each interface uses, and the
+//! command line prints it. [`BpfPolicy::Require`] (`--require-bpf`, used by CI) makes a
+//! failed load fatal ([`CoreError::Bpf`]) instead.
+//!
+//! Short connections close with `SO_LINGER` 0 after the whole response is read, so neither
+//! side keeps TIME_WAIT sockets, and rotate through the owner's source ports
+//! ([`sbi::pool`] has the reasoning).
+//!
 //! UDM SQN reservations are written by a persister thread off the hot path.
 
 mod metrics;
@@ -163,12 +190,17 @@ pub struct CoreOptions {
     pub ciphering: Vec<CipheringAlgorithm>,
     /// Seed of the UDM's RAND generator (tests only); `None` uses the OS.
     pub rand_seed: Option<u64>,
+    /// Shard-aware h2c clients (sharded mode): each request on the connection of its
+    /// owner's worker. Off, each worker keeps one connection per NF.
+    pub sbi_pool: bool,
     /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
     pub metrics: Option<SocketAddr>,
-    /// Kernel steering of the N2 UDP encapsulation group (`--require-bpf` is
-    /// [`BpfPolicy::Require`]).
+    /// Kernel steering of the SBI listener groups and the N2 UDP encapsulation group
+    /// (`--require-bpf` is [`BpfPolicy::Require`]). Defaults to [`BpfPolicy::Require`] when
+    /// the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting reaches
+    /// every core a command or a test starts, else [`BpfPolicy::Try`].
     pub bpf: BpfPolicy,
 }
 
@@ -233,8 +265,9 @@ impl CoreOptions {
             integrity: Vec::new(),
             ciphering: Vec::new(),
             rand_seed: None,
-            bpf: BpfPolicy::Try,
+            bpf: BpfPolicy::from_env(),
             metrics: None,
+            sbi_pool: true,
         }
     }
 }
@@ -286,6 +319,18 @@ pub enum CoreError {
     /// The `/metrics` endpoint could not start (its address in use, most likely).
     #[error("metrics: {0}")]
     Metrics(#[from] steer_metrics::ServeError),
+    /// The `sk_reuseport` program of an SBI listener could not be loaded and
+    /// [`CoreOptions::bpf`] is [`BpfPolicy::Require`] (mostly a missing CAP_BPF).
+    #[error("SBI {nf} {addr}: BPF steering required but unavailable: {source}")]
+    Bpf {
+        /// The NF whose listener it is.
+        nf: NfType,
+        /// The listener's address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: steer_bpf::Error,
+    },
 }
 
 /// What one worker did.
@@ -392,6 +437,9 @@ pub struct CoreReport {
     pub locks: LockStats,
     /// SQN writes the persister made.
     pub sqn_writes: u64,
+    /// The `sk_reuseport` program's counters of each kernel-steered SBI listener, read
+    /// just before the workers stopped.
+    pub sbi_kernel: Vec<(NfType, steer_bpf::Counters)>,
 }
 
 impl CoreReport {
@@ -504,6 +552,63 @@ pub struct Listening {
     pub udm: Option<SocketAddr>,
     /// The `/metrics` endpoint, when one was asked for.
     pub metrics: Option<SocketAddr>,
+    /// Every h2c listener group and how it delivers requests to their owners.
+    pub sbi: Vec<SbiListener>,
+}
+
+/// How requests arriving at an SBI listener group reach the worker owning their state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SbiDelivery {
+    /// The group's `sk_reuseport` program gives each connection to the worker its source
+    /// port names; shard-aware clients arrive at the owner with no hop.
+    KernelSteered,
+    /// The kernel's hash spreads connections; a worker hands each request it does not own
+    /// one hop to the owner.
+    OneHop {
+        /// Why the program is not in use.
+        reason: String,
+    },
+}
+
+/// One h2c listener group, as chosen at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SbiListener {
+    /// The NF it serves.
+    pub nf: NfType,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Listeners (one per worker).
+    pub workers: u16,
+    /// How requests reach their owners.
+    pub delivery: SbiDelivery,
+}
+
+impl SbiListener {
+    /// Whether the `sk_reuseport` program steers this group.
+    pub fn kernel_steered(&self) -> bool {
+        self.delivery == SbiDelivery::KernelSteered
+    }
+}
+
+impl std::fmt::Display for SbiListener {
+    /// The start-up line, e.g. `SBI UDM 127.0.0.12:7777: kernel-steered (sk_reuseport, 2
+    /// workers)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SBI {} {}: ", self.nf, self.addr)?;
+        match &self.delivery {
+            SbiDelivery::KernelSteered => {
+                let plural = if self.workers == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "kernel-steered (sk_reuseport, {} worker{plural})",
+                    self.workers
+                )
+            }
+            SbiDelivery::OneHop { reason } => {
+                write!(f, "one-hop hand-off (BPF not loaded: {reason})")
+            }
+        }
+    }
 }
 
 /// The shared maps of the locked mode, kept to read their lock counters.
@@ -536,6 +641,8 @@ impl LockedMaps {
 /// A running core.
 pub struct CoreHandle {
     runtime: Runtime,
+    /// The program handles of the kernel-steered SBI groups (counters, exceptions).
+    steering: Vec<(NfType, steer_bpf::Steering)>,
     locked: Option<LockedMaps>,
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
@@ -601,14 +708,16 @@ impl Core {
         let sidf = SidfKeys::from_hn_keys(&hn).map_err(|e| CoreError::Keys(e.to_string()))?;
 
         // SBI listeners, bound here so that a bind error is reported synchronously.
-        let mut sbi_listeners: Vec<Vec<(NfType, std::net::TcpListener)>> = Vec::new();
+        let mut sbi_listeners: Vec<worker::Listeners> = Vec::new();
         let mut listening = Listening {
             n2: Vec::new(),
             n2_placement: Vec::new(),
             ausf: None,
             udm: None,
             metrics: None,
+            sbi: Vec::new(),
         };
+        let mut steering = Vec::new();
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
         if opts.sbi == SbiMode::H2c {
             for nf in [NfType::Ausf, NfType::Udm] {
@@ -616,14 +725,18 @@ impl Core {
                     continue;
                 }
                 let addr = listen_addr(&opts.directory, nf)?;
-                for (w, ls) in workers.iter().zip(sbi_listeners.iter_mut()) {
-                    let l = reuseport_listener(addr, w.index() == 0)?;
-                    let local = l.local_addr().ok();
-                    match nf {
-                        NfType::Ausf => listening.ausf = local,
-                        _ => listening.udm = local,
-                    }
-                    ls.push((nf, l));
+                let (sockets, info, handle) = sbi_group(nf, addr, workers.count(), &opts)?;
+                let kernel = info.kernel_steered();
+                match nf {
+                    NfType::Ausf => listening.ausf = Some(info.addr),
+                    _ => listening.udm = Some(info.addr),
+                }
+                for (ls, l) in sbi_listeners.iter_mut().zip(sockets) {
+                    ls.push((nf, l, kernel));
+                }
+                listening.sbi.push(info);
+                if let Some(h) = handle {
+                    steering.push((nf, h));
                 }
             }
         }
@@ -667,6 +780,7 @@ impl Core {
             sbi: opts.sbi,
             nfs: opts.nfs,
             short_connections: opts.short_connections,
+            sbi_pool: opts.sbi_pool && opts.state == StateMode::Sharded,
             directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
             n2_raw,
@@ -708,6 +822,7 @@ impl Core {
         }
         Ok(CoreHandle {
             runtime,
+            steering,
             locked,
             shared,
             persister: Some(persister),
@@ -735,6 +850,15 @@ impl CoreHandle {
         self.shared.live.totals()
     }
 
+    /// The `sk_reuseport` program's counters of each kernel-steered SBI listener group
+    /// (those whose maps could be read).
+    pub fn sbi_kernel_counters(&self) -> Vec<(NfType, steer_bpf::Counters)> {
+        self.steering
+            .iter()
+            .filter_map(|(nf, s)| s.counters().ok().map(|c| (*nf, c)))
+            .collect()
+    }
+
     /// A clone of the stop token (e.g. for a signal handler).
     pub fn stop_token(&self) -> steer::Stop {
         self.runtime.stop_token()
@@ -743,6 +867,7 @@ impl CoreHandle {
     /// Stops every worker (graceful SCTP shutdown of the associations) and the persister,
     /// and collects the counters.
     pub fn stop(mut self) -> Result<CoreReport, CoreError> {
+        let sbi_kernel = self.sbi_kernel_counters();
         let mesh_stats = self.runtime.stats().clone();
         let workers = self.runtime.report().workers.len();
         if let Some(m) = self.metrics.take() {
@@ -760,6 +885,7 @@ impl CoreHandle {
         };
         let mut report = CoreReport {
             sqn_writes,
+            sbi_kernel,
             ..CoreReport::default()
         };
         if let Ok(mut r) = self.shared.reports.lock() {
@@ -822,6 +948,20 @@ fn n2_plan(
     Ok((raw, udp))
 }
 
+impl BpfPolicy {
+    /// [`BpfPolicy::Require`] when `STEER5G_REQUIRE_BPF` is `1` or `true`, else
+    /// [`BpfPolicy::Try`].
+    pub fn from_env() -> Self {
+        let required = std::env::var("STEER5G_REQUIRE_BPF")
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+        if required {
+            BpfPolicy::Require
+        } else {
+            BpfPolicy::Try
+        }
+    }
+}
+
 fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreError> {
     let base = dir
         .base_uri(nf)
@@ -835,19 +975,85 @@ fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreErro
         .map_err(|_| CoreError::Config(format!("{nf} URI {base}: not an IP address and port")))
 }
 
+/// The listener group of `nf` on `addr`, one listener per worker (non-blocking, for
+/// tokio), steered by the `sk_reuseport` program when it loads.
+fn sbi_group(
+    nf: NfType,
+    addr: SocketAddr,
+    workers: u16,
+    opts: &CoreOptions,
+) -> Result<
+    (
+        Vec<std::net::TcpListener>,
+        SbiListener,
+        Option<steer_bpf::Steering>,
+    ),
+    CoreError,
+> {
+    let bind = |source| CoreError::Bind {
+        what: format!("SBI {nf} {addr}"),
+        source,
+    };
+    // SO_REUSEPORT would let this core silently join another process's listeners on the
+    // same address and take some of its connections: make sure nobody listens there yet.
+    // (Our own listeners of the group are bound after this check.)
+    if addr.port() != 0 {
+        drop(std::net::TcpListener::bind(addr).map_err(bind)?);
+    }
+    let (sockets, steering, reason) = if opts.bpf == BpfPolicy::Off {
+        let mut at = addr;
+        let mut sockets = Vec::with_capacity(usize::from(workers));
+        for _ in 0..workers {
+            let l = reuseport_listener(at)?;
+            // Port 0: every listener of the group on the port the first one got.
+            if let Ok(local) = l.local_addr() {
+                at.set_port(local.port());
+            }
+            sockets.push(l);
+        }
+        (sockets, None, Some("disabled by option".to_owned()))
+    } else {
+        let group_opts = steer_bpf::GroupOptions {
+            require_bpf: opts.bpf == BpfPolicy::Require,
+        };
+        let group = match steer_bpf::ReuseportGroup::bind_tcp(addr, workers, &group_opts) {
+            Ok(g) => g,
+            Err(steer_bpf::Error::Socket { source, .. }) => return Err(bind(source)),
+            Err(source) => return Err(CoreError::Bpf { nf, addr, source }),
+        };
+        let reason = group.unsteered_reason().map(ToString::to_string);
+        let (sockets, steering) = group.into_parts();
+        for s in &sockets {
+            s.set_nonblocking(true).map_err(bind)?;
+        }
+        (sockets, steering, reason)
+    };
+    let local = sockets
+        .first()
+        .and_then(|s| s.local_addr().ok())
+        .unwrap_or(addr);
+    let delivery = match (&steering, reason) {
+        (Some(_), _) => SbiDelivery::KernelSteered,
+        (None, reason) => SbiDelivery::OneHop {
+            reason: reason.unwrap_or_else(|| "unknown".to_owned()),
+        },
+    };
+    let info = SbiListener {
+        nf,
+        addr: local,
+        workers,
+        delivery,
+    };
+    Ok((sockets, info, steering))
+}
+
 /// One of several listeners on the same address; the kernel spreads connections over them.
-fn reuseport_listener(addr: SocketAddr, first: bool) -> Result<std::net::TcpListener, CoreError> {
+fn reuseport_listener(addr: SocketAddr) -> Result<std::net::TcpListener, CoreError> {
     use socket2::{Domain, Protocol, Socket, Type};
     let bind = |source| CoreError::Bind {
         what: format!("SBI {addr}"),
         source,
     };
-    // SO_REUSEPORT would let this core silently join another process's listeners on the
-    // same address and take half of its connections: make sure nobody listens there yet.
-    // (Our own listeners of the same group are bound after this check.)
-    if first {
-        drop(std::net::TcpListener::bind(addr).map_err(bind)?);
-    }
     let s =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(bind)?;
     s.set_reuse_address(true).map_err(bind)?;
@@ -998,6 +1204,59 @@ mod tests {
         assert!(core.listening().udm.is_none());
         let r = core.stop().unwrap();
         assert_eq!(r.workers.len(), 1);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn sbi_listeners_say_how_they_deliver() {
+        let l = SbiListener {
+            nf: NfType::Udm,
+            addr: "127.0.0.12:7777".parse().unwrap(),
+            workers: 2,
+            delivery: SbiDelivery::KernelSteered,
+        };
+        assert!(l.kernel_steered());
+        assert_eq!(
+            l.to_string(),
+            "SBI UDM 127.0.0.12:7777: kernel-steered (sk_reuseport, 2 workers)"
+        );
+        let l = SbiListener {
+            workers: 1,
+            delivery: SbiDelivery::OneHop {
+                reason: "no CAP_BPF".into(),
+            },
+            ..l
+        };
+        assert!(!l.kernel_steered());
+        assert_eq!(
+            l.to_string(),
+            "SBI UDM 127.0.0.12:7777: one-hop hand-off (BPF not loaded: no CAP_BPF)"
+        );
+    }
+
+    #[test]
+    fn without_bpf_a_port_zero_group_shares_one_port() {
+        let dir = std::env::temp_dir().join("steer5g-core-no-bpf-never-created");
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet::AUSF;
+        o.workers = 2;
+        o.bpf = BpfPolicy::Off;
+        o.directory.set(NfType::Ausf, "http://127.0.0.1:0");
+        let core = Core::start(o).unwrap();
+        let sbi = core.listening().sbi.clone();
+        assert_eq!(sbi.len(), 1);
+        assert_eq!(
+            sbi[0].delivery,
+            SbiDelivery::OneHop {
+                reason: "disabled by option".into()
+            }
+        );
+        assert_ne!(sbi[0].addr.port(), 0);
+        assert_eq!(core.listening().ausf, Some(sbi[0].addr));
+        assert!(core.sbi_kernel_counters().is_empty());
+        // Both workers' listeners hold the port: a third plain bind fails.
+        assert!(std::net::TcpListener::bind(sbi[0].addr).is_err());
+        core.stop().unwrap();
         assert!(!dir.exists());
     }
 

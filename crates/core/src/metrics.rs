@@ -178,6 +178,21 @@ impl WorkerCounters {
             self.sbi_handed_off,
         ));
         f(c(
+            "sbi_kernel_steered",
+            "SBI requests read from a kernel-steered listener by the worker owning them (no hop).",
+            self.sbi_kernel_steered,
+        ));
+        f(c(
+            "sbi_misdirected",
+            "SBI requests that came through a kernel-steered listener but belong to another worker (also handed off).",
+            self.sbi_misdirected,
+        ));
+        f(c(
+            "sbi_pool_steered",
+            "SBI requests this worker's client sent on the connection of the owning server worker.",
+            self.sbi_pool_steered,
+        ));
+        f(c(
             "sbi_from_mesh",
             "SBI requests received from another worker.",
             self.sbi_from_mesh,

@@ -75,6 +75,18 @@ pub struct WorkerCounters {
     pub sqn_writes: u64,
     /// Mesh sends that found the queue full and were retried.
     pub mesh_retries: u64,
+    /// SBI requests read from a kernel-steered listener of this worker and handled here
+    /// with no hop: the `sk_reuseport` program delivered them to their owner (requests
+    /// whose owner only the NF can tell, a SUCI or a new authentication context, count too:
+    /// they are handled where they land).
+    pub sbi_kernel_steered: u64,
+    /// SBI requests read from a kernel-steered listener of this worker that belong to
+    /// another worker (a client that is not shard-aware): handed off one hop, and also
+    /// counted in `sbi_handed_off`. Zero when every client is shard-aware.
+    pub sbi_misdirected: u64,
+    /// h2c requests this worker's client sent on the connection of the server worker that
+    /// owns them (shard-aware pool).
+    pub sbi_pool_steered: u64,
 }
 
 impl WorkerCounters {
@@ -95,6 +107,9 @@ impl WorkerCounters {
         self.call_failures += o.call_failures;
         self.sqn_writes += o.sqn_writes;
         self.mesh_retries += o.mesh_retries;
+        self.sbi_kernel_steered += o.sbi_kernel_steered;
+        self.sbi_misdirected += o.sbi_misdirected;
+        self.sbi_pool_steered += o.sbi_pool_steered;
     }
 }
 
@@ -143,6 +158,8 @@ pub(crate) enum Local {
     /// A request read by this worker's h2c server.
     Serve {
         nf: NfType,
+        /// Read from a kernel-steered listener.
+        steered: bool,
         req: SbiRequest,
         reply: oneshot::Sender<SbiResponse>,
     },
@@ -167,7 +184,8 @@ pub(crate) enum Local {
 
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
 type LocalRx = tmpsc::UnboundedReceiver<Local>;
-type Listeners = Vec<(NfType, TcpListener)>;
+/// A worker's SBI listeners: the NF, the socket, and whether its group is kernel-steered.
+pub(crate) type Listeners = Vec<(NfType, TcpListener, bool)>;
 type Ready = mpsc::Sender<Result<(), CoreError>>;
 
 pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
@@ -225,6 +243,8 @@ pub(crate) struct Shared {
     pub(crate) sbi: SbiMode,
     pub(crate) nfs: NfSet,
     pub(crate) short_connections: bool,
+    /// Shard-aware h2c clients ([`sbi::pool`]).
+    pub(crate) sbi_pool: bool,
     pub(crate) directory: StaticDirectory,
     pub(crate) n2_config: N2Config,
     /// Whether worker 0 opens the raw IP N2 socket.
@@ -401,8 +421,17 @@ where
             Ok(p) => p.clone(),
             Err(p) => p.into_inner().clone(),
         };
+        // The range is sliced per worker, so two workers never try the same port.
+        let ports = if shared.sbi_pool {
+            sbi::PortPlan::new(ctx.id.0, ctx.workers.count())
+                .map_err(|e| tracing::warn!(error = %e, "no shard-aware SBI ports"))
+                .ok()
+        } else {
+            None
+        };
         let client = Rc::new(SbiClient::new(sbi::ClientConfig {
             short_connections: shared.short_connections,
+            ports,
             ..sbi::ClientConfig::default()
         }));
         Self {
@@ -443,11 +472,13 @@ where
                 return;
             }
         }
-        for (nf, l) in listeners {
+        for (nf, l, steered) in listeners {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
                     let tx = self.tx.clone();
-                    tokio::task::spawn_local(sbi::serve(l, move |req| serve(tx.clone(), nf, req)));
+                    tokio::task::spawn_local(sbi::serve(l, move |req| {
+                        serve(tx.clone(), nf, steered, req)
+                    }));
                 }
                 Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),
             }
@@ -685,11 +716,26 @@ where
 
     fn on_local(&mut self, l: Local) {
         match l {
-            Local::Serve { nf, req, reply } => {
+            Local::Serve {
+                nf,
+                steered,
+                req,
+                reply,
+            } => {
                 self.counters.sbi_served += 1;
                 let t = self.new_tag();
                 self.origins.insert(t, Origin::Server(reply));
-                self.deliver(nf, t, req);
+                let to = self.owner(nf, &req);
+                // The locked baseline handles every request where it lands: no path to
+                // count there.
+                if steered && self.shared.state == StateMode::Sharded {
+                    if to == self.id {
+                        self.counters.sbi_kernel_steered += 1;
+                    } else {
+                        self.counters.sbi_misdirected += 1;
+                    }
+                }
+                self.deliver_to(to, nf, t, req);
             }
             Local::AmfReply {
                 call_id,
@@ -739,37 +785,17 @@ where
         if self.shared.state == StateMode::Locked {
             return self.id;
         }
-        match nf {
-            NfType::Ausf => resolve(&[Route::FiveGAkaConfirmation], &req.method, &req.path)
-                .ok()
-                .and_then(|m| m.param("authCtxId").map(str::to_owned))
-                .and_then(|id| owner_of_auth_ctx_id(&id, self.workers))
-                .unwrap_or(self.id),
-            NfType::Udm => {
-                let routes = [
-                    Route::GenerateAuthData,
-                    Route::AuthEvents,
-                    Route::Amf3GppAccessRegistration,
-                    Route::AmData,
-                    Route::SmfSelectData,
-                    Route::Nssai,
-                ];
-                match resolve(&routes, &req.method, &req.path) {
-                    // A SUCI is deconcealed where it lands; the UDM forwards it.
-                    Ok(m) => match m.params.first() {
-                        Some((_, v)) if v.starts_with("imsi-") => owner_of_supi(v, self.workers),
-                        _ => self.id,
-                    },
-                    Err(_) => self.id,
-                }
-            }
-            _ => self.id,
-        }
+        request_owner(nf, &req.method, &req.path, self.workers).unwrap_or(self.id)
     }
 
     /// A request this worker holds under `tag`: handled here or one hop away at its owner.
     fn deliver(&mut self, nf: NfType, tag: u64, req: SbiRequest) {
         let to = self.owner(nf, &req);
+        self.deliver_to(to, nf, tag, req);
+    }
+
+    /// A request this worker holds under `tag`, whose owner is `to`.
+    fn deliver_to(&mut self, to: WorkerId, nf: NfType, tag: u64, req: SbiRequest) {
         if to == self.id {
             self.handle_here(nf, tag, req);
         } else {
@@ -839,12 +865,16 @@ where
         }
         self.counters.h2c_calls += 1;
         let uri = self.shared.directory.uri(nf, &path);
+        let owner = self.call_owner(nf, &method, &path);
+        if owner.is_some() {
+            self.counters.sbi_pool_steered += 1;
+        }
         let client = self.client.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
             let got = match uri {
                 Some(uri) => client
-                    .request(method, &uri, (!body.is_empty()).then_some(body))
+                    .request_to(method, &uri, (!body.is_empty()).then_some(body), owner)
                     .await
                     .map_err(|e| e.to_string()),
                 None => Err(format!("no {nf} in the directory")),
@@ -870,6 +900,28 @@ where
             };
             let _ = tx.send(msg);
         });
+    }
+
+    /// The server worker a shard-aware call goes to (`None` without the pool): the owner the
+    /// request names, else the server worker with this worker's index, so that co-located
+    /// shards keep calling their own core and new state spreads as the callers do (the
+    /// AMF already placed its UEs by hash).
+    fn call_owner(&self, nf: NfType, method: &Method, path: &str) -> Option<sbi::Owner> {
+        if !self.shared.sbi_pool {
+            return None;
+        }
+        let count = self
+            .shared
+            .directory
+            .workers(nf)
+            .unwrap_or(self.workers.count());
+        let target = Workers::new(count)?;
+        let path = path.split_once('?').map_or(path, |(p, _)| p);
+        let worker = match request_owner(nf, method, path, target) {
+            Some(w) => w.0,
+            None => self.id.0 % count,
+        };
+        sbi::Owner::new(worker, count)
     }
 
     /// Carries out what the NFs asked for until none has anything left.
@@ -970,11 +1022,54 @@ where
     }
 }
 
+/// The worker of `workers` owning the state that `method path` at `nf` touches, when the
+/// request names it: the worker written into an AUSF authCtxId, hash(SUPI) for the UDM.
+/// `None` when only the NF can tell (a SUCI is deconcealed where it lands and the UDM
+/// forwards it; a new authentication context is created where it lands). Both the server
+/// (where to hand a request) and the shard-aware client (which connection to use) ask this.
+pub(crate) fn request_owner(
+    nf: NfType,
+    method: &Method,
+    path: &str,
+    workers: Workers,
+) -> Option<WorkerId> {
+    match nf {
+        NfType::Ausf => resolve(&[Route::FiveGAkaConfirmation], method, path)
+            .ok()
+            .and_then(|m| m.param("authCtxId").map(str::to_owned))
+            .and_then(|id| owner_of_auth_ctx_id(&id, workers)),
+        NfType::Udm => {
+            let routes = [
+                Route::GenerateAuthData,
+                Route::AuthEvents,
+                Route::Amf3GppAccessRegistration,
+                Route::AmData,
+                Route::SmfSelectData,
+                Route::Nssai,
+            ];
+            match resolve(&routes, method, path) {
+                Ok(m) => match m.params.first() {
+                    Some((_, v)) if v.starts_with("imsi-") => Some(owner_of_supi(v, workers)),
+                    _ => None,
+                },
+                Err(_) => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// One request read by a worker's h2c server: handed to the worker's loop, answered when
 /// the owning NF answers.
-async fn serve(tx: LocalTx, nf: NfType, req: SbiRequest) -> SbiResponse {
+async fn serve(tx: LocalTx, nf: NfType, steered: bool, req: SbiRequest) -> SbiResponse {
     let (reply, answer) = oneshot::channel();
-    if tx.send(Local::Serve { nf, req, reply }).is_err() {
+    let serve = Local::Serve {
+        nf,
+        steered,
+        req,
+        reply,
+    };
+    if tx.send(serve).is_err() {
         return SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("NF stopping"));
     }
     answer.await.unwrap_or_else(|_| {

@@ -2,12 +2,19 @@
 //! authority (many concurrent requests multiplex on it as streams), reconnected when it fails;
 //! or, for benchmarks, one connection per request.
 //!
+//! With a [`PortPlan`] the client is shard-aware ([`crate::pool`]): a request sent with
+//! [`SbiClient::request_to`] and its [`Owner`] goes on a connection of its own per server
+//! worker, bound to a source port the server's `sk_reuseport` program maps to that worker.
+//! Short connections then close with `SO_LINGER` 0 (the TIME_WAIT strategy is in
+//! [`crate::pool`]).
+//!
 //! Like the server, the client is meant for one current-thread runtime: it is not `Send` and
 //! holds its connections in `Rc`s. The connection driver tasks are `Send` and go through
 //! `tokio::spawn`, so no `LocalSet` is needed.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -18,9 +25,10 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::model::ProblemDetails;
+use crate::pool::{Owner, PortPlan};
 use crate::problem::{GmmCause, PROBLEM_JSON};
 use crate::server::{SbiResponse, APPLICATION_3GPP_HAL_JSON, APPLICATION_JSON, DEFAULT_MAX_BODY};
 
@@ -109,6 +117,10 @@ pub struct ClientConfig {
     pub short_connections: bool,
     /// Largest response body accepted.
     pub max_body: usize,
+    /// Source ports of this client worker: set, requests sent with an [`Owner`] go on
+    /// connections bound to the owner's ports ([`crate::pool`]); `None` lets the kernel
+    /// pick source ports and keeps one connection per authority.
+    pub ports: Option<PortPlan>,
 }
 
 impl Default for ClientConfig {
@@ -117,6 +129,7 @@ impl Default for ClientConfig {
             timeout: Duration::from_secs(5),
             short_connections: false,
             max_body: DEFAULT_MAX_BODY,
+            ports: None,
         }
     }
 }
@@ -134,12 +147,33 @@ pub struct JsonResponse<T> {
 
 type Slot = Rc<tokio::sync::Mutex<Option<SendRequest<Full<Bytes>>>>>;
 
+/// A pooled connection: the authority and, for shard-aware requests, the owner it goes to.
+type Key = (String, Option<Owner>);
+
+/// How many ports of the owner's sequence one connection attempt tries before giving up.
+const PORT_TRIES: usize = 64;
+
+/// What a client counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// TCP connections opened.
+    pub connections_opened: u64,
+    /// Requests sent on a connection bound to their owner's source port.
+    pub steered: u64,
+    /// Requests sent without an owner's connection (no owner given, or no [`PortPlan`]).
+    pub unsteered: u64,
+    /// Source ports skipped because they were taken (`EADDRINUSE` / `EADDRNOTAVAIL`).
+    pub ports_skipped: u64,
+}
+
 /// An SBI client; see the module docs.
 #[derive(Debug, Default)]
 pub struct SbiClient {
     config: ClientConfig,
-    pool: RefCell<HashMap<String, Slot>>,
-    opened: Cell<u64>,
+    pool: RefCell<HashMap<Key, Slot>>,
+    /// Per owner, the index of the next port to try in its sequence (rotation).
+    cursors: RefCell<HashMap<Key, usize>>,
+    stats: Cell<ClientStats>,
 }
 
 impl SbiClient {
@@ -148,7 +182,8 @@ impl SbiClient {
         SbiClient {
             config,
             pool: RefCell::new(HashMap::new()),
-            opened: Cell::new(0),
+            cursors: RefCell::new(HashMap::new()),
+            stats: Cell::new(ClientStats::default()),
         }
     }
 
@@ -159,7 +194,18 @@ impl SbiClient {
 
     /// TCP connections this client has opened so far.
     pub fn connections_opened(&self) -> u64 {
-        self.opened.get()
+        self.stats.get().connections_opened
+    }
+
+    /// Everything this client counted.
+    pub fn stats(&self) -> ClientStats {
+        self.stats.get()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut ClientStats)) {
+        let mut s = self.stats.get();
+        f(&mut s);
+        self.stats.set(s);
     }
 
     /// Sends one request and reads the whole response, whatever its status.
@@ -168,6 +214,19 @@ impl SbiClient {
         method: Method,
         uri: &str,
         json_body: Option<Bytes>,
+    ) -> Result<SbiResponse, SbiError> {
+        self.request_to(method, uri, json_body, None).await
+    }
+
+    /// Sends one request on the connection of `owner`, the server worker that owns the
+    /// state the request touches (when the client has a [`PortPlan`]; otherwise, or with no
+    /// owner, on the authority's shared connection), and reads the whole response.
+    pub async fn request_to(
+        &self,
+        method: Method,
+        uri: &str,
+        json_body: Option<Bytes>,
+        owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
         let uri: Uri = uri
             .parse()
@@ -194,32 +253,38 @@ impl SbiClient {
         let req = builder
             .body(Full::new(json_body.unwrap_or_default()))
             .map_err(|e| SbiError::InvalidUri(e.to_string()))?;
-        tokio::time::timeout(self.config.timeout, self.exchange(&authority, req))
+        let key = (authority, owner.filter(|_| self.config.ports.is_some()));
+        tokio::time::timeout(self.config.timeout, self.exchange(&key, req))
             .await
             .map_err(|_| SbiError::Timeout)?
     }
 
     async fn exchange(
         &self,
-        authority: &str,
+        key: &Key,
         req: Request<Full<Bytes>>,
     ) -> Result<SbiResponse, SbiError> {
+        if key.1.is_some() {
+            self.count(|s| s.steered += 1);
+        } else {
+            self.count(|s| s.unsteered += 1);
+        }
         if self.config.short_connections {
-            let mut sender = self.connect(authority).await?;
+            let mut sender = self.connect(key).await?;
             let resp = sender.send_request(req).await?;
             // The body is read while `sender` still holds the connection open; dropping it
             // afterwards closes the connection.
             return self.read(resp).await;
         }
-        let slot = self.slot(authority);
-        let mut sender = self.pooled(&slot, authority, false).await?;
+        let slot = self.slot(key);
+        let mut sender = self.pooled(&slot, key, false).await?;
         let resp = match sender.try_send_request(req).await {
             Ok(r) => r,
             Err(mut e) => match e.take_message() {
                 // The connection died before our request went out, so resending it cannot
                 // duplicate it: once, on a fresh connection.
                 Some(req) => {
-                    let mut sender = self.pooled(&slot, authority, true).await?;
+                    let mut sender = self.pooled(&slot, key, true).await?;
                     sender.send_request(req).await?
                 }
                 None => {
@@ -269,10 +334,10 @@ impl SbiClient {
         })
     }
 
-    fn slot(&self, authority: &str) -> Slot {
+    fn slot(&self, key: &Key) -> Slot {
         self.pool
             .borrow_mut()
-            .entry(authority.to_owned())
+            .entry(key.clone())
             .or_default()
             .clone()
     }
@@ -283,7 +348,7 @@ impl SbiClient {
     async fn pooled(
         &self,
         slot: &Slot,
-        authority: &str,
+        key: &Key,
         fresh: bool,
     ) -> Result<SendRequest<Full<Bytes>>, SbiError> {
         let mut guard = slot.lock().await;
@@ -295,29 +360,98 @@ impl SbiClient {
             }
         }
         guard.take();
-        let s = self.connect(authority).await?;
+        let s = self.connect(key).await?;
         *guard = Some(s.clone());
         Ok(s)
     }
 
-    async fn connect(&self, authority: &str) -> Result<SendRequest<Full<Bytes>>, SbiError> {
-        let stream = TcpStream::connect(authority)
-            .await
-            .map_err(|source| SbiError::Connect {
-                authority: authority.to_owned(),
-                source,
-            })?;
+    async fn connect(&self, key: &Key) -> Result<SendRequest<Full<Bytes>>, SbiError> {
+        let authority = key.0.as_str();
+        let failed = |source| SbiError::Connect {
+            authority: authority.to_owned(),
+            source,
+        };
+        let stream = match (&self.config.ports, key.1) {
+            (Some(plan), Some(owner)) => self.connect_owner(key, plan, owner).await?,
+            _ => {
+                let s = TcpStream::connect(authority).await.map_err(failed)?;
+                if self.config.short_connections {
+                    // No TIME_WAIT left behind (see crate::pool).
+                    s.set_zero_linger().map_err(failed)?;
+                }
+                s
+            }
+        };
         let _ = stream.set_nodelay(true);
         let (sender, conn) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
                 .await?;
-        self.opened.set(self.opened.get() + 1);
+        self.count(|s| s.connections_opened += 1);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "sbi client connection ended");
             }
         });
         Ok(sender)
+    }
+
+    /// A TCP connection to `key`'s authority from a source port that the server's program
+    /// maps to `owner`: the next port of the owner's rotation, stepping over taken ones.
+    async fn connect_owner(
+        &self,
+        key: &Key,
+        plan: &PortPlan,
+        owner: Owner,
+    ) -> Result<TcpStream, SbiError> {
+        let authority = key.0.as_str();
+        let failed = |source| SbiError::Connect {
+            authority: authority.to_owned(),
+            source,
+        };
+        let peer = resolve(authority).await.map_err(failed)?;
+        let start = self.cursors.borrow().get(key).copied().unwrap_or(0);
+        let tries = plan.count_for(owner).min(PORT_TRIES);
+        for n in (start..).take(tries) {
+            let Some(port) = plan.nth_port(owner, n) else {
+                break;
+            };
+            self.cursors
+                .borrow_mut()
+                .insert(key.clone(), n.wrapping_add(1));
+            let (socket, local) = match peer {
+                SocketAddr::V4(_) => (TcpSocket::new_v4(), Ipv4Addr::UNSPECIFIED.into()),
+                SocketAddr::V6(_) => (TcpSocket::new_v6(), IpAddr::from(Ipv6Addr::UNSPECIFIED)),
+            };
+            let socket = socket.map_err(failed)?;
+            // SO_REUSEADDR lets a port whose last connection is still in TIME_WAIT (say, a
+            // persistent one the server closed) be bound again; the kernel still refuses a
+            // duplicate 4-tuple at connect.
+            socket.set_reuseaddr(true).map_err(failed)?;
+            if self.config.short_connections {
+                socket.set_zero_linger().map_err(failed)?;
+            }
+            if let Err(e) = socket.bind(SocketAddr::new(local, port)) {
+                if port_taken(&e) {
+                    self.count(|s| s.ports_skipped += 1);
+                    continue;
+                }
+                return Err(failed(e));
+            }
+            match socket.connect(peer).await {
+                Ok(s) => return Ok(s),
+                Err(e) if port_taken(&e) => self.count(|s| s.ports_skipped += 1),
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Err(failed(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!(
+                "no free source port for server worker {} of {} in {:?}",
+                owner.worker,
+                owner.workers,
+                plan.slice()
+            ),
+        )))
     }
 
     /// POSTs `body` as JSON and decodes a 2xx answer as `R`.
@@ -350,6 +484,24 @@ impl SbiClient {
     ) -> Result<JsonResponse<R>, SbiError> {
         typed(self.request(Method::GET, uri, None).await?)
     }
+}
+
+/// The port is held by another socket: try the next one.
+fn port_taken(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
+    )
+}
+
+async fn resolve(authority: &str) -> std::io::Result<SocketAddr> {
+    if let Ok(a) = authority.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    tokio::net::lookup_host(authority)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{authority}: no address")))
 }
 
 fn typed<R: DeserializeOwned>(r: SbiResponse) -> Result<JsonResponse<R>, SbiError> {

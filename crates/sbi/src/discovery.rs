@@ -80,6 +80,9 @@ impl fmt::Display for NfType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaticDirectory {
     entries: BTreeMap<NfType, String>,
+    /// Worker counts the NFs announce (what an NRF profile would carry), for shard-aware
+    /// clients ([`crate::pool`]).
+    workers: BTreeMap<NfType, u16>,
 }
 
 impl Default for StaticDirectory {
@@ -89,6 +92,7 @@ impl Default for StaticDirectory {
                 .into_iter()
                 .map(|t| (t, t.default_base_uri().to_owned()))
                 .collect(),
+            workers: BTreeMap::new(),
         }
     }
 }
@@ -112,6 +116,17 @@ impl StaticDirectory {
     /// The base URI of `nf`.
     pub fn base_uri(&self, nf: NfType) -> Option<&str> {
         self.entries.get(&nf).map(String::as_str)
+    }
+
+    /// Records that `nf` runs `workers` workers (its listener group's size).
+    pub fn set_workers(&mut self, nf: NfType, workers: u16) -> &mut Self {
+        self.workers.insert(nf, workers);
+        self
+    }
+
+    /// The worker count `nf` announced, if known.
+    pub fn workers(&self, nf: NfType) -> Option<u16> {
+        self.workers.get(&nf).copied()
     }
 
     /// The absolute URI of `path` (from [`crate::paths::build`]) at `nf`.

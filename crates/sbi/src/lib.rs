@@ -9,6 +9,8 @@
 //!   current-thread runtime; TLS comes later.
 //! - [`paths`]: resource URIs and a router with path variables.
 //! - [`discovery`]: static NF directory (no NRF yet).
+//! - [`pool`]: shard-aware source-port placement, so that each request reaches the server
+//!   worker owning its state through the server's `sk_reuseport` program.
 //!
 //! The NF state machines live elsewhere; this crate only moves and checks bodies.
 
@@ -16,10 +18,12 @@ pub mod client;
 pub mod discovery;
 pub mod model;
 pub mod paths;
+pub mod pool;
 pub mod problem;
 pub mod server;
 
-pub use client::{ClientConfig, JsonResponse, SbiClient, SbiError};
+pub use client::{ClientConfig, ClientStats, JsonResponse, SbiClient, SbiError};
 pub use discovery::{NfType, StaticDirectory};
 pub use model::ProblemDetails;
+pub use pool::{Owner, PortPlan};
 pub use server::{parse_json, serve, Handler, SbiRequest, SbiResponse, Server, ServerStats};

@@ -159,6 +159,12 @@ fn bind_all(
             .map_err(Error::socket("socket"))?;
         s.set_reuse_port(true)
             .map_err(Error::socket("SO_REUSEPORT"))?;
+        if ty == Type::STREAM {
+            // A listener restarted on its address must not fail on the TIME_WAIT
+            // connections its previous run left behind (RFC 9293 §3.6.1).
+            s.set_reuse_address(true)
+                .map_err(Error::socket("SO_REUSEADDR"))?;
+        }
         s.bind(&addr.into()).map_err(Error::socket("bind"))?;
         if addr.port() == 0 {
             if let Some(a) = s

@@ -11,8 +11,8 @@ mod registration;
 mod regplot;
 mod sctp;
 mod steering;
-mod usl;
 mod upf;
+mod usl;
 
 use clap::Subcommand;
 

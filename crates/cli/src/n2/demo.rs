@@ -173,9 +173,11 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         DemoSbi::Inproc => SbiMode::Inproc,
     };
     args.nas.apply(&cfg.amf, &mut opts)?;
+    args.bpf.apply(&mut opts);
     opts.config = cfg.clone();
     opts.directory = directory;
     let core = Core::start(opts)?;
+    crate::core_cmd::log_sbi_listeners(core.listening());
 
     let amf = match transport {
         TransportKind::Raw => SocketAddrV4::new(cfg.n2.addr, cfg.n2.sctp_port),
