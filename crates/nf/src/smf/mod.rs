@@ -245,8 +245,10 @@ pub enum Action {
         /// Body (empty for GET).
         body: Bytes,
     },
-    /// Send a PFCP message to `to`; the runtime retransmits requests (TS 29.244 §6.4) and
-    /// reports one never answered with [`Smf::pfcp_timeout`] and its sequence number.
+    /// Send a PFCP message to `to` from this worker's own PFCP socket: each worker numbers
+    /// its requests on its own, so workers sharing a source address and port would collide
+    /// in the UPF's duplicate detection (TS 29.244 §6.4). The runtime retransmits requests
+    /// and reports one never answered with [`Smf::pfcp_timeout`] and its sequence number.
     Pfcp {
         /// The UPF.
         to: SocketAddr,

@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(ambr_field(1_000_000_000), (0x06, 1000));
         assert_eq!(ambr_field(64_000), (0x01, 64));
         assert_eq!(ambr_field(100_000_000_000), (0x0B, 100));
-        assert_eq!(ambr_field(u64::MAX), (0x15, u16::MAX));
+        assert_eq!(ambr_field(u64::MAX), (0x15, 18_446));
     }
 
     #[test]

@@ -596,6 +596,7 @@ where
 {
     /// GET sm-data: one `SessionManagementSubscriptionData` per subscribed slice, each with
     /// every subscribed DNN (or only the `dnn` of the query).
+    /// Session AMBR [`SESSION_AMBR_BPS`] each way, 5QI [`DEFAULT_5QI`], ARP [`DEFAULT_ARP`].
     #[allow(clippy::result_large_err)]
     fn sm_data(&self, supi: &str, query: Option<&str>) -> Result<SbiResponse, ProblemDetails> {
         let sub = self.subscriber(supi)?;
@@ -630,17 +631,14 @@ where
             .filter(|d| want.is_none_or(|w| w == d.as_str()))
             .map(|d| (d.clone(), conf.clone()))
             .collect();
-        if dnns.is_empty() {
-            return Err(ProblemDetails::data_not_found(format!(
-                "{supi} has no such DNN"
-            )));
-        }
         let list: Vec<SessionManagementSubscriptionData> = sub
             .slices
             .iter()
             .map(|s| SessionManagementSubscriptionData {
                 single_nssai: snssai(s),
-                dnn_configurations: Some(dnns.clone()),
+                // A DNN the subscriber lacks leaves the slice without configurations, so
+                // that the SMF can tell "not subscribed" from "unknown subscriber".
+                dnn_configurations: (!dnns.is_empty()).then(|| dnns.clone()),
             })
             .collect();
         Ok(SbiResponse::json(StatusCode::OK, &list))
