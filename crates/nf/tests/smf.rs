@@ -789,3 +789,94 @@ fn udm_sm_data_answers_per_slice_and_dnn() {
     let r = get(&mut net, "/nudm-sdm/v2/imsi-001019999999999/sm-data", None);
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// A ReleaseSMContext that overtakes its own establishment: both requests get an answer and
+/// nothing is left anywhere.
+#[test]
+fn release_during_establishment_answers_both() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let n1 = establishment_request(5, 1, None);
+    net.smfs[0].handle_request(100, create_req(&supi(1), 5, "internet", n1));
+    // The UDM call is queued; the context exists with the ref the SMF will report.
+    let sm_ref = format!("{:016x}", 1);
+    assert!(net.smfs[0].context(&sm_ref).is_some());
+    net.smfs[0].handle_request(101, release_req(&sm_ref));
+    net.run();
+    assert_eq!(
+        net.responses.remove(&101).unwrap().status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        net.responses.remove(&100).unwrap().status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.entries(), Entries::default());
+    assert!(net.n1n2.is_empty());
+}
+
+/// Arbitrary octets in every input the SMF parses give answers, never a panic: mutated
+/// CreateSMContext bodies, mutated N2 transfers in updates, garbage PFCP datagrams.
+#[test]
+fn mutated_inputs_never_panic() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (_, r) = net.establish(0, &supi(1), 5, "internet");
+    let r = r.unwrap();
+    let base = create_req(&supi(2), 6, "internet", establishment_request(6, 1, None));
+    let n2 = smf::n2::build_setup_response_transfer(GNB, 0x42, 1).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut answered = 0;
+    for round in 0..300 {
+        let mut body = base.body.to_vec();
+        let i = (next() % body.len() as u64) as usize;
+        body[i] = next() as u8;
+        let mut req = base.clone();
+        req.body = Bytes::from(body);
+        let rsp = net.request(0, req);
+        answered += 1;
+        // A creation that got through is released again, keeping the pool and UPF clean.
+        if rsp.status == StatusCode::CREATED {
+            let sm_ref = rsp
+                .location()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned();
+            net.request(0, release_req(&sm_ref));
+        }
+        let mut t = n2.clone();
+        let j = (next() % t.len() as u64) as usize;
+        t[j] ^= 1 << (round % 8);
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new("n2")),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        let rsp = net.request(
+            0,
+            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", t)]),
+        );
+        assert!(rsp.status.as_u16() < 600);
+        let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+        net.smfs[0].handle_pfcp(&junk);
+    }
+    assert_eq!(answered, 300);
+    assert!(net.smfs[0].stats().stray_pfcp > 0);
+    // The first session is still intact and can be released.
+    assert_eq!(
+        net.request(0, release_req(&r)).status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(net.entries(), Entries::default());
+    assert_eq!(net.smfs[0].context_count(), 0);
+}

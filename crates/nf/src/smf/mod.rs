@@ -716,7 +716,8 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     /// Drops a context that never reached the UPF and refuses its creation.
     fn abandon(&mut self, req_id: u64, sm_ref: u64, r: Refusal) {
         let Some(ctx) = self.contexts.remove(&sm_ref) else {
-            return;
+            // Released while being established: the creation still gets its answer.
+            return self.problem(req_id, problem(r.status, r.cause, r.detail));
         };
         if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
             pool.release(ip);
@@ -743,7 +744,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     fn sm_data(&mut self, req_id: u64, sm_ref: u64, status: StatusCode, body: &[u8]) {
         let Some(ctx) = self.contexts.with(&sm_ref, |c| c.cloned()) else {
-            return;
+            return self.released_meanwhile(req_id);
         };
         if !status.is_success() {
             return self.abandon(
@@ -982,7 +983,17 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 c.clone()
             })
         }) else {
-            return;
+            // Released while the UPF was setting up: undo that too.
+            self.send_pfcp(
+                Some(up_seid),
+                requests::deletion(),
+                PfcpPending::Delete {
+                    req_id: None,
+                    sm_ref,
+                    ue_release: None,
+                },
+            );
+            return self.released_meanwhile(req_id);
         };
         let (n1, n2) = match self.accept_messages(&ctx) {
             Ok(x) => x,
@@ -1044,6 +1055,14 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 self.delete_session(None, sm_ref, None);
             }
         }
+    }
+
+    /// The answer to a creation whose context a ReleaseSMContext removed meanwhile.
+    fn released_meanwhile(&mut self, req_id: u64) {
+        self.problem(
+            req_id,
+            ProblemDetails::context_not_found("SM context released during its establishment"),
+        );
     }
 
     fn accept_messages(&self, ctx: &SmContext) -> Result<(Vec<u8>, Vec<u8>), SmError> {
