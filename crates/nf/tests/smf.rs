@@ -283,6 +283,14 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
                     self.smfs[i].handle_pfcp(&t.contents);
                 }
             }
+            Action::PfcpResponse { bytes, .. } => {
+                let mut dp = self.dp.clone();
+                let from = SocketAddr::from((SMF_IP, 8805 + i as u16));
+                self.upf.handle(self.now, from, &bytes, &mut dp);
+                while let Some(t) = self.upf.poll_transmit() {
+                    self.smfs[i].handle_pfcp(&t.contents);
+                }
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -879,4 +887,64 @@ fn mutated_inputs_never_panic() {
     );
     assert_eq!(net.entries(), Entries::default());
     assert_eq!(net.smfs[0].context_count(), 0);
+}
+
+/// A volume threshold crossed on the UPF reaches the SMF as a Session Report Request, which
+/// the SMF counts against the session and acknowledges; a heartbeat gets an answer too.
+#[test]
+fn usage_reports_and_heartbeats_are_answered() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (o, r) = net.establish(0, &supi(1), 5, "internet");
+    let Outcome::Created { .. } = o else {
+        panic!("{o:?}")
+    };
+    let r = r.unwrap();
+    let (teid, _) = net.smfs[0].context(&r).unwrap().ul_tunnel.unwrap();
+    let usage = net.dp.uplink(teid).unwrap().usage.unwrap();
+    let over = 3u64 << 30;
+    assert!(net.dp.count(
+        usage,
+        upf::Usage {
+            ul_bytes: over,
+            ul_packets: 1,
+            ..Default::default()
+        }
+    ));
+    let mut reports = 0;
+    for _ in 0..5 {
+        net.now += std::time::Duration::from_secs(5);
+        let mut dp = net.dp.clone();
+        net.upf.handle_timeout(net.now, &mut dp);
+        while let Some(t) = net.upf.poll_transmit() {
+            let m = pfcp::PfcpMessage::parse(&t.contents).unwrap();
+            if matches!(m.message, pfcp::Message::SessionReportRequest(_)) {
+                reports += 1;
+            }
+            net.smfs[0].handle_pfcp(&t.contents);
+        }
+        net.run();
+    }
+    assert!(reports >= 1, "the UPF reported");
+    let ctx = net.smfs[0].context(&r).unwrap();
+    assert!(ctx.reported_octets >= over, "{ctx:?}");
+    assert!(net.smfs[0].stats().usage_reports >= 1);
+
+    // The SMF answers a heartbeat with its recovery time stamp.
+    let hb = pfcp::PfcpMessage::new(77, None, upf::requests::heartbeat(5)).emit();
+    net.smfs[0].handle_pfcp(&hb);
+    let Some(Action::PfcpResponse { bytes, .. }) = net.smfs[0].poll_action() else {
+        panic!()
+    };
+    let m = pfcp::PfcpMessage::parse(&bytes).unwrap();
+    assert_eq!(m.header.sequence, 77);
+    let pfcp::Message::HeartbeatResponse(h) = m.message else {
+        panic!("{m:?}")
+    };
+    assert_eq!(h.recovery_time_stamp, 7);
+    assert_eq!(
+        net.request(0, release_req(&r)).status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(net.entries(), Entries::default());
 }

@@ -186,8 +186,10 @@ pub struct SmContext {
     pub snssai: Snssai,
     /// The UE's address once allocated.
     pub ue_ip: Option<Ipv4Addr>,
-    /// CP SEID (ours).
+    /// CP SEID (ours; equal to the SM context ref).
     pub cp_seid: u64,
+    /// Octets the UPF reported in usage reports (TS 29.244 §7.5.8.2).
+    pub reported_octets: u64,
     /// UP SEID (the UPF's).
     pub up_seid: Option<u64>,
     /// The UPF's N3 end (TEID, address).
@@ -257,6 +259,14 @@ pub enum Action {
         /// The message.
         bytes: Vec<u8>,
     },
+    /// Send a PFCP response to `to` (the UPF's request is answered once: the UPF
+    /// retransmits, and a duplicate gets the same answer again from the SMF).
+    PfcpResponse {
+        /// The UPF.
+        to: SocketAddr,
+        /// The message.
+        bytes: Vec<u8>,
+    },
 }
 
 /// Counters of one SMF worker.
@@ -278,6 +288,8 @@ pub struct SmfStats {
     pub misrouted: u64,
     /// PFCP messages that answered no outstanding request.
     pub stray_pfcp: u64,
+    /// Usage reports received in Session Report Requests.
+    pub usage_reports: u64,
 }
 
 #[derive(Debug)]
@@ -331,7 +343,7 @@ pub struct Smf<M> {
     contexts: M,
     pools: HashMap<String, Ipv4Range>,
     next_ref: u64,
-    next_seid: u64,
+    recovery: u32,
     next_call: u64,
     next_seq: u32,
     pending: HashMap<u64, Pending>,
@@ -416,7 +428,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             contexts,
             pools,
             next_ref: 1,
-            next_seid: 1,
+            recovery: 0,
             next_call: 1,
             next_seq: 1,
             pending: HashMap::new(),
@@ -460,6 +472,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// Starts the PFCP association with the UPF (TS 29.244 §6.2.6).
     pub fn associate(&mut self, recovery_time_stamp: u32) {
+        self.recovery = recovery_time_stamp;
         let m = requests::association_setup(self.cfg.node_id.clone(), recovery_time_stamp);
         self.send_pfcp(None, m, PfcpPending::Association);
     }
@@ -654,11 +667,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 ),
             );
         }
+        // The CP SEID is the SM context ref itself: one counter, one layout, and a Session
+        // Report from the UPF names its context directly.
         let sm_ref = u64::from(self.cfg.worker.0) << WORKER_SHIFT | (self.next_ref & COUNTER_MASK);
         self.next_ref = self.next_ref.wrapping_add(1);
-        let cp_seid =
-            u64::from(self.cfg.worker.0) << WORKER_SHIFT | (self.next_seid & COUNTER_MASK);
-        self.next_seid = self.next_seid.wrapping_add(1);
+        let cp_seid = sm_ref;
         self.contexts.insert(
             sm_ref,
             SmContext {
@@ -669,6 +682,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 snssai,
                 ue_ip: None,
                 cp_seid,
+                reported_octets: 0,
                 up_seid: None,
                 ul_tunnel: None,
                 dl_tunnel: None,
@@ -844,11 +858,26 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             self.stats.stray_pfcp += 1;
             return;
         };
-        let Some(p) = self.pfcp.remove(&msg.header.sequence) else {
+        let sequence = msg.header.sequence;
+        let msg = match msg.message {
+            // §6.2.2: a heartbeat is answered with our recovery time stamp.
+            Message::HeartbeatRequest(_) => {
+                let hb = Message::HeartbeatResponse(pfcp::message::Heartbeat {
+                    recovery_time_stamp: self.recovery,
+                    unknown: Vec::new(),
+                });
+                return self.pfcp_response(sequence, None, hb);
+            }
+            Message::SessionReportRequest(r) => {
+                return self.session_report(sequence, msg.header.seid.unwrap_or(0), r)
+            }
+            m => m,
+        };
+        let Some(p) = self.pfcp.remove(&sequence) else {
             self.stats.stray_pfcp += 1;
             return;
         };
-        match (p, msg.message) {
+        match (p, msg) {
             (PfcpPending::Association, Message::AssociationSetupResponse(a)) => {
                 self.associated = a.cause == Some(PfcpCause::REQUEST_ACCEPTED);
             }
@@ -931,6 +960,40 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 self.pfcp_failed(p);
             }
         }
+    }
+
+    fn pfcp_response(&mut self, sequence: u32, seid: Option<u64>, m: Message) {
+        let bytes = PfcpMessage::new(sequence, seid, m).emit();
+        self.actions.push_back(Action::PfcpResponse {
+            to: self.cfg.upf,
+            bytes,
+        });
+    }
+
+    /// Session Report Request (TS 29.244 §7.5.8): count the usage, acknowledge it; an unknown
+    /// SEID is answered with "session context not found" (§7.5.9.1).
+    fn session_report(&mut self, sequence: u32, seid: u64, r: pfcp::message::SessionReportRequest) {
+        let octets: u64 = r
+            .usage_reports
+            .iter()
+            .filter_map(|u| u.volume.as_ref().and_then(|v| v.total))
+            .fold(0, u64::saturating_add);
+        let n = r.usage_reports.len() as u64;
+        let up = self.contexts.with(&seid, |c| {
+            let c = c?;
+            c.reported_octets = c.reported_octets.saturating_add(octets);
+            Some(c.up_seid)
+        });
+        let (cause, up_seid) = match up {
+            Some(up) => {
+                self.stats.usage_reports += n;
+                (PfcpCause::REQUEST_ACCEPTED, up)
+            }
+            None => (PfcpCause::SESSION_CONTEXT_NOT_FOUND, None),
+        };
+        // §7.2.2.4.2: the response carries the peer's SEID, 0 when the session is unknown.
+        let m = Message::SessionReportResponse(pfcp::message::SessionResponse::new(cause));
+        self.pfcp_response(sequence, Some(up_seid.unwrap_or(0)), m);
     }
 
     /// The runtime gave up on PFCP request `sequence` (N1 retransmissions unanswered).
