@@ -12,7 +12,7 @@ mod openapi;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -346,7 +346,9 @@ fn create_req(supi: &str, psi: u8, dnn: &str, n1: Vec<u8>) -> SbiRequest {
         sm_context_status_uri: "http://127.0.0.1:7777/status".into(),
     };
     let j = serde_json::to_value(&data).unwrap();
-    SchemaValidator::component(SMF_FILE, "SmContextCreateData").assert_valid(&j);
+    static V: OnceLock<SchemaValidator> = OnceLock::new();
+    V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextCreateData"))
+        .assert_valid(&j);
     let body = multipart::encode(&[
         Part::json(serde_json::to_vec(&data).unwrap()),
         Part::binary(multipart::NAS_5G, "n1", n1),
@@ -362,6 +364,9 @@ fn create_req(supi: &str, psi: u8, dnn: &str, n1: Vec<u8>) -> SbiRequest {
 }
 
 fn update_req(sm_ref: &str, data: &SmContextUpdateData, parts: Vec<Part>) -> SbiRequest {
+    static V: OnceLock<SchemaValidator> = OnceLock::new();
+    V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextUpdateData"))
+        .assert_valid(&serde_json::to_value(data).unwrap());
     let mut all = vec![Part::json(serde_json::to_vec(data).unwrap())];
     all.extend(parts);
     SbiRequest {
@@ -947,4 +952,33 @@ fn usage_reports_and_heartbeats_are_answered() {
         StatusCode::NO_CONTENT
     );
     assert_eq!(net.entries(), Entries::default());
+}
+
+/// The validators are live: bodies that break the schemas are refused.
+#[test]
+fn schemas_refuse_broken_bodies() {
+    let v = Validators::new();
+    let mut create = serde_json::to_value(
+        serde_json::from_slice::<SmContextCreateData>(&{
+            let req = create_req(&supi(1), 1, "internet", vec![]);
+            let parts = multipart::decode(multipart::CONTENT_TYPE, &req.body).unwrap();
+            parts[0].body.clone()
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let c = SchemaValidator::component(SMF_FILE, "SmContextCreateData");
+    c.assert_valid(&create);
+    create.as_object_mut().unwrap().remove("servingNfId");
+    c.assert_invalid(&create);
+    v.updated
+        .assert_invalid(&serde_json::json!({"upCnxState": 5}));
+    v.n1n2
+        .assert_invalid(&serde_json::json!({"n1MessageContainer": {"n1MessageClass": "SM"}}));
+    v.sm_data
+        .assert_invalid(&serde_json::json!([{"dnnConfigurations": {}}]));
+    v.created
+        .assert_invalid(&serde_json::json!({"pduSessionId": 300}));
+    SchemaValidator::component(AMF_FILE, "N1N2MessageTransferRspData")
+        .assert_valid(&serde_json::json!({"cause": "N1_N2_TRANSFER_INITIATED"}));
 }
