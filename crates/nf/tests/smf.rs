@@ -982,3 +982,22 @@ fn schemas_refuse_broken_bodies() {
     SchemaValidator::component(AMF_FILE, "N1N2MessageTransferRspData")
         .assert_valid(&serde_json::json!({"cause": "N1_N2_TRANSFER_INITIATED"}));
 }
+
+/// An unknown subscriber is refused with #29 (the UDM's 404); with no pool or UPF touched.
+#[test]
+fn unknown_subscriber_is_refused() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (o, _) = net.establish(0, "imsi-001019999999999", 5, "internet");
+    assert_eq!(
+        o,
+        Outcome::Rejected {
+            status: 403,
+            cause: "SUBSCRIPTION_DENIED".into(),
+            gsm: 29
+        }
+    );
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.upf.session_count(), 0);
+}

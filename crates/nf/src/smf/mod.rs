@@ -761,16 +761,25 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             return self.released_meanwhile(req_id);
         };
         if !status.is_success() {
-            return self.abandon(
-                req_id,
-                sm_ref,
+            // The UDM refusing the subscriber is a refusal of the UE; the UDM failing or not
+            // answering (the runtime reports that as 504) is a network problem, and the UE
+            // may try again later.
+            let r = if status.is_client_error() {
                 Refusal::new(
-                    GsmCause::MissingOrUnknownDnn,
+                    GsmCause::UserAuthenticationOrAuthorizationFailed,
                     403,
                     "SUBSCRIPTION_DENIED",
                     format!("UDM answered {status}"),
-                ),
-            );
+                )
+            } else {
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    504,
+                    "NETWORK_FAILURE",
+                    format!("UDM answered {status}"),
+                )
+            };
+            return self.abandon(req_id, sm_ref, r);
         }
         let list: Vec<SessionManagementSubscriptionData> = match decode_json(body) {
             Ok(l) => l,
