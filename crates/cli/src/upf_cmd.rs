@@ -1,9 +1,9 @@
 //! `steer5g upf`: the UPF's PFCP side (N4) on its DESIGN.md address, with a chosen user-plane
 //! datapath, until SIGINT/SIGTERM or `--duration`; then the report (`--json`: one object).
 //!
-//! [`build_datapath`] is the seam where the real paths plug in: the XDP path (crate
-//! `upf-xdp`) and the user-space TUN path (`upf::userspace`) are written beside this and wired
-//! there; until then they are refused with a clear message.
+//! [`build_datapath`] is where the user-plane paths plug in: the XDP fast path (crate
+//! `upf-xdp`, on `--n3-if`/`--n6-if`), the user-space sockets/TUN path (`upf::userspace`,
+//! the way Open5GS's UPF works) and the rules-only `none`.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -45,6 +45,12 @@ pub(crate) struct UpfArgs {
     /// N6 interface (towards the data network), for `--datapath xdp`.
     #[arg(long, value_name = "IFNAME")]
     pub(crate) n6_if: Option<String>,
+    /// Name of the TUN device `--datapath tun` creates.
+    #[arg(long, default_value = "upf-tun0", value_name = "IFNAME")]
+    pub(crate) tun_name: String,
+    /// UE address pool `--datapath tun` routes into its TUN device.
+    #[arg(long, default_value = "10.45.0.0/16", value_name = "ADDR/LEN", value_parser = parse_pool)]
+    pub(crate) ue_pool: (Ipv4Addr, u8),
     /// Worker threads. Only 1 is supported so far: one worker serves every session (the
     /// worker number is still written into SEIDs and TEIDs).
     #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
@@ -90,11 +96,26 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                     "--datapath xdp needs CAP_NET_ADMIN and CAP_BPF (run as root)".into(),
                 ));
             }
-            Err(CliError::Failed(
-                "the XDP datapath (crate upf-xdp) is not wired into this build yet; \
-                 use --datapath none"
-                    .into(),
-            ))
+            let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone())
+            else {
+                return Err(CliError::Usage(
+                    "--datapath xdp needs --n3-if and --n6-if".into(),
+                ));
+            };
+            let opts = upf_xdp::XdpOptions {
+                netns: None,
+                n3_iface,
+                n6_iface,
+                n3_addr: n3_ip(args)?,
+            };
+            let dp = upf_xdp::XdpDatapath::attach(&opts)
+                .map_err(|e| CliError::Failed(format!("XDP datapath: {e}")))?;
+            tracing::info!(
+                "user plane: XDP fast path on {} (N3) and {} (N6)",
+                opts.n3_iface,
+                opts.n6_iface
+            );
+            Ok(Box::new(dp))
         }
         DatapathArg::Tun => {
             if !has_cap(CAP_NET_ADMIN) {
@@ -102,13 +123,48 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                     "--datapath tun needs CAP_NET_ADMIN (run as root)".into(),
                 ));
             }
-            Err(CliError::Failed(
-                "the TUN datapath (upf::userspace) is not wired into this build yet; \
-                 use --datapath none"
-                    .into(),
-            ))
+            let opts = upf::userspace::TunOptions {
+                netns: None,
+                n3_addr: n3_ip(args)?,
+                tun_name: args.tun_name.clone(),
+                ue_pool: args.ue_pool,
+            };
+            let dp = upf::userspace::TunDatapath::start(&opts)
+                .map_err(|e| CliError::Failed(format!("TUN datapath: {e}")))?;
+            tracing::info!(
+                "user plane: sockets/TUN path, GTP-U on {}:2152, UE pool {}/{} into {}",
+                opts.n3_addr,
+                opts.ue_pool.0,
+                opts.ue_pool.1,
+                opts.tun_name
+            );
+            Ok(Box::new(dp))
         }
     }
+}
+
+/// The N3 address as IPv4 (exit 2 otherwise).
+fn n3_ip(args: &UpfArgs) -> Result<Ipv4Addr, CliError> {
+    match args.n3 {
+        SocketAddr::V4(a) => Ok(*a.ip()),
+        SocketAddr::V6(_) => Err(CliError::Usage(
+            "--n3: an IPv4 address is needed (N3 is IPv4 here)".into(),
+        )),
+    }
+}
+
+/// `ADDR/LEN` of an IPv4 pool.
+fn parse_pool(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (a, l) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s}: expected ADDR/LEN"))?;
+    let addr: Ipv4Addr = a.parse().map_err(|_| format!("{a}: not an IPv4 address"))?;
+    let len: u8 = l
+        .parse()
+        .ok()
+        .filter(|l| (1..=32).contains(l))
+        .ok_or_else(|| format!("{l}: prefix length must be 1 to 32"))?;
+    Ok((addr, len))
 }
 
 /// Checks the flags that need no system access.

@@ -3,9 +3,11 @@
 //! - [`amf`]: the AMF; for now its N2 side for non-UE-associated signalling.
 //! - [`ausf`]: the AUSF, 5G AKA (Nausf_UEAuthentication).
 //! - [`udm`]: the UDM (Nudm_UEAU, Nudm_UECM, Nudm_SDM) with its SIDF.
+//! - [`smf`]: the SMF (Nsmf_PDUSession SM contexts, N4 towards the UPF).
 //! - [`state`]: where per-UE state lives, per-worker shards or one locked map.
 
 pub mod amf;
 pub mod ausf;
+pub mod smf;
 pub mod state;
 pub mod udm;

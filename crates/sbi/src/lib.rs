@@ -1,6 +1,7 @@
 //! steer5g Service Based Interface: the wire layer the AMF, AUSF and UDM use to talk to each
 //! other.
 //!
+//! - [`multipart`]: `multipart/related` bodies carrying N1/N2 binary parts beside JSON.
 //! - [`model`]: serde models of the Nausf_UEAuthentication, Nudm_UEAU, Nudm_UECM and Nudm_SDM
 //!   bodies, hand-written after the Rel-18 OpenAPI files and checked against them in tests.
 //! - [`problem`]: `application/problem+json` errors with the 3GPP causes, and the AMF's map
@@ -17,6 +18,7 @@
 pub mod client;
 pub mod discovery;
 pub mod model;
+pub mod multipart;
 pub mod paths;
 pub mod pool;
 pub mod problem;

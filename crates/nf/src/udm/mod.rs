@@ -28,10 +28,11 @@ use http::StatusCode;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use sbi::model::{
-    AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, AuthEvent, AuthType,
-    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, DnnInfo,
-    HexBytes, Nssai, ProblemDetails, ResynchronizationInfo, SmfSelectionSubscriptionData, Snssai,
-    SnssaiInfo,
+    AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, Arp, AuthEvent, AuthType,
+    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
+    DnnConfiguration, DnnInfo, HexBytes, Nssai, PduSessionTypes, PreemptCap, PreemptVuln,
+    ProblemDetails, ResynchronizationInfo, SessionManagementSubscriptionData,
+    SmfSelectionSubscriptionData, Snssai, SnssaiInfo, SscModes, SubscribedDefaultQos,
 };
 use sbi::paths::{resolve, Route};
 use sbi::server::parse_json;
@@ -240,6 +241,14 @@ where
 
     /// A request from the SBI server.
     pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
+        if let Some((supi, query)) = sm_data_supi(&req) {
+            // A read of the subscriber store only: any worker may answer it.
+            let response = match self.sm_data(&supi, query.as_deref()) {
+                Ok(r) => r,
+                Err(p) => SbiResponse::problem(&p),
+            };
+            return self.respond(req_id, response);
+        }
         let m = match resolve(UDM_ROUTES, &req.method, &req.path) {
             Ok(m) => m,
             Err(p) => return self.problem(req_id, p),
@@ -554,6 +563,85 @@ where
             }
             _ => Err(ProblemDetails::resource_not_found(&req.path)),
         }
+    }
+}
+
+/// The SUPI and query of a GET `/nudm-sdm/v2/{supi}/sm-data` (TS 29.503 §6.1.3.7), if `req`
+/// is one. The query may also trail the path, as in an `Action::Call` path.
+fn sm_data_supi(req: &SbiRequest) -> Option<(String, Option<String>)> {
+    if req.method != http::Method::GET {
+        return None;
+    }
+    let (path, query) = match req.path.split_once('?') {
+        Some((p, q)) => (p, Some(q.to_owned())),
+        None => (req.path.as_str(), req.query.clone()),
+    };
+    let supi = path
+        .strip_prefix("/nudm-sdm/v2/")?
+        .strip_suffix("/sm-data")?;
+    (!supi.is_empty() && !supi.contains('/')).then(|| (supi.to_owned(), query))
+}
+
+/// Session AMBR of every DNN: the store has no per-DNN column, so 1 Gbit/s each way.
+pub const SESSION_AMBR_BPS: u64 = 1_000_000_000;
+/// 5QI of every default QoS flow: 9, the non-GBR default of TS 23.501 table 5.7.4-1.
+pub const DEFAULT_5QI: u8 = 9;
+/// ARP priority level of the default QoS flow.
+pub const DEFAULT_ARP: u8 = 8;
+
+impl<M, Q> Udm<M, Q>
+where
+    M: ContextMap<String, UeRecord>,
+    Q: ContextMap<(), SqnShard>,
+{
+    /// GET sm-data: one `SessionManagementSubscriptionData` per subscribed slice, each with
+    /// every subscribed DNN (or only the `dnn` of the query).
+    /// Session AMBR [`SESSION_AMBR_BPS`] each way, 5QI [`DEFAULT_5QI`], ARP [`DEFAULT_ARP`].
+    #[allow(clippy::result_large_err)]
+    fn sm_data(&self, supi: &str, query: Option<&str>) -> Result<SbiResponse, ProblemDetails> {
+        let sub = self.subscriber(supi)?;
+        let want = query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .find_map(|kv| kv.strip_prefix("dnn="));
+        let conf = DnnConfiguration {
+            pdu_session_types: PduSessionTypes {
+                default_session_type: Some("IPV4".into()),
+                allowed_session_types: Some(vec!["IPV4".into()]),
+            },
+            ssc_modes: SscModes {
+                default_ssc_mode: "SSC_MODE_1".into(),
+            },
+            qos_profile: Some(SubscribedDefaultQos {
+                five_qi: DEFAULT_5QI,
+                arp: Arp {
+                    priority_level: DEFAULT_ARP,
+                    preempt_cap: PreemptCap::NotPreempt,
+                    preempt_vuln: PreemptVuln::Preemptable,
+                },
+            }),
+            session_ambr: Some(Ambr {
+                uplink: bit_rate(SESSION_AMBR_BPS),
+                downlink: bit_rate(SESSION_AMBR_BPS),
+            }),
+        };
+        let dnns: BTreeMap<String, DnnConfiguration> = sub
+            .dnns
+            .iter()
+            .filter(|d| want.is_none_or(|w| w == d.as_str()))
+            .map(|d| (d.clone(), conf.clone()))
+            .collect();
+        let list: Vec<SessionManagementSubscriptionData> = sub
+            .slices
+            .iter()
+            .map(|s| SessionManagementSubscriptionData {
+                single_nssai: snssai(s),
+                // A DNN the subscriber lacks leaves the slice without configurations, so
+                // that the SMF can tell "not subscribed" from "unknown subscriber".
+                dnn_configurations: (!dnns.is_empty()).then(|| dnns.clone()),
+            })
+            .collect();
+        Ok(SbiResponse::json(StatusCode::OK, &list))
     }
 }
 

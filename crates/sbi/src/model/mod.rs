@@ -8,6 +8,7 @@
 
 mod ausf;
 mod common;
+mod smf;
 mod udm;
 
 pub use ausf::{
@@ -17,6 +18,14 @@ pub use ausf::{
 pub use common::{
     Ambr, Guami, HexBytes, HexError, InvalidParam, Link, LinksValue, PlmnId, PlmnIdNid,
     ProblemDetails, RatType, Snssai,
+};
+pub use smf::{
+    Arp, DnnConfiguration, N1MessageContainer, N1N2MessageTransferReqData,
+    N1N2MessageTransferRspData, N2InfoContainer, N2InfoContent, N2SmInformation, PduSessionTypes,
+    PreemptCap, PreemptVuln, RefToBinaryData, SessionManagementSubscriptionData,
+    SmContextCreateData, SmContextCreateError, SmContextCreatedData, SmContextReleaseData,
+    SmContextUpdateData, SmContextUpdateError, SmContextUpdatedData, SscModes,
+    SubscribedDefaultQos,
 };
 pub use udm::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthEvent, AuthType,

@@ -1,0 +1,1371 @@
+//! The SMF as a sans-IO state machine: Nsmf_PDUSession CreateSMContext, UpdateSMContext and
+//! ReleaseSMContext (TS 29.502 §5.2.2.2–§5.2.2.4) for the UE-requested PDU session
+//! establishment of TS 23.502 §4.3.2.2.1, with N4 towards one UPF (TS 29.244).
+//!
+//! One [`Smf`] runs per worker. SBI requests come in with [`Smf::handle_request`], replies to
+//! its own SBI calls with [`Smf::handle_reply`], PFCP datagrams with [`Smf::handle_pfcp`];
+//! everything it wants done goes out through [`Smf::poll_action`]. It owns no socket, timer
+//! or thread: PFCP retransmission (T1/N1) is the runtime's, which reports a request that was
+//! never answered with [`Smf::pfcp_timeout`].
+//!
+//! Establishment, step numbers of TS 23.502 figure 4.3.2.2.1-1:
+//! 1. (3) CreateSMContext: multipart JSON `SmContextCreateData` + N1 PDU Session Establishment
+//!    Request. DNN, slice and PDU session type are checked here; a refusal is a 403 with
+//!    `SmContextCreateError` and an N1 PDU Session Establishment Reject (TS 24.501 §6.4.1.4).
+//! 2. (4) Nudm_SDM_Get sm-data: session AMBR, default 5QI and ARP.
+//! 3. A UE IPv4 address from this worker's share of the DNN's pool (#26 when exhausted).
+//! 4. (10a) PFCP Session Establishment: UL PDR (CHOOSE F-TEID, outer header removal) → FAR
+//!    forward to core; DL PDR (UE IP) → FAR buffer; QER gate open with the session AMBR as
+//!    MBR; URR on volume.
+//! 5. (5) 201 `SmContextCreatedData`, then (11) Namf_Communication N1N2MessageTransfer with
+//!    the N1 PDU Session Establishment Accept and the N2 PDU Session Resource Setup Request
+//!    Transfer.
+//! 6. (15–16) UpdateSMContext with `PDU_RES_SETUP_RSP`: the gNB's F-TEID → PFCP Session
+//!    Modification (DL FAR forwards with an outer header) → 200 `upCnxState: ACTIVATED`.
+//!
+//! Release: ReleaseSMContext → PFCP Session Deletion → 204; a UE-requested release (N1 PDU
+//! Session Release Request in UpdateSMContext, TS 23.502 §4.3.4.2) → PFCP Session Deletion
+//! → 200 with the N1 PDU Session Release Command and the N2 Release Command Transfer.
+//!
+//! # Ownership
+//!
+//! SM context refs and CP SEIDs carry the worker that created them in their top 16 bits
+//! ([`owner_of_sm_context_ref`], [`owner_of_seid`]), so the SBI and PFCP transports can steer
+//! later messages to the owner without a table. In the sharded mode a request for a context
+//! of another worker is handed over ([`Action::Forward`]); in the locked baseline every worker
+//! sees every context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
+//! that made them: replies come back to their sender.
+
+pub mod n2;
+pub mod nas;
+pub mod pool;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use pfcp::ie::{FTeid, NodeId};
+use pfcp::message::{SessionEstablishmentRequest, SessionModificationRequest};
+use pfcp::{Cause as PfcpCause, Message, PfcpMessage};
+use sbi::model::{
+    N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
+    N2SmInformation, ProblemDetails, RefToBinaryData, SessionManagementSubscriptionData,
+    SmContextCreateData, SmContextCreateError, SmContextCreatedData, SmContextUpdateData,
+    SmContextUpdatedData, Snssai,
+};
+use sbi::multipart::{self, Part};
+use sbi::problem::Cause;
+use sbi::server::decode_json;
+use sbi::{NfType, SbiRequest, SbiResponse};
+use serde::Serialize;
+use steer::{WorkerId, Workers};
+use thiserror::Error;
+use upf::requests::{self, SessionSpec, UL_PDR};
+
+use crate::state::ContextMap;
+use nas::GsmCause;
+use pool::Ipv4Range;
+
+/// `{apiRoot}/nsmf-pdusession/v1` (TS29502_Nsmf_PDUSession.yaml `servers`).
+pub const NSMF_PDUSESSION: &str = "/nsmf-pdusession/v1";
+/// `{apiRoot}/namf-comm/v1` (TS29518_Namf_Communication.yaml `servers`).
+pub const NAMF_COMM: &str = "/namf-comm/v1";
+/// `{apiRoot}/nudm-sdm/v2`.
+pub const NUDM_SDM: &str = "/nudm-sdm/v2";
+
+/// Content-Id of the N1 part in the bodies the SMF builds.
+pub const N1_ID: &str = "n1SmMsg";
+/// Content-Id of the N2 part.
+pub const N2_ID: &str = "n2SmInfo";
+
+/// Bits of an SM context ref or CP SEID below the worker field.
+const WORKER_SHIFT: u32 = 48;
+const COUNTER_MASK: u64 = (1 << WORKER_SHIFT) - 1;
+
+/// The worker in the top 16 bits of an SM context ref (16 hex digits) or `None` if `r` is not
+/// one of ours.
+pub fn owner_of_sm_context_ref(r: &str) -> Option<WorkerId> {
+    parse_ref(r).map(|v| WorkerId((v >> WORKER_SHIFT) as u16))
+}
+
+/// The worker in the top 16 bits of a CP SEID.
+pub fn owner_of_seid(seid: u64) -> WorkerId {
+    WorkerId((seid >> WORKER_SHIFT) as u16)
+}
+
+fn parse_ref(r: &str) -> Option<u64> {
+    if r.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(r, 16).ok()
+}
+
+fn format_ref(v: u64) -> String {
+    format!("{v:016x}")
+}
+
+/// Errors of the N1/N2 helpers.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum SmError {
+    /// An N1 SM container that does not decode or is not the expected message.
+    #[error("N1 SM: {0}")]
+    N1(String),
+    /// N2 SM information that does not decode.
+    #[error("N2 SM: {0}")]
+    N2(String),
+    /// A message could not be encoded (a value out of range).
+    #[error("encoding: {0}")]
+    Encode(String),
+}
+
+/// A DNN this SMF serves and the IPv4 pool of its UEs.
+#[derive(Debug, Clone)]
+pub struct DnnPool {
+    /// The DNN.
+    pub dnn: String,
+    /// Pool network.
+    pub net: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix_len: u8,
+}
+
+/// How one SMF worker is set up.
+#[derive(Debug, Clone)]
+pub struct SmfConfig {
+    /// This worker.
+    pub worker: WorkerId,
+    /// All workers.
+    pub workers: Workers,
+    /// `scheme://host:port` of this SMF, for `Location`.
+    pub api_root: String,
+    /// The SMF's PFCP Node ID.
+    pub node_id: NodeId,
+    /// The SMF's PFCP address (CP F-SEID).
+    pub pfcp_ip: Ipv4Addr,
+    /// The UPF's PFCP address.
+    pub upf: SocketAddr,
+    /// Served DNNs.
+    pub dnns: Vec<DnnPool>,
+    /// Served slices.
+    pub slices: Vec<Snssai>,
+    /// URR volume threshold, octets.
+    pub urr_volume_threshold: u64,
+}
+
+/// Where an SM context is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmState {
+    /// Waiting for the subscription (Nudm_SDM).
+    Subscription,
+    /// Waiting for the PFCP Session Establishment Response.
+    Establishing,
+    /// User plane set up on the UPF, waiting for the NG-RAN's tunnel (`ACTIVATING`).
+    Activating,
+    /// PFCP Session Modification with the gNB's F-TEID under way.
+    Modifying,
+    /// Downlink forwards to the gNB (`ACTIVATED`).
+    Active,
+    /// PFCP Session Deletion under way.
+    Releasing,
+}
+
+/// One PDU session's context.
+#[derive(Debug, Clone)]
+pub struct SmContext {
+    /// The UE.
+    pub supi: String,
+    /// PDU session id.
+    pub psi: u8,
+    /// PTI of the establishment.
+    pub pti: u8,
+    /// DNN.
+    pub dnn: String,
+    /// Slice.
+    pub snssai: Snssai,
+    /// The UE's address once allocated.
+    pub ue_ip: Option<Ipv4Addr>,
+    /// CP SEID (ours; equal to the SM context ref).
+    pub cp_seid: u64,
+    /// Octets the UPF reported in usage reports (TS 29.244 §7.5.8.2).
+    pub reported_octets: u64,
+    /// UP SEID (the UPF's).
+    pub up_seid: Option<u64>,
+    /// The UPF's N3 end (TEID, address).
+    pub ul_tunnel: Option<(u32, Ipv4Addr)>,
+    /// The gNB's N3 end.
+    pub dl_tunnel: Option<(u32, Ipv4Addr)>,
+    /// Session AMBR (uplink, downlink), bit/s.
+    pub ambr_bps: (u64, u64),
+    /// Default QoS flow's 5QI.
+    pub five_qi: u8,
+    /// Its ARP priority level.
+    pub arp_priority: u8,
+    /// State.
+    pub state: SmState,
+}
+
+/// A request handed to the worker owning its SM context; pass it to
+/// [`Smf::handle_forwarded`].
+#[derive(Debug, Clone)]
+pub struct Forwarded(SbiRequest);
+
+/// Work the SMF hands to its runtime.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Action {
+    /// Answer request `req_id`.
+    Respond {
+        /// The request.
+        req_id: u64,
+        /// The answer.
+        response: SbiResponse,
+    },
+    /// Hand the request to worker `to` ([`Smf::handle_forwarded`]).
+    Forward {
+        /// The owner.
+        to: WorkerId,
+        /// The request.
+        req_id: u64,
+        /// What to hand over.
+        request: Forwarded,
+    },
+    /// Send an SBI request and report the reply with [`Smf::handle_reply`] under `call_id`;
+    /// a transport failure or timeout is a reply with status 504 and no body.
+    Call {
+        /// Identifies the reply.
+        call_id: u64,
+        /// Which NF.
+        nf: NfType,
+        /// HTTP method.
+        method: Method,
+        /// Path, with the query if any, without the authority.
+        path: String,
+        /// `Content-Type` of `body`.
+        content_type: &'static str,
+        /// Body (empty for GET).
+        body: Bytes,
+    },
+    /// Send a PFCP message to `to` from this worker's own PFCP socket: each worker numbers
+    /// its requests on its own, so workers sharing a source address and port would collide
+    /// in the UPF's duplicate detection (TS 29.244 §6.4). The runtime retransmits requests
+    /// and reports one never answered with [`Smf::pfcp_timeout`] and its sequence number.
+    Pfcp {
+        /// The UPF.
+        to: SocketAddr,
+        /// Sequence number of the request.
+        sequence: u32,
+        /// The message.
+        bytes: Vec<u8>,
+    },
+    /// Send a PFCP response to `to` (the UPF's request is answered once: the UPF
+    /// retransmits, and a duplicate gets the same answer again from the SMF).
+    PfcpResponse {
+        /// The UPF.
+        to: SocketAddr,
+        /// The message.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Counters of one SMF worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmfStats {
+    /// SM contexts created (201).
+    pub created: u64,
+    /// Establishments rejected with an N1 reject.
+    pub rejected: u64,
+    /// Sessions whose user plane reached ACTIVATED.
+    pub activated: u64,
+    /// Sessions released.
+    pub released: u64,
+    /// N1N2MessageTransfers the AMF accepted.
+    pub n1n2_sent: u64,
+    /// N1N2MessageTransfers that failed.
+    pub n1n2_failed: u64,
+    /// Requests for a context of another worker.
+    pub misrouted: u64,
+    /// PFCP messages that answered no outstanding request.
+    pub stray_pfcp: u64,
+    /// Usage reports received in Session Report Requests.
+    pub usage_reports: u64,
+}
+
+#[derive(Debug)]
+enum Pending {
+    SmData { req_id: u64, sm_ref: u64 },
+    N1N2 { sm_ref: u64 },
+}
+
+#[derive(Debug)]
+enum PfcpPending {
+    Association,
+    Establish {
+        req_id: u64,
+        sm_ref: u64,
+    },
+    Modify {
+        req_id: u64,
+        sm_ref: u64,
+    },
+    Delete {
+        req_id: Option<u64>,
+        sm_ref: u64,
+        ue_release: Option<u8>,
+    },
+}
+
+/// Why an establishment failed: the 5GSM cause for the UE and the SBI error for the AMF
+/// (TS 29.502 §6.1.3.2.3.1 table 6.1.3.2.3.1-3 for the application errors).
+struct Refusal {
+    gsm: GsmCause,
+    status: u16,
+    cause: &'static str,
+    detail: String,
+}
+
+impl Refusal {
+    fn new(gsm: GsmCause, status: u16, cause: &'static str, detail: impl Into<String>) -> Self {
+        Refusal {
+            gsm,
+            status,
+            cause,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// One SMF worker; `M` holds the SM contexts by ref ([`crate::state::ShardMap`] per worker
+/// or clones of one [`crate::state::LockedMap`]).
+pub struct Smf<M> {
+    cfg: SmfConfig,
+    contexts: M,
+    pools: HashMap<String, Ipv4Range>,
+    next_ref: u64,
+    recovery: u32,
+    next_call: u64,
+    next_seq: u32,
+    pending: HashMap<u64, Pending>,
+    pfcp: HashMap<u32, PfcpPending>,
+    associated: bool,
+    actions: VecDeque<Action>,
+    stats: SmfStats,
+}
+
+impl<M> std::fmt::Debug for Smf<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Smf")
+            .field("worker", &self.cfg.worker)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn route(path: &str) -> Option<(Option<&str>, &str)> {
+    let rest = path
+        .strip_prefix(NSMF_PDUSESSION)?
+        .strip_prefix("/sm-contexts")?;
+    if rest.is_empty() {
+        return Some((None, ""));
+    }
+    let (r, op) = rest.strip_prefix('/')?.split_once('/')?;
+    Some((Some(r), op))
+}
+
+fn json_bytes<T: Serialize>(t: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(t).unwrap_or_default())
+}
+
+fn problem(status: u16, cause: &str, detail: impl Into<String>) -> ProblemDetails {
+    let mut p = ProblemDetails::from_cause(Cause::Other(cause.to_owned()), detail);
+    p.status = Some(status);
+    p
+}
+
+/// Parses a TS 29.571 `BitRate` (`"1 Gbps"`, `"2.5 Mbps"`) into bit/s.
+pub fn parse_bit_rate(s: &str) -> Option<u64> {
+    let (num, unit) = s.trim().split_once(' ')?;
+    let mult: u64 = match unit {
+        "bps" => 1,
+        "Kbps" => 1_000,
+        "Mbps" => 1_000_000,
+        "Gbps" => 1_000_000_000,
+        "Tbps" => 1_000_000_000_000,
+        _ => return None,
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut v = int.parse::<u64>().ok()?.checked_mul(mult)?;
+    let mut scale = mult;
+    for d in frac.bytes() {
+        scale /= 10;
+        v = v.checked_add(u64::from(d - b'0').checked_mul(scale)?)?;
+    }
+    Some(v)
+}
+
+impl<M: ContextMap<u64, SmContext>> Smf<M> {
+    /// An SMF worker.
+    pub fn new(cfg: SmfConfig, contexts: M) -> Self {
+        let pools = cfg
+            .dnns
+            .iter()
+            .map(|d| {
+                (
+                    d.dnn.clone(),
+                    Ipv4Range::share(d.net, d.prefix_len, cfg.worker.0, cfg.workers.count()),
+                )
+            })
+            .collect();
+        Smf {
+            cfg,
+            contexts,
+            pools,
+            next_ref: 1,
+            recovery: 0,
+            next_call: 1,
+            next_seq: 1,
+            pending: HashMap::new(),
+            pfcp: HashMap::new(),
+            associated: false,
+            actions: VecDeque::new(),
+            stats: SmfStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SmfStats {
+        self.stats
+    }
+
+    /// The next piece of work.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// A copy of the context of `sm_ref` (tests, CLI).
+    pub fn context(&mut self, sm_ref: &str) -> Option<SmContext> {
+        let r = parse_ref(sm_ref)?;
+        self.contexts.with(&r, |c| c.cloned())
+    }
+
+    /// Number of SM contexts this worker sees.
+    pub fn context_count(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// Addresses of `dnn` this worker has handed out.
+    pub fn addresses_in_use(&self, dnn: &str) -> usize {
+        self.pools.get(dnn).map_or(0, Ipv4Range::in_use)
+    }
+
+    /// Whether the PFCP association with the UPF is up.
+    pub fn associated(&self) -> bool {
+        self.associated
+    }
+
+    /// Starts the PFCP association with the UPF (TS 29.244 §6.2.6).
+    pub fn associate(&mut self, recovery_time_stamp: u32) {
+        self.recovery = recovery_time_stamp;
+        let m = requests::association_setup(self.cfg.node_id.clone(), recovery_time_stamp);
+        self.send_pfcp(None, m, PfcpPending::Association);
+    }
+
+    fn respond(&mut self, req_id: u64, response: SbiResponse) {
+        self.actions.push_back(Action::Respond { req_id, response });
+    }
+
+    fn problem(&mut self, req_id: u64, p: ProblemDetails) {
+        self.respond(req_id, SbiResponse::problem(&p));
+    }
+
+    fn multipart_response(status: StatusCode, parts: &[Part]) -> SbiResponse {
+        match multipart::encode(parts) {
+            Ok(body) => SbiResponse {
+                status,
+                headers: http::HeaderMap::new(),
+                body,
+                content_type: Some(multipart::CONTENT_TYPE),
+            },
+            Err(e) => SbiResponse::problem(&ProblemDetails::unspecified_nf_failure(e.to_string())),
+        }
+    }
+
+    fn call(
+        &mut self,
+        nf: NfType,
+        method: Method,
+        path: String,
+        ct: &'static str,
+        body: Bytes,
+        p: Pending,
+    ) {
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.pending.insert(call_id, p);
+        self.actions.push_back(Action::Call {
+            call_id,
+            nf,
+            method,
+            path,
+            content_type: ct,
+            body,
+        });
+    }
+
+    fn send_pfcp(&mut self, seid: Option<u64>, m: Message, p: PfcpPending) {
+        // Sequence numbers are 24 bits (TS 29.244 §7.2.2.2).
+        let sequence = self.next_seq & 0x00ff_ffff;
+        self.next_seq = (self.next_seq + 1) & 0x00ff_ffff;
+        self.pfcp.insert(sequence, p);
+        let bytes = PfcpMessage::new(sequence, seid, m).emit();
+        self.actions.push_back(Action::Pfcp {
+            to: self.cfg.upf,
+            sequence,
+            bytes,
+        });
+    }
+
+    /// A request from the SBI server.
+    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
+        if let Some((Some(r), _)) = route(&req.path) {
+            if !M::SHARED {
+                if let Some(owner) = owner_of_sm_context_ref(r) {
+                    if owner != self.cfg.worker && self.cfg.workers.contains(owner) {
+                        self.stats.misrouted += 1;
+                        self.actions.push_back(Action::Forward {
+                            to: owner,
+                            req_id,
+                            request: Forwarded(req),
+                        });
+                        return;
+                    }
+                }
+            }
+        }
+        self.dispatch(req_id, req);
+    }
+
+    /// A request another worker handed over with [`Action::Forward`].
+    pub fn handle_forwarded(&mut self, req_id: u64, fwd: Forwarded) {
+        self.dispatch(req_id, fwd.0);
+    }
+
+    fn dispatch(&mut self, req_id: u64, req: SbiRequest) {
+        let Some((r, op)) = route(&req.path) else {
+            return self.problem(req_id, ProblemDetails::resource_not_found(&req.path));
+        };
+        if req.method != Method::POST {
+            return self.problem(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+        }
+        let found = r
+            .and_then(parse_ref)
+            .map(|v| (v, self.contexts.with(&v, |c| c.is_some())));
+        match (r, op, found) {
+            (None, _, _) => self.create(req_id, &req),
+            (Some(_), "modify", Some((v, true))) => self.update(req_id, v, &req),
+            (Some(_), "release", Some((v, true))) => self.release(req_id, v),
+            (Some(r), "modify" | "release", _) => self.problem(
+                req_id,
+                ProblemDetails::context_not_found(format!("no SM context {r}")),
+            ),
+            _ => self.problem(req_id, ProblemDetails::resource_not_found(&req.path)),
+        }
+    }
+
+    /// The JSON root and binary parts of a request body (multipart or plain JSON).
+    #[allow(clippy::result_large_err)]
+    fn parts(req: &SbiRequest) -> Result<(Bytes, Vec<Part>), ProblemDetails> {
+        let ct = req.content_type.as_deref().unwrap_or("");
+        if ct.to_ascii_lowercase().starts_with("multipart/") {
+            let parts = multipart::decode(ct, &req.body)
+                .map_err(|e| ProblemDetails::invalid_msg_format(e.to_string()))?;
+            let json = multipart::json_part(&parts)
+                .map(|p| p.body.clone())
+                .ok_or_else(|| ProblemDetails::invalid_msg_format("no JSON part"))?;
+            Ok((json, parts))
+        } else {
+            Ok((req.body.clone(), Vec::new()))
+        }
+    }
+
+    /// CreateSMContext (TS 29.502 §5.2.2.2.1).
+    fn create(&mut self, req_id: u64, req: &SbiRequest) {
+        let (json, parts) = match Self::parts(req) {
+            Ok(x) => x,
+            Err(p) => return self.problem(req_id, p),
+        };
+        let data: SmContextCreateData = match decode_json(&json) {
+            Ok(d) => d,
+            Err(p) => return self.problem(req_id, p),
+        };
+        let Some(supi) = data.supi.clone() else {
+            return self.problem(req_id, ProblemDetails::mandatory_ie_missing("/supi"));
+        };
+        let Some(n1_ref) = &data.n1_sm_msg else {
+            return self.problem(req_id, ProblemDetails::mandatory_ie_missing("/n1SmMsg"));
+        };
+        let Some(n1) = multipart::find_part(&parts, &n1_ref.content_id) else {
+            return self.problem(
+                req_id,
+                ProblemDetails::mandatory_ie_incorrect("/n1SmMsg", "no part with this Content-Id"),
+            );
+        };
+        let est = match nas::establishment_request(&n1.body) {
+            Ok(e) => e,
+            // TS 29.502 table 6.1.3.2.3.1-3: N1_SM_ERROR for an N1 SM message in error.
+            Err(e) => return self.problem(req_id, problem(403, "N1_SM_ERROR", e.to_string())),
+        };
+        let psi = data.pdu_session_id.unwrap_or(est.psi);
+        let refuse = |s: &mut Self, r: Refusal| s.refuse(req_id, psi, est.pti, r);
+        // TS 24.501 §6.4.1.2: IPv4 only here; IPv4v6 gets IPv4 (the UE learns it from the
+        // selected PDU session type); anything else is #28.
+        match est.pdu_type {
+            None | Some(1) | Some(3) => {}
+            Some(t) => {
+                return refuse(
+                    self,
+                    Refusal::new(
+                        GsmCause::UnknownPduSessionType,
+                        403,
+                        "PDUTYPE_NOT_SUPPORTED",
+                        format!("PDU session type {t} not supported"),
+                    ),
+                )
+            }
+        }
+        let dnn = data.dnn.clone().unwrap_or_default();
+        if !self.pools.contains_key(&dnn) {
+            return refuse(
+                self,
+                Refusal::new(
+                    GsmCause::MissingOrUnknownDnn,
+                    403,
+                    "DNN_NOT_SUPPORTED",
+                    format!("DNN {dnn:?} not served"),
+                ),
+            );
+        }
+        let snssai = data.s_nssai.unwrap_or(Snssai { sst: 1, sd: None });
+        if !self.cfg.slices.contains(&snssai) {
+            return refuse(
+                self,
+                Refusal::new(
+                    GsmCause::MissingOrUnknownDnnInASlice,
+                    403,
+                    "SNSSAI_DENIED",
+                    format!("slice {} not served", snssai.to_key()),
+                ),
+            );
+        }
+        // The CP SEID is the SM context ref itself: one counter, one layout, and a Session
+        // Report from the UPF names its context directly.
+        let sm_ref = u64::from(self.cfg.worker.0) << WORKER_SHIFT | (self.next_ref & COUNTER_MASK);
+        self.next_ref = self.next_ref.wrapping_add(1);
+        let cp_seid = sm_ref;
+        self.contexts.insert(
+            sm_ref,
+            SmContext {
+                supi: supi.clone(),
+                psi,
+                pti: est.pti,
+                dnn: dnn.clone(),
+                snssai,
+                ue_ip: None,
+                cp_seid,
+                reported_octets: 0,
+                up_seid: None,
+                ul_tunnel: None,
+                dl_tunnel: None,
+                ambr_bps: (0, 0),
+                five_qi: 9,
+                arp_priority: 8,
+                state: SmState::Subscription,
+            },
+        );
+        // TS 29.503 §6.1.3.7: GET {supi}/sm-data with the DNN as a query parameter; the
+        // slice is matched here on the answer.
+        let path = format!("{NUDM_SDM}/{supi}/sm-data?dnn={dnn}");
+        self.call(
+            NfType::Udm,
+            Method::GET,
+            path,
+            multipart::JSON,
+            Bytes::new(),
+            Pending::SmData { req_id, sm_ref },
+        );
+    }
+
+    /// Answers CreateSMContext with a reject: `SmContextCreateError` and the N1 PDU Session
+    /// Establishment Reject (TS 29.502 §5.2.2.2.1: "including the N1 SM message").
+    fn refuse(&mut self, req_id: u64, psi: u8, pti: u8, r: Refusal) {
+        self.stats.rejected += 1;
+        let err = SmContextCreateError {
+            error: problem(r.status, r.cause, r.detail),
+            n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
+        };
+        let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::FORBIDDEN);
+        let response = match nas::establishment_reject(psi, pti, r.gsm) {
+            Ok(n1) => Self::multipart_response(
+                status,
+                &[
+                    Part::json(json_bytes(&err)),
+                    Part::binary(multipart::NAS_5G, N1_ID, n1),
+                ],
+            ),
+            Err(_) => SbiResponse::problem(&err.error),
+        };
+        self.respond(req_id, response);
+    }
+
+    /// Drops a context that never reached the UPF and refuses its creation.
+    fn abandon(&mut self, req_id: u64, sm_ref: u64, r: Refusal) {
+        let Some(ctx) = self.contexts.remove(&sm_ref) else {
+            // Released while being established: the creation still gets its answer.
+            return self.problem(req_id, problem(r.status, r.cause, r.detail));
+        };
+        if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
+            pool.release(ip);
+        }
+        self.refuse(req_id, ctx.psi, ctx.pti, r);
+    }
+
+    /// The reply to an SBI call.
+    pub fn handle_reply(&mut self, call_id: u64, status: StatusCode, body: &[u8]) {
+        match self.pending.remove(&call_id) {
+            Some(Pending::SmData { req_id, sm_ref }) => self.sm_data(req_id, sm_ref, status, body),
+            Some(Pending::N1N2 { sm_ref }) => {
+                if status.is_success() {
+                    self.stats.n1n2_sent += 1;
+                } else {
+                    // The UE cannot learn of its session: give the resources back.
+                    self.stats.n1n2_failed += 1;
+                    self.delete_session(None, sm_ref, None);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn sm_data(&mut self, req_id: u64, sm_ref: u64, status: StatusCode, body: &[u8]) {
+        let Some(ctx) = self.contexts.with(&sm_ref, |c| c.cloned()) else {
+            return self.released_meanwhile(req_id);
+        };
+        if !status.is_success() {
+            // The UDM refusing the subscriber is a refusal of the UE; the UDM failing or not
+            // answering (the runtime reports that as 504) is a network problem, and the UE
+            // may try again later.
+            let r = if status.is_client_error() {
+                Refusal::new(
+                    GsmCause::UserAuthenticationOrAuthorizationFailed,
+                    403,
+                    "SUBSCRIPTION_DENIED",
+                    format!("UDM answered {status}"),
+                )
+            } else {
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    504,
+                    "NETWORK_FAILURE",
+                    format!("UDM answered {status}"),
+                )
+            };
+            return self.abandon(req_id, sm_ref, r);
+        }
+        let list: Vec<SessionManagementSubscriptionData> = match decode_json(body) {
+            Ok(l) => l,
+            Err(p) => {
+                return self.abandon(
+                    req_id,
+                    sm_ref,
+                    Refusal::new(
+                        GsmCause::InsufficientResources,
+                        500,
+                        "UNSPECIFIED_NF_FAILURE",
+                        format!("sm-data: {}", p.detail.unwrap_or_default()),
+                    ),
+                )
+            }
+        };
+        let conf = list
+            .iter()
+            .filter(|s| s.single_nssai == ctx.snssai)
+            .find_map(|s| s.dnn_configurations.as_ref()?.get(&ctx.dnn).cloned());
+        let Some(conf) = conf else {
+            return self.abandon(
+                req_id,
+                sm_ref,
+                Refusal::new(
+                    GsmCause::MissingOrUnknownDnn,
+                    403,
+                    "DNN_DENIED",
+                    format!(
+                        "{} not subscribed in slice {}",
+                        ctx.dnn,
+                        ctx.snssai.to_key()
+                    ),
+                ),
+            );
+        };
+        // Without a subscribed session AMBR or QoS profile, TS 23.501 §5.7.2 leaves the
+        // values to local policy: 1 Gbit/s each way, 5QI 9, ARP 8.
+        let ambr = conf
+            .session_ambr
+            .as_ref()
+            .and_then(|a| Some((parse_bit_rate(&a.uplink)?, parse_bit_rate(&a.downlink)?)))
+            .unwrap_or((1_000_000_000, 1_000_000_000));
+        let (five_qi, arp) = conf
+            .qos_profile
+            .map_or((9, 8), |q| (q.five_qi, q.arp.priority_level));
+        let Some(ip) = self.pools.get_mut(&ctx.dnn).and_then(Ipv4Range::allocate) else {
+            return self.abandon(
+                req_id,
+                sm_ref,
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    500,
+                    "INSUFFICIENT_RESOURCES_SLICE_DNN",
+                    format!("IPv4 pool of {} exhausted", ctx.dnn),
+                ),
+            );
+        };
+        self.contexts.with(&sm_ref, |c| {
+            if let Some(c) = c {
+                c.ue_ip = Some(ip);
+                c.ambr_bps = ambr;
+                c.five_qi = five_qi;
+                c.arp_priority = arp;
+                c.state = SmState::Establishing;
+            }
+        });
+        let mut spec =
+            SessionSpec::new(self.cfg.node_id.clone(), ctx.cp_seid, self.cfg.pfcp_ip, ip);
+        // TS 29.244 §8.2.8: MBR in kbit/s.
+        spec.mbr_kbps = Some((ambr.0 / 1000, ambr.1 / 1000));
+        spec.volume_threshold = Some(self.cfg.urr_volume_threshold);
+        let est: SessionEstablishmentRequest = requests::establishment(&spec);
+        // §7.2.2.4.2: an establishment request carries SEID 0 in its header.
+        self.send_pfcp(
+            Some(0),
+            Message::SessionEstablishmentRequest(est),
+            PfcpPending::Establish { req_id, sm_ref },
+        );
+    }
+
+    /// A PFCP datagram from the UPF.
+    pub fn handle_pfcp(&mut self, bytes: &[u8]) {
+        let Ok(msg) = PfcpMessage::parse(bytes) else {
+            self.stats.stray_pfcp += 1;
+            return;
+        };
+        let sequence = msg.header.sequence;
+        let msg = match msg.message {
+            // §6.2.2: a heartbeat is answered with our recovery time stamp.
+            Message::HeartbeatRequest(_) => {
+                let hb = Message::HeartbeatResponse(pfcp::message::Heartbeat {
+                    recovery_time_stamp: self.recovery,
+                    unknown: Vec::new(),
+                });
+                return self.pfcp_response(sequence, None, hb);
+            }
+            Message::SessionReportRequest(r) => {
+                return self.session_report(sequence, msg.header.seid.unwrap_or(0), r)
+            }
+            m => m,
+        };
+        let Some(p) = self.pfcp.remove(&sequence) else {
+            self.stats.stray_pfcp += 1;
+            return;
+        };
+        match (p, msg) {
+            (PfcpPending::Association, Message::AssociationSetupResponse(a)) => {
+                self.associated = a.cause == Some(PfcpCause::REQUEST_ACCEPTED);
+            }
+            (
+                PfcpPending::Establish { req_id, sm_ref },
+                Message::SessionEstablishmentResponse(e),
+            ) => {
+                let ul = e
+                    .created_pdr
+                    .iter()
+                    .find(|c| c.pdr_id == UL_PDR)
+                    .and_then(|c| match c.f_teid {
+                        Some(FTeid::Assigned {
+                            teid,
+                            ipv4: Some(ip),
+                            ..
+                        }) => Some((teid, ip)),
+                        _ => None,
+                    });
+                match (e.cause, e.up_f_seid, ul) {
+                    (PfcpCause::REQUEST_ACCEPTED, Some(up), Some(ul)) => {
+                        self.established(req_id, sm_ref, up.seid, ul)
+                    }
+                    (cause, _, _) => self.abandon(
+                        req_id,
+                        sm_ref,
+                        Refusal::new(
+                            GsmCause::InsufficientResources,
+                            500,
+                            "INSUFFICIENT_RESOURCES_SLICE_DNN",
+                            format!("UPF refused the session: PFCP cause {}", cause.0),
+                        ),
+                    ),
+                }
+            }
+            (PfcpPending::Modify { req_id, sm_ref }, Message::SessionModificationResponse(m)) => {
+                if m.cause == PfcpCause::REQUEST_ACCEPTED {
+                    self.stats.activated += 1;
+                    self.contexts.with(&sm_ref, |c| {
+                        if let Some(c) = c {
+                            c.state = SmState::Active;
+                        }
+                    });
+                    let body = SmContextUpdatedData {
+                        up_cnx_state: Some("ACTIVATED".into()),
+                        ..Default::default()
+                    };
+                    self.respond(req_id, SbiResponse::json(StatusCode::OK, &body));
+                } else {
+                    self.contexts.with(&sm_ref, |c| {
+                        if let Some(c) = c {
+                            c.state = SmState::Activating;
+                        }
+                    });
+                    self.problem(
+                        req_id,
+                        problem(
+                            500,
+                            "UNSPECIFIED_NF_FAILURE",
+                            format!("UPF refused the modification: PFCP cause {}", m.cause.0),
+                        ),
+                    );
+                }
+            }
+            (
+                PfcpPending::Delete {
+                    req_id,
+                    sm_ref,
+                    ue_release,
+                },
+                Message::SessionDeletionResponse(_),
+            ) => {
+                // Whatever the cause, the UPF holds nothing more we could delete (§7.5.7.2:
+                // "session context not found" means it is already gone).
+                self.deleted(req_id, sm_ref, ue_release);
+            }
+            (p, _) => {
+                // The answer does not fit the request: treat it as no answer.
+                self.stats.stray_pfcp += 1;
+                self.pfcp_failed(p);
+            }
+        }
+    }
+
+    fn pfcp_response(&mut self, sequence: u32, seid: Option<u64>, m: Message) {
+        let bytes = PfcpMessage::new(sequence, seid, m).emit();
+        self.actions.push_back(Action::PfcpResponse {
+            to: self.cfg.upf,
+            bytes,
+        });
+    }
+
+    /// Session Report Request (TS 29.244 §7.5.8): count the usage, acknowledge it; an unknown
+    /// SEID is answered with "session context not found" (§7.5.9.1).
+    fn session_report(&mut self, sequence: u32, seid: u64, r: pfcp::message::SessionReportRequest) {
+        let octets: u64 = r
+            .usage_reports
+            .iter()
+            .filter_map(|u| u.volume.as_ref().and_then(|v| v.total))
+            .fold(0, u64::saturating_add);
+        let n = r.usage_reports.len() as u64;
+        let up = self.contexts.with(&seid, |c| {
+            let c = c?;
+            c.reported_octets = c.reported_octets.saturating_add(octets);
+            Some(c.up_seid)
+        });
+        let (cause, up_seid) = match up {
+            Some(up) => {
+                self.stats.usage_reports += n;
+                (PfcpCause::REQUEST_ACCEPTED, up)
+            }
+            None => (PfcpCause::SESSION_CONTEXT_NOT_FOUND, None),
+        };
+        // §7.2.2.4.2: the response carries the peer's SEID, 0 when the session is unknown.
+        let m = Message::SessionReportResponse(pfcp::message::SessionResponse::new(cause));
+        self.pfcp_response(sequence, Some(up_seid.unwrap_or(0)), m);
+    }
+
+    /// The runtime gave up on PFCP request `sequence` (N1 retransmissions unanswered).
+    pub fn pfcp_timeout(&mut self, sequence: u32) {
+        if let Some(p) = self.pfcp.remove(&sequence) {
+            self.pfcp_failed(p);
+        }
+    }
+
+    fn pfcp_failed(&mut self, p: PfcpPending) {
+        match p {
+            PfcpPending::Association => self.associated = false,
+            PfcpPending::Establish { req_id, sm_ref } => self.abandon(
+                req_id,
+                sm_ref,
+                // TS 29.502 table 6.1.3.2.3.1-3: 504 with the peer not answering.
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    504,
+                    "PEER_NOT_RESPONDING",
+                    "UPF did not answer",
+                ),
+            ),
+            PfcpPending::Modify { req_id, sm_ref } => {
+                self.contexts.with(&sm_ref, |c| {
+                    if let Some(c) = c {
+                        c.state = SmState::Activating;
+                    }
+                });
+                self.problem(
+                    req_id,
+                    problem(504, "PEER_NOT_RESPONDING", "UPF did not answer"),
+                );
+            }
+            // The UPF's state is unknown; ours goes regardless, as the AMF and UE go on.
+            PfcpPending::Delete {
+                req_id,
+                sm_ref,
+                ue_release,
+            } => self.deleted(req_id, sm_ref, ue_release),
+        }
+    }
+
+    fn established(&mut self, req_id: u64, sm_ref: u64, up_seid: u64, ul: (u32, Ipv4Addr)) {
+        let Some(ctx) = self.contexts.with(&sm_ref, |c| {
+            c.map(|c| {
+                c.up_seid = Some(up_seid);
+                c.ul_tunnel = Some(ul);
+                c.state = SmState::Activating;
+                c.clone()
+            })
+        }) else {
+            // Released while the UPF was setting up: undo that too.
+            self.send_pfcp(
+                Some(up_seid),
+                requests::deletion(),
+                PfcpPending::Delete {
+                    req_id: None,
+                    sm_ref,
+                    ue_release: None,
+                },
+            );
+            return self.released_meanwhile(req_id);
+        };
+        let (n1, n2) = match self.accept_messages(&ctx) {
+            Ok(x) => x,
+            Err(e) => {
+                self.problem(
+                    req_id,
+                    ProblemDetails::unspecified_nf_failure(e.to_string()),
+                );
+                return self.delete_session(None, sm_ref, None);
+            }
+        };
+        self.stats.created += 1;
+        let created = SmContextCreatedData {
+            pdu_session_id: Some(ctx.psi),
+            s_nssai: Some(ctx.snssai),
+            up_cnx_state: Some("ACTIVATING".into()),
+        };
+        let location = format!(
+            "{}{NSMF_PDUSESSION}/sm-contexts/{}",
+            self.cfg.api_root,
+            format_ref(sm_ref)
+        );
+        self.respond(req_id, SbiResponse::created(&location, &created));
+        // TS 23.502 §4.3.2.2.1 step 11: N1 accept and N2 setup request to the AMF.
+        let body = N1N2MessageTransferReqData {
+            n1_message_container: Some(N1MessageContainer {
+                n1_message_class: "SM".into(),
+                n1_message_content: RefToBinaryData::new(N1_ID),
+            }),
+            n2_info_container: Some(N2InfoContainer {
+                n2_information_class: "SM".into(),
+                sm_info: Some(N2SmInformation {
+                    pdu_session_id: ctx.psi,
+                    n2_info_content: Some(N2InfoContent {
+                        ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
+                        ngap_data: RefToBinaryData::new(N2_ID),
+                    }),
+                    s_nssai: Some(ctx.snssai),
+                }),
+            }),
+            pdu_session_id: Some(ctx.psi),
+        };
+        let parts = [
+            Part::json(json_bytes(&body)),
+            Part::binary(multipart::NAS_5G, N1_ID, n1),
+            Part::binary(multipart::NGAP, N2_ID, n2),
+        ];
+        match multipart::encode(&parts) {
+            Ok(bytes) => self.call(
+                NfType::Amf,
+                Method::POST,
+                format!("{NAMF_COMM}/ue-contexts/{}/n1-n2-messages", ctx.supi),
+                multipart::CONTENT_TYPE,
+                bytes,
+                Pending::N1N2 { sm_ref },
+            ),
+            Err(_) => {
+                self.stats.n1n2_failed += 1;
+                self.delete_session(None, sm_ref, None);
+            }
+        }
+    }
+
+    /// The answer to a creation whose context a ReleaseSMContext removed meanwhile.
+    fn released_meanwhile(&mut self, req_id: u64) {
+        self.problem(
+            req_id,
+            ProblemDetails::context_not_found("SM context released during its establishment"),
+        );
+    }
+
+    fn accept_messages(&self, ctx: &SmContext) -> Result<(Vec<u8>, Vec<u8>), SmError> {
+        let ip = ctx
+            .ue_ip
+            .ok_or_else(|| SmError::Encode("no UE address".into()))?;
+        let (teid, upf_ip) = ctx
+            .ul_tunnel
+            .ok_or_else(|| SmError::Encode("no UL tunnel".into()))?;
+        let n1 = nas::establishment_accept(&nas::AcceptSpec {
+            psi: ctx.psi,
+            pti: ctx.pti,
+            ue_ip: ip,
+            ambr_bps: ctx.ambr_bps,
+            five_qi: ctx.five_qi,
+            sst: ctx.snssai.sst,
+            sd: ctx.snssai.sd.map(|s| s.0),
+            dnn: &ctx.dnn,
+        })?;
+        let n2 = n2::setup_request_transfer(&n2::SetupRequest {
+            upf_ip,
+            ul_teid: teid,
+            ambr_bps: ctx.ambr_bps,
+            qfi: nas::DEFAULT_QFI,
+            five_qi: ctx.five_qi,
+            arp_priority: ctx.arp_priority,
+        })?;
+        Ok((n1, n2))
+    }
+
+    /// UpdateSMContext (TS 29.502 §5.2.2.3).
+    fn update(&mut self, req_id: u64, sm_ref: u64, req: &SbiRequest) {
+        let (json, parts) = match Self::parts(req) {
+            Ok(x) => x,
+            Err(p) => return self.problem(req_id, p),
+        };
+        let data: SmContextUpdateData = match decode_json(&json) {
+            Ok(d) => d,
+            Err(p) => return self.problem(req_id, p),
+        };
+        let part = |r: &Option<RefToBinaryData>| {
+            r.as_ref()
+                .and_then(|r| multipart::find_part(&parts, &r.content_id))
+                .map(|p| p.body.clone())
+        };
+        if let Some(n1) = part(&data.n1_sm_msg) {
+            return match nas::ue_sm(&n1) {
+                Ok(nas::UeSm::ReleaseRequest { pti }) => {
+                    self.delete_session(Some(req_id), sm_ref, Some(pti))
+                }
+                // §4.3.4.2 step 10: the context is already gone; nothing left to do.
+                Ok(nas::UeSm::ReleaseComplete) => self.respond(req_id, SbiResponse::no_content()),
+                Ok(nas::UeSm::Other(t)) => self.problem(
+                    req_id,
+                    problem(
+                        403,
+                        "N1_SM_ERROR",
+                        format!("5GSM message type {t:#04x} not handled"),
+                    ),
+                ),
+                Err(e) => self.problem(req_id, problem(403, "N1_SM_ERROR", e.to_string())),
+            };
+        }
+        match data.n2_sm_info_type.as_deref() {
+            Some("PDU_RES_SETUP_RSP") => {
+                let Some(n2) = part(&data.n2_sm_info) else {
+                    return self.problem(req_id, ProblemDetails::mandatory_ie_missing("/n2SmInfo"));
+                };
+                let dl = match n2::setup_response_transfer(&n2) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        return self.problem(req_id, problem(403, "N2_SM_ERROR", e.to_string()))
+                    }
+                };
+                let up_seid = self.contexts.with(&sm_ref, |c| {
+                    let c = c?;
+                    if c.state != SmState::Activating && c.state != SmState::Active {
+                        return None;
+                    }
+                    c.dl_tunnel = Some(dl);
+                    c.state = SmState::Modifying;
+                    c.up_seid
+                });
+                let Some(up_seid) = up_seid else {
+                    return self.problem(
+                        req_id,
+                        problem(
+                            400,
+                            "MANDATORY_IE_INCORRECT",
+                            "the SM context is not awaiting N2",
+                        ),
+                    );
+                };
+                let m: SessionModificationRequest = requests::forward_downlink(dl.0, dl.1);
+                self.send_pfcp(
+                    Some(up_seid),
+                    Message::SessionModificationRequest(m),
+                    PfcpPending::Modify { req_id, sm_ref },
+                );
+            }
+            Some(other) => self.problem(
+                req_id,
+                ProblemDetails::mandatory_ie_incorrect(
+                    "/n2SmInfoType",
+                    format!("{other} not handled"),
+                ),
+            ),
+            None => {
+                // Nothing to change: report the state as it is.
+                let st = self.contexts.with(&sm_ref, |c| c.map(|c| c.state));
+                let body = SmContextUpdatedData {
+                    up_cnx_state: Some(
+                        if st == Some(SmState::Active) {
+                            "ACTIVATED"
+                        } else {
+                            "ACTIVATING"
+                        }
+                        .into(),
+                    ),
+                    ..Default::default()
+                };
+                self.respond(req_id, SbiResponse::json(StatusCode::OK, &body));
+            }
+        }
+    }
+
+    /// ReleaseSMContext (TS 29.502 §5.2.2.4).
+    fn release(&mut self, req_id: u64, sm_ref: u64) {
+        self.delete_session(Some(req_id), sm_ref, None);
+    }
+
+    /// PFCP Session Deletion of `sm_ref`, or straight to [`Self::deleted`] when the UPF holds
+    /// nothing yet.
+    fn delete_session(&mut self, req_id: Option<u64>, sm_ref: u64, ue_release: Option<u8>) {
+        let up = self.contexts.with(&sm_ref, |c| {
+            let c = c?;
+            let up = c.up_seid;
+            c.state = SmState::Releasing;
+            Some(up)
+        });
+        match up {
+            Some(Some(seid)) => self.send_pfcp(
+                Some(seid),
+                requests::deletion(),
+                PfcpPending::Delete {
+                    req_id,
+                    sm_ref,
+                    ue_release,
+                },
+            ),
+            _ => self.deleted(req_id, sm_ref, ue_release),
+        }
+    }
+
+    fn deleted(&mut self, req_id: Option<u64>, sm_ref: u64, ue_release: Option<u8>) {
+        let ctx = self.contexts.remove(&sm_ref);
+        if let Some(ctx) = &ctx {
+            self.stats.released += 1;
+            if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
+                pool.release(ip);
+            }
+        }
+        let Some(req_id) = req_id else { return };
+        let response = match (ue_release, ctx) {
+            // TS 23.502 §4.3.4.2 step 3b: the N1 Release Command and the N2 Release Command
+            // Transfer go back in the update's answer.
+            (Some(pti), Some(ctx)) => {
+                let msgs = nas::release_command(ctx.psi, pti, GsmCause::RegularDeactivation)
+                    .and_then(|n1| Ok((n1, n2::release_command_transfer()?)));
+                match msgs {
+                    Ok((n1, n2)) => {
+                        let body = SmContextUpdatedData {
+                            n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
+                            n2_sm_info: Some(RefToBinaryData::new(N2_ID)),
+                            n2_sm_info_type: Some("PDU_RES_REL_CMD".into()),
+                            ..Default::default()
+                        };
+                        Self::multipart_response(
+                            StatusCode::OK,
+                            &[
+                                Part::json(json_bytes(&body)),
+                                Part::binary(multipart::NAS_5G, N1_ID, n1),
+                                Part::binary(multipart::NGAP, N2_ID, n2),
+                            ],
+                        )
+                    }
+                    Err(e) => {
+                        SbiResponse::problem(&ProblemDetails::unspecified_nf_failure(e.to_string()))
+                    }
+                }
+            }
+            _ => SbiResponse::no_content(),
+        };
+        self.respond(req_id, response);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_carry_the_worker() {
+        let v = 3u64 << WORKER_SHIFT | 42;
+        let s = format_ref(v);
+        assert_eq!(s, "000300000000002a");
+        assert_eq!(owner_of_sm_context_ref(&s), Some(WorkerId(3)));
+        assert_eq!(owner_of_sm_context_ref("xyz"), None);
+        assert_eq!(owner_of_sm_context_ref("zz0300000000002a"), None);
+        assert_eq!(owner_of_seid(0x0002_0000_0000_0001), WorkerId(2));
+    }
+
+    #[test]
+    fn bit_rates_parse() {
+        assert_eq!(parse_bit_rate("1 Gbps"), Some(1_000_000_000));
+        assert_eq!(parse_bit_rate("2.5 Mbps"), Some(2_500_000));
+        assert_eq!(parse_bit_rate("0.0001 bps"), Some(0));
+        assert_eq!(parse_bit_rate("18446744073709551615 Tbps"), None);
+        assert_eq!(parse_bit_rate("1Gbps"), None);
+        assert_eq!(parse_bit_rate(" Gbps"), None);
+        assert_eq!(parse_bit_rate("-1 Gbps"), None);
+    }
+
+    #[test]
+    fn routes() {
+        assert_eq!(route("/nsmf-pdusession/v1/sm-contexts"), Some((None, "")));
+        assert_eq!(
+            route("/nsmf-pdusession/v1/sm-contexts/abc/modify"),
+            Some((Some("abc"), "modify"))
+        );
+        assert_eq!(route("/nsmf-pdusession/v1/sm-contexts/abc"), None);
+        assert_eq!(route("/nudm-sdm/v2/x"), None);
+    }
+}

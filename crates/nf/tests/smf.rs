@@ -1,0 +1,1003 @@
+//! The SMF end to end in memory: SMF workers, a UDM worker and the UPF's PFCP node with its
+//! in-memory datapath, wired by a small router that plays the SBI and PFCP transports and
+//! the AMF (it records each N1N2MessageTransfer and answers it). The test plays the UE and
+//! gNB: it builds the N1 PDU Session Establishment Request and the N2 PDU Session Resource
+//! Setup Response Transfer, and checks the UPF's installed rules after every step. Every
+//! JSON body is validated against the Rel-18 OpenAPI schema it claims to be.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../sbi/tests/openapi/mod.rs"]
+mod openapi;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use nf::smf::{self, Action, DnnPool, SmContext, Smf, SmfConfig};
+use nf::state::{ContextMap, LockedMap, ShardMap};
+use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use openapi::{escape, SchemaValidator};
+use oxirush_nas::nas_5gs as ox;
+use pfcp::ie::NodeId;
+use sbi::model::{
+    N1N2MessageTransferReqData, PlmnIdNid, RefToBinaryData, SmContextCreateData,
+    SmContextCreateError, SmContextUpdateData, Snssai,
+};
+use sbi::multipart::{self, Part};
+use sbi::{NfType, SbiRequest, SbiResponse};
+use serde_json::Value;
+use steer::{WorkerId, Workers};
+use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+use upf::datapath::{Datapath, DownlinkAction, Entries, UplinkAction};
+use upf::{MemoryDatapath, NodeConfig, UpfNode};
+
+const SMF_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
+const UPF_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
+const GNB: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+const SMF_FILE: &str = "TS29502_Nsmf_PDUSession.yaml";
+const AMF_FILE: &str = "TS29518_Namf_Communication.yaml";
+const SDM_FILE: &str = "TS29503_Nudm_SDM.yaml";
+
+fn supi(n: u32) -> String {
+    format!("imsi-00101{n:010}")
+}
+
+fn store() -> Arc<MemStore> {
+    let store = Arc::new(MemStore::new());
+    for i in 1..=10 {
+        let mut s = Subscriber::new(&supi(i), [0x11; 16], OpOrOpc::Opc([0x22; 16])).unwrap();
+        // Subscriber 10 has only the default DNN.
+        if i != 10 {
+            s.dnns.push("tiny".into());
+        }
+        store.insert(&s).unwrap();
+    }
+    store
+}
+
+fn smf_cfg(worker: u16, workers: Workers) -> SmfConfig {
+    SmfConfig {
+        worker: WorkerId(worker),
+        workers,
+        api_root: "http://127.0.0.4:7777".into(),
+        node_id: NodeId::Ipv4(SMF_IP),
+        pfcp_ip: SMF_IP,
+        upf: SocketAddr::from((UPF_IP, 8805)),
+        dnns: vec![
+            DnnPool {
+                dnn: "internet".into(),
+                net: Ipv4Addr::new(10, 45, 0, 0),
+                prefix_len: 16,
+            },
+            // A /29 leaves 5 UE addresses: 2 per worker of 2.
+            DnnPool {
+                dnn: "tiny".into(),
+                net: Ipv4Addr::new(10, 46, 0, 0),
+                prefix_len: 29,
+            },
+            DnnPool {
+                dnn: "ims".into(),
+                net: Ipv4Addr::new(10, 48, 0, 0),
+                prefix_len: 24,
+            },
+        ],
+        slices: vec![Snssai { sst: 1, sd: None }],
+        urr_volume_threshold: 1 << 30,
+    }
+}
+
+type UdmT = Udm<ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
+
+/// What the UPF does with PFCP.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum UpfMode {
+    Up,
+    /// Never answers: every request times out.
+    Down,
+}
+
+struct Net<M> {
+    smfs: Vec<Smf<M>>,
+    udm: UdmT,
+    upf: UpfNode,
+    dp: MemoryDatapath,
+    now: Instant,
+    upf_mode: UpfMode,
+    amf_status: StatusCode,
+    responses: HashMap<u64, SbiResponse>,
+    n1n2: Vec<(String, Bytes)>,
+    next_req: u64,
+    validators: Validators,
+}
+
+struct Validators {
+    sm_data: SchemaValidator,
+    n1n2: SchemaValidator,
+    created: SchemaValidator,
+    create_error: SchemaValidator,
+    problem: SchemaValidator,
+    updated: SchemaValidator,
+}
+
+impl Validators {
+    fn new() -> Self {
+        let ok = |file: &str, path: &str, method: &str, status: &str| {
+            SchemaValidator::new(
+                file,
+                &format!(
+                    "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
+                    escape(path)
+                ),
+            )
+        };
+        Validators {
+            sm_data: ok(SDM_FILE, "/{supi}/sm-data", "get", "200"),
+            n1n2: SchemaValidator::component(AMF_FILE, "N1N2MessageTransferReqData"),
+            created: ok(SMF_FILE, "/sm-contexts", "post", "201"),
+            create_error: SchemaValidator::component(SMF_FILE, "SmContextCreateError"),
+            problem: SchemaValidator::component("TS29571_CommonData.yaml", "ProblemDetails"),
+            updated: SchemaValidator::component(SMF_FILE, "SmContextUpdatedData"),
+        }
+    }
+}
+
+fn json_of(ct: Option<&str>, body: &[u8]) -> (Value, Vec<Part>) {
+    match ct {
+        Some(ct) if ct.starts_with("multipart/") => {
+            let parts = multipart::decode(ct, body).unwrap();
+            let j = serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+            (j, parts)
+        }
+        _ => (serde_json::from_slice(body).unwrap(), Vec::new()),
+    }
+}
+
+impl<M: ContextMap<u64, SmContext>> Net<M> {
+    fn build(workers: u16, mut maps: impl FnMut() -> M) -> Self {
+        let w = Workers::new(workers).unwrap();
+        let udm_cfg = UdmConfig {
+            worker: WorkerId(0),
+            workers: Workers::single(),
+            api_root: "http://127.0.0.12:7777".into(),
+            serving_networks: vec![],
+            hn_keys: SidfKeys::new(vec![]),
+            rand_seed: Some(1),
+        };
+        let now = Instant::now();
+        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF_IP), UPF_IP, UPF_IP, 1000);
+        cfg.worker = 0;
+        cfg.heartbeat_interval = None;
+        let store: Arc<dyn SubscriberStore> = store();
+        Net {
+            smfs: (0..workers)
+                .map(|i| Smf::new(smf_cfg(i, w), maps()))
+                .collect(),
+            udm: Udm::new(udm_cfg, store, ShardMap::new(), ShardMap::new()),
+            upf: UpfNode::new(now, cfg),
+            dp: MemoryDatapath::new(),
+            now,
+            upf_mode: UpfMode::Up,
+            amf_status: StatusCode::OK,
+            responses: HashMap::new(),
+            n1n2: Vec::new(),
+            next_req: 1,
+            validators: Validators::new(),
+        }
+    }
+
+    /// Moves every action until nothing is left to do.
+    fn run(&mut self) {
+        loop {
+            let mut moved = false;
+            for i in 0..self.smfs.len() {
+                while let Some(a) = self.smfs[i].poll_action() {
+                    moved = true;
+                    self.act(i, a);
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    fn act(&mut self, i: usize, a: Action) {
+        match a {
+            Action::Respond { req_id, response } => {
+                assert!(self.responses.insert(req_id, response).is_none());
+            }
+            Action::Forward {
+                to,
+                req_id,
+                request,
+            } => self.smfs[usize::from(to.0)].handle_forwarded(req_id, request),
+            Action::Call {
+                call_id,
+                nf: NfType::Udm,
+                method,
+                path,
+                body,
+                ..
+            } => {
+                let (path, query) = match path.split_once('?') {
+                    Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+                    None => (path, None),
+                };
+                self.udm.handle_request(
+                    call_id,
+                    SbiRequest {
+                        method,
+                        path,
+                        query,
+                        body,
+                        content_type: None,
+                    },
+                );
+                while let Some(u) = self.udm.poll_action() {
+                    let udm::Action::Respond { req_id, response } = u else {
+                        panic!("{u:?}")
+                    };
+                    if response.status == StatusCode::OK {
+                        self.validators
+                            .sm_data
+                            .assert_valid(&serde_json::from_slice(&response.body).unwrap());
+                    }
+                    self.smfs[i].handle_reply(req_id, response.status, &response.body);
+                }
+            }
+            Action::Call {
+                call_id,
+                nf: NfType::Amf,
+                method,
+                path,
+                content_type,
+                body,
+            } => {
+                assert_eq!(method, Method::POST);
+                let (j, _) = json_of(Some(content_type), &body);
+                self.validators.n1n2.assert_valid(&j);
+                self.n1n2.push((path, body));
+                let rsp = br#"{"cause":"N1_N2_TRANSFER_INITIATED"}"#;
+                self.smfs[i].handle_reply(call_id, self.amf_status, rsp);
+            }
+            Action::Call { nf, .. } => panic!("call to {nf:?}"),
+            Action::Pfcp {
+                to,
+                sequence,
+                bytes,
+            } => {
+                assert_eq!(to, SocketAddr::from((UPF_IP, 8805)));
+                if self.upf_mode == UpfMode::Down {
+                    return self.smfs[i].pfcp_timeout(sequence);
+                }
+                let mut dp = self.dp.clone();
+                // Each worker has its own PFCP socket (its own port, so its own sequence
+                // number space at the UPF); answers go back to the sender.
+                let from = SocketAddr::from((SMF_IP, 8805 + i as u16));
+                self.upf.handle(self.now, from, &bytes, &mut dp);
+                while let Some(t) = self.upf.poll_transmit() {
+                    self.smfs[i].handle_pfcp(&t.contents);
+                }
+            }
+            Action::PfcpResponse { bytes, .. } => {
+                let mut dp = self.dp.clone();
+                let from = SocketAddr::from((SMF_IP, 8805 + i as u16));
+                self.upf.handle(self.now, from, &bytes, &mut dp);
+                while let Some(t) = self.upf.poll_transmit() {
+                    self.smfs[i].handle_pfcp(&t.contents);
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn associate(&mut self) {
+        for i in 0..self.smfs.len() {
+            self.smfs[i].associate(7);
+        }
+        self.run();
+        assert!(self.smfs.iter().all(|s| s.associated()));
+    }
+
+    /// Sends `req` to worker `w` and returns its answer.
+    fn request(&mut self, w: usize, req: SbiRequest) -> SbiResponse {
+        let id = self.next_req;
+        self.next_req += 1;
+        self.smfs[w].handle_request(id, req);
+        self.run();
+        self.responses.remove(&id).expect("answered")
+    }
+
+    fn entries(&self) -> Entries {
+        self.dp.entries().unwrap()
+    }
+}
+
+fn establishment_request(psi: u8, pti: u8, pdu_type: Option<ox::PduSessionTypeValue>) -> Vec<u8> {
+    let mut r = ox::NasPduSessionEstablishmentRequest::new(
+        ox::NasIntegrityProtectionMaximumDataRate::new(0xffff),
+    );
+    if let Some(t) = pdu_type {
+        r = r.with_pdu_session_type(ox::NasPduSessionType::from_session_type(t));
+    }
+    ox::Nas5gsMessage::new_5gsm(r, psi, pti).encode().unwrap()
+}
+
+fn create_req(supi: &str, psi: u8, dnn: &str, n1: Vec<u8>) -> SbiRequest {
+    let data = SmContextCreateData {
+        supi: Some(supi.into()),
+        pdu_session_id: Some(psi),
+        dnn: Some(dnn.into()),
+        s_nssai: Some(Snssai { sst: 1, sd: None }),
+        serving_nf_id: "0c4e2f1a-7b3d-4e8f-a1b2-c3d4e5f60718".into(),
+        guami: None,
+        serving_network: PlmnIdNid {
+            mcc: "001".into(),
+            mnc: "01".into(),
+            nid: None,
+        },
+        request_type: Some("INITIAL_REQUEST".into()),
+        n1_sm_msg: Some(RefToBinaryData::new("n1")),
+        an_type: "3GPP_ACCESS".into(),
+        sm_context_status_uri: "http://127.0.0.1:7777/status".into(),
+    };
+    let j = serde_json::to_value(&data).unwrap();
+    static V: OnceLock<SchemaValidator> = OnceLock::new();
+    V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextCreateData"))
+        .assert_valid(&j);
+    let body = multipart::encode(&[
+        Part::json(serde_json::to_vec(&data).unwrap()),
+        Part::binary(multipart::NAS_5G, "n1", n1),
+    ])
+    .unwrap();
+    SbiRequest {
+        method: Method::POST,
+        path: "/nsmf-pdusession/v1/sm-contexts".into(),
+        query: None,
+        body,
+        content_type: Some(multipart::CONTENT_TYPE.into()),
+    }
+}
+
+fn update_req(sm_ref: &str, data: &SmContextUpdateData, parts: Vec<Part>) -> SbiRequest {
+    static V: OnceLock<SchemaValidator> = OnceLock::new();
+    V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextUpdateData"))
+        .assert_valid(&serde_json::to_value(data).unwrap());
+    let mut all = vec![Part::json(serde_json::to_vec(data).unwrap())];
+    all.extend(parts);
+    SbiRequest {
+        method: Method::POST,
+        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/modify"),
+        query: None,
+        body: multipart::encode(&all).unwrap(),
+        content_type: Some(multipart::CONTENT_TYPE.into()),
+    }
+}
+
+fn release_req(sm_ref: &str) -> SbiRequest {
+    SbiRequest {
+        method: Method::POST,
+        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/release"),
+        query: None,
+        body: Bytes::from_static(b"{}"),
+        content_type: Some("application/json".into()),
+    }
+}
+
+/// What a step ended with, comparable across state modes.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Created { ue_ip: Ipv4Addr },
+    Rejected { status: u16, cause: String, gsm: u8 },
+    Status(u16),
+}
+
+impl<M: ContextMap<u64, SmContext>> Net<M> {
+    /// CreateSMContext; on success also checks the N1N2MessageTransfer and the UPF's rules
+    /// and returns the SM context ref.
+    fn establish(&mut self, w: usize, supi: &str, psi: u8, dnn: &str) -> (Outcome, Option<String>) {
+        self.establish_with(
+            w,
+            supi,
+            psi,
+            dnn,
+            establishment_request(psi, 1, Some(ox::PduSessionTypeValue::Ipv4)),
+        )
+    }
+
+    fn establish_with(
+        &mut self,
+        w: usize,
+        supi: &str,
+        psi: u8,
+        dnn: &str,
+        n1: Vec<u8>,
+    ) -> (Outcome, Option<String>) {
+        let sent = self.n1n2.len();
+        let rsp = self.request(w, create_req(supi, psi, dnn, n1));
+        let (j, parts) = json_of(rsp.content_type, &rsp.body);
+        if rsp.status != StatusCode::CREATED {
+            // `error` is an ExtProblemDetails, an allOf of two closed schemas that the
+            // validator's closed-object conversion cannot satisfy together: check it against
+            // ProblemDetails alone, and the rest with an empty error.
+            self.validators.problem.assert_valid(&j["error"]);
+            let mut rest = j.clone();
+            rest["error"] = serde_json::json!({});
+            self.validators.create_error.assert_valid(&rest);
+            let err: SmContextCreateError = serde_json::from_value(j).unwrap();
+            assert_eq!(err.error.status, Some(rsp.status.as_u16()));
+            let n1 = multipart::find_part(&parts, &err.n1_sm_msg.unwrap().content_id).unwrap();
+            let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionEstablishmentReject(r)) =
+                ox::Nas5gsMessage::decode(&n1.body).unwrap()
+            else {
+                panic!("not a reject")
+            };
+            assert_eq!(h.pdu_session_identity, psi);
+            assert_eq!(
+                self.n1n2.len(),
+                sent,
+                "no N1N2MessageTransfer after a reject"
+            );
+            return (
+                Outcome::Rejected {
+                    status: rsp.status.as_u16(),
+                    cause: err.error.cause.unwrap(),
+                    gsm: r.fgsm_cause.cause_raw(),
+                },
+                None,
+            );
+        }
+        self.validators.created.assert_valid(&j);
+        let loc = rsp.location().unwrap().to_owned();
+        let sm_ref = loc.rsplit('/').next().unwrap().to_owned();
+        assert_eq!(
+            smf::owner_of_sm_context_ref(&sm_ref),
+            Some(WorkerId(w as u16))
+        );
+        let ctx = self.smfs[w].context(&sm_ref).unwrap();
+        let ue_ip = ctx.ue_ip.unwrap();
+
+        // The N1N2MessageTransfer: JSON, N1 accept, N2 setup request transfer.
+        assert_eq!(self.n1n2.len(), sent + 1);
+        let (path, body) = self.n1n2.last().unwrap().clone();
+        assert_eq!(
+            path,
+            format!("/namf-comm/v1/ue-contexts/{supi}/n1-n2-messages")
+        );
+        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
+        let req: N1N2MessageTransferReqData =
+            serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+        let n1_id = req
+            .n1_message_container
+            .unwrap()
+            .n1_message_content
+            .content_id;
+        let n1 = multipart::find_part(&parts, &n1_id).unwrap();
+        assert_eq!(n1.content_type, multipart::NAS_5G);
+        let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionEstablishmentAccept(a)) =
+            ox::Nas5gsMessage::decode(&n1.body).unwrap()
+        else {
+            panic!("not an accept")
+        };
+        assert_eq!(
+            (h.pdu_session_identity, h.procedure_transaction_identity),
+            (psi, 1)
+        );
+        assert_eq!(a.pdu_address.unwrap().ipv4(), Some(ue_ip.octets()));
+        // The UDM's session AMBR, 1 Gbit/s each way, and 5QI 9.
+        assert_eq!(a.session_ambr.uplink_kbps(), Some(1_000_000));
+        assert_eq!(a.session_ambr.downlink_kbps(), Some(1_000_000));
+        let flows = a
+            .authorized_qos_flow_descriptions
+            .unwrap()
+            .try_descriptions()
+            .unwrap();
+        assert_eq!(flows[0].params, vec![ox::QosFlowParameter::FiveQi(9)]);
+        let sm = req.n2_info_container.unwrap().sm_info.unwrap();
+        assert_eq!(sm.pdu_session_id, psi);
+        let content = sm.n2_info_content.unwrap();
+        assert_eq!(content.ngap_ie_type.as_deref(), Some("PDU_RES_SETUP_REQ"));
+        let n2 = multipart::find_part(&parts, &content.ngap_data.content_id).unwrap();
+        assert!(
+            oxirush_ngap::ngap::PDUSessionResourceSetupRequestTransfer::check(&n2.body)
+                .unwrap()
+                .is_empty()
+        );
+
+        // The UPF: uplink by the TEID it chose, downlink buffered for the UE's address.
+        let (teid, n3) = ctx.ul_tunnel.unwrap();
+        assert_eq!(n3, UPF_IP);
+        let ul = self.dp.uplink(teid).unwrap_or_else(|| {
+            panic!(
+                "no uplink {teid:#x}: {:?} sessions {} ctx {ctx:?} stats {:?}",
+                self.dp.uplink_rules(),
+                self.upf.session_count(),
+                self.smfs[w].stats()
+            )
+        });
+        assert_eq!(ul.action, UplinkAction::Forward);
+        assert_eq!(ul.ue_ip, ue_ip);
+        assert_eq!(ul.gate.mbr_bps, 1_000_000_000);
+        assert_eq!(
+            self.dp.downlink(ue_ip).unwrap().action,
+            DownlinkAction::Buffer
+        );
+        (Outcome::Created { ue_ip }, Some(sm_ref))
+    }
+
+    /// UpdateSMContext with the gNB's PDU Session Resource Setup Response Transfer.
+    fn activate(&mut self, w: usize, sm_ref: &str, gnb_teid: u32) -> Outcome {
+        let n2 = smf::n2::build_setup_response_transfer(GNB, gnb_teid, 1).unwrap();
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new("n2")),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        let rsp = self.request(
+            w,
+            update_req(sm_ref, &data, vec![Part::binary(multipart::NGAP, "n2", n2)]),
+        );
+        if rsp.status == StatusCode::OK {
+            let (j, _) = json_of(rsp.content_type, &rsp.body);
+            self.validators.updated.assert_valid(&j);
+            assert_eq!(j["upCnxState"], "ACTIVATED");
+        }
+        Outcome::Status(rsp.status.as_u16())
+    }
+}
+
+/// The life of sessions on a 2-worker SMF; the outcomes must not depend on where state lives.
+fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    net.associate();
+    assert_eq!(net.upf.association_count(), 1);
+
+    // Establish → activate → release, on worker 0.
+    let (o, r) = net.establish(0, &supi(1), 5, "internet");
+    out.push(o.clone());
+    let Outcome::Created { ue_ip } = o else {
+        panic!("{o:?}")
+    };
+    let r = r.unwrap();
+    assert_eq!(net.entries().uplink, 1);
+    out.push(net.activate(0, &r, 0x1234));
+    assert_eq!(
+        net.dp.downlink(ue_ip).unwrap().action,
+        DownlinkAction::Forward {
+            teid: 0x1234,
+            peer: GNB,
+            qfi: None
+        }
+    );
+    assert_eq!(net.smfs[0].context(&r).unwrap().state, smf::SmState::Active);
+    let rsp = net.request(0, release_req(&r));
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        net.entries(),
+        Entries::default(),
+        "the UPF holds no entries"
+    );
+    assert_eq!(net.upf.session_count(), 0);
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    // A released context is gone.
+    let rsp = net.request(0, release_req(&r));
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.status, StatusCode::NOT_FOUND);
+
+    // A session made on worker 1, updated through worker 0: sharded forwards it.
+    let (o, r) = net.establish(1, &supi(2), 1, "internet");
+    out.push(o);
+    let r = r.unwrap();
+    out.push(net.activate(0, &r, 0x5678));
+    // UE-requested release: N1 PDU Session Release Request in UpdateSMContext.
+    let rel = ox::Nas5gsMessage::new_5gsm(ox::NasPduSessionReleaseRequest::new(), 1, 9)
+        .encode()
+        .unwrap();
+    let data = SmContextUpdateData {
+        n1_sm_msg: Some(RefToBinaryData::new("n1")),
+        ..Default::default()
+    };
+    let rsp = net.request(
+        1,
+        update_req(&r, &data, vec![Part::binary(multipart::NAS_5G, "n1", rel)]),
+    );
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.status, StatusCode::OK);
+    let (j, parts) = json_of(rsp.content_type, &rsp.body);
+    net.validators.updated.assert_valid(&j);
+    assert_eq!(j["n2SmInfoType"], "PDU_RES_REL_CMD");
+    let n1 = multipart::find_part(&parts, j["n1SmMsg"]["contentId"].as_str().unwrap()).unwrap();
+    let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionReleaseCommand(c)) =
+        ox::Nas5gsMessage::decode(&n1.body).unwrap()
+    else {
+        panic!("not a release command")
+    };
+    assert_eq!(
+        (h.pdu_session_identity, h.procedure_transaction_identity),
+        (1, 9)
+    );
+    assert_eq!(c.fgsm_cause.cause_raw(), 36, "#36 regular deactivation");
+    assert_eq!(net.entries(), Entries::default());
+
+    // Rejects, each with its 5GSM cause.
+    out.push(net.establish(0, &supi(3), 2, "nope").0);
+    out.push(
+        net.establish_with(
+            0,
+            &supi(3),
+            2,
+            "internet",
+            establishment_request(2, 1, Some(ox::PduSessionTypeValue::Ipv6)),
+        )
+        .0,
+    );
+    // Served by the SMF but not in subscriber 10's subscription.
+    out.push(net.establish(0, &supi(10), 2, "tiny").0);
+    // Pool exhaustion: two addresses per worker in "tiny".
+    let mut held = Vec::new();
+    for i in 0..2 {
+        let (o, r) = net.establish(0, &supi(4 + i), 3, "tiny");
+        out.push(o);
+        held.push(r.unwrap());
+    }
+    out.push(net.establish(0, &supi(6), 3, "tiny").0);
+    assert_eq!(net.smfs[0].addresses_in_use("tiny"), 2);
+    for r in &held {
+        assert_eq!(
+            net.request(0, release_req(r)).status,
+            StatusCode::NO_CONTENT
+        );
+    }
+    assert_eq!(net.smfs[0].addresses_in_use("tiny"), 0);
+    // A released address is used again.
+    let (o, r) = net.establish(0, &supi(6), 3, "tiny");
+    out.push(o);
+    net.request(0, release_req(&r.unwrap()));
+
+    // The UPF does not answer: 504 and #26, nothing left behind.
+    net.upf_mode = UpfMode::Down;
+    out.push(net.establish(0, &supi(7), 4, "internet").0);
+    net.upf_mode = UpfMode::Up;
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+
+    // The AMF refuses the N1N2MessageTransfer: the session is torn down again.
+    net.amf_status = StatusCode::NOT_FOUND;
+    let n1 = establishment_request(4, 1, None);
+    let rsp = net.request(0, create_req(&supi(8), 4, "internet", n1));
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.status, StatusCode::CREATED);
+    net.amf_status = StatusCode::OK;
+    assert_eq!(net.smfs[0].stats().n1n2_failed, 1);
+    assert_eq!(net.entries(), Entries::default());
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+
+    // Malformed input never panics and gets problem+json.
+    let mut bad = create_req(&supi(9), 4, "internet", vec![0x2e, 0x04]);
+    let rsp = net.request(0, bad.clone());
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.content_type, Some(sbi::problem::PROBLEM_JSON));
+    bad.body = Bytes::from_static(b"--garbage");
+    let rsp = net.request(0, bad);
+    out.push(Outcome::Status(rsp.status.as_u16()));
+    assert_eq!(rsp.content_type, Some(sbi::problem::PROBLEM_JSON));
+
+    assert_eq!(net.entries(), Entries::default());
+    assert_eq!(net.upf.session_count(), 0);
+    assert!(net.smfs.iter().all(|s| s.context_count() == 0));
+    out
+}
+
+/// The UPF has no association with this SMF: it refuses the session (PFCP cause
+/// "no established PFCP association"), and the UE gets #26.
+#[test]
+fn upf_refusal_rejects_with_insufficient_resources() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let (o, _) = net.establish(0, &supi(1), 5, "internet");
+    assert_eq!(
+        o,
+        Outcome::Rejected {
+            status: 500,
+            cause: "INSUFFICIENT_RESOURCES_SLICE_DNN".into(),
+            gsm: 26
+        }
+    );
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.entries(), Entries::default());
+}
+
+#[test]
+fn sharded_and_locked_give_identical_outcomes() {
+    let mut sharded: Net<ShardMap<u64, SmContext>> = Net::build(2, ShardMap::new);
+    let a = scenario(&mut sharded);
+    let shared = LockedMap::new();
+    let mut locked: Net<LockedMap<u64, SmContext>> = Net::build(2, move || shared.clone());
+    let b = scenario(&mut locked);
+    assert_eq!(a, b);
+    let expect_rejects = [
+        ("DNN_NOT_SUPPORTED", 403, 27),
+        ("PDUTYPE_NOT_SUPPORTED", 403, 28),
+        ("DNN_DENIED", 403, 27),
+        ("INSUFFICIENT_RESOURCES_SLICE_DNN", 500, 26),
+        ("PEER_NOT_RESPONDING", 504, 26),
+    ];
+    for (cause, status, gsm) in expect_rejects {
+        assert!(
+            a.contains(&Outcome::Rejected {
+                status,
+                cause: cause.into(),
+                gsm
+            }),
+            "{cause} missing from {a:?}"
+        );
+    }
+    // Only the sharded SMF had to hand the cross-worker update to the owner.
+    assert_eq!(sharded.smfs[0].stats().misrouted, 1);
+    assert_eq!(locked.smfs[0].stats().misrouted, 0);
+    let activated = |s: smf::SmfStats| s.activated;
+    assert_eq!(
+        sharded
+            .smfs
+            .iter()
+            .map(|s| activated(s.stats()))
+            .sum::<u64>(),
+        2
+    );
+    assert_eq!(
+        locked
+            .smfs
+            .iter()
+            .map(|s| activated(s.stats()))
+            .sum::<u64>(),
+        2
+    );
+}
+
+#[test]
+fn udm_sm_data_answers_per_slice_and_dnn() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let get = |net: &mut Net<_>, path: &str, query: Option<&str>| {
+        net.udm.handle_request(
+            1,
+            SbiRequest {
+                method: Method::GET,
+                path: path.into(),
+                query: query.map(str::to_owned),
+                body: Bytes::new(),
+                content_type: None,
+            },
+        );
+        let Some(udm::Action::Respond { response, .. }) = net.udm.poll_action() else {
+            panic!()
+        };
+        response
+    };
+    let r = get(
+        &mut net,
+        &format!("/nudm-sdm/v2/{}/sm-data", supi(1)),
+        Some("dnn=tiny"),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    net.validators.sm_data.assert_valid(&v);
+    let confs = v[0]["dnnConfigurations"].as_object().unwrap();
+    assert_eq!(confs.keys().collect::<Vec<_>>(), vec!["tiny"]);
+    assert_eq!(confs["tiny"]["5gQosProfile"]["5qi"], 9);
+    assert_eq!(confs["tiny"]["sessionAmbr"]["uplink"], "1 Gbps");
+    // Not subscribed to that DNN: the slices, without DNN configurations.
+    let r = get(
+        &mut net,
+        &format!("/nudm-sdm/v2/{}/sm-data", supi(10)),
+        Some("dnn=tiny"),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    net.validators.sm_data.assert_valid(&v);
+    assert!(v[0].get("dnnConfigurations").is_none());
+    let r = get(&mut net, "/nudm-sdm/v2/imsi-001019999999999/sm-data", None);
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// A ReleaseSMContext that overtakes its own establishment: both requests get an answer and
+/// nothing is left anywhere.
+#[test]
+fn release_during_establishment_answers_both() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let n1 = establishment_request(5, 1, None);
+    net.smfs[0].handle_request(100, create_req(&supi(1), 5, "internet", n1));
+    // The UDM call is queued; the context exists with the ref the SMF will report.
+    let sm_ref = format!("{:016x}", 1);
+    assert!(net.smfs[0].context(&sm_ref).is_some());
+    net.smfs[0].handle_request(101, release_req(&sm_ref));
+    net.run();
+    assert_eq!(
+        net.responses.remove(&101).unwrap().status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        net.responses.remove(&100).unwrap().status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.entries(), Entries::default());
+    assert!(net.n1n2.is_empty());
+}
+
+/// Arbitrary octets in every input the SMF parses give answers, never a panic: mutated
+/// CreateSMContext bodies, mutated N2 transfers in updates, garbage PFCP datagrams.
+#[test]
+fn mutated_inputs_never_panic() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (_, r) = net.establish(0, &supi(1), 5, "internet");
+    let r = r.unwrap();
+    let base = create_req(&supi(2), 6, "internet", establishment_request(6, 1, None));
+    let n2 = smf::n2::build_setup_response_transfer(GNB, 0x42, 1).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut answered = 0;
+    for round in 0..300 {
+        let mut body = base.body.to_vec();
+        let i = (next() % body.len() as u64) as usize;
+        body[i] = next() as u8;
+        let mut req = base.clone();
+        req.body = Bytes::from(body);
+        let rsp = net.request(0, req);
+        answered += 1;
+        // A creation that got through is released again, keeping the pool and UPF clean.
+        if rsp.status == StatusCode::CREATED {
+            let sm_ref = rsp
+                .location()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned();
+            net.request(0, release_req(&sm_ref));
+        }
+        let mut t = n2.clone();
+        let j = (next() % t.len() as u64) as usize;
+        t[j] ^= 1 << (round % 8);
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new("n2")),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        let rsp = net.request(
+            0,
+            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", t)]),
+        );
+        assert!(rsp.status.as_u16() < 600);
+        let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+        net.smfs[0].handle_pfcp(&junk);
+    }
+    assert_eq!(answered, 300);
+    assert!(net.smfs[0].stats().stray_pfcp > 0);
+    // The first session is still intact and can be released.
+    assert_eq!(
+        net.request(0, release_req(&r)).status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(net.entries(), Entries::default());
+    assert_eq!(net.smfs[0].context_count(), 0);
+}
+
+/// A volume threshold crossed on the UPF reaches the SMF as a Session Report Request, which
+/// the SMF counts against the session and acknowledges; a heartbeat gets an answer too.
+#[test]
+fn usage_reports_and_heartbeats_are_answered() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (o, r) = net.establish(0, &supi(1), 5, "internet");
+    let Outcome::Created { .. } = o else {
+        panic!("{o:?}")
+    };
+    let r = r.unwrap();
+    let (teid, _) = net.smfs[0].context(&r).unwrap().ul_tunnel.unwrap();
+    let usage = net.dp.uplink(teid).unwrap().usage.unwrap();
+    let over = 3u64 << 30;
+    assert!(net.dp.count(
+        usage,
+        upf::Usage {
+            ul_bytes: over,
+            ul_packets: 1,
+            ..Default::default()
+        }
+    ));
+    let mut reports = 0;
+    for _ in 0..5 {
+        net.now += std::time::Duration::from_secs(5);
+        let mut dp = net.dp.clone();
+        net.upf.handle_timeout(net.now, &mut dp);
+        while let Some(t) = net.upf.poll_transmit() {
+            let m = pfcp::PfcpMessage::parse(&t.contents).unwrap();
+            if matches!(m.message, pfcp::Message::SessionReportRequest(_)) {
+                reports += 1;
+            }
+            net.smfs[0].handle_pfcp(&t.contents);
+        }
+        net.run();
+    }
+    assert!(reports >= 1, "the UPF reported");
+    let ctx = net.smfs[0].context(&r).unwrap();
+    assert!(ctx.reported_octets >= over, "{ctx:?}");
+    assert!(net.smfs[0].stats().usage_reports >= 1);
+
+    // The SMF answers a heartbeat with its recovery time stamp.
+    let hb = pfcp::PfcpMessage::new(77, None, upf::requests::heartbeat(5)).emit();
+    net.smfs[0].handle_pfcp(&hb);
+    let Some(Action::PfcpResponse { bytes, .. }) = net.smfs[0].poll_action() else {
+        panic!()
+    };
+    let m = pfcp::PfcpMessage::parse(&bytes).unwrap();
+    assert_eq!(m.header.sequence, 77);
+    let pfcp::Message::HeartbeatResponse(h) = m.message else {
+        panic!("{m:?}")
+    };
+    assert_eq!(h.recovery_time_stamp, 7);
+    assert_eq!(
+        net.request(0, release_req(&r)).status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(net.entries(), Entries::default());
+}
+
+/// The validators are live: bodies that break the schemas are refused.
+#[test]
+fn schemas_refuse_broken_bodies() {
+    let v = Validators::new();
+    let mut create = serde_json::to_value(
+        serde_json::from_slice::<SmContextCreateData>(&{
+            let req = create_req(&supi(1), 1, "internet", vec![]);
+            let parts = multipart::decode(multipart::CONTENT_TYPE, &req.body).unwrap();
+            parts[0].body.clone()
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let c = SchemaValidator::component(SMF_FILE, "SmContextCreateData");
+    c.assert_valid(&create);
+    create.as_object_mut().unwrap().remove("servingNfId");
+    c.assert_invalid(&create);
+    v.updated
+        .assert_invalid(&serde_json::json!({"upCnxState": 5}));
+    v.n1n2
+        .assert_invalid(&serde_json::json!({"n1MessageContainer": {"n1MessageClass": "SM"}}));
+    v.sm_data
+        .assert_invalid(&serde_json::json!([{"dnnConfigurations": {}}]));
+    v.created
+        .assert_invalid(&serde_json::json!({"pduSessionId": 300}));
+    SchemaValidator::component(AMF_FILE, "N1N2MessageTransferRspData")
+        .assert_valid(&serde_json::json!({"cause": "N1_N2_TRANSFER_INITIATED"}));
+}
+
+/// An unknown subscriber is refused with #29 (the UDM's 404); with no pool or UPF touched.
+#[test]
+fn unknown_subscriber_is_refused() {
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (o, _) = net.establish(0, "imsi-001019999999999", 5, "internet");
+    assert_eq!(
+        o,
+        Outcome::Rejected {
+            status: 403,
+            cause: "SUBSCRIPTION_DENIED".into(),
+            gsm: 29
+        }
+    );
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.upf.session_count(), 0);
+}
