@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("subscriber_csv", subscriber_csv),
     ("pfcp_decode", pfcp_decode),
     ("upf_node", upf_node),
+    ("sbi_multipart", sbi_multipart),
 ];
 
 /// The SCTP packet decoder: header, checksum, every chunk and its parameters.
@@ -426,4 +427,10 @@ pub fn upf_node(data: &[u8]) {
         Some(Entries::default()),
         "rules left after clear"
     );
+}
+
+/// The multipart/related codec of the SBI (RFC 2387; N1/N2 binary parts, TS 29.500 §6.1.2.4):
+/// what decodes re-encodes to the same parts.
+pub fn sbi_multipart(data: &[u8]) {
+    sbi::multipart::fuzz_decode(data);
 }
