@@ -168,6 +168,11 @@ impl GnbUes {
                         transfer,
                     });
                     self.sessions.sessions.push(session);
+                    // §8.2.1.2: the PDU Session NAS-PDU of a session set up goes to
+                    // the UE; that of a failed one is not sent.
+                    if let Some(nas) = item.nas_pdu {
+                        out.events.push(GnbUeEvent::NasToUe { ue, nas });
+                    }
                     out.events.push(GnbUeEvent::PduSessionSetup(session));
                 }
                 Err(e) => debug!(error = %e, "setup response transfer does not encode"),
