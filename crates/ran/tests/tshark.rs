@@ -29,9 +29,7 @@ use ran::userplane::{
 fn write_pcap(name: &str, linktype: u32, packets: &[Vec<u8>]) -> PathBuf {
     let path = std::env::temp_dir().join(format!("ran-{name}-{}.pcap", std::process::id()));
     let mut out = Vec::new();
-    for v in [0xa1b2_c3d4u32] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(&4u16.to_le_bytes());
     for v in [0u32, 0, 65535, linktype] {
