@@ -47,6 +47,18 @@ pub struct UpSession {
     pub qfi: u8,
 }
 
+impl UpSession {
+    /// The session of a UE whose accept gave it `ue_ip`, on the gNB's `session`.
+    pub fn new(ue_ip: Ipv4Addr, session: &crate::gnb::GnbSession) -> Self {
+        Self {
+            ue_ip,
+            upf: session.upf,
+            gnb_teid: session.gnb.teid,
+            qfi: session.qfi,
+        }
+    }
+}
+
 /// The inner packet of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeKind {
