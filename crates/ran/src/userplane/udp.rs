@@ -37,18 +37,28 @@ pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Resul
     let mut sent = 0u64;
     let mut next_session = 0usize;
     let mut last_send = None;
-    sock.set_nonblocking(false)?;
+    // Non-blocking: every pass sends what is due, then reads every reply queued, so
+    // replies never wait behind the pacing; an idle pass sleeps until the next send.
+    sock.set_nonblocking(true)?;
     loop {
         if t0.elapsed() >= limits.max_duration {
             break;
         }
+        let mut busy = false;
         if sent < limits.count {
-            for _ in 0..pacer.due(now(), 64.min(limits.count - sent)) {
+            for _ in 0..pacer.due(now(), 256.min(limits.count - sent)) {
                 let to = up
                     .build_uplink(next_session, now(), &mut buf)
                     .map_err(io::Error::other)?;
-                sock.send_to(&buf, to)?;
+                match sock.send_to(&buf, to) {
+                    Ok(_) => {}
+                    // A full socket buffer drops the probe, as a congested link would:
+                    // it stays in flight and counts as lost.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
                 sent += 1;
+                busy = true;
                 next_session = (next_session + 1) % n;
             }
             if sent == limits.count {
@@ -57,24 +67,23 @@ pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Resul
         } else if last_send.is_some_and(|t| t.elapsed() >= limits.drain) || up.in_flight() == 0 {
             break;
         }
-        // Wait for a reply at most until the next send is due (at least 50 µs, so
-        // the socket timeout is never zero, which would mean "block forever").
-        let wait = if sent < limits.count {
-            Duration::from_nanos(pacer.wait_ns(now()))
-        } else {
-            Duration::from_millis(5)
-        };
-        sock.set_read_timeout(Some(wait.max(Duration::from_micros(50))))?;
-        match sock.recv(&mut rx) {
-            Ok(len) => {
-                up.handle_downlink(&rx[..len], now());
+        for _ in 0..4096 {
+            match sock.recv(&mut rx) {
+                Ok(len) => {
+                    up.handle_downlink(&rx[..len], now());
+                    busy = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => return Err(e),
+        }
+        if !busy {
+            let wait = if sent < limits.count {
+                Duration::from_nanos(pacer.wait_ns(now()))
+            } else {
+                Duration::from_millis(1)
+            };
+            std::thread::sleep(wait.min(Duration::from_micros(200)));
         }
     }
     up.finish();
