@@ -441,6 +441,25 @@ fn establishment_and_network_release() {
     // Again, on another session ID: a fresh TEID.
     let teid2 = establish(&mut ue, &mut gnb, &mut net, 2);
     assert_ne!(teid2, teid);
+    let up = ran::userplane::UpSession::new(UE_IP, &gnb.sessions()[0]);
+    assert_eq!((up.upf, up.gnb_teid, up.qfi), (UPF, teid2, 1));
+
+    // UE context release drops the UE's sessions at the gNB.
+    let rel = ngap::UeContextReleaseCommand {
+        ue_ngap_ids: ngap::UeNgapIds::Pair {
+            amf: AMF_ID,
+            ran: net.ran_id,
+        },
+        cause: Cause::Nas(NasCause::NormalRelease),
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &rel);
+    assert!(matches!(
+        out.events.as_slice(),
+        [GnbUeEvent::Released { .. }]
+    ));
+    assert!(gnb.sessions().is_empty());
 }
 
 #[test]

@@ -731,6 +731,9 @@ impl Ue {
                     return UeOutput::discard(DiscardReason::Unexpected);
                 }
                 self.state = UeState::Deregistered;
+                // TS 24.501 §5.5.2.2.2: de-registration releases the PDU sessions
+                // locally.
+                self.sessions.clear();
                 UeOutput::event(UeEvent::Deregistered)
             }
             NasMessage::FiveGmmStatus(s) => {
