@@ -1029,6 +1029,43 @@ mod tests {
     }
 
     #[test]
+    fn corrupted_messages_never_panic() {
+        let req = PduSessionResourceSetupRequest {
+            amf_ue_ngap_id: 3,
+            ran_ue_ngap_id: 4,
+            nas_pdu: Some(vec![1, 2]),
+            sessions: vec![PduSessionSetupItem {
+                pdu_session_id: 1,
+                nas_pdu: Some(vec![0x7e, 0x02]),
+                snssai: Snssai {
+                    sst: 1,
+                    sd: Some(5),
+                },
+                transfer: request_transfer().encode().unwrap(),
+            }],
+            ue_ambr: None,
+        }
+        .encode()
+        .unwrap();
+        for i in 0..req.len() {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut o = req.clone();
+                o[i] ^= flip;
+                if let Ok(pdu) = decode(&o) {
+                    let _ = pdu.check();
+                    let _ = PduSessionResourceSetupRequest::parse(&pdu).map(|m| {
+                        m.sessions
+                            .iter()
+                            .map(|s| PduSessionResourceSetupRequestTransfer::decode(&s.transfer))
+                            .count()
+                    });
+                    let _ = PduSessionResourceReleaseCommand::parse(&pdu);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn release_command_and_response_round_trip() {
         let cmd = PduSessionResourceReleaseCommand {
             amf_ue_ngap_id: AMF_UE_NGAP_ID_MAX,
