@@ -1053,12 +1053,11 @@ mod tests {
                 o[i] ^= flip;
                 if let Ok(pdu) = decode(&o) {
                     let _ = pdu.check();
-                    let _ = PduSessionResourceSetupRequest::parse(&pdu).map(|m| {
-                        m.sessions
-                            .iter()
-                            .map(|s| PduSessionResourceSetupRequestTransfer::decode(&s.transfer))
-                            .count()
-                    });
+                    if let Ok(m) = PduSessionResourceSetupRequest::parse(&pdu) {
+                        for s in &m.sessions {
+                            let _ = PduSessionResourceSetupRequestTransfer::decode(&s.transfer);
+                        }
+                    }
                     let _ = PduSessionResourceReleaseCommand::parse(&pdu);
                 }
             }
