@@ -7,7 +7,7 @@
 //! [`UserPlane::handle_downlink`] takes one received datagram, and the caller owns the
 //! socket and the clock (nanoseconds of its choosing). Each probe carries a sequence
 //! number and its send time, so a reply gives latency and the probes never answered
-//! give loss. [`Pacer`] spreads a packet rate over time; [`udp`] is a small blocking
+//! give loss. [`Pacer`] spreads a packet rate over time; [`udp`] is a small
 //! loop over a `std` UDP socket.
 
 pub mod udp;

@@ -1,4 +1,4 @@
-//! A small blocking N3 loop over a `std` UDP socket: paced uplink probes on every
+//! A small N3 loop over a non-blocking `std` UDP socket: paced uplink probes on every
 //! session in turn, downlink replies read between sends. Bounded by a probe count and
 //! a wall-clock limit.
 
