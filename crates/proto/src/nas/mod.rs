@@ -16,6 +16,7 @@ mod identity;
 mod ie;
 mod messages;
 mod security;
+pub mod sm_ue;
 
 use oxirush_nas::nas_5gs::{Nas5gmmMessage, Nas5gsMessage};
 use thiserror::Error;

@@ -13,6 +13,7 @@ mod cause;
 mod convert;
 mod diagnostics;
 mod error_indication;
+mod pdu_session;
 mod setup;
 mod ue;
 use setup as setup_support;
@@ -24,6 +25,14 @@ use thiserror::Error;
 pub use cause::{Cause, MiscCause, NasCause, ProtocolCause, RadioNetworkCause, TransportCause};
 pub use diagnostics::{CriticalityDiagnostics, IeDiagnostic, ProtocolFault, TypeOfError};
 pub use error_indication::ErrorIndication;
+pub use pdu_session::{
+    pdu_ie_id, Arp, GtpTunnel, PduSessionAmbr, PduSessionResourceReleaseCommand,
+    PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
+    PduSessionResourceReleaseResponseTransfer, PduSessionResourceSetupRequest,
+    PduSessionResourceSetupRequestTransfer, PduSessionResourceSetupResponse,
+    PduSessionResourceSetupResponseTransfer, PduSessionResourceSetupUnsuccessfulTransfer,
+    PduSessionSetupItem, PduSessionTransferItem, PduSessionType, QosFlowRequest,
+};
 pub use setup::{
     BroadcastPlmn, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx, PlmnSupport,
     SupportedTa, TimeToWait,
@@ -68,6 +77,10 @@ pub mod procedure {
     pub const NG_RESET: u8 = 20;
     /// NG Setup.
     pub const NG_SETUP: u8 = 21;
+    /// PDU Session Resource Release.
+    pub const PDU_SESSION_RESOURCE_RELEASE: u8 = 28;
+    /// PDU Session Resource Setup.
+    pub const PDU_SESSION_RESOURCE_SETUP: u8 = 29;
 }
 
 /// Protocol IE identifiers of TS 38.413 §9.4.7 that steer5g names.
@@ -177,6 +190,14 @@ pub enum MessageKind {
     UeContextReleaseCommand,
     /// UE CONTEXT RELEASE COMPLETE (§9.2.2.6).
     UeContextReleaseComplete,
+    /// PDU SESSION RESOURCE SETUP REQUEST (§9.2.1.1).
+    PduSessionResourceSetupRequest,
+    /// PDU SESSION RESOURCE SETUP RESPONSE (§9.2.1.2).
+    PduSessionResourceSetupResponse,
+    /// PDU SESSION RESOURCE RELEASE COMMAND (§9.2.1.3).
+    PduSessionResourceReleaseCommand,
+    /// PDU SESSION RESOURCE RELEASE RESPONSE (§9.2.1.4).
+    PduSessionResourceReleaseResponse,
     /// A message of the specification that this module has no struct for yet.
     Other,
     /// A procedure code that TS 38.413 Rel-19 does not have in this direction.
@@ -385,6 +406,18 @@ impl NgapPdu {
             NgapPduKind::Initiating_UEContextReleaseRequest => MessageKind::UeContextReleaseRequest,
             NgapPduKind::Initiating_UEContextRelease => MessageKind::UeContextReleaseCommand,
             NgapPduKind::Successful_UEContextRelease => MessageKind::UeContextReleaseComplete,
+            NgapPduKind::Initiating_PDUSessionResourceSetup => {
+                MessageKind::PduSessionResourceSetupRequest
+            }
+            NgapPduKind::Successful_PDUSessionResourceSetup => {
+                MessageKind::PduSessionResourceSetupResponse
+            }
+            NgapPduKind::Initiating_PDUSessionResourceRelease => {
+                MessageKind::PduSessionResourceReleaseCommand
+            }
+            NgapPduKind::Successful_PDUSessionResourceRelease => {
+                MessageKind::PduSessionResourceReleaseResponse
+            }
             NgapPduKind::Other { .. } => MessageKind::UnknownProcedure,
             _ => MessageKind::Other,
         }

@@ -25,7 +25,9 @@ use tracing::{debug, info, warn};
 mod tests;
 mod ues;
 
-pub use ues::{GnbUeError, GnbUeEvent, GnbUeOutput, GnbUes, N2Send, RanUeNgapId, UeKey};
+pub use ues::{
+    GnbSession, GnbUeError, GnbUeEvent, GnbUeOutput, GnbUes, N2Send, RanUeNgapId, UeKey,
+};
 
 /// What the emulated gNB announces.
 #[derive(Debug, Clone, PartialEq, Eq)]

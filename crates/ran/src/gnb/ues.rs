@@ -23,6 +23,9 @@ use tracing::debug;
 
 use super::GnbConfig;
 
+mod sessions;
+pub use sessions::GnbSession;
+
 /// How the caller names a UE.
 pub type UeKey = u64;
 
@@ -105,6 +108,24 @@ pub enum GnbUeEvent {
     },
     /// Not an NGAP PDU: an ERROR INDICATION went back (§10.2).
     Undecodable,
+    /// PDU SESSION RESOURCE SETUP REQUEST: a session set up (response sent).
+    PduSessionSetup(GnbSession),
+    /// PDU SESSION RESOURCE SETUP REQUEST: a session that could not be set up.
+    PduSessionFailed {
+        /// The UE.
+        ue: UeKey,
+        /// PDU session ID.
+        pdu_session_id: u8,
+        /// Why.
+        cause: Cause,
+    },
+    /// PDU SESSION RESOURCE RELEASE COMMAND: a session released (response sent).
+    PduSessionReleased {
+        /// The UE.
+        ue: UeKey,
+        /// PDU session ID.
+        pdu_session_id: u8,
+    },
     /// Not UE-associated (NG Setup, an ERROR INDICATION without UE IDs...): for
     /// [`super::Gnb::handle`].
     NotUeAssociated {
@@ -139,6 +160,7 @@ pub struct GnbUes {
     next_id: RanUeNgapId,
     by_ran_id: HashMap<RanUeNgapId, UeN2>,
     by_key: HashMap<UeKey, RanUeNgapId>,
+    sessions: sessions::SessionTable,
 }
 
 impl GnbUes {
@@ -171,6 +193,7 @@ impl GnbUes {
             next_id: 1,
             by_ran_id: HashMap::new(),
             by_key: HashMap::new(),
+            sessions: sessions::SessionTable::default(),
         }
     }
 
@@ -291,6 +314,7 @@ impl GnbUes {
         if let Some(id) = self.by_key.remove(&ue) {
             self.by_ran_id.remove(&id);
         }
+        self.sessions.drop_ue(ue);
     }
 
     /// One NGAP message from the AMF. Never panics, whatever `pdu` holds.
@@ -335,6 +359,12 @@ impl GnbUes {
                 Ok(m) => self.on_release(stream, m, out),
                 Err(e) => malformed(stream, pdu, procedure, &e, out),
             },
+            MessageKind::PduSessionResourceSetupRequest => {
+                self.on_pdu_session_setup(stream, pdu, procedure, out)
+            }
+            MessageKind::PduSessionResourceReleaseCommand => {
+                self.on_pdu_session_release(stream, pdu, procedure, out)
+            }
             MessageKind::ErrorIndication => {
                 let ei = ErrorIndication::parse(pdu).unwrap_or_default();
                 match ei.ran_ue_ngap_id {
@@ -454,6 +484,7 @@ impl GnbUes {
             return;
         };
         self.by_key.remove(&u.key);
+        self.sessions.drop_ue(u.key);
         match (UeContextReleaseComplete {
             amf_ue_ngap_id: amf,
             ran_ue_ngap_id: ran,

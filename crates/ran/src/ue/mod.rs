@@ -11,6 +11,7 @@
 //! downlink message must verify under it (§4.4.4.2), except the few that the
 //! network may send in clear.
 
+mod session;
 mod usim;
 
 use proto::ids::{Plmn, Snssai, Tai};
@@ -29,6 +30,7 @@ use security::{Kamf, Kgnb, Rand};
 use thiserror::Error;
 use tracing::debug;
 
+pub use session::{SessionRequest, SessionState, UeSession};
 use usim::{Usim, UsimCheck};
 pub use usim::{DELTA, IND_BITS};
 
@@ -117,6 +119,9 @@ pub enum UeError {
     /// NAS security context the UE does not have.
     #[error("no 5G-GUTI / NAS security context for this request")]
     NoContext,
+    /// A session procedure that the UE's state does not allow.
+    #[error("PDU session: {0}")]
+    Session(&'static str),
 }
 
 /// The kind of registration the UE starts (TS 24.501 §5.5.1).
@@ -185,6 +190,28 @@ pub enum UeEvent {
     StatusSent(FiveGmmCause),
     /// Dropped.
     Discarded(DiscardReason),
+    /// PDU SESSION ESTABLISHMENT ACCEPT received.
+    PduSessionEstablished {
+        /// PDU session ID.
+        pdu_session_id: u8,
+        /// The UE's IPv4 address.
+        ue_ip: Option<std::net::Ipv4Addr>,
+    },
+    /// PDU SESSION ESTABLISHMENT REJECT received (or the AMF could not route the
+    /// request): 5GSM cause, or the 5GMM cause of the DL NAS TRANSPORT.
+    PduSessionRejected {
+        /// PDU session ID.
+        pdu_session_id: u8,
+        /// Cause.
+        cause: u8,
+    },
+    /// PDU SESSION RELEASE COMMAND received, RELEASE COMPLETE sent.
+    PduSessionReleased {
+        /// PDU session ID.
+        pdu_session_id: u8,
+        /// 5GSM cause.
+        cause: u8,
+    },
 }
 
 /// The UE's answer to one downlink NAS message.
@@ -270,6 +297,7 @@ pub struct Ue {
     switch_off: bool,
     last_cause: Option<FiveGmmCause>,
     counters: UeCounters,
+    sessions: session::Sessions,
 }
 
 impl core::fmt::Debug for PartialContext {
@@ -323,6 +351,7 @@ impl Ue {
             switch_off: false,
             last_cause: None,
             counters: UeCounters::default(),
+            sessions: session::Sessions::default(),
         })
     }
 
@@ -654,6 +683,9 @@ impl Ue {
     }
 
     fn on_verified(&mut self, plain: &[u8]) -> UeOutput {
+        if proto::nas::plain_message_type(plain) == Some(proto::nas::sm_ue::DL_NAS_TRANSPORT) {
+            return self.on_dl_nas_transport(plain);
+        }
         match NasMessage::parse(plain) {
             Ok(m) => self.on_message(m),
             Err(NasError::Protected) => UeOutput::discard(DiscardReason::Malformed),
@@ -699,6 +731,9 @@ impl Ue {
                     return UeOutput::discard(DiscardReason::Unexpected);
                 }
                 self.state = UeState::Deregistered;
+                // TS 24.501 §5.5.2.2.2: de-registration releases the PDU sessions
+                // locally.
+                self.sessions.clear();
                 UeOutput::event(UeEvent::Deregistered)
             }
             NasMessage::FiveGmmStatus(s) => {
@@ -724,6 +759,8 @@ impl Ue {
         self.kamf = None;
         self.pending = None;
         self.kgnb_count = None;
+        // Without a 5GMM context there are no sessions (TS 24.501 §6.1.3.2).
+        self.sessions.clear();
     }
 
     /// TS 24.501 §5.4.1.3.2 (UE side) with the USIM of TS 33.102 §6.3.3 and the key

@@ -1,0 +1,582 @@
+//! PDU sessions through the emulated gNB and UE against a scripted AMF/SMF built here
+//! from `proto::nas`, `proto::nas::sm_ue` and `proto::ngap`: registration, network
+//! establishment, network-requested release, UE-requested release, and a reject.
+#![allow(clippy::unwrap_used)]
+
+use std::net::Ipv4Addr;
+
+use proto::ids::{defaults, Snssai};
+use proto::nas::sm_ue::{
+    self, DlNasTransport, PduSessionEstablishmentAccept, PduSessionEstablishmentReject,
+    PduSessionReleaseCommand, SessionAmbr, SmMessage, UlNasTransport,
+};
+use proto::nas::{
+    AccessType, AuthenticationRequest, CipheringAlgorithm, Direction, Guti, IntegrityAlgorithm,
+    NasMessage, NasSecurityContext, Ngksi, RegistrationAccept, RegistrationResult,
+    SecurityHeaderType, SecurityModeCommand, UeSecurityCapability,
+};
+use proto::ngap::{
+    self, Arp, Cause, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, MessageKind,
+    NasCause, PduSessionAmbr, PduSessionResourceReleaseCommand,
+    PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
+    PduSessionResourceSetupRequest, PduSessionResourceSetupRequestTransfer,
+    PduSessionResourceSetupResponse, PduSessionResourceSetupResponseTransfer, PduSessionSetupItem,
+    PduSessionTransferItem, PduSessionType, QosFlowRequest, UeSecurityCapabilities,
+    UplinkNasTransport,
+};
+use ran::gnb::{GnbConfig, GnbUeEvent, GnbUes};
+use ran::ue::{SessionRequest, SessionState, SuciScheme, Ue, UeConfig, UeEvent, UeState};
+use security::kdf::{self, Abba, AkaContext, ServingNetworkName, Supi};
+use security::milenage::Milenage;
+use security::{Amf, Kamf, Opc, Rand, Sqn, K};
+
+const SUPI: &str = "imsi-001010000000001";
+const KEY: [u8; 16] = [0x46; 16];
+const OPC: [u8; 16] = [0xcd; 16];
+const UE: u64 = 7;
+const AMF_ID: u64 = 99;
+const UPF: GtpTunnel = GtpTunnel {
+    addr: Ipv4Addr::new(127, 0, 0, 9),
+    teid: 0x100,
+};
+const UE_IP: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
+
+fn ue_config() -> UeConfig {
+    UeConfig {
+        supi: SUPI.into(),
+        k: KEY,
+        opc: OPC,
+        sqn: 0,
+        plmn: defaults::PLMN,
+        suci: SuciScheme::Null,
+        routing_indicator: "0000".into(),
+        capability: UeSecurityCapability::ALL,
+        requested_nssai: vec![defaults::SNSSAI],
+        imeisv: "4370816125816151".into(),
+    }
+}
+
+/// The AMF and SMF of the test, holding the UE's NAS context.
+struct Net {
+    ctx: NasSecurityContext,
+    ran_id: u32,
+    kamf: Kamf,
+}
+
+impl Net {
+    fn down_plain(&mut self, plain: &[u8]) -> Vec<u8> {
+        self.ctx
+            .protect(
+                plain,
+                SecurityHeaderType::IntegrityProtectedAndCiphered,
+                Direction::Downlink,
+            )
+            .unwrap()
+    }
+
+    fn up_plain(&mut self, octets: &[u8]) -> Vec<u8> {
+        self.ctx.unprotect(octets, Direction::Uplink).unwrap().plain
+    }
+
+    /// The 5GSM message of an uplink NAS octets, with its transport.
+    fn up_sm(&mut self, nas: &[u8]) -> (UlNasTransport, SmMessage) {
+        let ul = UlNasTransport::parse(&self.up_plain(nas)).unwrap();
+        assert_eq!(ul.payload_container_type, sm_ue::PAYLOAD_N1_SM);
+        let sm = SmMessage::parse(&ul.payload).unwrap();
+        assert_eq!(ul.pdu_session_id, Some(sm.pdu_session_id()));
+        (ul, sm)
+    }
+
+    /// A 5GSM message in a protected DL NAS TRANSPORT.
+    fn down_sm(&mut self, sm: &SmMessage) -> Vec<u8> {
+        let dl = DlNasTransport {
+            payload_container_type: sm_ue::PAYLOAD_N1_SM,
+            payload: sm.encode().unwrap(),
+            pdu_session_id: Some(sm.pdu_session_id()),
+            fgmm_cause: None,
+        }
+        .encode()
+        .unwrap();
+        self.down_plain(&dl)
+    }
+}
+
+fn through_gnb(gnb: &mut GnbUes, ran_id: u32, nas: Vec<u8>) -> Vec<u8> {
+    let pdu = DownlinkNasTransport {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: ran_id,
+        nas_pdu: nas,
+    }
+    .encode()
+    .unwrap();
+    match gnb.handle_downlink(1, &pdu).events.as_slice() {
+        [GnbUeEvent::NasToUe { nas, .. }] => nas.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn uplink(gnb: &mut GnbUes, nas: &[u8]) -> Vec<u8> {
+    let send = gnb.uplink_nas(UE, nas).unwrap();
+    UplinkNasTransport::parse(&ngap::decode(&send.pdu).unwrap())
+        .unwrap()
+        .nas_pdu
+}
+
+/// Registers `ue` through `gnb`, returning the network's side.
+fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
+    ue.prepare().unwrap();
+    let reg = ue
+        .registration_request(ran::ue::RegistrationKind::Initial)
+        .unwrap();
+    let send = gnb.initial_ue_message(UE, &reg, None).unwrap();
+    let ran_id = ngap::InitialUeMessage::parse(&ngap::decode(&send.pdu).unwrap())
+        .unwrap()
+        .ran_ue_ngap_id;
+
+    // Authentication.
+    let milenage = Milenage::new(&K::from_bytes(&KEY), &Opc::from_bytes(&OPC));
+    let rand = Rand::from_bytes([0x11; 16]);
+    let av = milenage.auth_vector(
+        &rand,
+        &Sqn::from_u64(32).unwrap(),
+        &Amf::from_bytes([0x80, 0]),
+    );
+    let snn = ServingNetworkName::from_plmn("001", "01").unwrap();
+    let keys = kdf::aka_keys(
+        &av.ck,
+        &av.ik,
+        &av.xres,
+        &AkaContext {
+            snn: &snn,
+            rand: &rand,
+            sqn_xor_ak: &av.sqn_xor_ak(),
+            supi: &Supi::parse(SUPI).unwrap(),
+            abba: &Abba::new(&[0, 0]).unwrap(),
+        },
+    )
+    .unwrap();
+    let req = AuthenticationRequest {
+        ngksi: Ngksi::native(1),
+        abba: vec![0, 0],
+        rand: [0x11; 16],
+        autn: *av.autn.as_bytes(),
+    }
+    .encode()
+    .unwrap();
+    let out = ue.handle_downlink_nas(&through_gnb(gnb, ran_id, req));
+    assert_eq!(out.event, UeEvent::Authenticated);
+    uplink(gnb, &out.uplink.unwrap());
+
+    // Security mode control.
+    let (nia, nea) = (IntegrityAlgorithm::Nia2, CipheringAlgorithm::Nea2);
+    let kamf = keys.kamf;
+    let mut ctx = NasSecurityContext::new(
+        Ngksi::native(1),
+        kdf::knas_int(&kamf, nia),
+        kdf::knas_enc(&kamf, nea),
+        nia,
+        nea,
+    );
+    let smc = SecurityModeCommand {
+        nia,
+        nea,
+        ngksi: Ngksi::native(1),
+        replayed_ue_security_capability: UeSecurityCapability::ALL,
+        imeisv_request: false,
+        additional_security_information: None,
+        abba: None,
+    }
+    .encode()
+    .unwrap();
+    let smc = ctx
+        .protect(
+            &smc,
+            SecurityHeaderType::IntegrityProtectedNewContext,
+            Direction::Downlink,
+        )
+        .unwrap();
+    let out = ue.handle_downlink_nas(&through_gnb(gnb, ran_id, smc));
+    assert_eq!(out.event, UeEvent::SecurityModeCompleted);
+    let mut net = Net { ctx, ran_id, kamf };
+    net.up_plain(&uplink(gnb, &out.uplink.unwrap()));
+
+    // Registration accept in INITIAL CONTEXT SETUP.
+    let accept = NasMessage::from(RegistrationAccept {
+        result: RegistrationResult {
+            access: AccessType::ThreeGpp,
+            sms_allowed: false,
+        },
+        guti: Some(Guti {
+            plmn: defaults::PLMN,
+            amf_region: 2,
+            amf_set: 1,
+            amf_pointer: 0,
+            tmsi: 1,
+        }),
+        tai_list: vec![defaults::TAI],
+        allowed_nssai: vec![defaults::SNSSAI],
+        t3512: None,
+    })
+    .encode()
+    .unwrap();
+    let accept = net.down_plain(&accept);
+    let ics = InitialContextSetupRequest {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: ran_id,
+        ue_ambr: None,
+        guami: defaults::GUAMI,
+        allowed_nssai: vec![defaults::SNSSAI],
+        ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
+        security_key: kdf::kgnb(&net.kamf, 0).unwrap(),
+        nas_pdu: Some(accept),
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &ics);
+    let Some(GnbUeEvent::NasToUe { nas, .. }) = out.events.last() else {
+        panic!("{:?}", out.events)
+    };
+    let out = ue.handle_downlink_nas(nas);
+    assert_eq!(out.event, UeEvent::Registered);
+    assert_eq!(ue.state(), UeState::Registered);
+    net.up_plain(&uplink(gnb, &out.uplink.unwrap()));
+    net
+}
+
+fn setup_transfer() -> Vec<u8> {
+    PduSessionResourceSetupRequestTransfer {
+        ambr: Some(PduSessionAmbr {
+            dl: 100_000_000,
+            ul: 50_000_000,
+        }),
+        ul_tunnel: UPF,
+        pdu_session_type: PduSessionType::Ipv4,
+        qos_flows: vec![QosFlowRequest {
+            qfi: 1,
+            five_qi: 9,
+            arp: Arp {
+                priority: 8,
+                may_preempt: false,
+                preemptable: false,
+            },
+        }],
+    }
+    .encode()
+    .unwrap()
+}
+
+/// The UE asks for session `id`; the network accepts it through the gNB. Gives the
+/// gNB's DL TEID.
+fn establish(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8) -> u32 {
+    let nas = ue
+        .pdu_session_establishment_request(&SessionRequest {
+            pdu_session_id: id,
+            ..SessionRequest::default()
+        })
+        .unwrap();
+    assert_eq!(
+        ue.pdu_session(id).unwrap().state,
+        SessionState::ActivePending
+    );
+    let (ul, sm) = net.up_sm(&uplink(gnb, &nas));
+    assert_eq!(ul.request_type, Some(sm_ue::REQUEST_INITIAL));
+    assert_eq!(ul.dnn.as_deref(), Some("internet"));
+    assert_eq!(ul.snssai, Some(Snssai { sst: 1, sd: None }));
+    let SmMessage::EstablishmentRequest(req) = sm else {
+        panic!("{sm:?}")
+    };
+    assert_eq!(req.pdu_session_type, Some(sm_ue::PDU_SESSION_TYPE_IPV4));
+    assert_eq!(req.ssc_mode, Some(sm_ue::SSC_MODE_1));
+
+    let accept = net.down_sm(&SmMessage::EstablishmentAccept(
+        PduSessionEstablishmentAccept {
+            pdu_session_id: id,
+            pti: req.pti,
+            pdu_session_type: sm_ue::PDU_SESSION_TYPE_IPV4,
+            ssc_mode: sm_ue::SSC_MODE_1,
+            qos_rules: sm_ue::default_qos_rule(1),
+            session_ambr: SessionAmbr {
+                dl_kbps: 100_000,
+                ul_kbps: 50_000,
+            },
+            pdu_address: Some(UE_IP),
+            snssai: Some(defaults::SNSSAI),
+            dnn: Some("internet".into()),
+        },
+    ));
+    let setup = PduSessionResourceSetupRequest {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: net.ran_id,
+        nas_pdu: None,
+        sessions: vec![PduSessionSetupItem {
+            pdu_session_id: id,
+            nas_pdu: Some(accept),
+            snssai: defaults::SNSSAI,
+            transfer: setup_transfer(),
+        }],
+        ue_ambr: None,
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &setup);
+    let [GnbUeEvent::NasToUe { ue: u, nas }, GnbUeEvent::PduSessionSetup(s)] =
+        out.events.as_slice()
+    else {
+        panic!("{:?}", out.events)
+    };
+    assert_eq!(
+        (*u, s.ue, s.pdu_session_id, s.upf, s.qfi),
+        (UE, UE, id, UPF, 1)
+    );
+    let [rsp] = out.transmit.as_slice() else {
+        panic!("{:?}", out.transmit)
+    };
+    let pdu = ngap::decode(&rsp.pdu).unwrap();
+    assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupResponse);
+    assert_eq!(pdu.check().unwrap(), None);
+    let rsp = PduSessionResourceSetupResponse::parse(&pdu).unwrap();
+    assert_eq!(rsp.ran_ue_ngap_id, net.ran_id);
+    assert!(rsp.failed.is_empty());
+    let [PduSessionTransferItem {
+        pdu_session_id,
+        transfer,
+    }] = rsp.setup.as_slice()
+    else {
+        panic!("{rsp:?}")
+    };
+    assert_eq!(*pdu_session_id, id);
+    let t = PduSessionResourceSetupResponseTransfer::decode(transfer).unwrap();
+    assert_eq!(t.dl_tunnel, s.gnb);
+    assert_eq!(t.qos_flows, vec![1]);
+
+    let out = ue.handle_downlink_nas(nas);
+    assert_eq!(
+        out.event,
+        UeEvent::PduSessionEstablished {
+            pdu_session_id: id,
+            ue_ip: Some(UE_IP)
+        }
+    );
+    assert!(out.uplink.is_none());
+    let s = ue.pdu_session(id).unwrap();
+    assert_eq!(s.state, SessionState::Active);
+    assert_eq!(s.qfis, vec![1]);
+    t.dl_tunnel.teid
+}
+
+/// The network releases session `id` with `pti`; the gNB answers, the UE completes.
+fn network_release(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8, pti: u8) {
+    let cmd = net.down_sm(&SmMessage::ReleaseCommand(PduSessionReleaseCommand {
+        pdu_session_id: id,
+        pti,
+        cause: sm_ue::CAUSE_REGULAR_DEACTIVATION,
+    }));
+    let rel = PduSessionResourceReleaseCommand {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: net.ran_id,
+        nas_pdu: Some(cmd),
+        sessions: vec![PduSessionTransferItem {
+            pdu_session_id: id,
+            transfer: PduSessionResourceReleaseCommandTransfer {
+                cause: Cause::Nas(NasCause::NormalRelease),
+            }
+            .encode()
+            .unwrap(),
+        }],
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &rel);
+    let [GnbUeEvent::NasToUe { nas, .. }, GnbUeEvent::PduSessionReleased {
+        ue: u,
+        pdu_session_id,
+    }] = out.events.as_slice()
+    else {
+        panic!("{:?}", out.events)
+    };
+    assert_eq!((*u, *pdu_session_id), (UE, id));
+    assert_eq!(gnb.sessions_of(UE).count(), 0);
+    let [rsp] = out.transmit.as_slice() else {
+        panic!()
+    };
+    let pdu = ngap::decode(&rsp.pdu).unwrap();
+    assert_eq!(pdu.check().unwrap(), None);
+    let rsp = PduSessionResourceReleaseResponse::parse(&pdu).unwrap();
+    assert_eq!(rsp.released[0].pdu_session_id, id);
+
+    let out = ue.handle_downlink_nas(nas);
+    assert_eq!(
+        out.event,
+        UeEvent::PduSessionReleased {
+            pdu_session_id: id,
+            cause: sm_ue::CAUSE_REGULAR_DEACTIVATION
+        }
+    );
+    assert!(ue.pdu_session(id).is_none());
+    let (_, sm) = net.up_sm(&uplink(gnb, &out.uplink.unwrap()));
+    assert!(
+        matches!(sm, SmMessage::ReleaseComplete(c) if c.pti == pti && c.pdu_session_id == id),
+        "{sm:?}"
+    );
+}
+
+#[test]
+fn establishment_and_network_release() {
+    let mut ue = Ue::new(ue_config()).unwrap();
+    let mut gnb = GnbUes::new(&GnbConfig::default(), 1, 2);
+    gnb.set_n3_address(Ipv4Addr::new(127, 0, 0, 5));
+    let mut net = register(&mut ue, &mut gnb);
+
+    let teid = establish(&mut ue, &mut gnb, &mut net, 1);
+    assert_ne!(teid, 0);
+    let [s] = gnb.sessions() else { panic!() };
+    assert_eq!(s.gnb.addr, Ipv4Addr::new(127, 0, 0, 5));
+    // A second session of the same ID is refused by the UE.
+    assert!(ue
+        .pdu_session_establishment_request(&SessionRequest::default())
+        .is_err());
+    network_release(&mut ue, &mut gnb, &mut net, 1, 0);
+    assert!(gnb.sessions().is_empty());
+
+    // Again, on another session ID: a fresh TEID.
+    let teid2 = establish(&mut ue, &mut gnb, &mut net, 2);
+    assert_ne!(teid2, teid);
+    let up = ran::userplane::UpSession::new(UE_IP, &gnb.sessions()[0]);
+    assert_eq!((up.upf, up.gnb_teid, up.qfi), (UPF, teid2, 1));
+
+    // UE context release drops the UE's sessions at the gNB.
+    let rel = ngap::UeContextReleaseCommand {
+        ue_ngap_ids: ngap::UeNgapIds::Pair {
+            amf: AMF_ID,
+            ran: net.ran_id,
+        },
+        cause: Cause::Nas(NasCause::NormalRelease),
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &rel);
+    assert!(matches!(
+        out.events.as_slice(),
+        [GnbUeEvent::Released { .. }]
+    ));
+    assert!(gnb.sessions().is_empty());
+}
+
+#[test]
+fn ue_requested_release() {
+    let mut ue = Ue::new(ue_config()).unwrap();
+    let mut gnb = GnbUes::new(&GnbConfig::default(), 1, 2);
+    let mut net = register(&mut ue, &mut gnb);
+    establish(&mut ue, &mut gnb, &mut net, 3);
+    let nas = ue.pdu_session_release_request(3).unwrap();
+    assert_eq!(
+        ue.pdu_session(3).unwrap().state,
+        SessionState::InactivePending
+    );
+    // Only an active session can be released.
+    assert!(ue.pdu_session_release_request(3).is_err());
+    let (_, sm) = net.up_sm(&uplink(&mut gnb, &nas));
+    let SmMessage::ReleaseRequest(r) = sm else {
+        panic!("{sm:?}")
+    };
+    assert_eq!(r.cause, Some(sm_ue::CAUSE_REGULAR_DEACTIVATION));
+    network_release(&mut ue, &mut gnb, &mut net, 3, r.pti);
+}
+
+#[test]
+fn reject_and_unexpected_messages() {
+    let mut ue = Ue::new(ue_config()).unwrap();
+    // Not registered: no session.
+    assert!(ue
+        .pdu_session_establishment_request(&SessionRequest::default())
+        .is_err());
+    let mut gnb = GnbUes::new(&GnbConfig::default(), 1, 2);
+    let mut net = register(&mut ue, &mut gnb);
+    let nas = ue
+        .pdu_session_establishment_request(&SessionRequest::default())
+        .unwrap();
+    let (_, sm) = net.up_sm(&uplink(&mut gnb, &nas));
+    let SmMessage::EstablishmentRequest(req) = sm else {
+        panic!()
+    };
+    // A reject with another PTI is not for this request.
+    let wrong = net.down_sm(&SmMessage::EstablishmentReject(
+        PduSessionEstablishmentReject {
+            pdu_session_id: 1,
+            pti: req.pti.wrapping_add(1),
+            cause: 27,
+        },
+    ));
+    assert!(matches!(
+        ue.handle_downlink_nas(&wrong).event,
+        UeEvent::Discarded(_)
+    ));
+    let reject = net.down_sm(&SmMessage::EstablishmentReject(
+        PduSessionEstablishmentReject {
+            pdu_session_id: 1,
+            pti: req.pti,
+            cause: 27,
+        },
+    ));
+    assert_eq!(
+        ue.handle_downlink_nas(&reject).event,
+        UeEvent::PduSessionRejected {
+            pdu_session_id: 1,
+            cause: 27
+        }
+    );
+    assert!(ue.pdu_session(1).is_none());
+
+    // A setup request whose transfer does not decode fails that session alone.
+    let setup = PduSessionResourceSetupRequest {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: net.ran_id,
+        nas_pdu: None,
+        sessions: vec![
+            PduSessionSetupItem {
+                pdu_session_id: 4,
+                nas_pdu: None,
+                snssai: defaults::SNSSAI,
+                transfer: vec![0xff, 0x00],
+            },
+            PduSessionSetupItem {
+                pdu_session_id: 5,
+                nas_pdu: None,
+                snssai: defaults::SNSSAI,
+                transfer: setup_transfer(),
+            },
+        ],
+        ue_ambr: None,
+    }
+    .encode()
+    .unwrap();
+    let out = gnb.handle_downlink(1, &setup);
+    assert!(matches!(
+        out.events.as_slice(),
+        [
+            GnbUeEvent::PduSessionFailed {
+                pdu_session_id: 4,
+                ..
+            },
+            GnbUeEvent::PduSessionSetup(_)
+        ]
+    ));
+    let rsp = PduSessionResourceSetupResponse::parse(&ngap::decode(&out.transmit[0].pdu).unwrap())
+        .unwrap();
+    assert_eq!(rsp.failed[0].pdu_session_id, 4);
+    assert_eq!(rsp.setup[0].pdu_session_id, 5);
+    // Garbage in a DL NAS TRANSPORT payload is discarded, not a panic.
+    let junk = DlNasTransport {
+        payload_container_type: sm_ue::PAYLOAD_N1_SM,
+        payload: vec![0x2e, 0xff],
+        pdu_session_id: Some(1),
+        fgmm_cause: None,
+    }
+    .encode()
+    .unwrap();
+    let junk = net.down_plain(&junk);
+    assert!(matches!(
+        ue.handle_downlink_nas(&junk).event,
+        UeEvent::Discarded(_)
+    ));
+}
