@@ -13,7 +13,8 @@ use std::time::Duration;
 use testkit::privilege;
 use testkit::process::run_timeout;
 
-const AUSF: [&str; 7] = [
+// No /metrics endpoint: the tests run in parallel and would share 127.0.0.1:9090.
+const AUSF: [&str; 8] = [
     "ausf",
     "--workers",
     "2",
@@ -21,6 +22,7 @@ const AUSF: [&str; 7] = [
     "127.0.0.1:0",
     "--duration",
     "0.3",
+    "--no-metrics",
 ];
 
 fn steer5g(drop_caps: bool, extra: &[&str]) -> Command {
