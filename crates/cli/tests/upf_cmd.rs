@@ -114,3 +114,49 @@ fn upf_bad_usage_exits_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `steer5g upf --datapath tun|xdp` in a namespace of its own: the real paths come up (the
+/// TUN device is created, the XDP programs attach to a veth pair), the process says which
+/// path it runs, and it leaves no rule behind.
+#[test]
+fn real_datapaths_come_up_in_a_namespace() {
+    if !testkit::privilege::require("a TUN device and XDP programs in a namespace") {
+        return;
+    }
+    let ns = testkit::netns::Namespace::new("upfcmd").unwrap();
+    let ip = |args: &[&str]| {
+        let ok = Command::new("ip")
+            .args(["-n", ns.name()])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip {args:?}");
+    };
+    ip(&["link", "add", "un3", "type", "veth", "peer", "name", "un6"]);
+    ip(&["link", "set", "un3", "up"]);
+    ip(&["link", "set", "un6", "up"]);
+    for (path, extra) in [
+        ("tun", vec!["--tun-name", "upft0"]),
+        ("xdp", vec!["--n3-if", "un3", "--n6-if", "un6"]),
+    ] {
+        let out = ns
+            .exec(env!("CARGO_BIN_EXE_steer5g"))
+            .args(["--json", "upf", "--datapath", path, "--duration", "0.5"])
+            .args(&extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{path}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["datapath"], path, "{v}");
+        let left = &v["entries_after_stop"];
+        assert_eq!(left["uplink"], 0, "{v}");
+        assert_eq!(left["downlink"], 0, "{v}");
+        let said = match path {
+            "tun" => "sockets/TUN path",
+            _ => "XDP fast path on un3 (N3) and un6 (N6)",
+        };
+        assert!(stderr.contains(said), "{path}: {stderr}");
+    }
+}
