@@ -504,22 +504,38 @@ fn udp_receiver_socket(s: &UdpSocket) -> Result<(), CliError> {
         .map_err(failed)
 }
 
-fn recv_or_timeout(
+/// Reads datagrams the way the core's workers do (an event loop over a non-blocking socket):
+/// one wait until the socket is readable, then everything queued is drained without blocking,
+/// so a wake-up is paid per burst, not per datagram, in every UDP case alike. `on` returns
+/// true when the reader has all it expects.
+fn drain_udp(
     s: &UdpSocket,
-    buf: &mut [u8],
     deadline: Instant,
     what: &str,
-) -> Result<Option<usize>, CliError> {
-    match s.recv(buf) {
-        Ok(n) => Ok(Some(n)),
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            if Instant::now() > deadline {
-                Err(failed(format!("{what}: datagrams missing at the deadline")))
-            } else {
-                Ok(None)
+    mut on: impl FnMut(&[u8]) -> Result<bool, CliError>,
+) -> Result<(), CliError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    s.set_nonblocking(true).map_err(failed)?;
+    let mut buf = [0u8; 2048];
+    loop {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                if on(buf.get(..n).unwrap_or_default())? {
+                    return Ok(());
+                }
             }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    return Err(failed(format!("{what}: datagrams missing at the deadline")));
+                }
+                let mut fds = [PollFd::new(s.as_fd(), PollFlags::POLLIN)];
+                // A timeout or EINTR just loops back to the deadline check.
+                let _ = poll(&mut fds, PollTimeout::from(200u16));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(failed(format!("{what}: {e}"))),
         }
-        Err(e) => Err(failed(format!("{what}: {e}"))),
     }
 }
 
@@ -554,14 +570,12 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
                 s.spawn(move || {
                     timed(|| -> Result<Sink, CliError> {
                         let mut sink = Sink::default();
-                        let mut buf = [0u8; 2048];
-                        while sink.count < e.0 {
-                            if let Some(n) =
-                                recv_or_timeout(sock, &mut buf, deadline, "kernel-udp")?
-                            {
-                                sink.handle(buf.get(..n).unwrap_or_default(), w, a.workers);
+                        if e.0 > 0 {
+                            drain_udp(sock, deadline, "kernel-udp", |msg| {
+                                sink.handle(msg, w, a.workers);
                                 read.bump();
-                            }
+                                Ok(sink.count >= e.0)
+                            })?;
                         }
                         Ok(sink)
                     })
@@ -688,17 +702,16 @@ fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
         |end, total| {
             let mut sink = Sink::default();
             let mut handed = 0u64;
-            let mut buf = [0u8; 2048];
             let mut seen = 0u64;
-            while seen < total {
-                if let Some(n) = recv_or_timeout(&sock, &mut buf, deadline, "one-hop-udp")? {
+            if total > 0 {
+                drain_udp(&sock, deadline, "one-hop-udp", |msg| {
                     seen += 1;
                     read[0].bump();
-                    let msg = buf.get(..n).unwrap_or_default();
                     if dispatch(end, &mut sink, msg, workers, deadline)? {
                         handed += 1;
                     }
-                }
+                    Ok(seen >= total)
+                })?;
             }
             Ok((sink, handed))
         },
