@@ -116,6 +116,20 @@ fn sweep_writes_files_and_reports_the_path() {
             assert!(handed > 0, "{r}");
         }
         assert_eq!(r["locked"]["delivery"]["path"], "shared-socket", "{r}");
+        // The client keeps a window per worker's key space, so every worker served in both
+        // designs; it batches, so there are fewer rounds (wake-ups) than echoes, and it
+        // never has more echoes than requests.
+        for mode in ["sharded", "locked"] {
+            let m = &r[mode];
+            let per_worker = m["delivery"]["per_worker"].as_array().unwrap();
+            assert_eq!(per_worker.len(), 2, "{m}");
+            assert!(per_worker.iter().all(|n| n.as_u64().unwrap() > 0), "{m}");
+            let c = &m["client"];
+            let received = c["received_total"].as_u64().unwrap();
+            assert!(c["sent_total"].as_u64().unwrap() >= received, "{c}");
+            assert!(c["rounds"].as_u64().unwrap() < received, "{c}");
+            assert!(m["client_cpu_us_per_req"].as_f64().unwrap() > 0.0, "{m}");
+        }
     }
     for f in ["lockecho.json", "lockecho.csv", "lockecho.svg"] {
         let p = dir.path().join(f);

@@ -46,6 +46,8 @@ pub(crate) struct ClientConfig {
     pub(crate) duration: Duration,
     /// Core to pin the client thread to, when one is free of workers.
     pub(crate) core: Option<core_affinity::CoreId>,
+    /// `SCHED_FIFO` priority for the client thread (`--realtime`).
+    pub(crate) fifo: Option<i32>,
 }
 
 /// What the client measured in its window.
@@ -135,6 +137,9 @@ fn space_of(echo: &[u8], owners: u32) -> Option<usize> {
 /// Runs the client on the calling thread until the measured window ends.
 pub(crate) fn run(cfg: &ClientConfig) -> std::io::Result<ClientOutcome> {
     let pinned = cfg.core.is_some_and(core_affinity::set_for_current);
+    if let Some(prio) = cfg.fifo {
+        mmsg::set_fifo(prio)?;
+    }
     let cpu0 = cpu_time::ThreadTime::try_now().ok();
     let mut socks = Vec::new();
     for _ in 0..cfg.sockets.max(1) {
@@ -327,6 +332,7 @@ mod tests {
             warmup: Duration::from_millis(20),
             duration: Duration::from_millis(200),
             core: None,
+            fifo: None,
         })
         .unwrap();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

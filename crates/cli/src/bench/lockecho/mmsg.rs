@@ -1,7 +1,8 @@
 //! Batched datagram I/O for the echo client: `sendmmsg(2)` and `recvmmsg(2)` on connected
 //! UDP sockets, so that the client pays one system call per batch rather than one per
 //! datagram and leaves the cores it shares to the workers. Neither std, tokio nor socket2
-//! offers the batch calls, so this is the one place of the bench that calls libc directly.
+//! offers the batch calls, so this is the one place of the bench that calls libc directly
+//! (it also holds `--realtime`'s `sched_setscheduler(2)`).
 #![allow(unsafe_code)]
 
 use std::io;
@@ -114,6 +115,22 @@ pub(crate) fn recv_batch<const N: usize>(
         *l = (h.msg_len as usize).min(N);
     }
     Ok(r)
+}
+
+/// Puts the calling thread in the `SCHED_FIFO` class at `priority` (1..=99): no ordinary
+/// thread preempts it, so a core it keeps busy is as good as dedicated.
+pub(crate) fn set_fifo(priority: i32) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `p` is a valid `sched_param` that outlives the call, which only reads it; on
+    // Linux pid 0 names the calling thread.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,12 @@ use crate::exit::CliError;
 /// times locked.
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
+/// `--realtime`'s SCHED_FIFO priorities: the client above the workers, so that it gets the
+/// moments it needs to refill the windows, and both low (no kernel thread is starved of
+/// more than the bench's own run).
+const WORKER_FIFO: i32 = 1;
+const CLIENT_FIFO: i32 = 2;
+
 /// What every run of `bench echo` and `bench usl` shares.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct EchoSettingsArgs {
@@ -75,6 +81,12 @@ pub(crate) struct EchoSettingsArgs {
     /// other jobs leave free); by default worker i is pinned to core i.
     #[arg(long)]
     pub(crate) no_pin: bool,
+    /// Run the workers and the client as SCHED_FIFO threads (client above workers), so that
+    /// ordinary jobs on the machine cannot take their cores: the dedicated cores of the
+    /// paper's setting. A locked worker waiting for the mutex then leaves its core idle (or
+    /// to other jobs), as it would on a dedicated server. Needs CAP_SYS_NICE (exit 3).
+    #[arg(long)]
+    pub(crate) realtime: bool,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -120,6 +132,8 @@ pub(crate) struct Settings {
     pub(crate) require_bpf: bool,
     pub(crate) locked_rx: LockedRx,
     pub(crate) pin: bool,
+    /// Workers and client SCHED_FIFO (`--realtime`).
+    pub(crate) realtime: bool,
     pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
@@ -163,6 +177,14 @@ impl Settings {
         if a.keys == 0 {
             return Err(CliError::Usage("--keys must be at least 1".into()));
         }
+        if a.realtime {
+            // Try it on a throwaway thread first, so that a missing privilege is exit 3
+            // before anything runs.
+            std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
+                .join()
+                .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
+                .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
+        }
         let calibration = Calibration::measure(a.variant)
             .map_err(|e| CliError::Failed(format!("calibrating the work: {e}")))?;
         tracing::info!(
@@ -182,6 +204,7 @@ impl Settings {
             require_bpf: a.require_bpf,
             locked_rx: a.locked_rx,
             pin: !a.no_pin,
+            realtime: a.realtime,
             rounds: a.rounds,
             calibration,
         })
@@ -316,7 +339,15 @@ pub(crate) fn measure_mode(
         outside: total.saturating_sub(locked),
         locked,
     };
-    let server = Server::start(mode, workers, plan, s.require_bpf, s.locked_rx, s.pin)?;
+    let server = Server::start(
+        mode,
+        workers,
+        plan,
+        s.require_bpf,
+        s.locked_rx,
+        s.pin,
+        s.realtime.then_some(WORKER_FIFO),
+    )?;
     let cfg = ClientConfig {
         server: server.addr(),
         sockets: s
@@ -329,6 +360,7 @@ pub(crate) fn measure_mode(
         warmup: Duration::from_secs_f64(s.warmup_s),
         duration: Duration::from_secs_f64(s.duration_s),
         core: if s.pin { client_core(workers) } else { None },
+        fifo: s.realtime.then_some(CLIENT_FIFO),
     };
     let total_ms = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     // Hidden by indicatif when standard error is not a terminal.
