@@ -196,3 +196,36 @@ fn usl_prints_a_labelled_projection() {
     }
     assert!(dir.path().join("usl.svg").exists());
 }
+
+/// `--realtime` runs both designs with SCHED_FIFO threads when the privilege is there, and
+/// exits 3 (missing privilege) before measuring anything when it is not.
+#[test]
+fn realtime_needs_and_uses_the_privilege() {
+    let privileged = testkit::privilege::require("bench echo --realtime (SCHED_FIFO)");
+    let args = [
+        "bench",
+        "echo",
+        "--workers",
+        "1",
+        "--lock-share",
+        "0.5",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--realtime",
+        "--json",
+    ];
+    let done = run_timeout(&mut common::steer5g(None, &args), TIMEOUT).unwrap();
+    if privileged {
+        assert_eq!(done.code(), Some(0), "{}", done.stderr);
+        let v = common::json_of(&done);
+        assert!(v["sharded_rps"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["locked_rps"].as_f64().unwrap() > 0.0, "{v}");
+    } else if done.code() != Some(0) {
+        // Without root the process may still hold CAP_SYS_NICE alone (then it runs, above);
+        // otherwise it must say "missing privilege" and print nothing.
+        assert_eq!(done.code(), Some(3), "{}", done.stderr);
+        assert!(done.stdout.trim().is_empty(), "{}", done.stdout);
+    }
+}
