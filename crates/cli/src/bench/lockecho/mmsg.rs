@@ -41,13 +41,11 @@ pub(crate) fn send_batch<const N: usize>(sock: &UdpSocket, msgs: &[[u8; N]]) -> 
             unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n, libc::MSG_DONTWAIT) };
         if r < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::WouldBlock && sent > 0 {
-                return Ok(sent);
-            }
-            if e.kind() == io::ErrorKind::WouldBlock {
-                return Ok(0);
-            }
-            return Err(e);
+            // A full send buffer ends the batch; what went out so far counts.
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(sent),
+                _ => Err(e),
+            };
         }
         // r is 0..=n, non-negative here.
         let r = r as usize;
