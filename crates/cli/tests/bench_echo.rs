@@ -116,6 +116,20 @@ fn sweep_writes_files_and_reports_the_path() {
             assert!(handed > 0, "{r}");
         }
         assert_eq!(r["locked"]["delivery"]["path"], "shared-socket", "{r}");
+        // The client keeps a window per worker's key space, so every worker served in both
+        // designs; it batches, so there are fewer rounds (wake-ups) than echoes, and it
+        // never has more echoes than requests.
+        for mode in ["sharded", "locked"] {
+            let m = &r[mode];
+            let per_worker = m["delivery"]["per_worker"].as_array().unwrap();
+            assert_eq!(per_worker.len(), 2, "{m}");
+            assert!(per_worker.iter().all(|n| n.as_u64().unwrap() > 0), "{m}");
+            let c = &m["client"];
+            let received = c["received_total"].as_u64().unwrap();
+            assert!(c["sent_total"].as_u64().unwrap() >= received, "{c}");
+            assert!(c["rounds"].as_u64().unwrap() < received, "{c}");
+            assert!(m["client_cpu_us_per_req"].as_f64().unwrap() > 0.0, "{m}");
+        }
     }
     for f in ["lockecho.json", "lockecho.csv", "lockecho.svg"] {
         let p = dir.path().join(f);
@@ -181,4 +195,37 @@ fn usl_prints_a_labelled_projection() {
         }
     }
     assert!(dir.path().join("usl.svg").exists());
+}
+
+/// `--realtime` runs both designs with SCHED_FIFO threads when the privilege is there, and
+/// exits 3 (missing privilege) before measuring anything when it is not.
+#[test]
+fn realtime_needs_and_uses_the_privilege() {
+    let privileged = testkit::privilege::require("bench echo --realtime (SCHED_FIFO)");
+    let args = [
+        "bench",
+        "echo",
+        "--workers",
+        "1",
+        "--lock-share",
+        "0.5",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0.05",
+        "--realtime",
+        "--json",
+    ];
+    let done = run_timeout(&mut common::steer5g(None, &args), TIMEOUT).unwrap();
+    if privileged {
+        assert_eq!(done.code(), Some(0), "{}", done.stderr);
+        let v = common::json_of(&done);
+        assert!(v["sharded_rps"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["locked_rps"].as_f64().unwrap() > 0.0, "{v}");
+    } else if done.code() != Some(0) {
+        // Without root the process may still hold CAP_SYS_NICE alone (then it runs, above);
+        // otherwise it must say "missing privilege" and print nothing.
+        assert_eq!(done.code(), Some(3), "{}", done.stderr);
+        assert!(done.stdout.trim().is_empty(), "{}", done.stdout);
+    }
 }

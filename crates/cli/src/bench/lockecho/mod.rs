@@ -11,6 +11,7 @@
 //! to `DIR/lockecho.json`, `.csv` and `.svg`.
 
 mod client;
+mod mmsg;
 mod plot;
 mod server;
 pub(crate) mod work;
@@ -33,6 +34,12 @@ use crate::exit::CliError;
 /// times locked.
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
+/// `--realtime`'s SCHED_FIFO priorities: the client above the workers, so that it gets the
+/// moments it needs to refill the windows, and both low (no kernel thread is starved of
+/// more than the bench's own run).
+const WORKER_FIFO: i32 = 1;
+const CLIENT_FIFO: i32 = 2;
+
 /// What every run of `bench echo` and `bench usl` shares.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct EchoSettingsArgs {
@@ -48,12 +55,17 @@ pub(crate) struct EchoSettingsArgs {
     /// Traffic before each measured window, in seconds.
     #[arg(long, default_value_t = 0.5, value_name = "SECS")]
     pub(crate) warmup: f64,
-    /// Client sockets (flows); default 4 per worker.
+    /// Client sockets (flows); default 2 per worker.
     #[arg(long, value_name = "N")]
     pub(crate) client_sockets: Option<u32>,
-    /// Requests outstanding per client socket (closed loop).
-    #[arg(long, default_value_t = 8, value_name = "W")]
+    /// Requests the client keeps outstanding per worker's key space (closed loop): every
+    /// worker always has this many queued, however fast the others go.
+    #[arg(long, default_value_t = 32, value_name = "W")]
     pub(crate) window: u32,
+    /// The client's sleep between two rounds of batched receive and refill, in
+    /// microseconds: longer means fewer client wake-ups per request.
+    #[arg(long, default_value_t = 200, value_name = "US")]
+    pub(crate) client_pace_us: u32,
     /// Keys (app ids) requests are drawn from.
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub(crate) keys: u32,
@@ -69,6 +81,12 @@ pub(crate) struct EchoSettingsArgs {
     /// other jobs leave free); by default worker i is pinned to core i.
     #[arg(long)]
     pub(crate) no_pin: bool,
+    /// Run the workers and the client as SCHED_FIFO threads (client above workers), so that
+    /// ordinary jobs on the machine cannot take their cores: the dedicated cores of the
+    /// paper's setting. A locked worker waiting for the mutex then leaves its core idle (or
+    /// to other jobs), as it would on a dedicated server. Needs CAP_SYS_NICE (exit 3).
+    #[arg(long)]
+    pub(crate) realtime: bool,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -104,13 +122,18 @@ pub(crate) struct Settings {
     pub(crate) variant: Variant,
     pub(crate) duration_s: f64,
     pub(crate) warmup_s: f64,
+    /// Outstanding requests per worker's key space.
     pub(crate) window: u32,
-    /// None: 4 per worker.
+    /// None: 2 per worker.
     pub(crate) client_sockets: Option<u32>,
+    /// Client sleep between rounds, in microseconds.
+    pub(crate) client_pace_us: u32,
     pub(crate) keys: u32,
     pub(crate) require_bpf: bool,
     pub(crate) locked_rx: LockedRx,
     pub(crate) pin: bool,
+    /// Workers and client SCHED_FIFO (`--realtime`).
+    pub(crate) realtime: bool,
     pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
@@ -140,6 +163,11 @@ impl Settings {
         if a.window == 0 || a.window > 1024 {
             return Err(CliError::Usage("--window must be 1..=1024".into()));
         }
+        if a.client_pace_us > 100_000 {
+            return Err(CliError::Usage(
+                "--client-pace-us must be at most 100000".into(),
+            ));
+        }
         if a.client_sockets.is_some_and(|n| n == 0 || n > 1024) {
             return Err(CliError::Usage("--client-sockets must be 1..=1024".into()));
         }
@@ -148,6 +176,14 @@ impl Settings {
         }
         if a.keys == 0 {
             return Err(CliError::Usage("--keys must be at least 1".into()));
+        }
+        if a.realtime {
+            // Try it on a throwaway thread first, so that a missing privilege is exit 3
+            // before anything runs.
+            std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
+                .join()
+                .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
+                .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
         }
         let calibration = Calibration::measure(a.variant)
             .map_err(|e| CliError::Failed(format!("calibrating the work: {e}")))?;
@@ -163,10 +199,12 @@ impl Settings {
             warmup_s: warmup,
             window: a.window,
             client_sockets: a.client_sockets,
+            client_pace_us: a.client_pace_us,
             keys: a.keys,
             require_bpf: a.require_bpf,
             locked_rx: a.locked_rx,
             pin: !a.no_pin,
+            realtime: a.realtime,
             rounds: a.rounds,
             calibration,
         })
@@ -301,17 +339,28 @@ pub(crate) fn measure_mode(
         outside: total.saturating_sub(locked),
         locked,
     };
-    let server = Server::start(mode, workers, plan, s.require_bpf, s.locked_rx, s.pin)?;
+    let server = Server::start(
+        mode,
+        workers,
+        plan,
+        s.require_bpf,
+        s.locked_rx,
+        s.pin,
+        s.realtime.then_some(WORKER_FIFO),
+    )?;
     let cfg = ClientConfig {
         server: server.addr(),
         sockets: s
             .client_sockets
-            .unwrap_or_else(|| u32::from(workers).saturating_mul(4)),
+            .unwrap_or_else(|| u32::from(workers).saturating_mul(2)),
         window: s.window,
+        owners: u32::from(workers),
         keys: s.keys,
+        pace: Duration::from_micros(u64::from(s.client_pace_us)),
         warmup: Duration::from_secs_f64(s.warmup_s),
         duration: Duration::from_secs_f64(s.duration_s),
         core: if s.pin { client_core(workers) } else { None },
+        fifo: s.realtime.then_some(CLIENT_FIFO),
     };
     let total_ms = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     // Hidden by indicatif when standard error is not a terminal.
@@ -573,7 +622,7 @@ fn table(r: &SweepReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>12} {:>12} {:>7} {:>11} {:>11} {:>10} {:>10} {:>9}",
+        "{:>6} {:>10} {:>10} {:>6} {:>9} {:>9} {:>10} {:>10} {:>11} {:>11} {:>13} {:>7}",
         "share",
         "sharded/s",
         "locked/s",
@@ -582,12 +631,16 @@ fn table(r: &SweepReport) -> String {
         "lock held",
         "cpu/req S",
         "cpu/req L",
+        "client S",
+        "client L",
+        "split L",
         "path"
     );
     for p in &r.runs {
         let _ = writeln!(
             s,
-            "{:>6.3} {:>12.0} {:>12.0} {:>7.3} {:>10.1}% {:>10.1}% {:>8.1}us {:>8.1}us {:>9}",
+            "{:>6.3} {:>10.0} {:>10.0} {:>6.3} {:>8.1}% {:>8.1}% {:>8.1}us {:>8.1}us \
+             {:>7.2}us/r {:>7.2}us/r {:>13} {:>7}",
             p.lock_share,
             p.sharded_rps,
             p.locked_rps,
@@ -596,9 +649,17 @@ fn table(r: &SweepReport) -> String {
             p.locked.held_share * 100.0,
             p.sharded.server_cpu_us_per_req,
             p.locked.server_cpu_us_per_req,
+            p.sharded.client_cpu_us_per_req,
+            p.locked.client_cpu_us_per_req,
+            split(&p.locked.delivery.per_worker),
             p.sharded.delivery.path
         );
     }
+    let _ = writeln!(
+        s,
+        "(cpu/req: worker CPU per request; client: client CPU per echo; split L: the locked \
+         design's requests per worker, in %)"
+    );
     let _ = match r.crossover {
         Crossover::AtOrBelow(f) => writeln!(s, "crossover: sharded wins already at share {f}"),
         Crossover::Interpolated(f) => writeln!(s, "crossover: share {f:.3} (interpolated)"),
@@ -616,15 +677,29 @@ fn table(r: &SweepReport) -> String {
     s
 }
 
+/// Per-worker shares of the served requests, in whole percent: `"52/48"`.
+fn split(per_worker: &[u64]) -> String {
+    let total: u64 = per_worker.iter().sum();
+    if total == 0 {
+        return "-".into();
+    }
+    per_worker
+        .iter()
+        .map(|&n| format!("{:.0}", n as f64 * 100.0 / total as f64))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn csv(r: &SweepReport) -> String {
     let mut s = String::from(
         "workers,lock_share,work_us,variant,sharded_rps,locked_rps,ratio,\
          locked_wait_share,locked_held_share,sharded_cpu_us_per_req,locked_cpu_us_per_req,\
-         sharded_path,sharded_handed_off\n",
+         sharded_path,sharded_handed_off,sharded_client_cpu_us_per_req,\
+         locked_client_cpu_us_per_req\n",
     );
     for p in &r.runs {
         s.push_str(&format!(
-            "{},{},{},{},{:.1},{:.1},{:.4},{:.4},{:.4},{:.3},{:.3},{},{}\n",
+            "{},{},{},{},{:.1},{:.1},{:.4},{:.4},{:.4},{:.3},{:.3},{},{},{:.3},{:.3}\n",
             p.workers,
             p.lock_share,
             r.settings.work_us,
@@ -640,7 +715,9 @@ fn csv(r: &SweepReport) -> String {
             p.sharded.server_cpu_us_per_req,
             p.locked.server_cpu_us_per_req,
             p.sharded.delivery.path,
-            p.sharded.server.handed_off
+            p.sharded.server.handed_off,
+            p.sharded.client_cpu_us_per_req,
+            p.locked.client_cpu_us_per_req
         ));
     }
     s
@@ -668,5 +745,13 @@ mod tests {
         assert_eq!(crossover(&[(0.0, 0.8), (0.5, 1.0)]), Crossover::NotReached);
         assert_eq!(crossover(&[]), Crossover::NotReached);
         assert_eq!(crossover(&[(f64::NAN, 2.0)]), Crossover::NotReached);
+    }
+
+    #[test]
+    fn split_gives_whole_percentages() {
+        assert_eq!(split(&[52, 48]), "52/48");
+        assert_eq!(split(&[1, 3]), "25/75");
+        assert_eq!(split(&[0, 0]), "-");
+        assert_eq!(split(&[]), "-");
     }
 }

@@ -233,6 +233,7 @@ impl Server {
         require_bpf: bool,
         locked_rx: LockedRx,
         pin: bool,
+        fifo: Option<i32>,
     ) -> Result<Self, CliError> {
         let set = Workers::new(workers)
             .ok_or_else(|| CliError::Usage(format!("--workers must be 1..={}", Workers::MAX)))?;
@@ -296,6 +297,14 @@ impl Server {
             };
             let stats = Arc::clone(&st);
             async move {
+                if let Some(prio) = fifo {
+                    if let Err(e) = super::mmsg::set_fifo(prio) {
+                        tracing::error!(
+                            worker = ctx.id.0,
+                            "cannot make the worker SCHED_FIFO: {e}"
+                        );
+                    }
+                }
                 let Some(sock) = sock else {
                     tracing::error!(worker = ctx.id.0, "no socket for this worker");
                     return;
