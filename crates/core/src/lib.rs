@@ -57,9 +57,9 @@ use std::time::Duration;
 
 use nf::amf::n2::{AmfN2Config, N2Stats};
 use nf::amf::registration::{IdleUe, SessionStats, UeContext};
+use nf::ausf::{AusfStats, AuthContext};
 pub use nf::smf::DnnPool;
 use nf::smf::{SmContext, SmfStats};
-use nf::ausf::{AusfStats, AuthContext};
 use nf::state::{LockStats, LockedMap};
 use nf::udm::{SidfKeys, UdmStats, UeRecord};
 use proto::ids::{Guami, Plmn, Snssai, Tac, Tai};

@@ -79,8 +79,8 @@ use tracing::{debug, warn};
 use crate::state::ContextMap;
 
 pub use route::{route, Route};
-use ue::{AuthRun, TimerKind};
 pub use session::{PduSession, SessionState, SessionStats};
+use ue::{AuthRun, TimerKind};
 pub use ue::{IdleUe, UeContext, UeState};
 
 /// T3560 and T3550 (TS 24.501 Table 10.2.1): 6 s.

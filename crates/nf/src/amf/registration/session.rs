@@ -236,7 +236,10 @@ where
             request_type: Some("INITIAL_REQUEST".into()),
             n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
             an_type: "3GPP_ACCESS".into(),
-            sm_context_status_uri: format!("{}/namf-callback/v1/sm-context-status", self.cfg.api_root),
+            sm_context_status_uri: format!(
+                "{}/namf-callback/v1/sm-context-status",
+                self.cfg.api_root
+            ),
         };
         ue.sessions.push(PduSession {
             psi,
@@ -417,7 +420,11 @@ where
             );
         }
         for item in m.failed {
-            debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, psi = item.pdu_session_id, "PDU session resource setup failed");
+            debug!(
+                amf_ue_ngap_id = ue.amf_ue_ngap_id,
+                psi = item.pdu_session_id,
+                "PDU session resource setup failed"
+            );
         }
     }
 
@@ -428,7 +435,11 @@ where
         ue: &mut UeContext,
         m: PduSessionResourceReleaseResponse,
     ) {
-        debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, released = m.released.len(), "PDU session resources released");
+        debug!(
+            amf_ue_ngap_id = ue.amf_ue_ngap_id,
+            released = m.released.len(),
+            "PDU session resources released"
+        );
     }
 
     /// A DL NAS TRANSPORT carrying `n1`, protected under the UE's current context.
@@ -539,7 +550,10 @@ where
                 .as_ref()
                 .map(|c| &c.n1_message_content),
         );
-        let sm = data.n2_info_container.as_ref().and_then(|c| c.sm_info.as_ref());
+        let sm = data
+            .n2_info_container
+            .as_ref()
+            .and_then(|c| c.sm_info.as_ref());
         let n2 = part(
             &parts,
             sm.and_then(|s| s.n2_info_content.as_ref())
@@ -557,12 +571,7 @@ where
                 let snssai = sm
                     .and_then(|s| s.s_nssai.as_ref())
                     .map(from_model_snssai)
-                    .or_else(|| {
-                        ue.sessions
-                            .iter()
-                            .find(|s| s.psi == psi)
-                            .map(|s| s.snssai)
-                    })
+                    .or_else(|| ue.sessions.iter().find(|s| s.psi == psi).map(|s| s.snssai))
                     .unwrap_or(Snssai { sst: 1, sd: None });
                 let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
                 // TS 38.413 §8.2.1.2: the NAS-PDU rides in the session's item.
