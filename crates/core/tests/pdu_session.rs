@@ -43,6 +43,9 @@ struct Outcome {
     failures: Vec<String>,
 }
 
+/// A UE's address, the gNB's DL TEID and the UPF's UL TEID, as the UE and gNB learnt them.
+type Tunnels = (Option<Ipv4Addr>, Option<u32>, Option<u32>);
+
 fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
@@ -152,7 +155,7 @@ async fn drive(
     let mut ready = false;
     let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
     // Per UE: its address, the gNB's DL TEID and the UPF's UL TEID.
-    let mut sessions: HashMap<u64, (Option<Ipv4Addr>, Option<u32>, Option<u32>)> = HashMap::new();
+    let mut sessions: HashMap<u64, Tunnels> = HashMap::new();
     let mut all_ips = Vec::new();
     let mut checked = false;
     let deadline = Instant::now() + DEADLINE;
