@@ -26,11 +26,23 @@ const UES: usize = 8;
 const NGAP_PPID: u32 = 60;
 const DEADLINE: Duration = Duration::from_secs(30);
 
+/// How the sessions end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// The UE releases its session, then deregisters.
+    Release,
+    /// The UE deregisters with its session up: the AMF releases the SM context.
+    Deregister,
+    /// The UE asks for a DNN the SMF does not serve: rejected, then deregisters.
+    Reject,
+}
+
 /// What the UEs, gNB and UPF saw.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Outcome {
     registered: usize,
     established: usize,
+    rejected: usize,
     /// Sessions whose UPF rules matched the gNB's and UPF's tunnels.
     upf_checked: usize,
     released_sessions: usize,
@@ -47,6 +59,10 @@ struct Outcome {
 type Tunnels = (Option<Ipv4Addr>, Option<u32>, Option<u32>);
 
 fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
+    run_plan(net, workers, state, Plan::Release)
+}
+
+fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, CoreReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
     let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
@@ -119,6 +135,7 @@ fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
         ues,
         &datapath,
         ip(7),
+        plan,
     ));
     let report = core.stop().unwrap();
     (outcome, report)
@@ -131,6 +148,7 @@ async fn drive(
     mut ues: Vec<Ue>,
     dp: &MemoryDatapath,
     upf_n3: Ipv4Addr,
+    plan: Plan,
 ) -> Outcome {
     let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
     let mut sock = SctpSocket::new(
@@ -182,8 +200,12 @@ async fn drive(
                 }
                 for key in sessions.keys() {
                     let ue = &mut ues[*key as usize];
-                    let rel = ue.pdu_session_release_request(1).unwrap();
-                    let s = n2ues.uplink_nas(*key, &rel).unwrap();
+                    let up = if plan == Plan::Deregister {
+                        ue.deregistration_request(false).unwrap()
+                    } else {
+                        ue.pdu_session_release_request(1).unwrap()
+                    };
+                    let s = n2ues.uplink_nas(*key, &up).unwrap();
                     pending.push((s.stream, s.pdu));
                 }
             } else {
@@ -231,11 +253,12 @@ async fn drive(
                                 match r.event {
                                     UeEvent::Registered => {
                                         out.registered += 1;
-                                        let req = ue
-                                            .pdu_session_establishment_request(
-                                                &SessionRequest::default(),
-                                            )
-                                            .unwrap();
+                                        let mut sr = SessionRequest::default();
+                                        if plan == Plan::Reject {
+                                            sr.dnn = "nope".into();
+                                        }
+                                        let req =
+                                            ue.pdu_session_establishment_request(&sr).unwrap();
                                         let s = n2ues.uplink_nas(key, &req).unwrap();
                                         pending.push((s.stream, s.pdu));
                                     }
@@ -243,6 +266,12 @@ async fn drive(
                                         out.established += 1;
                                         sessions.entry(key).or_default().0 = ue_ip;
                                         all_ips.extend(ue_ip);
+                                    }
+                                    UeEvent::PduSessionRejected { .. } => {
+                                        out.rejected += 1;
+                                        let d = ue.deregistration_request(false).unwrap();
+                                        let s = n2ues.uplink_nas(key, &d).unwrap();
+                                        pending.push((s.stream, s.pdu));
                                     }
                                     UeEvent::PduSessionReleased { .. } => {
                                         out.released_sessions += 1;
@@ -278,11 +307,28 @@ async fn drive(
             }
         }
     }
+    // The last UE CONTEXT RELEASE COMPLETEs: the AMF releases SM contexts on them.
+    for (stream, pdu) in pending.drain(..) {
+        sock.endpoint_mut()
+            .send(assoc, stream, NGAP_PPID, false, pdu.into())
+            .unwrap();
+    }
+    let flush = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < flush {
+        sock.drive(Some(flush)).await.unwrap();
+        while sock.endpoint_mut().poll_event().is_some() {}
+    }
     let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
     let grace = Instant::now() + Duration::from_secs(1);
     while !sock.endpoint().is_empty() && Instant::now() < grace {
         sock.drive(Some(grace)).await.unwrap();
         while sock.endpoint_mut().poll_event().is_some() {}
+    }
+    // The SMF deletes the UPF's sessions after the N2 side is done (on deregistration, once
+    // the UE context is released): give that a bounded while.
+    let settle = Instant::now() + Duration::from_secs(5);
+    while !dp.uplink_rules().is_empty() && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     all_ips.sort();
     all_ips.dedup();
@@ -299,6 +345,7 @@ fn expect_all(o: &Outcome, r: &CoreReport) {
     let want = Outcome {
         registered: UES,
         established: UES,
+        rejected: 0,
         upf_checked: UES,
         released_sessions: UES,
         deregistered: UES,
@@ -339,4 +386,46 @@ fn locked_two_workers() {
     let (o, r) = run_case(63, 2, StateMode::Locked);
     expect_all(&o, &r);
     assert!(r.locks.acquisitions > 0);
+}
+
+#[test]
+fn deregistration_releases_the_sessions() {
+    for (net, workers, state) in [(64, 1, StateMode::Sharded), (65, 2, StateMode::Locked)] {
+        let (o, r) = run_plan(net, workers, state, Plan::Deregister);
+        let want = Outcome {
+            registered: UES,
+            established: UES,
+            rejected: 0,
+            upf_checked: UES,
+            released_sessions: 0,
+            deregistered: UES,
+            released: UES,
+            addresses: UES,
+            rules_left: 0,
+            failures: Vec::new(),
+        };
+        assert_eq!(o, want, "{state:?}");
+        let (released, with_ue) = r.workers.iter().fold((0, 0), |t, w| {
+            (t.0 + w.smf.released, t.1 + w.amf_sessions.released_with_ue)
+        });
+        assert_eq!((released, with_ue), (UES as u64, UES as u64));
+        assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
+    }
+}
+
+#[test]
+fn unknown_dnn_is_rejected_to_the_ue() {
+    let (o, r) = run_plan(66, 2, StateMode::Sharded, Plan::Reject);
+    let want = Outcome {
+        registered: UES,
+        rejected: UES,
+        deregistered: UES,
+        released: UES,
+        ..Outcome::default()
+    };
+    assert_eq!(o, want);
+    let (rejected, smf_rejected) = r.workers.iter().fold((0, 0), |t, w| {
+        (t.0 + w.amf_sessions.rejected, t.1 + w.smf.rejected)
+    });
+    assert_eq!((rejected, smf_rejected), (UES as u64, UES as u64));
 }

@@ -244,6 +244,8 @@ enum CallKind {
     SmCreate(u8),
     /// Nsmf UpdateSMContext for PDU session `psi`.
     SmUpdate(u8),
+    /// Nsmf ReleaseSMContext of a UE whose context is gone.
+    SmRelease,
 }
 
 /// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
@@ -1392,8 +1394,9 @@ where
 
     /// The N2 part is gone: the context leaves the connected map, and what a later
     /// registration with the 5G-GUTI needs is kept if asked for.
-    fn finish_release(&mut self, ue: UeContext) {
+    fn finish_release(&mut self, mut ue: UeContext) {
         self.stats.releases += 1;
+        self.release_sm_contexts(&mut ue);
         if let Some((t, _)) = ue.timer {
             self.timers.remove(&(t, ue.amf_ue_ngap_id));
         }
@@ -1493,6 +1496,10 @@ where
             self.stats.stray_replies += 1;
             return;
         };
+        if kind == CallKind::SmRelease {
+            // The UE context that asked is gone by design.
+            return self.on_sm_released(status);
+        }
         let Some(mut ue) = self.ues.remove(&id) else {
             self.stats.stray_replies += 1;
             return;
@@ -1523,7 +1530,7 @@ where
             CallKind::Confirmation => self.on_confirmation(now, &mut ue, status, body),
             CallKind::Uecm => self.on_uecm(now, &mut ue, status, body),
             CallKind::Sdm => self.on_sdm(now, &mut ue, status, body),
-            CallKind::SmCreate(_) | CallKind::SmUpdate(_) => {}
+            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
         }
         self.put_back(ue);
     }

@@ -25,7 +25,8 @@ use proto::ngap::{
 use sbi::discovery::NfType;
 use sbi::model::{
     HexBytes, N1N2MessageTransferReqData, N1N2MessageTransferRspData, PlmnId, ProblemDetails,
-    RefToBinaryData, SmContextCreateData, SmContextUpdateData, SmContextUpdatedData,
+    RefToBinaryData, SmContextCreateData, SmContextReleaseData, SmContextUpdateData,
+    SmContextUpdatedData,
 };
 use sbi::multipart::{self, Part};
 use sbi::server::decode_json;
@@ -95,6 +96,10 @@ pub struct SessionStats {
     pub released: u64,
     /// UL NAS TRANSPORTs that were not acted on.
     pub dropped: u64,
+    /// SM contexts released because their UE context went (ReleaseSMContext answered 2xx).
+    pub released_with_ue: u64,
+    /// ReleaseSMContexts of gone UEs that failed (the SMF answered an error or not at all).
+    pub release_failures: u64,
 }
 
 /// An Nsmf reply with the headers the AMF reads.
@@ -294,6 +299,46 @@ where
             content_type: multipart::CONTENT_TYPE,
             body,
         });
+    }
+
+    /// The UE context goes (deregistration, AN release): its sessions do not survive the N2
+    /// connection here (no idle-mode sessions or Service Request yet), so each SM context
+    /// is released (TS 29.502 §5.2.2.4) and the UPF's rules with it.
+    pub(super) fn release_sm_contexts(&mut self, ue: &mut UeContext) {
+        let sessions = std::mem::take(&mut ue.sessions);
+        self.unindex(ue);
+        for s in sessions {
+            let Some(sm_ref) = s.sm_ref else {
+                continue;
+            };
+            let body = SmContextReleaseData {
+                cause: Some("REL_DUE_TO_UE_DEREGISTRATION".into()),
+            };
+            let Ok(body) = serde_json::to_vec(&body) else {
+                continue;
+            };
+            let call_id = self.next_call;
+            self.next_call = self.next_call.wrapping_add(1);
+            self.calls
+                .insert(call_id, (ue.amf_ue_ngap_id, CallKind::SmRelease));
+            self.actions.push_back(Action::Call {
+                call_id,
+                nf: NfType::Smf,
+                method: Method::POST,
+                path: format!("{SM_CONTEXTS}/{sm_ref}/release"),
+                content_type: multipart::JSON,
+                body: body.into(),
+            });
+        }
+    }
+
+    pub(super) fn on_sm_released(&mut self, status: StatusCode) {
+        if status.is_success() {
+            self.sm_stats.released_with_ue += 1;
+        } else {
+            self.sm_stats.release_failures += 1;
+            debug!(%status, "ReleaseSMContext failed");
+        }
     }
 
     /// Drops the UE's index entry once it has no session left.
