@@ -657,3 +657,103 @@ where
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::amf::registration::AmfConfig;
+    use crate::state::ShardMap;
+    use steer::{WorkerId, Workers};
+
+    type TestAmf = Amf<ShardMap<u64, UeContext>, ShardMap<u32, super::super::IdleUe>>;
+
+    fn amf() -> TestAmf {
+        let cfg = AmfConfig::new(WorkerId(0), Workers::new(1).unwrap());
+        Amf::new(cfg, ShardMap::new(), ShardMap::new())
+    }
+
+    fn request(method: Method, path: &str) -> SbiRequest {
+        SbiRequest {
+            method,
+            path: path.to_owned(),
+            query: None,
+            content_type: Some(multipart::JSON.to_owned()),
+            body: bytes::Bytes::from_static(b"{}"),
+        }
+    }
+
+    fn answer(a: &mut TestAmf) -> (u64, StatusCode) {
+        match a.poll_action() {
+            Some(Action::Respond { req_id, response }) => (req_id, response.status),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn n1n2_for_an_unknown_ue_is_context_not_found() {
+        let mut a = amf();
+        a.handle_request(
+            7,
+            request(
+                Method::POST,
+                "/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages",
+            ),
+        );
+        assert_eq!(answer(&mut a), (7, StatusCode::NOT_FOUND));
+        assert_eq!(a.session_stats().n1n2_refused, 1);
+        assert!(a.poll_action().is_none());
+    }
+
+    #[test]
+    fn other_paths_and_methods_are_refused() {
+        let mut a = amf();
+        a.handle_request(
+            1,
+            request(Method::POST, "/namf-comm/v1/ue-contexts/x/y/n1-n2-messages"),
+        );
+        assert_eq!(answer(&mut a), (1, StatusCode::NOT_FOUND));
+        a.handle_request(2, request(Method::POST, "/namf-comm/v1/subscriptions"));
+        assert_eq!(answer(&mut a), (2, StatusCode::NOT_FOUND));
+        a.handle_request(
+            3,
+            request(
+                Method::GET,
+                "/namf-comm/v1/ue-contexts/imsi-1/n1-n2-messages",
+            ),
+        );
+        assert_eq!(answer(&mut a), (3, StatusCode::METHOD_NOT_ALLOWED));
+    }
+
+    #[test]
+    fn model_snssai_round_trips() {
+        for s in [
+            Snssai { sst: 1, sd: None },
+            Snssai {
+                sst: 2,
+                sd: Some(0x00ab_cdef),
+            },
+        ] {
+            assert_eq!(from_model_snssai(&to_model_snssai(s)), s);
+        }
+    }
+
+    #[test]
+    fn bodies_split_into_json_and_parts() {
+        let parts = [
+            Part::json(b"{\"a\":1}".to_vec()),
+            Part::binary(multipart::NAS_5G, N1_ID, vec![0x2e, 1, 2]),
+        ];
+        let body = multipart::encode(&parts).unwrap();
+        let (json, got) = split_body(Some(multipart::CONTENT_TYPE), &body).unwrap();
+        assert_eq!(&json[..], b"{\"a\":1}");
+        assert_eq!(
+            part(&got, Some(&RefToBinaryData::new(N1_ID))),
+            Some(vec![0x2e, 1, 2])
+        );
+        assert_eq!(part(&got, Some(&RefToBinaryData::new("other"))), None);
+        assert!(split_body(Some(multipart::CONTENT_TYPE), b"garbage").is_none());
+        let (json, got) = split_body(None, b"{}").unwrap();
+        assert_eq!((&json[..], got.len()), (&b"{}"[..], 0));
+    }
+}
