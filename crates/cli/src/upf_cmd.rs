@@ -96,7 +96,8 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                     "--datapath xdp needs CAP_NET_ADMIN and CAP_BPF (run as root)".into(),
                 ));
             }
-            let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone()) else {
+            let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone())
+            else {
                 return Err(CliError::Usage(
                     "--datapath xdp needs --n3-if and --n6-if".into(),
                 ));
