@@ -74,6 +74,13 @@ pub(crate) struct CoreArgs {
     pub(crate) metrics: crate::nf_cmd::MetricsArgs,
     #[command(flatten)]
     pub(crate) bpf: BpfArgs,
+    /// Host an SMF shard on every worker (PDU sessions; PFCP to the UPF at 127.0.0.7:8805).
+    #[arg(long)]
+    pub(crate) smf: bool,
+    /// Also run a UPF in this process (PFCP on 127.0.0.7:8805, rules kept in memory, no
+    /// packet forwarding): PDU sessions without root. Implies `--smf`.
+    #[arg(long)]
+    pub(crate) upf_inproc: bool,
 }
 
 /// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
@@ -220,6 +227,12 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     args.nas.apply(&cfg.amf, &mut opts)?;
     args.bpf.apply(&mut opts);
     opts.config = cfg;
+    if args.smf || args.upf_inproc {
+        opts.smf = Some(steer5g_core::SmfOptions::default());
+    }
+    if args.upf_inproc {
+        opts.upf = Some(steer5g_core::UpfOptions::default());
+    }
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");

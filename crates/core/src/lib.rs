@@ -56,8 +56,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nf::amf::n2::{AmfN2Config, N2Stats};
-use nf::amf::registration::{IdleUe, UeContext};
+use nf::amf::registration::{IdleUe, SessionStats, UeContext};
 use nf::ausf::{AusfStats, AuthContext};
+pub use nf::smf::DnnPool;
+use nf::smf::{SmContext, SmfStats};
 use nf::state::{LockStats, LockedMap};
 use nf::udm::{SidfKeys, UdmStats, UeRecord};
 use proto::ids::{Guami, Plmn, Snssai, Tac, Tai};
@@ -193,6 +195,12 @@ pub struct CoreOptions {
     /// Shard-aware h2c clients (sharded mode): each request on the connection of its
     /// owner's worker. Off, each worker keeps one connection per NF.
     pub sbi_pool: bool,
+    /// An SMF shard on every worker (Nsmf_PDUSession in-process, PFCP to a UPF); `None`:
+    /// no SMF, and UL NAS TRANSPORTs for PDU sessions find no SMF.
+    pub smf: Option<SmfOptions>,
+    /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
+    /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
+    pub upf: Option<UpfOptions>,
     /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
@@ -268,6 +276,60 @@ impl CoreOptions {
             bpf: BpfPolicy::from_env(),
             metrics: None,
             sbi_pool: true,
+            smf: None,
+            upf: None,
+        }
+    }
+}
+
+/// How the SMF shards are set up.
+#[derive(Debug, Clone)]
+pub struct SmfOptions {
+    /// The UPF's PFCP address (DESIGN.md: 127.0.0.7:8805).
+    pub upf: SocketAddr,
+    /// The address each worker's PFCP socket binds (port chosen by the OS: one socket per
+    /// worker, as each numbers its own requests) and advertises in its CP F-SEID.
+    pub pfcp_ip: std::net::Ipv4Addr,
+    /// Served DNNs and their UE address pools (split between the workers).
+    pub dnns: Vec<DnnPool>,
+    /// Served slices.
+    pub slices: Vec<sbi::model::Snssai>,
+}
+
+impl Default for SmfOptions {
+    /// UPF at 127.0.0.7:8805, PFCP from 127.0.0.4, DNN `internet` with 10.45.0.0/16, SST 1.
+    fn default() -> Self {
+        SmfOptions {
+            upf: SocketAddr::from(([127, 0, 0, 7], 8805)),
+            pfcp_ip: std::net::Ipv4Addr::new(127, 0, 0, 4),
+            dnns: vec![DnnPool {
+                dnn: "internet".to_owned(),
+                net: std::net::Ipv4Addr::new(10, 45, 0, 0),
+                prefix_len: 16,
+            }],
+            slices: vec![sbi::model::Snssai { sst: 1, sd: None }],
+        }
+    }
+}
+
+/// An in-process UPF ([`upf::service::UpfService`] over a [`upf::MemoryDatapath`]).
+#[derive(Debug, Clone)]
+pub struct UpfOptions {
+    /// Where it serves PFCP (port 0: the OS picks).
+    pub pfcp: SocketAddr,
+    /// Its N3 address, advertised in the F-TEIDs it allocates.
+    pub n3: std::net::Ipv4Addr,
+    /// The rule tables; keep a clone to look at them.
+    pub datapath: upf::MemoryDatapath,
+}
+
+impl Default for UpfOptions {
+    /// PFCP on 127.0.0.7:8805, N3 127.0.0.7.
+    fn default() -> Self {
+        UpfOptions {
+            pfcp: SocketAddr::from(([127, 0, 0, 7], 8805)),
+            n3: std::net::Ipv4Addr::new(127, 0, 0, 7),
+            datapath: upf::MemoryDatapath::new(),
         }
     }
 }
@@ -344,6 +406,10 @@ pub struct WorkerReport {
     pub ausf: AusfStats,
     /// Its UDM's counters.
     pub udm: UdmStats,
+    /// Its AMF's PDU session counters.
+    pub amf_sessions: SessionStats,
+    /// Its SMF's counters (zero without an SMF).
+    pub smf: SmfStats,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
     /// Why its loop woke up.
@@ -440,6 +506,8 @@ pub struct CoreReport {
     /// The `sk_reuseport` program's counters of each kernel-steered SBI listener, read
     /// just before the workers stopped.
     pub sbi_kernel: Vec<(NfType, steer_bpf::Counters)>,
+    /// The in-process UPF's report, if one ran.
+    pub upf: Option<upf::service::ServiceReport>,
 }
 
 impl CoreReport {
@@ -619,6 +687,7 @@ pub(crate) struct LockedMaps {
     pub(crate) auth: LockedMap<String, AuthContext>,
     pub(crate) records: LockedMap<String, UeRecord>,
     pub(crate) sqn: LockedMap<(), SqnShard>,
+    pub(crate) sm: LockedMap<u64, SmContext>,
 }
 
 impl LockedMaps {
@@ -630,6 +699,7 @@ impl LockedMaps {
             self.auth.stats(),
             self.records.stats(),
             self.sqn.stats(),
+            self.sm.stats(),
         ] {
             t.acquisitions += s.acquisitions;
             t.contended += s.contended;
@@ -650,6 +720,7 @@ pub struct CoreHandle {
     /// The N2 UDP group's steering program, kept for its counters.
     n2_steering: Option<steer_bpf::Steering>,
     metrics: Option<steer_metrics::MetricsServer>,
+    upf: Option<upf::service::UpfService>,
 }
 
 impl std::fmt::Debug for CoreHandle {
@@ -686,6 +757,24 @@ impl Core {
             return Err(CoreError::Config("no NF to host".to_owned()));
         }
         let nf_cfgs = worker::NfSettings::from_options(&opts)?;
+        let upf = match &opts.upf {
+            Some(u) => {
+                let svc = upf::service::UpfService::start(
+                    upf::service::ServiceOptions::new(u.pfcp, u.n3),
+                    Box::new(u.datapath.clone()),
+                )
+                .map_err(|source| CoreError::Bind {
+                    what: format!("UPF PFCP {}", u.pfcp),
+                    source,
+                })?;
+                Some(svc)
+            }
+            None => None,
+        };
+        let mut smf = opts.smf.clone();
+        if let (Some(s), Some(u)) = (smf.as_mut(), upf.as_ref()) {
+            s.upf = u.local_addr();
+        }
         let (store, hn) = if opts.nfs.udm {
             std::fs::create_dir_all(&opts.data_dir).map_err(|e| {
                 CoreError::Config(format!("data dir {}: {e}", opts.data_dir.display()))
@@ -793,6 +882,7 @@ impl Core {
             n2_report: Mutex::new(Vec::new()),
             locals,
             live: live.clone(),
+            smf,
         });
         let s2 = shared.clone();
         let rt_opts = RuntimeOptions {
@@ -829,6 +919,7 @@ impl Core {
             listening,
             n2_steering,
             metrics: metrics_server,
+            upf,
         })
     }
 }
@@ -883,9 +974,18 @@ impl CoreHandle {
             Some(h) => h.join().unwrap_or(0),
             None => 0,
         };
+        let upf = match self.upf.take().map(upf::service::UpfService::stop) {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "UPF did not stop cleanly");
+                None
+            }
+            None => None,
+        };
         let mut report = CoreReport {
             sqn_writes,
             sbi_kernel,
+            upf,
             ..CoreReport::default()
         };
         if let Ok(mut r) = self.shared.reports.lock() {

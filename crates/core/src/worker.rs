@@ -16,6 +16,7 @@ use http::{Method, StatusCode};
 use nf::amf::n2::AmfN2Config;
 use nf::amf::registration::{self, Amf, AmfConfig, IdleUe, UeContext};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext, WallClock};
+use nf::smf::{self, SmContext, Smf, SmfConfig};
 use nf::state::{ContextMap, ShardMap};
 use nf::udm::{self, Forwarded, SidfKeys, Udm, UdmConfig, UeRecord};
 use sbi::paths::{resolve, Route};
@@ -31,7 +32,8 @@ use crate::n2::{assoc_owner, N2Side, UeMessage};
 
 use crate::persist::Job;
 use crate::{
-    CoreError, CoreOptions, LockedMaps, N2WorkerReport, NfSet, SbiMode, StateMode, WorkerReport,
+    CoreError, CoreOptions, LockedMaps, N2WorkerReport, NfSet, SbiMode, SmfOptions, StateMode,
+    WorkerReport,
 };
 
 /// Longest a turn waits on the N2 socket(s) before looking at everything else.
@@ -175,6 +177,12 @@ pub(crate) enum Local {
         status: StatusCode,
         body: Bytes,
     },
+    /// The reply to an h2c call of the SMF.
+    SmfReply {
+        call_id: u64,
+        status: StatusCode,
+        body: Bytes,
+    },
     /// An SQN write this worker asked for completed.
     SqnDone {
         supi: String,
@@ -262,6 +270,8 @@ pub(crate) struct Shared {
     pub(crate) locals: Vec<LocalTx>,
     /// The live counters every worker publishes into.
     pub(crate) live: Arc<Live>,
+    /// The SMF shards' settings (`None`: no SMF), with the UPF address resolved.
+    pub(crate) smf: Option<SmfOptions>,
 }
 
 /// The worker's body: builds its NF shards (sharded or over the shared maps) and runs.
@@ -277,7 +287,12 @@ pub(crate) async fn run(ctx: WorkerCtx<Msg>, shared: Arc<Shared>) {
     };
     match shared.locked.clone() {
         Some(m) if shared.state == StateMode::Locked => {
-            let w = Worker::new(ctx, shared, rx, (m.ues, m.idle, m.auth, m.records, m.sqn));
+            let w = Worker::new(
+                ctx,
+                shared,
+                rx,
+                (m.ues, m.idle, m.auth, m.records, m.sqn, m.sm),
+            );
             w.run(listeners).await
         }
         _ => {
@@ -286,6 +301,7 @@ pub(crate) async fn run(ctx: WorkerCtx<Msg>, shared: Arc<Shared>) {
                 shared,
                 rx,
                 (
+                    ShardMap::new(),
                     ShardMap::new(),
                     ShardMap::new(),
                     ShardMap::new(),
@@ -306,6 +322,8 @@ enum Origin {
     Amf(u64),
     /// A call of this worker's AUSF (in-process SBI).
     Ausf(u64),
+    /// A call of this worker's SMF (in-process SBI).
+    Smf(u64),
     /// A request another worker holds under its own tag.
     Remote { from: WorkerId, tag: u64 },
 }
@@ -314,9 +332,10 @@ enum Origin {
 enum Caller {
     Amf(u64),
     Ausf(u64),
+    Smf(u64),
 }
 
-struct Worker<AM, AP, AC, UR, UQ> {
+struct Worker<AM, AP, AC, UR, UQ, SM> {
     id: WorkerId,
     workers: Workers,
     mesh: MeshEnd<Msg>,
@@ -325,6 +344,9 @@ struct Worker<AM, AP, AC, UR, UQ> {
     amf: Amf<AM, AP>,
     ausf: Ausf<AC>,
     udm: Udm<UR, UQ>,
+    smf: Option<Smf<SM>>,
+    /// This worker's PFCP socket towards the UPF (with the SMF).
+    pfcp: Option<Rc<tokio::net::UdpSocket>>,
     rx: LocalRx,
     tx: LocalTx,
     client: Rc<SbiClient>,
@@ -345,6 +367,7 @@ enum Wake {
     N2(std::io::Result<()>),
     Timer,
     Retry,
+    Pfcp(std::io::Result<Vec<u8>>),
 }
 
 impl Wake {
@@ -357,25 +380,28 @@ impl Wake {
             Wake::N2(_) => WakeCause::N2,
             Wake::Timer => WakeCause::Timer,
             Wake::Retry => WakeCause::Retry,
+            // PFCP is counted with the local wake-ups (no counter of its own yet).
+            Wake::Pfcp(_) => WakeCause::Local,
         })
     }
 }
 
-impl<AM, AP, AC, UR, UQ> Worker<AM, AP, AC, UR, UQ>
+impl<AM, AP, AC, UR, UQ, SM> Worker<AM, AP, AC, UR, UQ, SM>
 where
     AM: ContextMap<u64, UeContext>,
     AP: ContextMap<u32, IdleUe>,
     AC: ContextMap<String, AuthContext>,
     UR: ContextMap<String, UeRecord>,
     UQ: ContextMap<(), SqnShard>,
+    SM: ContextMap<u64, SmContext>,
 {
     fn new(
         ctx: WorkerCtx<Msg>,
         shared: Arc<Shared>,
         rx: LocalRx,
-        maps: (AM, AP, AC, UR, UQ),
+        maps: (AM, AP, AC, UR, UQ, SM),
     ) -> Self {
-        let (ues, idle, auth, records, sqn) = maps;
+        let (ues, idle, auth, records, sqn, sm) = maps;
         let s = &shared.settings;
         let mut amf_cfg = s.amf.clone();
         amf_cfg.worker = ctx.id;
@@ -412,6 +438,22 @@ where
             records,
             sqn,
         );
+        let smf = shared.smf.as_ref().map(|o| {
+            Smf::new(
+                SmfConfig {
+                    worker: ctx.id,
+                    workers: ctx.workers,
+                    api_root: "http://127.0.0.4:7777".to_owned(),
+                    node_id: pfcp::ie::NodeId::Ipv4(o.pfcp_ip),
+                    pfcp_ip: o.pfcp_ip,
+                    upf: o.upf,
+                    dnns: o.dnns.clone(),
+                    slices: o.slices.clone(),
+                    urr_volume_threshold: 1 << 30,
+                },
+                sm,
+            )
+        });
         let tx = shared
             .locals
             .get(ctx.id.index())
@@ -442,6 +484,8 @@ where
             amf: Amf::new(amf_cfg, ues, idle),
             ausf,
             udm,
+            smf,
+            pfcp: None,
             rx,
             tx,
             client,
@@ -472,6 +516,7 @@ where
                 return;
             }
         }
+        self.open_pfcp();
         for (nf, l, steered) in listeners {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
@@ -494,7 +539,20 @@ where
                 .flatten()
                 .min();
             let retry = !self.outbox.is_empty();
+            let pfcp_sock = self.pfcp.clone();
             let wake = {
+                let pfcp = async move {
+                    match pfcp_sock {
+                        Some(s) => {
+                            let mut buf = vec![0u8; 4096];
+                            s.recv(&mut buf).await.map(|n| {
+                                buf.truncate(n);
+                                buf
+                            })
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
                 let n2 = async {
                     match self.n2.as_mut() {
                         Some(n) => n.drive(Instant::now() + N2_TICK).await,
@@ -513,6 +571,7 @@ where
                     _ = self.mesh.recv_ready() => Wake::Mesh,
                     l = self.rx.recv() => Wake::Local(l),
                     r = n2 => Wake::N2(r),
+                    p = pfcp => Wake::Pfcp(p),
                     _ = timer => Wake::Timer,
                     _ = tokio::time::sleep(RETRY_PAUSE), if retry => Wake::Retry,
                 }
@@ -546,6 +605,24 @@ where
                     self.on_n2_events();
                     handled = self.counters.ngap_read != before;
                 }
+                Wake::Pfcp(r) => match r {
+                    Ok(bytes) => {
+                        if let Some(smf) = self.smf.as_mut() {
+                            smf.handle_pfcp(&bytes);
+                        }
+                        // Whatever else arrived meanwhile, without waiting.
+                        while let Some(bytes) = self.try_recv_pfcp() {
+                            if let Some(smf) = self.smf.as_mut() {
+                                smf.handle_pfcp(&bytes);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        // ICMP port unreachable before the UPF is up surfaces here.
+                        tracing::debug!(error = %e, "PFCP receive");
+                        handled = false;
+                    }
+                },
                 Wake::Timer => {
                     let now = Instant::now();
                     self.amf.handle_timeout(now);
@@ -595,6 +672,51 @@ where
                     tracing::error!(to = to.0, error = %e, "mesh send failed; message dropped");
                 }
             }
+        }
+    }
+
+    // ---- PFCP ----
+
+    /// Binds this worker's PFCP socket (connected to the UPF) and starts the association.
+    fn open_pfcp(&mut self) {
+        let Some(o) = self.shared.smf.clone() else {
+            return;
+        };
+        let sock = std::net::UdpSocket::bind((o.pfcp_ip, 0))
+            .and_then(|s| {
+                s.connect(o.upf)?;
+                s.set_nonblocking(true)?;
+                Ok(s)
+            })
+            .and_then(tokio::net::UdpSocket::from_std);
+        match sock {
+            Ok(s) => {
+                self.pfcp = Some(Rc::new(s));
+                if let Some(smf) = self.smf.as_mut() {
+                    smf.associate(upf::service::ntp_now());
+                }
+            }
+            Err(e) => tracing::error!(worker = self.id.0, error = %e, "PFCP socket"),
+        }
+    }
+
+    fn try_recv_pfcp(&self) -> Option<Vec<u8>> {
+        let s = self.pfcp.as_ref()?;
+        let mut buf = vec![0u8; 4096];
+        let n = s.try_recv(&mut buf).ok()?;
+        buf.truncate(n);
+        Some(buf)
+    }
+
+    fn send_pfcp(&self, bytes: &[u8]) {
+        // TS 29.244 §6.4 retransmission is not done here: the UPF is on loopback.
+        match self.pfcp.as_ref() {
+            Some(s) => {
+                if let Err(e) = s.try_send(bytes) {
+                    tracing::debug!(error = %e, "PFCP send");
+                }
+            }
+            None => tracing::debug!("PFCP message without a PFCP socket"),
         }
     }
 
@@ -751,6 +873,15 @@ where
             } => self
                 .ausf
                 .handle_reply(Instant::now(), call_id, status, &body),
+            Local::SmfReply {
+                call_id,
+                status,
+                body,
+            } => {
+                if let Some(smf) = self.smf.as_mut() {
+                    smf.handle_reply(call_id, status, &body);
+                }
+            }
             Local::SqnDone { supi, high_water } => {
                 if self.shared.state == StateMode::Locked {
                     // Any worker may have parked a request behind this reservation.
@@ -810,6 +941,12 @@ where
         match nf {
             NfType::Ausf => self.ausf.handle_request(Instant::now(), tag, req),
             NfType::Udm => self.udm.handle_request(tag, req),
+            NfType::Amf => self.amf.handle_request(tag, req),
+            NfType::Smf if self.smf.is_some() => {
+                if let Some(smf) = self.smf.as_mut() {
+                    smf.handle_request(tag, req);
+                }
+            }
             other => {
                 let p = ProblemDetails::resource_not_found(&format!("{other}: {}", req.path));
                 self.complete(tag, SbiResponse::problem(&p));
@@ -825,8 +962,23 @@ where
                 let _ = reply.send(resp);
             }
             Some(Origin::Amf(call_id)) => {
-                self.amf
-                    .handle_sbi_reply(Instant::now(), call_id, resp.status, &resp.body)
+                let location = resp
+                    .headers
+                    .get(http::header::LOCATION)
+                    .and_then(|v| v.to_str().ok());
+                self.amf.handle_sbi_response(
+                    Instant::now(),
+                    call_id,
+                    resp.status,
+                    location,
+                    resp.content_type,
+                    &resp.body,
+                )
+            }
+            Some(Origin::Smf(call_id)) => {
+                if let Some(smf) = self.smf.as_mut() {
+                    smf.handle_reply(call_id, resp.status, &resp.body);
+                }
             }
             Some(Origin::Ausf(call_id)) => {
                 self.ausf
@@ -842,8 +994,18 @@ where
 
     /// A call of this worker's AMF or AUSF. Every call is answered (TS 29.500 §5.2.7: a
     /// transport failure is a 504 to the caller).
-    fn call(&mut self, caller: Caller, nf: NfType, method: Method, path: String, body: Bytes) {
-        if self.shared.sbi == SbiMode::Inproc {
+    fn call(
+        &mut self,
+        caller: Caller,
+        nf: NfType,
+        method: Method,
+        path: String,
+        content_type: &'static str,
+        body: Bytes,
+    ) {
+        // The SMF and the AMF's Namf_Communication have no h2c server yet: every process
+        // hosting them reaches them in-process.
+        if self.shared.sbi == SbiMode::Inproc || matches!(nf, NfType::Smf | NfType::Amf) {
             let (path, query) = match path.split_once('?') {
                 Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
                 None => (path, None),
@@ -852,13 +1014,14 @@ where
                 method,
                 path,
                 query,
-                content_type: (!body.is_empty()).then(|| "application/json".to_owned()),
+                content_type: (!body.is_empty()).then(|| content_type.to_owned()),
                 body,
             };
             let tag = self.new_tag();
             let origin = match caller {
                 Caller::Amf(c) => Origin::Amf(c),
                 Caller::Ausf(c) => Origin::Ausf(c),
+                Caller::Smf(c) => Origin::Smf(c),
             };
             self.origins.insert(tag, origin);
             return self.deliver(nf, tag, req);
@@ -893,6 +1056,11 @@ where
                     body,
                 },
                 Caller::Ausf(call_id) => Local::AusfReply {
+                    call_id,
+                    status,
+                    body,
+                },
+                Caller::Smf(call_id) => Local::SmfReply {
                     call_id,
                     status,
                     body,
@@ -939,8 +1107,12 @@ where
                         nf,
                         method,
                         path,
+                        content_type,
                         body,
-                    } => self.call(Caller::Amf(call_id), nf, method, path, body),
+                    } => self.call(Caller::Amf(call_id), nf, method, path, content_type, body),
+                    registration::Action::Respond { req_id, response } => {
+                        self.complete(req_id, response)
+                    }
                     other => tracing::warn!(?other, "AMF action this runtime does not carry out"),
                 }
             }
@@ -954,7 +1126,14 @@ where
                         method,
                         path,
                         body,
-                    } => self.call(Caller::Ausf(call_id), nf, method, path, body),
+                    } => self.call(
+                        Caller::Ausf(call_id),
+                        nf,
+                        method,
+                        path,
+                        sbi::multipart::JSON,
+                        body,
+                    ),
                     other => tracing::warn!(?other, "AUSF action this runtime does not carry out"),
                 }
             }
@@ -991,6 +1170,31 @@ where
                     other => tracing::warn!(?other, "UDM action this runtime does not carry out"),
                 }
             }
+            while let Some(a) = self.smf.as_mut().and_then(Smf::poll_action) {
+                progress = true;
+                match a {
+                    smf::Action::Respond { req_id, response } => self.complete(req_id, response),
+                    smf::Action::Call {
+                        call_id,
+                        nf,
+                        method,
+                        path,
+                        content_type,
+                        body,
+                    } => self.call(Caller::Smf(call_id), nf, method, path, content_type, body),
+                    smf::Action::Pfcp { bytes, .. } | smf::Action::PfcpResponse { bytes, .. } => {
+                        self.send_pfcp(&bytes)
+                    }
+                    smf::Action::Forward { req_id, .. } => {
+                        // `request_owner` already sends each Nsmf request to the worker its
+                        // SM context ref names, so a hand-over here is a routing bug.
+                        tracing::warn!("SMF asked to forward a request");
+                        let p = ProblemDetails::unspecified_nf_failure("SM context misrouted");
+                        self.complete(req_id, SbiResponse::problem(&p));
+                    }
+                    other => tracing::warn!(?other, "SMF action this runtime does not carry out"),
+                }
+            }
             if !progress {
                 break;
             }
@@ -1011,6 +1215,8 @@ where
             amf: self.amf.stats(),
             ausf: self.ausf.stats(),
             udm: self.udm.stats(),
+            amf_sessions: self.amf.session_stats(),
+            smf: self.smf.as_ref().map(Smf::stats).unwrap_or_default(),
             counters: self.counters,
             wakes: self.wakes,
         };
@@ -1055,6 +1261,12 @@ pub(crate) fn request_owner(
                 Err(_) => None,
             }
         }
+        NfType::Smf => path
+            .strip_prefix(smf::NSMF_PDUSESSION)
+            .and_then(|p| p.strip_prefix("/sm-contexts/"))
+            .and_then(|p| p.split('/').next())
+            .and_then(smf::owner_of_sm_context_ref)
+            .filter(|w| workers.contains(*w)),
         _ => None,
     }
 }

@@ -199,6 +199,7 @@ where
                         method,
                         path,
                         body,
+                        ..
                     } => {
                         self.next_req += 1;
                         let id = self.next_req;

@@ -32,6 +32,7 @@
 //! - The INITIAL CONTEXT SETUP REQUEST is sent on every registration that arrives in an
 //!   INITIAL UE MESSAGE: the N2 connection is new and NAS security is active.
 
+mod session;
 mod ue;
 
 pub mod route;
@@ -78,6 +79,7 @@ use tracing::{debug, warn};
 use crate::state::ContextMap;
 
 pub use route::{route, Route};
+pub use session::{PduSession, SessionState, SessionStats};
 use ue::{AuthRun, TimerKind};
 pub use ue::{IdleUe, UeContext, UeState};
 
@@ -185,8 +187,17 @@ pub enum Action {
         method: Method,
         /// Path (no authority).
         path: String,
-        /// JSON body (empty for a GET).
+        /// `Content-Type` of `body`: JSON, or multipart for Nsmf calls with N1/N2 parts.
+        content_type: &'static str,
+        /// Body (empty for a GET).
         body: Bytes,
+    },
+    /// Answer SBI request `req_id` served with [`Amf::handle_request`].
+    Respond {
+        /// The request.
+        req_id: u64,
+        /// The answer.
+        response: sbi::SbiResponse,
     },
 }
 
@@ -229,6 +240,12 @@ enum CallKind {
     Confirmation,
     Uecm,
     Sdm,
+    /// Nsmf CreateSMContext for PDU session `psi`.
+    SmCreate(u8),
+    /// Nsmf UpdateSMContext for PDU session `psi`.
+    SmUpdate(u8),
+    /// Nsmf ReleaseSMContext of a UE whose context is gone.
+    SmRelease,
 }
 
 /// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
@@ -246,8 +263,12 @@ pub struct Amf<M, P> {
     calls: HashMap<u64, (u64, CallKind)>,
     timers: BTreeSet<(Instant, u64)>,
     idle_order: VecDeque<u32>,
+    /// SUPI → AMF-UE-NGAP-ID of the UEs with PDU sessions this worker set up, so an
+    /// N1N2MessageTransfer naming the SUPI finds its UE (see [`session`]).
+    supi_index: HashMap<String, u64>,
     actions: VecDeque<Action>,
     stats: AmfStats,
+    sm_stats: session::SessionStats,
 }
 
 impl<M, P> Amf<M, P>
@@ -269,8 +290,10 @@ where
             calls: HashMap::new(),
             timers: BTreeSet::new(),
             idle_order: VecDeque::new(),
+            supi_index: HashMap::new(),
             actions: VecDeque::new(),
             stats: AmfStats::default(),
+            sm_stats: session::SessionStats::default(),
         }
     }
 
@@ -453,6 +476,32 @@ where
                 }
                 Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
             },
+            MessageKind::PduSessionResourceSetupResponse => {
+                match ngap::PduSessionResourceSetupResponse::parse(&pdu) {
+                    Ok(m) => {
+                        if let Some(mut ue) =
+                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                        {
+                            self.on_setup_response(&mut ue, m);
+                            self.put_back(ue);
+                        }
+                    }
+                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                }
+            }
+            MessageKind::PduSessionResourceReleaseResponse => {
+                match ngap::PduSessionResourceReleaseResponse::parse(&pdu) {
+                    Ok(m) => {
+                        if let Some(mut ue) =
+                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
+                        {
+                            self.on_release_response(&mut ue, m);
+                            self.put_back(ue);
+                        }
+                    }
+                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                }
+            }
             MessageKind::NasNonDeliveryIndication | MessageKind::ErrorIndication => {
                 debug!(assoc, procedure = pdu.procedure_name(), "noted");
             }
@@ -653,6 +702,13 @@ where
             }
             (octets.to_vec(), SecurityHeaderType::Plain)
         };
+        if header_type != SecurityHeaderType::Plain
+            && plain.get(2) == Some(&nas::sm_ue::UL_NAS_TRANSPORT)
+        {
+            // TS 24.501 §5.4.5.2: 5GSM messages come in UL NAS TRANSPORT, never plain.
+            ue.secured = true;
+            return self.on_ul_nas_transport(ue, &plain);
+        }
         let msg = match NasMessage::parse(&plain) {
             Ok(m) => m,
             Err(e) => {
@@ -1338,8 +1394,9 @@ where
 
     /// The N2 part is gone: the context leaves the connected map, and what a later
     /// registration with the 5G-GUTI needs is kept if asked for.
-    fn finish_release(&mut self, ue: UeContext) {
+    fn finish_release(&mut self, mut ue: UeContext) {
         self.stats.releases += 1;
+        self.release_sm_contexts(&mut ue);
         if let Some((t, _)) = ue.timer {
             self.timers.remove(&(t, ue.amf_ue_ngap_id));
         }
@@ -1408,6 +1465,7 @@ where
             nf,
             method,
             path,
+            content_type: sbi::multipart::JSON,
             body,
         });
     }
@@ -1420,14 +1478,47 @@ where
         status: StatusCode,
         body: &[u8],
     ) {
+        self.handle_sbi_response(now, call_id, status, None, None, body)
+    }
+
+    /// The reply to call `call_id` with the headers the Nsmf answers need: `Location` of a
+    /// created SM context and the `Content-Type` of a multipart body.
+    pub fn handle_sbi_response(
+        &mut self,
+        now: Instant,
+        call_id: u64,
+        status: StatusCode,
+        location: Option<&str>,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) {
         let Some((id, kind)) = self.calls.remove(&call_id) else {
             self.stats.stray_replies += 1;
             return;
         };
+        if kind == CallKind::SmRelease {
+            // The UE context that asked is gone by design.
+            return self.on_sm_released(status);
+        }
         let Some(mut ue) = self.ues.remove(&id) else {
             self.stats.stray_replies += 1;
             return;
         };
+        if let CallKind::SmCreate(psi) | CallKind::SmUpdate(psi) = kind {
+            // Session calls run beside the 5GMM procedures: they do not take the UE's
+            // single call slot.
+            let reply = session::SmReply {
+                status,
+                location,
+                content_type,
+                body,
+            };
+            match kind {
+                CallKind::SmCreate(_) => self.on_sm_created(&mut ue, psi, reply),
+                _ => self.on_sm_updated(&mut ue, psi, reply),
+            }
+            return self.put_back(ue);
+        }
         if ue.pending_call != Some(call_id) {
             self.stats.stray_replies += 1;
             return self.put_back(ue);
@@ -1439,6 +1530,7 @@ where
             CallKind::Confirmation => self.on_confirmation(now, &mut ue, status, body),
             CallKind::Uecm => self.on_uecm(now, &mut ue, status, body),
             CallKind::Sdm => self.on_sdm(now, &mut ue, status, body),
+            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
         }
         self.put_back(ue);
     }

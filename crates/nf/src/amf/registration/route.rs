@@ -69,7 +69,9 @@ pub fn route(bytes: &[u8], gnb_id: u32, workers: Workers) -> Route {
         | MessageKind::InitialContextSetupResponse
         | MessageKind::InitialContextSetupFailure
         | MessageKind::UeContextReleaseRequest
-        | MessageKind::UeContextReleaseComplete => match pdu.ue_ngap_ids().0 {
+        | MessageKind::UeContextReleaseComplete
+        | MessageKind::PduSessionResourceSetupResponse
+        | MessageKind::PduSessionResourceReleaseResponse => match pdu.ue_ngap_ids().0 {
             Some(id) => {
                 owner_of_amf_ue_ngap_id(id, workers).map_or(Route::ErrorIndication, Route::ToWorker)
             }

@@ -102,6 +102,8 @@ pub struct UeContext {
     /// Whether the gNB holds an AS context for this connection (INITIAL CONTEXT SETUP
     /// succeeded): a later accept on it goes in a DOWNLINK NAS TRANSPORT.
     pub(crate) as_context: bool,
+    /// PDU sessions (TS 23.502 §4.3.2.2.1), see [`super::session`].
+    pub(crate) sessions: Vec<super::session::PduSession>,
 }
 
 impl UeContext {
@@ -131,6 +133,7 @@ impl UeContext {
             park: false,
             initial: true,
             as_context: false,
+            sessions: Vec::new(),
         }
     }
 
@@ -167,6 +170,11 @@ impl UeContext {
     /// The current NAS security context.
     pub fn security(&self) -> Option<&NasSecurityContext> {
         self.sec.as_ref()
+    }
+
+    /// The UE's PDU sessions.
+    pub fn sessions(&self) -> &[super::session::PduSession] {
+        &self.sessions
     }
 
     /// The allowed NSSAI of the last REGISTRATION ACCEPT.

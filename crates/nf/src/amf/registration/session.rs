@@ -1,0 +1,759 @@
+//! The AMF's part of UE-requested PDU session establishment and release (TS 23.502
+//! §4.3.2.2.1, §4.3.4.2): it relays 5GSM messages between the UE (UL/DL NAS TRANSPORT,
+//! TS 24.501 §5.4.5) and the SMF (Nsmf_PDUSession CreateSMContext / UpdateSMContext, TS
+//! 29.502), serves Namf_Communication N1N2MessageTransfer (TS 29.518 §5.2.2.3.1) and turns
+//! its N2 SM information into PDU SESSION RESOURCE SETUP / RELEASE COMMAND (TS 38.413
+//! §8.2.1, §8.2.2).
+//!
+//! # Routing of N1N2MessageTransfer
+//!
+//! The SMF names the UE by SUPI in the path (`ue-contexts/{supi}`). Each worker keeps a
+//! SUPI → AMF-UE-NGAP-ID index of the UEs whose SM contexts it created; the SMF shard that
+//! answers is the one the AMF called in-process, i.e. the same worker, so the transfer comes
+//! back to the worker holding the index entry (in the sharded mode the UE's owner; in the
+//! locked baseline the UE map is shared and any worker's entry finds it).
+
+use http::{Method, StatusCode};
+use proto::ids::Snssai;
+use proto::nas::sm_ue::{DlNasTransport, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL};
+use proto::nas::{Direction, SecurityHeaderType};
+use proto::ngap::{
+    PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
+    PduSessionResourceSetupRequest, PduSessionResourceSetupResponse, PduSessionSetupItem,
+    PduSessionTransferItem,
+};
+use sbi::discovery::NfType;
+use sbi::model::{
+    HexBytes, N1N2MessageTransferReqData, N1N2MessageTransferRspData, PlmnId, ProblemDetails,
+    RefToBinaryData, SmContextCreateData, SmContextReleaseData, SmContextUpdateData,
+    SmContextUpdatedData,
+};
+use sbi::multipart::{self, Part};
+use sbi::server::decode_json;
+use sbi::{SbiRequest, SbiResponse};
+use tracing::debug;
+
+use super::{Action, Amf, CallKind, UeContext, UeState};
+use crate::state::ContextMap;
+
+/// `{apiRoot}/nsmf-pdusession/v1/sm-contexts`.
+const SM_CONTEXTS: &str = "/nsmf-pdusession/v1/sm-contexts";
+/// `{apiRoot}/namf-comm/v1/ue-contexts/`.
+const UE_CONTEXTS: &str = "/namf-comm/v1/ue-contexts/";
+/// Content-Id of the N1 part of the AMF's requests.
+const N1_ID: &str = "n1SmMsg";
+/// Content-Id of the N2 part.
+const N2_ID: &str = "n2SmInfo";
+/// 5GSM message type of PDU SESSION RELEASE COMPLETE (TS 24.501 §9.7 table 9.7.1).
+const RELEASE_COMPLETE: u8 = 0xd4;
+
+/// Where a PDU session stands, as the AMF sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// CreateSMContext sent.
+    Creating,
+    /// The SMF created the context; N2 setup not yet answered by the gNB.
+    Activating,
+    /// The gNB's tunnel went to the SMF.
+    Active,
+    /// Release command sent to the gNB and UE.
+    Releasing,
+}
+
+/// One PDU session of a UE.
+#[derive(Debug, Clone)]
+pub struct PduSession {
+    /// PDU session id.
+    pub psi: u8,
+    /// The SM context ref (last segment of the `Location` the SMF answered).
+    pub sm_ref: Option<String>,
+    /// State.
+    pub state: SessionState,
+    /// Slice.
+    pub snssai: Snssai,
+}
+
+/// Session counters of one AMF worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    /// CreateSMContext calls.
+    pub create_calls: u64,
+    /// Contexts the SMF created (201).
+    pub created: u64,
+    /// Establishments the SMF refused.
+    pub rejected: u64,
+    /// N1N2MessageTransfers served (200).
+    pub n1n2: u64,
+    /// N1N2MessageTransfers refused (unknown UE, bad body).
+    pub n1n2_refused: u64,
+    /// PDU SESSION RESOURCE SETUP REQUESTs sent.
+    pub setup_requests: u64,
+    /// Sessions the SMF reported ACTIVATED.
+    pub activated: u64,
+    /// PDU SESSION RESOURCE RELEASE COMMANDs sent.
+    pub release_commands: u64,
+    /// Sessions removed after release.
+    pub released: u64,
+    /// UL NAS TRANSPORTs that were not acted on.
+    pub dropped: u64,
+    /// SM contexts released because their UE context went (ReleaseSMContext answered 2xx).
+    pub released_with_ue: u64,
+    /// ReleaseSMContexts of gone UEs that failed (the SMF answered an error or not at all).
+    pub release_failures: u64,
+}
+
+/// An Nsmf reply with the headers the AMF reads.
+pub(super) struct SmReply<'a> {
+    pub(super) status: StatusCode,
+    pub(super) location: Option<&'a str>,
+    pub(super) content_type: Option<&'a str>,
+    pub(super) body: &'a [u8],
+}
+
+/// The JSON part and the binary parts of a body, multipart or plain JSON.
+fn split_body(content_type: Option<&str>, body: &[u8]) -> Option<(bytes::Bytes, Vec<Part>)> {
+    let ct = content_type.unwrap_or("");
+    if ct.to_ascii_lowercase().starts_with("multipart/") {
+        let parts = multipart::decode(ct, body).ok()?;
+        let json = multipart::json_part(&parts)?.body.clone();
+        Some((json, parts))
+    } else {
+        Some((bytes::Bytes::copy_from_slice(body), Vec::new()))
+    }
+}
+
+fn part(parts: &[Part], r: Option<&RefToBinaryData>) -> Option<Vec<u8>> {
+    r.and_then(|r| multipart::find_part(parts, &r.content_id))
+        .map(|p| p.body.to_vec())
+}
+
+fn to_model_snssai(s: Snssai) -> sbi::model::Snssai {
+    sbi::model::Snssai {
+        sst: s.sst,
+        sd: s.sd.map(|sd| {
+            let b = sd.to_be_bytes();
+            HexBytes([b[1], b[2], b[3]])
+        }),
+    }
+}
+
+fn from_model_snssai(s: &sbi::model::Snssai) -> Snssai {
+    Snssai {
+        sst: s.sst,
+        sd: s.sd.map(|h| {
+            let b = h.as_bytes();
+            u32::from_be_bytes([0, b[0], b[1], b[2]])
+        }),
+    }
+}
+
+impl<M, P> Amf<M, P>
+where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, super::IdleUe>,
+{
+    /// Session counters.
+    pub fn session_stats(&self) -> SessionStats {
+        self.sm_stats
+    }
+
+    /// UL NAS TRANSPORT from a UE (TS 24.501 §5.4.5.2.2): `plain` is the verified 5GMM
+    /// message.
+    pub(super) fn on_ul_nas_transport(&mut self, ue: &mut UeContext, plain: &[u8]) {
+        let ul = match UlNasTransport::parse(plain) {
+            Ok(m) => m,
+            Err(e) => {
+                debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "UL NAS TRANSPORT refused");
+                self.sm_stats.dropped += 1;
+                return;
+            }
+        };
+        // §5.4.5.2.5: only N1 SM payloads of registered UEs with a PDU session id are
+        // forwarded; anything else is dropped (this AMF relays no other payload type).
+        let (Some(psi), true, Some(supi)) = (
+            ul.pdu_session_id,
+            ul.payload_container_type == PAYLOAD_N1_SM && ue.state == UeState::Registered,
+            ue.supi.clone(),
+        ) else {
+            self.sm_stats.dropped += 1;
+            return;
+        };
+        if let Some(i) = ue.sessions.iter().position(|s| s.psi == psi) {
+            let (state, sm_ref) = match ue.sessions.get(i) {
+                Some(s) => (s.state, s.sm_ref.clone()),
+                None => return,
+            };
+            if state == SessionState::Releasing {
+                // TS 23.502 §4.3.4.2 step 10: the SMF already dropped the context when it
+                // released it; the RELEASE COMPLETE ends the session here.
+                if ul.payload.get(3) == Some(&RELEASE_COMPLETE) {
+                    ue.sessions.remove(i);
+                    self.sm_stats.released += 1;
+                    self.unindex(ue);
+                }
+                return;
+            }
+            let Some(sm_ref) = sm_ref else {
+                self.sm_stats.dropped += 1;
+                return;
+            };
+            let data = SmContextUpdateData {
+                n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
+                ..Default::default()
+            };
+            return self.sm_call(
+                ue,
+                CallKind::SmUpdate(psi),
+                format!("{SM_CONTEXTS}/{sm_ref}/modify"),
+                &data,
+                Some(ul.payload),
+                None,
+            );
+        }
+        if ul.request_type.is_some_and(|t| t != REQUEST_INITIAL) {
+            self.sm_stats.dropped += 1;
+            return;
+        }
+        let snssai = ul
+            .snssai
+            .or_else(|| ue.allowed_nssai.first().copied())
+            .unwrap_or(Snssai { sst: 1, sd: None });
+        let g = &self.cfg.guami;
+        let amf_id = (u32::from(g.amf_region_id) << 16)
+            | (u32::from(g.amf_set_id & 0x3ff) << 6)
+            | u32::from(g.amf_pointer & 0x3f);
+        let b = amf_id.to_be_bytes();
+        let Some(plmn) = PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str()) else {
+            self.sm_stats.dropped += 1;
+            return;
+        };
+        let data = SmContextCreateData {
+            supi: Some(supi.clone()),
+            pdu_session_id: Some(psi),
+            dnn: ul.dnn.clone(),
+            s_nssai: Some(to_model_snssai(snssai)),
+            serving_nf_id: self.cfg.instance_id.clone(),
+            guami: Some(sbi::model::Guami {
+                plmn_id: plmn.clone().into(),
+                amf_id: HexBytes([b[1], b[2], b[3]]),
+            }),
+            serving_network: plmn.into(),
+            request_type: Some("INITIAL_REQUEST".into()),
+            n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
+            an_type: "3GPP_ACCESS".into(),
+            sm_context_status_uri: format!(
+                "{}/namf-callback/v1/sm-context-status",
+                self.cfg.api_root
+            ),
+        };
+        ue.sessions.push(PduSession {
+            psi,
+            sm_ref: None,
+            state: SessionState::Creating,
+            snssai,
+        });
+        self.supi_index.insert(supi, ue.amf_ue_ngap_id);
+        self.sm_stats.create_calls += 1;
+        self.sm_call(
+            ue,
+            CallKind::SmCreate(psi),
+            SM_CONTEXTS.to_owned(),
+            &data,
+            Some(ul.payload),
+            None,
+        );
+    }
+
+    /// A multipart Nsmf call: the JSON and the N1 and/or N2 parts.
+    fn sm_call<T: serde::Serialize>(
+        &mut self,
+        ue: &UeContext,
+        kind: CallKind,
+        path: String,
+        json: &T,
+        n1: Option<Vec<u8>>,
+        n2: Option<Vec<u8>>,
+    ) {
+        let Ok(json) = serde_json::to_vec(json) else {
+            return;
+        };
+        let mut parts = vec![Part::json(json)];
+        if let Some(n1) = n1 {
+            parts.push(Part::binary(multipart::NAS_5G, N1_ID, n1));
+        }
+        if let Some(n2) = n2 {
+            parts.push(Part::binary(multipart::NGAP, N2_ID, n2));
+        }
+        let Ok(body) = multipart::encode(&parts) else {
+            self.sm_stats.dropped += 1;
+            return;
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.calls.insert(call_id, (ue.amf_ue_ngap_id, kind));
+        self.actions.push_back(Action::Call {
+            call_id,
+            nf: NfType::Smf,
+            method: Method::POST,
+            path,
+            content_type: multipart::CONTENT_TYPE,
+            body,
+        });
+    }
+
+    /// The UE context goes (deregistration, AN release): its sessions do not survive the N2
+    /// connection here (no idle-mode sessions or Service Request yet), so each SM context
+    /// is released (TS 29.502 §5.2.2.4) and the UPF's rules with it.
+    pub(super) fn release_sm_contexts(&mut self, ue: &mut UeContext) {
+        let sessions = std::mem::take(&mut ue.sessions);
+        self.unindex(ue);
+        for s in sessions {
+            let Some(sm_ref) = s.sm_ref else {
+                continue;
+            };
+            let body = SmContextReleaseData {
+                cause: Some("REL_DUE_TO_UE_DEREGISTRATION".into()),
+            };
+            let Ok(body) = serde_json::to_vec(&body) else {
+                continue;
+            };
+            let call_id = self.next_call;
+            self.next_call = self.next_call.wrapping_add(1);
+            self.calls
+                .insert(call_id, (ue.amf_ue_ngap_id, CallKind::SmRelease));
+            self.actions.push_back(Action::Call {
+                call_id,
+                nf: NfType::Smf,
+                method: Method::POST,
+                path: format!("{SM_CONTEXTS}/{sm_ref}/release"),
+                content_type: multipart::JSON,
+                body: body.into(),
+            });
+        }
+    }
+
+    pub(super) fn on_sm_released(&mut self, status: StatusCode) {
+        if status.is_success() {
+            self.sm_stats.released_with_ue += 1;
+        } else {
+            self.sm_stats.release_failures += 1;
+            debug!(%status, "ReleaseSMContext failed");
+        }
+    }
+
+    /// Drops the UE's index entry once it has no session left.
+    fn unindex(&mut self, ue: &UeContext) {
+        if ue.sessions.is_empty() {
+            if let Some(supi) = &ue.supi {
+                self.supi_index.remove(supi);
+            }
+        }
+    }
+
+    /// The answer to CreateSMContext.
+    pub(super) fn on_sm_created(&mut self, ue: &mut UeContext, psi: u8, r: SmReply<'_>) {
+        if r.status == StatusCode::CREATED {
+            let sm_ref = r
+                .location
+                .and_then(|l| l.rsplit('/').next())
+                .map(str::to_owned);
+            if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
+                s.sm_ref = sm_ref;
+                if s.state == SessionState::Creating {
+                    s.state = SessionState::Activating;
+                }
+            }
+            self.sm_stats.created += 1;
+            return;
+        }
+        // TS 29.502 §5.2.2.2.1: a refusal may carry the N1 PDU SESSION ESTABLISHMENT
+        // REJECT, which goes to the UE (TS 23.502 §4.3.2.2.1 step 3 onwards).
+        self.sm_stats.rejected += 1;
+        ue.sessions.retain(|s| s.psi != psi);
+        self.unindex(ue);
+        let n1 = split_body(r.content_type, r.body).and_then(|(json, parts)| {
+            let err: sbi::model::SmContextCreateError = decode_json(&json).ok()?;
+            part(&parts, err.n1_sm_msg.as_ref())
+        });
+        if let Some(n1) = n1 {
+            self.send_dl_nas_transport(ue, psi, n1);
+        }
+    }
+
+    /// The answer to UpdateSMContext.
+    pub(super) fn on_sm_updated(&mut self, ue: &mut UeContext, psi: u8, r: SmReply<'_>) {
+        if r.status == StatusCode::NO_CONTENT {
+            return;
+        }
+        let Some((json, parts)) = split_body(r.content_type, r.body) else {
+            return;
+        };
+        if !r.status.is_success() {
+            debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, psi, status = %r.status, "UpdateSMContext failed");
+            return;
+        }
+        let Ok(data) = decode_json::<SmContextUpdatedData>(&json) else {
+            return;
+        };
+        match data.n2_sm_info_type.as_deref() {
+            // TS 23.502 §4.3.4.2 step 3b-4: the release command goes to gNB and UE.
+            Some("PDU_RES_REL_CMD") => {
+                let n1 = part(&parts, data.n1_sm_msg.as_ref());
+                let n2 = part(&parts, data.n2_sm_info.as_ref()).unwrap_or_default();
+                if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
+                    s.state = SessionState::Releasing;
+                }
+                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
+                let m = PduSessionResourceReleaseCommand {
+                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
+                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
+                    nas_pdu,
+                    sessions: vec![PduSessionTransferItem {
+                        pdu_session_id: psi,
+                        transfer: n2,
+                    }],
+                };
+                if let Ok(pdu) = m.encode() {
+                    self.sm_stats.release_commands += 1;
+                    self.actions.push_back(Action::Ngap {
+                        assoc: ue.assoc,
+                        stream: ue.stream,
+                        pdu,
+                    });
+                }
+            }
+            _ if data.up_cnx_state.as_deref() == Some("ACTIVATED") => {
+                if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
+                    if s.state != SessionState::Active {
+                        s.state = SessionState::Active;
+                        self.sm_stats.activated += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// PDU SESSION RESOURCE SETUP RESPONSE (TS 38.413 §8.2.1.2): each set-up session's
+    /// transfer goes to its SMF (TS 23.502 §4.3.2.2.1 step 15).
+    pub(super) fn on_setup_response(
+        &mut self,
+        ue: &mut UeContext,
+        m: PduSessionResourceSetupResponse,
+    ) {
+        for item in m.setup {
+            let Some(sm_ref) = ue
+                .sessions
+                .iter()
+                .find(|s| s.psi == item.pdu_session_id)
+                .and_then(|s| s.sm_ref.clone())
+            else {
+                continue;
+            };
+            let data = SmContextUpdateData {
+                n2_sm_info: Some(RefToBinaryData::new(N2_ID)),
+                n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+                ..Default::default()
+            };
+            self.sm_call(
+                ue,
+                CallKind::SmUpdate(item.pdu_session_id),
+                format!("{SM_CONTEXTS}/{sm_ref}/modify"),
+                &data,
+                None,
+                Some(item.transfer),
+            );
+        }
+        for item in m.failed {
+            debug!(
+                amf_ue_ngap_id = ue.amf_ue_ngap_id,
+                psi = item.pdu_session_id,
+                "PDU session resource setup failed"
+            );
+        }
+    }
+
+    /// PDU SESSION RESOURCE RELEASE RESPONSE (TS 38.413 §8.2.2.2): the access side is
+    /// gone; the session ends with the UE's RELEASE COMPLETE.
+    pub(super) fn on_release_response(
+        &mut self,
+        ue: &mut UeContext,
+        m: PduSessionResourceReleaseResponse,
+    ) {
+        debug!(
+            amf_ue_ngap_id = ue.amf_ue_ngap_id,
+            released = m.released.len(),
+            "PDU session resources released"
+        );
+    }
+
+    /// A DL NAS TRANSPORT carrying `n1`, protected under the UE's current context.
+    fn protect_dl_nas_transport(
+        &mut self,
+        ue: &mut UeContext,
+        psi: u8,
+        n1: Vec<u8>,
+    ) -> Option<Vec<u8>> {
+        let plain = DlNasTransport {
+            payload_container_type: PAYLOAD_N1_SM,
+            payload: n1,
+            pdu_session_id: Some(psi),
+            fgmm_cause: None,
+        }
+        .encode()
+        .ok()?;
+        let sec = ue.sec.as_mut()?;
+        sec.protect(
+            &plain,
+            SecurityHeaderType::IntegrityProtectedAndCiphered,
+            Direction::Downlink,
+        )
+        .ok()
+    }
+
+    fn send_dl_nas_transport(&mut self, ue: &mut UeContext, psi: u8, n1: Vec<u8>) {
+        if let Some(p) = self.protect_dl_nas_transport(ue, psi, n1) {
+            self.downlink(ue, p);
+        }
+    }
+
+    /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
+    /// §5.2.2.3.1) is the one served.
+    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
+        let supi = req
+            .path
+            .strip_prefix(UE_CONTEXTS)
+            .and_then(|r| r.strip_suffix("/n1-n2-messages"))
+            .filter(|s| !s.contains('/'))
+            .map(str::to_owned);
+        let Some(supi) = supi else {
+            return self.respond(req_id, ProblemDetails::resource_not_found(&req.path));
+        };
+        if req.method != Method::POST {
+            return self.respond(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+        }
+        let ue = self
+            .supi_index
+            .get(&supi)
+            .copied()
+            .and_then(|id| self.ues.remove(&id));
+        let Some(mut ue) = ue else {
+            self.sm_stats.n1n2_refused += 1;
+            return self.respond(
+                req_id,
+                ProblemDetails::context_not_found(format!("no UE context {supi}")),
+            );
+        };
+        let r = self.n1n2(&mut ue, &supi, &req);
+        self.put_back(ue);
+        match r {
+            Ok(()) => {
+                self.sm_stats.n1n2 += 1;
+                let body = N1N2MessageTransferRspData {
+                    cause: "N1_N2_TRANSFER_INITIATED".into(),
+                };
+                self.actions.push_back(Action::Respond {
+                    req_id,
+                    response: SbiResponse::json(StatusCode::OK, &body),
+                });
+            }
+            Err(p) => {
+                self.sm_stats.n1n2_refused += 1;
+                self.respond(req_id, p);
+            }
+        }
+    }
+
+    fn respond(&mut self, req_id: u64, p: ProblemDetails) {
+        self.actions.push_back(Action::Respond {
+            req_id,
+            response: SbiResponse::problem(&p),
+        });
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn n1n2(
+        &mut self,
+        ue: &mut UeContext,
+        supi: &str,
+        req: &SbiRequest,
+    ) -> Result<(), ProblemDetails> {
+        if ue.supi.as_deref() != Some(supi) {
+            return Err(ProblemDetails::context_not_found(format!(
+                "no UE context {supi}"
+            )));
+        }
+        let (json, parts) = split_body(req.content_type.as_deref(), &req.body)
+            .ok_or_else(|| ProblemDetails::invalid_msg_format("body does not decode"))?;
+        let data: N1N2MessageTransferReqData = decode_json(&json)?;
+        let n1 = part(
+            &parts,
+            data.n1_message_container
+                .as_ref()
+                .map(|c| &c.n1_message_content),
+        );
+        let sm = data
+            .n2_info_container
+            .as_ref()
+            .and_then(|c| c.sm_info.as_ref());
+        let n2 = part(
+            &parts,
+            sm.and_then(|s| s.n2_info_content.as_ref())
+                .map(|c| &c.ngap_data),
+        );
+        let psi = data
+            .pdu_session_id
+            .or(sm.map(|s| s.pdu_session_id))
+            .ok_or_else(|| ProblemDetails::mandatory_ie_missing("/pduSessionId"))?;
+        let ie_type = sm
+            .and_then(|s| s.n2_info_content.as_ref())
+            .and_then(|c| c.ngap_ie_type.clone());
+        match (ie_type.as_deref(), n2) {
+            (Some("PDU_RES_SETUP_REQ"), Some(transfer)) => {
+                let snssai = sm
+                    .and_then(|s| s.s_nssai.as_ref())
+                    .map(from_model_snssai)
+                    .or_else(|| ue.sessions.iter().find(|s| s.psi == psi).map(|s| s.snssai))
+                    .unwrap_or(Snssai { sst: 1, sd: None });
+                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
+                // TS 38.413 §8.2.1.2: the NAS-PDU rides in the session's item.
+                let m = PduSessionResourceSetupRequest {
+                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
+                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
+                    nas_pdu: None,
+                    sessions: vec![PduSessionSetupItem {
+                        pdu_session_id: psi,
+                        nas_pdu,
+                        snssai,
+                        transfer,
+                    }],
+                    ue_ambr: None,
+                };
+                let pdu = m
+                    .encode()
+                    .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
+                self.sm_stats.setup_requests += 1;
+                self.actions.push_back(Action::Ngap {
+                    assoc: ue.assoc,
+                    stream: ue.stream,
+                    pdu,
+                });
+                Ok(())
+            }
+            (_, None) => match n1 {
+                Some(n1) => {
+                    self.send_dl_nas_transport(ue, psi, n1);
+                    Ok(())
+                }
+                None => Err(ProblemDetails::mandatory_ie_missing("/n1MessageContainer")),
+            },
+            (other, Some(_)) => Err(ProblemDetails::mandatory_ie_incorrect(
+                "/n2InfoContainer",
+                format!("{other:?} not handled"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::amf::registration::AmfConfig;
+    use crate::state::ShardMap;
+    use steer::{WorkerId, Workers};
+
+    type TestAmf = Amf<ShardMap<u64, UeContext>, ShardMap<u32, super::super::IdleUe>>;
+
+    fn amf() -> TestAmf {
+        let cfg = AmfConfig::new(WorkerId(0), Workers::new(1).unwrap());
+        Amf::new(cfg, ShardMap::new(), ShardMap::new())
+    }
+
+    fn request(method: Method, path: &str) -> SbiRequest {
+        SbiRequest {
+            method,
+            path: path.to_owned(),
+            query: None,
+            content_type: Some(multipart::JSON.to_owned()),
+            body: bytes::Bytes::from_static(b"{}"),
+        }
+    }
+
+    fn answer(a: &mut TestAmf) -> (u64, StatusCode) {
+        match a.poll_action() {
+            Some(Action::Respond { req_id, response }) => (req_id, response.status),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn n1n2_for_an_unknown_ue_is_context_not_found() {
+        let mut a = amf();
+        a.handle_request(
+            7,
+            request(
+                Method::POST,
+                "/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages",
+            ),
+        );
+        assert_eq!(answer(&mut a), (7, StatusCode::NOT_FOUND));
+        assert_eq!(a.session_stats().n1n2_refused, 1);
+        assert!(a.poll_action().is_none());
+    }
+
+    #[test]
+    fn other_paths_and_methods_are_refused() {
+        let mut a = amf();
+        a.handle_request(
+            1,
+            request(Method::POST, "/namf-comm/v1/ue-contexts/x/y/n1-n2-messages"),
+        );
+        assert_eq!(answer(&mut a), (1, StatusCode::NOT_FOUND));
+        a.handle_request(2, request(Method::POST, "/namf-comm/v1/subscriptions"));
+        assert_eq!(answer(&mut a), (2, StatusCode::NOT_FOUND));
+        a.handle_request(
+            3,
+            request(
+                Method::GET,
+                "/namf-comm/v1/ue-contexts/imsi-1/n1-n2-messages",
+            ),
+        );
+        assert_eq!(answer(&mut a), (3, StatusCode::METHOD_NOT_ALLOWED));
+    }
+
+    #[test]
+    fn model_snssai_round_trips() {
+        for s in [
+            Snssai { sst: 1, sd: None },
+            Snssai {
+                sst: 2,
+                sd: Some(0x00ab_cdef),
+            },
+        ] {
+            assert_eq!(from_model_snssai(&to_model_snssai(s)), s);
+        }
+    }
+
+    #[test]
+    fn bodies_split_into_json_and_parts() {
+        let parts = [
+            Part::json(b"{\"a\":1}".to_vec()),
+            Part::binary(multipart::NAS_5G, N1_ID, vec![0x2e, 1, 2]),
+        ];
+        let body = multipart::encode(&parts).unwrap();
+        let (json, got) = split_body(Some(multipart::CONTENT_TYPE), &body).unwrap();
+        assert_eq!(&json[..], b"{\"a\":1}");
+        assert_eq!(
+            part(&got, Some(&RefToBinaryData::new(N1_ID))),
+            Some(vec![0x2e, 1, 2])
+        );
+        assert_eq!(part(&got, Some(&RefToBinaryData::new("other"))), None);
+        assert!(split_body(Some(multipart::CONTENT_TYPE), b"garbage").is_none());
+        let (json, got) = split_body(None, b"{}").unwrap();
+        assert_eq!((&json[..], got.len()), (&b"{}"[..], 0));
+    }
+}
