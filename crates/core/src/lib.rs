@@ -47,6 +47,7 @@
 mod metrics;
 mod n2;
 mod persist;
+mod pfcp_retx;
 mod worker;
 
 use std::net::{SocketAddr, SocketAddrV4};

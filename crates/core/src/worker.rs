@@ -347,6 +347,8 @@ struct Worker<AM, AP, AC, UR, UQ, SM> {
     smf: Option<Smf<SM>>,
     /// This worker's PFCP socket towards the UPF (with the SMF).
     pfcp: Option<Rc<tokio::net::UdpSocket>>,
+    /// The SMF's PFCP requests in flight (T1/N1, TS 29.244 §6.4).
+    pfcp_retx: crate::pfcp_retx::Retransmit,
     rx: LocalRx,
     tx: LocalTx,
     client: Rc<SbiClient>,
@@ -486,6 +488,7 @@ where
             udm,
             smf,
             pfcp: None,
+            pfcp_retx: crate::pfcp_retx::Retransmit::default(),
             rx,
             tx,
             client,
@@ -534,10 +537,14 @@ where
             if self.stop.is_stopped() {
                 break;
             }
-            let timer = [self.amf.poll_timeout(), self.ausf.poll_timeout()]
-                .into_iter()
-                .flatten()
-                .min();
+            let timer = [
+                self.amf.poll_timeout(),
+                self.ausf.poll_timeout(),
+                self.pfcp_retx.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let retry = !self.outbox.is_empty();
             let pfcp_sock = self.pfcp.clone();
             let wake = {
@@ -607,11 +614,13 @@ where
                 }
                 Wake::Pfcp(r) => match r {
                     Ok(bytes) => {
+                        self.pfcp_retx.answered(&bytes);
                         if let Some(smf) = self.smf.as_mut() {
                             smf.handle_pfcp(&bytes);
                         }
                         // Whatever else arrived meanwhile, without waiting.
                         while let Some(bytes) = self.try_recv_pfcp() {
+                            self.pfcp_retx.answered(&bytes);
                             if let Some(smf) = self.smf.as_mut() {
                                 smf.handle_pfcp(&bytes);
                             }
@@ -627,6 +636,15 @@ where
                     let now = Instant::now();
                     self.amf.handle_timeout(now);
                     self.ausf.handle_timeout(now);
+                    let (resend, expired) = self.pfcp_retx.handle_timeout(now);
+                    for bytes in &resend {
+                        self.send_pfcp(bytes);
+                    }
+                    if let Some(smf) = self.smf.as_mut() {
+                        for seq in expired {
+                            smf.pfcp_timeout(seq);
+                        }
+                    }
                 }
             }
             if let Some(c) = cause {
@@ -1182,9 +1200,13 @@ where
                         content_type,
                         body,
                     } => self.call(Caller::Smf(call_id), nf, method, path, content_type, body),
-                    smf::Action::Pfcp { bytes, .. } | smf::Action::PfcpResponse { bytes, .. } => {
+                    smf::Action::Pfcp {
+                        sequence, bytes, ..
+                    } => {
+                        self.pfcp_retx.sent(Instant::now(), sequence, &bytes);
                         self.send_pfcp(&bytes)
                     }
+                    smf::Action::PfcpResponse { bytes, .. } => self.send_pfcp(&bytes),
                     smf::Action::Forward { req_id, .. } => {
                         // `request_owner` already sends each Nsmf request to the worker its
                         // SM context ref names, so a hand-over here is a routing bug.
