@@ -42,6 +42,9 @@ const N2_TICK: Duration = Duration::from_millis(50);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Pause before retrying mesh sends that found a full queue.
 const RETRY_PAUSE: Duration = Duration::from_millis(1);
+/// Largest PFCP message the worker reads from the UPF (responses and reports are far
+/// smaller; a longer datagram is cut and fails to decode, which the SMF logs).
+const PFCP_BUF: usize = 8192;
 
 /// Delivery-path counters of one worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -349,6 +352,8 @@ struct Worker<AM, AP, AC, UR, UQ, SM> {
     pfcp: Option<Rc<tokio::net::UdpSocket>>,
     /// The SMF's PFCP requests in flight (T1/N1, TS 29.244 §6.4).
     pfcp_retx: crate::pfcp_retx::Retransmit,
+    /// Receive buffer of the PFCP socket, reused for every datagram.
+    pfcp_buf: Vec<u8>,
     rx: LocalRx,
     tx: LocalTx,
     client: Rc<SbiClient>,
@@ -369,7 +374,7 @@ enum Wake {
     N2(std::io::Result<()>),
     Timer,
     Retry,
-    Pfcp(std::io::Result<Vec<u8>>),
+    Pfcp(std::io::Result<()>),
 }
 
 impl Wake {
@@ -489,6 +494,7 @@ where
             smf,
             pfcp: None,
             pfcp_retx: crate::pfcp_retx::Retransmit::default(),
+            pfcp_buf: vec![0u8; PFCP_BUF],
             rx,
             tx,
             client,
@@ -548,15 +554,10 @@ where
             let retry = !self.outbox.is_empty();
             let pfcp_sock = self.pfcp.clone();
             let wake = {
+                // Readiness only: the datagrams are drained into the worker's one buffer.
                 let pfcp = async move {
                     match pfcp_sock {
-                        Some(s) => {
-                            let mut buf = vec![0u8; 4096];
-                            s.recv(&mut buf).await.map(|n| {
-                                buf.truncate(n);
-                                buf
-                            })
-                        }
+                        Some(s) => s.readable().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -613,22 +614,9 @@ where
                     handled = self.counters.ngap_read != before;
                 }
                 Wake::Pfcp(r) => match r {
-                    Ok(bytes) => {
-                        self.pfcp_retx.answered(&bytes);
-                        if let Some(smf) = self.smf.as_mut() {
-                            smf.handle_pfcp(&bytes);
-                        }
-                        // Whatever else arrived meanwhile, without waiting.
-                        while let Some(bytes) = self.try_recv_pfcp() {
-                            self.pfcp_retx.answered(&bytes);
-                            if let Some(smf) = self.smf.as_mut() {
-                                smf.handle_pfcp(&bytes);
-                            }
-                        }
-                    }
+                    Ok(()) => handled = self.drain_pfcp(),
                     Err(e) => {
-                        // ICMP port unreachable before the UPF is up surfaces here.
-                        tracing::debug!(error = %e, "PFCP receive");
+                        tracing::debug!(error = %e, "PFCP socket");
                         handled = false;
                     }
                 },
@@ -718,16 +706,36 @@ where
         }
     }
 
-    fn try_recv_pfcp(&self) -> Option<Vec<u8>> {
-        let s = self.pfcp.as_ref()?;
-        let mut buf = vec![0u8; 4096];
-        let n = s.try_recv(&mut buf).ok()?;
-        buf.truncate(n);
-        Some(buf)
+    /// Hands every datagram the UPF has sent to the retransmission tracker and the SMF,
+    /// without waiting; false when there was none (a spurious readiness).
+    fn drain_pfcp(&mut self) -> bool {
+        let Some(s) = self.pfcp.clone() else {
+            return false;
+        };
+        let mut any = false;
+        loop {
+            match s.try_recv(&mut self.pfcp_buf) {
+                Ok(n) => {
+                    any = true;
+                    let bytes = self.pfcp_buf.get(..n).unwrap_or_default();
+                    self.pfcp_retx.answered(bytes);
+                    if let Some(smf) = self.smf.as_mut() {
+                        smf.handle_pfcp(bytes);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    // ICMP port unreachable before the UPF is up surfaces here.
+                    tracing::debug!(error = %e, "PFCP receive");
+                    break;
+                }
+            }
+        }
+        any
     }
 
     fn send_pfcp(&self, bytes: &[u8]) {
-        // TS 29.244 §6.4 retransmission is not done here: the UPF is on loopback.
+        // Requests are sent again by `pfcp_retx` (TS 29.244 §6.4) when unanswered.
         match self.pfcp.as_ref() {
             Some(s) => {
                 if let Err(e) = s.try_send(bytes) {
