@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
-use upf::userspace::netns::run_in;
-use upf::userspace::testbed::{ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
+use upf::userspace::testbed::{
+    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+};
 use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
-use upf::{Datapath, DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
+use upf::{Datapath, DownlinkAction, DownlinkRule, UplinkRule, UsageId};
 
 const DN_PORT: u16 = 9000;
 const UE_PORT: u16 = 5000;
@@ -34,16 +35,10 @@ fn bed(tag: &str) -> Option<Bed> {
         ue_pool: (UE_POOL, UE_POOL_LEN),
     })
     .unwrap();
-    let gnb = run_in(Some(bed.ns(Host::Ran)), || {
-        UdpSocket::bind(SocketAddrV4::new(N3_RAN, 2152))
-    })
-    .unwrap()
-    .unwrap();
-    let dn = run_in(Some(bed.ns(Host::Dn)), || {
-        UdpSocket::bind(SocketAddrV4::new(N6_DN, DN_PORT))
-    })
-    .unwrap()
-    .unwrap();
+    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
+    let dn = bed
+        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
+        .unwrap();
     Some(Bed {
         dp,
         gnb,
@@ -57,31 +52,11 @@ fn teid(i: u32) -> u32 {
 }
 
 fn uplink(i: u32, qfi: Option<u8>) -> UplinkRule {
-    UplinkRule {
-        teid: teid(i),
-        seid: u64::from(i),
-        pdr_id: 1,
-        ue_ip: ue_ip(i),
-        qfi,
-        action: UplinkAction::Forward,
-        gate: Gate::OPEN,
-        usage: Some(UsageId(i)),
-    }
+    uplink_rule(i, teid(i), qfi)
 }
 
 fn downlink(i: u32, qfi: Option<u8>) -> DownlinkRule {
-    DownlinkRule {
-        ue_ip: ue_ip(i),
-        seid: u64::from(i),
-        pdr_id: 2,
-        action: DownlinkAction::Forward {
-            teid: 0x00b0_0000 | i,
-            peer: N3_RAN,
-            qfi,
-        },
-        gate: Gate::OPEN,
-        usage: Some(UsageId(i)),
-    }
+    downlink_rule(i, 0x00b0_0000 | i, qfi)
 }
 
 fn send_gpdu(b: &Bed, g: &[u8]) {

@@ -26,9 +26,11 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde::Serialize;
-use upf::userspace::testbed::{ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
-use upf::userspace::{craft, netns, TunDatapath, TunOptions, TunReason};
-use upf::{Datapath, DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule};
+use upf::userspace::testbed::{
+    self, ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+};
+use upf::userspace::{craft, TunDatapath, TunOptions, TunReason};
+use upf::Datapath;
 use upf_xdp::{Ceiling, XdpDatapath, XdpOptions};
 
 use super::machine::Machine;
@@ -490,10 +492,7 @@ impl Lab {
             ),
         };
         let sock = |host: Host, addr: SocketAddrV4| -> Result<UdpSocket, CliError> {
-            let s = netns::run_in(Some(bed.ns(host)), move || UdpSocket::bind(addr))
-                .and_then(|r| r)
-                .map_err(|e| failed("socket", e))?;
-            Ok(s)
+            bed.udp(host, addr).map_err(|e| failed("socket", e))
         };
         let ran_tx = sock(Host::Ran, SocketAddrV4::new(N3_RAN, 0))?;
         let ran_rx = sock(Host::Ran, SocketAddrV4::new(N3_RAN, 2152))?;
@@ -539,30 +538,10 @@ impl Lab {
                 .map_err(|e| failed("rules", e))?;
         }
         for i in have..n {
-            dp.install_uplink(&UplinkRule {
-                teid: teid(i),
-                seid: u64::from(i),
-                pdr_id: 1,
-                ue_ip: ue_ip(i),
-                qfi: Some(QFI),
-                action: UplinkAction::Forward,
-                gate: Gate::OPEN,
-                usage: Some(upf::UsageId(i)),
-            })
-            .map_err(|e| failed("rules", e))?;
-            dp.install_downlink(&DownlinkRule {
-                ue_ip: ue_ip(i),
-                seid: u64::from(i),
-                pdr_id: 2,
-                action: DownlinkAction::Forward {
-                    teid: gnb_teid(i),
-                    peer: N3_RAN,
-                    qfi: Some(QFI),
-                },
-                gate: Gate::OPEN,
-                usage: Some(upf::UsageId(i)),
-            })
-            .map_err(|e| failed("rules", e))?;
+            dp.install_uplink(&testbed::uplink_rule(i, teid(i), Some(QFI)))
+                .map_err(|e| failed("rules", e))?;
+            dp.install_downlink(&testbed::downlink_rule(i, gnb_teid(i), Some(QFI)))
+                .map_err(|e| failed("rules", e))?;
         }
         self.sessions = n;
         Ok(())

@@ -17,8 +17,10 @@
 //! otherwise reach the peer through XDP with a bad UDP checksum).
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::Command;
+
+use crate::datapath::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -228,6 +230,11 @@ impl Testbed {
         }
     }
 
+    /// A UDP socket bound to `addr` inside `host`'s namespace (a gNB on N3, a host in dn).
+    pub fn udp(&self, host: Host, addr: SocketAddrV4) -> io::Result<UdpSocket> {
+        super::netns::run_in(Some(self.ns(host)), move || UdpSocket::bind(addr))?
+    }
+
     /// Attaches `xdp_pass` to the ran and dn ends of N3 and N6: a veth delivers frames its
     /// peer redirected with XDP only when it runs an XDP program itself (KERNEL.md §3).
     pub fn attach_peer_pass(&self) -> io::Result<()> {
@@ -275,6 +282,38 @@ impl Drop for Testbed {
             // Deleting a namespace deletes its veth ends and so their peers.
             let _ = ip(&["netns", "del", ns]);
         }
+    }
+}
+
+/// Session `i`'s uplink rule: local TEID `teid`, UE `ue_ip(i)`, forward to N6, open gate,
+/// counted into usage id `i`.
+pub fn uplink_rule(i: u32, teid: u32, qfi: Option<u8>) -> UplinkRule {
+    UplinkRule {
+        teid,
+        seid: u64::from(i),
+        pdr_id: 1,
+        ue_ip: ue_ip(i),
+        qfi,
+        action: UplinkAction::Forward,
+        gate: Gate::OPEN,
+        usage: Some(UsageId(i)),
+    }
+}
+
+/// Session `i`'s downlink rule: UE `ue_ip(i)` encapsulated towards the gNB's TEID
+/// `gnb_teid` at [`N3_RAN`], open gate, counted into usage id `i`.
+pub fn downlink_rule(i: u32, gnb_teid: u32, qfi: Option<u8>) -> DownlinkRule {
+    DownlinkRule {
+        ue_ip: ue_ip(i),
+        seid: u64::from(i),
+        pdr_id: 2,
+        action: DownlinkAction::Forward {
+            teid: gnb_teid,
+            peer: N3_RAN,
+            qfi,
+        },
+        gate: Gate::OPEN,
+        usage: Some(UsageId(i)),
     }
 }
 
