@@ -10,9 +10,14 @@
 //          IPv4/UDP/GTP-U header (Outer Header Creation, with a PDU Session Container when
 //          the rule names a QFI) and is redirected to the gNB on N3.
 // What the fast path does not handle (echo, end marker, error indication, other message
-// types, buffering FARs, rate-limited rules, unresolved neighbours, traffic not for the UPF)
-// goes to the kernel stack with XDP_PASS, where the user-space path picks it up. Malformed
-// G-PDUs are dropped here and counted, never forwarded.
+// types, buffering FARs, inner TTL about to expire, unresolved neighbours, traffic not for
+// the UPF) goes to the kernel stack with XDP_PASS, where the user-space path picks it up.
+// Malformed G-PDUs are dropped here and counted, never forwarded.
+//
+// QoS enforced here (TS 29.244 §5.2.1.11, §5.4.2): the QER gate of each direction and its
+// MBR, as a token bucket in the rule's map value (see mbr_admit); packets over the rate are
+// dropped and counted (DROP_MBR). The inner IPv4 TTL is decremented like a router does
+// (RFC 1812 §5.3.1), with an incremental header checksum update (RFC 1624).
 //
 // Counters are per-CPU (one slot per worker core, no atomics on the hot path).
 //
@@ -51,9 +56,10 @@ enum reason {
 	DROP_NO_ROUTE,
 	DROP_MALFORMED,
 	DROP_QFI_MISMATCH,
+	DROP_MBR,
 	PASS_SIGNALLING,
 	PASS_BUFFER,
-	PASS_MBR,
+	PASS_TTL,
 	PASS_NOT_FOR_US,
 	PASS_NO_NEIGH,
 	REASON_MAX,
@@ -65,6 +71,22 @@ enum reason {
 #define ACT_BUFFER 2
 #define NO_QFI 0xff
 
+// The MBR bucket of a rule lives in the rule's own map value, so it comes with the one
+// lookup the packet needs anyway and goes away with the rule (no second map to clean up).
+// The PFCP side folds all QERs of a PDR into one gate per direction (the lowest MBR, TS
+// 29.244 §5.4.2), so the bucket is per rule and direction: uplink per TEID, downlink per
+// UE address. A replaced rule (any Session Modification touching it) starts full again.
+//
+// One bucket shared by all CPUs under bpf_spin_lock, not per-CPU buckets of rate/ncpus:
+// a single flow lands on one CPU (one RX queue / one veth sender), and per-CPU shares
+// would cap it at MBR/ncpus. The lock is per rule, held for a handful of instructions, and
+// only rules with an MBR take it.
+//
+// The bucket is in GCRA form (crates/upf/src/mbr.rs, `Policer`, runs the same arithmetic
+// for the user-space paths and its unit tests): mbr_tat is the theoretical arrival time in
+// bpf_ktime_get_ns nanoseconds; a packet of len octets costs len * 1e9 / mbr_rate ns and
+// conforms when max(tat, now) + cost <= now + mbr_depth_ns. A zero mbr_tat is a full
+// bucket. mbr_rate 0 means no MBR.
 struct ul_rule {
 	__u32 ue_ip;    // network order
 	__u32 usage_id;
@@ -72,8 +94,10 @@ struct ul_rule {
 	__u8 action;
 	__u8 gate_open;
 	__u8 qfi;       // NO_QFI when the PDR names none
-	__u8 rate_limited;
-	__u8 pad[3];
+	struct bpf_spin_lock lock;
+	__u64 mbr_rate;     // octets per second of the inner IPv4 packets
+	__u64 mbr_depth_ns; // bucket depth as time at mbr_rate
+	__u64 mbr_tat;
 };
 
 struct dl_rule {
@@ -84,8 +108,11 @@ struct dl_rule {
 	__u8 action;
 	__u8 gate_open;
 	__u8 qfi;
-	__u8 rate_limited;
-	__u8 pad[3];
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 mbr_rate;
+	__u64 mbr_depth_ns;
+	__u64 mbr_tat;
 };
 
 struct usage {
@@ -175,6 +202,45 @@ static __always_inline __u16 ipv4_csum(struct iphdr *ip)
 		sum += w[i];
 	return csum_fold(sum);
 }
+
+// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') for one 16-bit word m changed to m'. One's
+// complement sums do not depend on byte order, so the words are used as they lie.
+static __always_inline __u16 csum_replace16(__u16 check, __u16 old, __u16 new)
+{
+	__u32 sum = (__u16)~check;
+	sum += (__u16)~old;
+	sum += new;
+	return csum_fold(sum);
+}
+
+// Decrements an IPv4 header's TTL (RFC 1812 §5.3.1) and patches its checksum. The caller
+// has made sure the TTL is above 1.
+static __always_inline void ttl_decrement(struct iphdr *ip)
+{
+	// TTL and protocol share one 16-bit word of the header.
+	__u16 *word = (__u16 *)&ip->ttl;
+	__u16 old = *word;
+	ip->ttl -= 1;
+	ip->check = csum_replace16(ip->check, old, *word);
+}
+
+// Whether len octets fit the rule's MBR now; if they do they are taken from the bucket.
+// The time is read before the lock: no helper calls are allowed while it is held.
+#define MBR_ADMIT(rule, len)                                                                    \
+	({                                                                                      \
+		__u64 now_ = bpf_ktime_get_ns();                                                \
+		__u64 rate_ = (rule)->mbr_rate;                                                 \
+		__u64 cost_ = rate_ ? (__u64)(len) * 1000000000ULL / rate_ : 0;                 \
+		int ok_ = 0;                                                                    \
+		bpf_spin_lock(&(rule)->lock);                                                   \
+		__u64 start_ = (rule)->mbr_tat > now_ ? (rule)->mbr_tat : now_;                 \
+		if (start_ + cost_ <= now_ + (rule)->mbr_depth_ns) {                            \
+			(rule)->mbr_tat = start_ + cost_;                                       \
+			ok_ = 1;                                                                \
+		}                                                                               \
+		bpf_spin_unlock(&(rule)->lock);                                                 \
+		ok_;                                                                            \
+	})
 
 // Fills a FIB lookup toward `dst`; returns the helper's verdict.
 static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *p, __u32 src, __u32 dst,
@@ -300,8 +366,10 @@ int upf_n3(struct xdp_md *ctx)
 			u->dropped += 1;
 		return count(rule->gate_open ? DROP_FAR : DROP_GATE_CLOSED, XDP_DROP);
 	}
-	if (rule->rate_limited)
-		return count(PASS_MBR, XDP_PASS);
+	// A packet whose TTL would expire here needs an ICMP Time Exceeded (RFC 1812 §5.3.1),
+	// which the kernel's forwarding path sends: pass it up rather than drop it silently.
+	if (inner->ttl <= 1)
+		return count(PASS_TTL, XDP_PASS);
 
 	struct bpf_fib_lookup p;
 	int rc = fib(ctx, &p, inner->saddr, inner->daddr, inner_len);
@@ -311,6 +379,13 @@ int upf_n3(struct xdp_md *ctx)
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return count(DROP_NO_ROUTE, XDP_DROP);
 
+	// Policed last, so only packets this program forwards are charged to the bucket.
+	if (rule->mbr_rate && !MBR_ADMIT(rule, inner_len)) {
+		if (u)
+			u->dropped += 1;
+		return count(DROP_MBR, XDP_DROP);
+	}
+	ttl_decrement(inner);
 	if (u) {
 		u->ul_packets += 1;
 		u->ul_bytes += inner_len;
@@ -363,8 +438,8 @@ int upf_n6(struct xdp_md *ctx)
 	}
 	if (rule->action == ACT_BUFFER)
 		return count(PASS_BUFFER, XDP_PASS);
-	if (rule->rate_limited)
-		return count(PASS_MBR, XDP_PASS);
+	if (ip->ttl <= 1)
+		return count(PASS_TTL, XDP_PASS);
 
 	__u32 key = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &key);
@@ -384,6 +459,12 @@ int upf_n6(struct xdp_md *ctx)
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return count(DROP_NO_ROUTE, XDP_DROP);
 
+	if (rule->mbr_rate && !MBR_ADMIT(rule, inner_len)) {
+		if (u)
+			u->dropped += 1;
+		return count(DROP_MBR, XDP_DROP);
+	}
+	ttl_decrement(ip);
 	if (u) {
 		u->dl_packets += 1;
 		u->dl_bytes += inner_len;

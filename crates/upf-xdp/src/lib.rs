@@ -5,8 +5,10 @@
 //! on the N6 interface encapsulates packets to UE addresses and redirects them to the gNB.
 //! [`XdpDatapath`] loads them, attaches them with BPF links (so dropping it detaches them,
 //! also when the process dies), and writes the rules the PFCP side installs into the maps.
-//! What the programs leave to the kernel (echo, end marker, error indication, buffering,
-//! MBR-limited rules) reaches the user-space path with `XDP_PASS`; see [`Reason`].
+//! The programs enforce the QER gate and MBR (a token bucket per rule and direction, see
+//! [`upf::mbr`]) and decrement the inner TTL. What they leave to the kernel (echo, end
+//! marker, error indication, buffering, TTL about to expire) reaches the user-space path
+//! with `XDP_PASS`; see [`Reason`].
 //!
 //! [`Ceiling`] attaches `bpf/xdp_redirect.c`, a bare forwarder, for `steer5g bench upf`.
 
@@ -130,6 +132,30 @@ impl Counters {
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         Reason::ALL.iter().map(|r| (r.name(), self.get(*r)))
     }
+}
+
+/// Every key the fast path's per-session maps hold, read by iterating the maps (not from
+/// a count kept beside them): what a test checks to prove a deleted session left nothing.
+/// The MBR buckets live inside the rule values, so the rule keys cover them too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// TEIDs of the `uplink` map.
+    pub uplink: Vec<u32>,
+    /// UE addresses of the `downlink` map.
+    pub downlink: Vec<Ipv4Addr>,
+    /// Ids of the `usage` map.
+    pub usage: Vec<UsageId>,
+}
+
+impl Keys {
+    /// No entry at all.
+    pub fn is_empty(&self) -> bool {
+        self.uplink.is_empty() && self.downlink.is_empty() && self.usage.is_empty()
+    }
+}
+
+fn u32_key(k: &[u8]) -> Option<u32> {
+    <[u8; 4]>::try_from(k).ok().map(u32::from_ne_bytes)
 }
 
 /// The loaded and attached fast path. Dropping it detaches both programs.
@@ -293,6 +319,23 @@ impl XdpDatapath {
             *slot = per_cpu.iter().map(|v| maps::u64_at(v, 0)).sum();
         }
         Ok(c)
+    }
+
+    /// Every key of the uplink, downlink and usage maps.
+    pub fn keys(&self) -> Keys {
+        Keys {
+            uplink: self.uplink.keys().filter_map(|k| u32_key(&k)).collect(),
+            downlink: self
+                .downlink
+                .keys()
+                .filter_map(|k| <[u8; 4]>::try_from(k.as_slice()).ok().map(Ipv4Addr::from))
+                .collect(),
+            usage: self
+                .usage
+                .keys()
+                .filter_map(|k| u32_key(&k).map(UsageId))
+                .collect(),
+        }
     }
 
     /// Run time of both programs (see [`set_bpf_stats`]).

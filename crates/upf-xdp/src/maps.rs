@@ -3,7 +3,8 @@
 
 use std::net::Ipv4Addr;
 
-use upf::{DownlinkAction, DownlinkRule, UplinkAction, UplinkRule, Usage};
+use upf::mbr::MbrParams;
+use upf::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, Usage};
 
 /// Why the fast path forwarded, dropped or passed a packet: the index of its per-CPU
 /// counter (`enum reason` in bpf/upf_xdp.c).
@@ -33,12 +34,15 @@ pub enum Reason {
     DropMalformed,
     /// Dropped: the PDU Session Container's QFI is not the rule's.
     DropQfiMismatch,
+    /// Dropped: over the QER's MBR (the rule's token bucket is empty).
+    DropMbr,
     /// Passed: a GTP-U message other than a G-PDU (echo, end marker, error indication…).
     PassSignalling,
     /// Passed: the FAR buffers.
     PassBuffer,
-    /// Passed: the rule has an MBR, which the user-space path enforces.
-    PassMbr,
+    /// Passed: the inner IPv4 TTL is 1 or 0; the kernel's forwarding path answers with ICMP
+    /// Time Exceeded (RFC 1812 §5.3.1), which the fast path does not build.
+    PassTtl,
     /// Passed: not GTP-U to port 2152 on N3 / no downlink rule on N6.
     PassNotForUs,
     /// Passed: the next hop's MAC address is not resolved yet.
@@ -47,7 +51,7 @@ pub enum Reason {
 
 impl Reason {
     /// How many reasons there are.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
     /// Every reason, in counter order.
     pub const ALL: [Reason; Reason::COUNT] = [
         Reason::UlForwarded,
@@ -61,9 +65,10 @@ impl Reason {
         Reason::DropNoRoute,
         Reason::DropMalformed,
         Reason::DropQfiMismatch,
+        Reason::DropMbr,
         Reason::PassSignalling,
         Reason::PassBuffer,
-        Reason::PassMbr,
+        Reason::PassTtl,
         Reason::PassNotForUs,
         Reason::PassNoNeigh,
     ];
@@ -84,7 +89,8 @@ impl Reason {
             Reason::DropQfiMismatch => "drop_qfi_mismatch",
             Reason::PassSignalling => "pass_signalling",
             Reason::PassBuffer => "pass_buffer",
-            Reason::PassMbr => "pass_mbr",
+            Reason::DropMbr => "drop_mbr",
+            Reason::PassTtl => "pass_ttl",
             Reason::PassNotForUs => "pass_not_for_us",
             Reason::PassNoNeigh => "pass_no_neigh",
         }
@@ -116,9 +122,26 @@ pub(crate) fn config(n3: Ipv4Addr) -> [u8; 8] {
     v
 }
 
+/// Octets of `struct ul_rule`.
+pub(crate) const UL_RULE_LEN: usize = 40;
+/// Octets of `struct dl_rule`.
+pub(crate) const DL_RULE_LEN: usize = 48;
+
+/// `mbr_rate`, `mbr_depth_ns` and `mbr_tat` (0: a full bucket) of a rule value, at `off`.
+/// The spin lock before them is left zero: the kernel never copies it from user space.
+fn put_mbr(v: &mut [u8], off: usize, gate: &Gate) {
+    let (rate, depth_ns) =
+        MbrParams::from_gate(gate).map_or((0, 0), |p| (p.bytes_per_s, p.depth_ns));
+    for (i, x) in [rate, depth_ns, 0].into_iter().enumerate() {
+        if let Some(dst) = v.get_mut(off + 8 * i..off + 8 * i + 8) {
+            dst.copy_from_slice(&x.to_ne_bytes());
+        }
+    }
+}
+
 /// `struct ul_rule`.
-pub(crate) fn uplink(r: &UplinkRule) -> [u8; 16] {
-    let mut v = [0u8; 16];
+pub(crate) fn uplink(r: &UplinkRule) -> [u8; UL_RULE_LEN] {
+    let mut v = [0u8; UL_RULE_LEN];
     v[0..4].copy_from_slice(&r.ue_ip.octets());
     v[4..8].copy_from_slice(&r.usage.map_or(0, |u| u.0).to_ne_bytes());
     v[8] = u8::from(r.usage.is_some());
@@ -128,13 +151,14 @@ pub(crate) fn uplink(r: &UplinkRule) -> [u8; 16] {
     };
     v[10] = u8::from(r.gate.open);
     v[11] = r.qfi.map_or(NO_QFI, |q| q & 0x3f);
-    v[12] = u8::from(r.gate.mbr_bps != 0);
+    // 12..16: the bucket's spin lock.
+    put_mbr(&mut v, 16, &r.gate);
     v
 }
 
 /// `struct dl_rule`.
-pub(crate) fn downlink(r: &DownlinkRule) -> [u8; 20] {
-    let mut v = [0u8; 20];
+pub(crate) fn downlink(r: &DownlinkRule) -> [u8; DL_RULE_LEN] {
+    let mut v = [0u8; DL_RULE_LEN];
     let (action, teid, peer, qfi) = match r.action {
         DownlinkAction::Forward { teid, peer, qfi } => (ACT_FORWARD, teid, peer, qfi),
         DownlinkAction::Buffer => (ACT_BUFFER, 0, Ipv4Addr::UNSPECIFIED, None),
@@ -147,7 +171,8 @@ pub(crate) fn downlink(r: &DownlinkRule) -> [u8; 20] {
     v[13] = action;
     v[14] = u8::from(r.gate.open);
     v[15] = qfi.map_or(NO_QFI, |q| q & 0x3f);
-    v[16] = u8::from(r.gate.mbr_bps != 0);
+    // 16..20: the bucket's spin lock, 20..24 padding.
+    put_mbr(&mut v, 24, &r.gate);
     v
 }
 
@@ -200,7 +225,11 @@ mod tests {
         let v = uplink(&r);
         assert_eq!(&v[0..4], &[10, 0, 0, 9]);
         assert_eq!(u32::from_ne_bytes([v[4], v[5], v[6], v[7]]), 7);
-        assert_eq!(&v[8..13], &[1, ACT_FORWARD, 0, 5, 1]);
+        assert_eq!(&v[8..16], &[1, ACT_FORWARD, 0, 5, 0, 0, 0, 0]);
+        // 1000 bit/s = 125 octets/s; depth 3000 octets = 24 s; a full bucket.
+        assert_eq!(u64_at(&v, 16), 125);
+        assert_eq!(u64_at(&v, 24), 24_000_000_000);
+        assert_eq!(u64_at(&v, 32), 0);
     }
 
     #[test]
@@ -220,7 +249,8 @@ mod tests {
         let v = downlink(&r);
         assert_eq!(u32::from_ne_bytes([v[0], v[1], v[2], v[3]]), 0xabcd);
         assert_eq!(&v[4..8], &[10, 1, 1, 1]);
-        assert_eq!(&v[12..17], &[0, ACT_FORWARD, 1, NO_QFI, 0]);
+        assert_eq!(&v[12..16], &[0, ACT_FORWARD, 1, NO_QFI]);
+        assert_eq!(&v[16..], &[0u8; 32][..], "no MBR: rate 0");
     }
 
     #[test]

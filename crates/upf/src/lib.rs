@@ -6,11 +6,13 @@
 //! - [`node`]: the N4 side (TS 29.244) as a sans-IO state machine, [`UpfNode`].
 //! - [`service`]: that node behind a UDP socket on its own thread, [`UpfService`].
 //! - [`memory`]: a rules-only datapath that forwards nothing (`--datapath none`, tests).
+//! - [`mbr`]: the QER's MBR as a sans-IO token bucket, shared by every path.
 //! - [`ids`]: SEID and TEID layouts carrying the owning worker.
 //! - [`requests`]: the requests an SMF sends for one PDU session (tests, load generators).
 
 pub mod datapath;
 pub mod ids;
+pub mod mbr;
 pub mod memory;
 pub mod node;
 pub mod requests;

@@ -26,6 +26,7 @@ use crate::datapath::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Entries, Gate, UplinkAction, UplinkRule,
     Usage, UsageId,
 };
+use crate::mbr::Policer;
 
 /// The GTP-U port (TS 29.281 §4.4.2).
 pub const GTPU_PORT: u16 = 2152;
@@ -381,48 +382,26 @@ impl Datapath for TunDatapath {
     }
 }
 
-/// A token bucket for one direction's MBR (TS 29.244 §5.4.1: the QER's MBR).
+/// One direction's MBR bucket (TS 29.244 §5.2.1.11): [`Policer`], the arithmetic the XDP
+/// path runs too, on this thread's monotonic clock.
 #[derive(Debug)]
 struct Bucket {
-    bytes_per_s: u64,
-    burst: u64,
-    tokens: u64,
-    last: Instant,
+    policer: Policer,
+    epoch: Instant,
 }
 
 impl Bucket {
     fn new(gate: &Gate) -> Option<Bucket> {
-        (gate.mbr_bps != 0).then(|| {
-            let bytes_per_s = (gate.mbr_bps / 8).max(1);
-            // 100 ms worth, at least two full-size packets.
-            let burst = (bytes_per_s / 10).max(3000);
-            Bucket {
-                bytes_per_s,
-                burst,
-                tokens: burst,
-                last: Instant::now(),
-            }
+        Policer::new(gate).map(|policer| Bucket {
+            policer,
+            epoch: Instant::now(),
         })
     }
 
+    /// `len` is the inner IPv4 packet's length, as in the XDP path and the URR counts.
     fn take(&mut self, len: usize) -> bool {
-        let now = Instant::now();
-        let ns = now.duration_since(self.last).as_nanos();
-        let add = ns.saturating_mul(u128::from(self.bytes_per_s)) / 1_000_000_000;
-        if add > 0 {
-            self.tokens = self
-                .tokens
-                .saturating_add(u64::try_from(add).unwrap_or(u64::MAX))
-                .min(self.burst);
-            self.last = now;
-        }
-        let len = len as u64;
-        if self.tokens >= len {
-            self.tokens -= len;
-            true
-        } else {
-            false
-        }
+        let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.policer.admit(now, len as u64)
     }
 }
 
@@ -805,7 +784,7 @@ mod tests {
             mbr_bps: 8_000,
         })
         .unwrap();
-        assert_eq!(b.burst, 3000);
+        assert_eq!(b.policer.params().depth, 3000);
         assert!(b.take(3000));
         assert!(!b.take(1500));
         assert!(Bucket::new(&Gate::OPEN).is_none());
