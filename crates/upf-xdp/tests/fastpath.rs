@@ -211,6 +211,96 @@ fn closed_gates_and_drop_fars_drop_and_count() {
     assert_eq!(b.dp.usage(UsageId(1)).unwrap().ul_packets, 1);
 }
 
+/// `p` (an IPv4 packet) with TTL `ttl` and its header checksum redone.
+fn with_ttl(mut p: Vec<u8>, ttl: u8) -> Vec<u8> {
+    p[8] = ttl;
+    p[10..12].copy_from_slice(&[0, 0]);
+    let c = craft::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// Receives one datagram with the TTL it arrived with (IP_RECVTTL).
+fn recv_ttl(sock: &UdpSocket) -> Option<(Vec<u8>, u8)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrIn};
+    use std::io::IoSliceMut;
+    use std::os::fd::AsRawFd;
+    sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut cmsg = nix::cmsg_space!(nix::libc::c_int);
+    let mut iov = [IoSliceMut::new(&mut buf)];
+    let msg = recvmsg::<SockaddrIn>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::empty(),
+    )
+    .ok()?;
+    let n = msg.bytes;
+    let ttl = msg.cmsgs().unwrap().find_map(|c| match c {
+        ControlMessageOwned::Ipv4Ttl(t) => u8::try_from(t).ok(),
+        _ => None,
+    })?;
+    Some((buf[..n].to_vec(), ttl))
+}
+
+#[test]
+fn inner_ttl_is_decremented_both_ways_and_expiring_packets_go_up() {
+    let Some(mut b) = bed("xdpttl") else { return };
+    b.dp.install_uplink(&uplink(4, None)).unwrap();
+    b.dp.install_downlink(&downlink(4, None)).unwrap();
+    nix::sys::socket::setsockopt(&b.dn, nix::sys::socket::sockopt::Ipv4RecvTtl, &true).unwrap();
+    let ue = ue_ip(4);
+
+    // Uplink: the dn host sees one hop less; the kernel accepting it proves the checksum.
+    for ttl in [64u8, 2] {
+        let inner = with_ttl(
+            craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, b"ttl").unwrap(),
+            ttl,
+        );
+        send_gpdu(&b, &craft::g_pdu(teid(4), None, &inner).unwrap());
+        let (got, seen) = recv_ttl(&b.dn).expect("uplink lost");
+        assert_eq!(got, b"ttl");
+        assert_eq!(seen, ttl - 1);
+    }
+    // Downlink: the inner packet the gNB gets has one hop less and a valid header checksum.
+    b.dn.set_ttl(9).unwrap();
+    b.dn.send_to(b"down", SocketAddrV4::new(ue, UE_PORT))
+        .unwrap();
+    let (_, _, inner) = recv_gpdu(&b);
+    assert_eq!(inner[8], 8, "inner TTL");
+    assert_eq!(craft::checksum(&inner[..20]), 0, "inner header checksum");
+
+    // TTL 1 (and 0) would expire here: handed to the kernel, not forwarded.
+    let before = counters(&b);
+    for ttl in [1u8, 0] {
+        let inner = with_ttl(
+            craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, b"expired").unwrap(),
+            ttl,
+        );
+        send_gpdu(&b, &craft::g_pdu(teid(4), None, &inner).unwrap());
+    }
+    b.dn.set_ttl(1).unwrap();
+    b.dn.send_to(b"expired", SocketAddrV4::new(ue, UE_PORT))
+        .unwrap();
+    let mut d = counters(&b).since(&before);
+    for _ in 0..50 {
+        if d.get(Reason::PassTtl) >= 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        d = counters(&b).since(&before);
+    }
+    assert_eq!(d.get(Reason::PassTtl), 3, "{d:?}");
+    assert_eq!(d.redirected(), 0, "{d:?}");
+    let u = b.dp.usage(UsageId(4)).unwrap();
+    assert_eq!(
+        (u.ul_packets, u.dl_packets),
+        (2, 1),
+        "expired ones are not counted"
+    );
+}
+
 /// A G-PDU header by hand, for what the codec refuses to build.
 fn raw_gtpu(flags: u8, msg: u8, length: u16, teid: u32, rest: &[u8]) -> Vec<u8> {
     let mut g = vec![flags, msg];
