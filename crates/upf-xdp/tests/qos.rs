@@ -18,7 +18,8 @@ use pfcp::message::{SessionModificationRequest, SessionResponse};
 use pfcp::{Cause, Message, PfcpMessage};
 use upf::requests::{self, SessionSpec};
 use upf::userspace::craft;
-use upf::userspace::testbed::{ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN};
+use upf::userspace::testbed::{ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
+use upf::userspace::{TunDatapath, TunOptions, TunReason};
 use upf::{
     Datapath, DatapathError, DownlinkRule, Entries, ServiceOptions, UpfService, UplinkRule, Usage,
     UsageId,
@@ -35,19 +36,19 @@ const PKT: usize = 1000;
 const PAYLOAD: usize = PKT - 28;
 
 /// The service owns the datapath; the test reads counters and maps through the same one.
-struct Shared(Arc<Mutex<XdpDatapath>>);
+struct Shared<T>(Arc<Mutex<T>>);
 
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, XdpDatapath> {
+impl<T> Shared<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, T> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-impl Datapath for Shared {
+impl<T: Datapath> Datapath for Shared<T> {
     fn name(&self) -> &'static str {
-        "xdp"
+        self.lock().name()
     }
     fn install_uplink(&mut self, rule: &UplinkRule) -> Result<(), DatapathError> {
         self.lock().install_uplink(rule)
@@ -76,7 +77,7 @@ struct Lab {
     // Field order is drop order: the service (which removes what is left of its sessions)
     // before the datapath (which detaches the programs) before the namespaces.
     upf: Option<UpfService>,
-    dp: Shared,
+    path: Path,
     smf: UdpSocket,
     seq: u32,
     /// Session Report Requests that arrived while waiting for something else.
@@ -87,25 +88,58 @@ struct Lab {
     _bed: Testbed,
 }
 
+/// Which datapath the service drives.
+enum Path {
+    Xdp(Shared<XdpDatapath>),
+    Tun(Shared<TunDatapath>),
+}
+
+/// What both paths count, in one shape.
+#[derive(Debug, Clone, Copy, Default)]
+struct Snap {
+    ul_forwarded: u64,
+    dl_forwarded: u64,
+    drop_mbr: u64,
+    /// Handed to the kernel (XDP only).
+    passed: u64,
+}
+
 fn lab(tag: &str) -> Option<Lab> {
-    if !testkit::privilege::require("UPF QoS on the XDP fast path") {
+    lab_on(tag, false)
+}
+
+fn lab_on(tag: &str, tun: bool) -> Option<Lab> {
+    if !testkit::privilege::require("UPF QoS on real traffic") {
         return None;
     }
     let bed = Testbed::new(tag).unwrap();
-    bed.attach_peer_pass().unwrap();
-    let dp = XdpDatapath::attach(&XdpOptions {
-        netns: Some(bed.ns(Host::Upf).to_owned()),
-        n3_iface: bed.n3_upf.clone(),
-        n6_iface: bed.n6_upf.clone(),
-        n3_addr: N3_UPF,
-    })
-    .unwrap();
-    let dp = Arc::new(Mutex::new(dp));
+    let (path, dp): (Path, Box<dyn Datapath + Send>) = if tun {
+        let dp = TunDatapath::start(&TunOptions {
+            netns: Some(bed.ns(Host::Upf).to_owned()),
+            n3_addr: N3_UPF,
+            tun_name: "upfqos0".to_owned(),
+            ue_pool: (UE_POOL, UE_POOL_LEN),
+        })
+        .unwrap();
+        let dp = Arc::new(Mutex::new(dp));
+        (Path::Tun(Shared(dp.clone())), Box::new(Shared(dp)))
+    } else {
+        bed.attach_peer_pass().unwrap();
+        let dp = XdpDatapath::attach(&XdpOptions {
+            netns: Some(bed.ns(Host::Upf).to_owned()),
+            n3_iface: bed.n3_upf.clone(),
+            n6_iface: bed.n6_upf.clone(),
+            n3_addr: N3_UPF,
+        })
+        .unwrap();
+        let dp = Arc::new(Mutex::new(dp));
+        (Path::Xdp(Shared(dp.clone())), Box::new(Shared(dp)))
+    };
     let mut opts = ServiceOptions::new(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), N3_UPF);
     // Short poll so threshold reports come quickly; no heartbeats to answer.
     opts.node.usage_poll = Duration::from_millis(200);
     opts.node.heartbeat_interval = None;
-    let upf = UpfService::start(opts, Box::new(Shared(dp.clone()))).unwrap();
+    let upf = UpfService::start(opts, dp).unwrap();
     let smf = UdpSocket::bind((SMF_IP, 0)).unwrap();
     smf.connect(upf.local_addr()).unwrap();
     let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
@@ -114,7 +148,7 @@ fn lab(tag: &str) -> Option<Lab> {
         .unwrap();
     Some(Lab {
         upf: Some(upf),
-        dp: Shared(dp),
+        path,
         smf,
         seq: 0,
         reports: Vec::new(),
@@ -151,8 +185,38 @@ fn is_request(m: &Message) -> bool {
 }
 
 impl Lab {
+    fn xdp(&self) -> std::sync::MutexGuard<'_, XdpDatapath> {
+        match &self.path {
+            Path::Xdp(x) => x.lock(),
+            Path::Tun(_) => panic!("not the XDP path"),
+        }
+    }
+
     fn counters(&self) -> Counters {
-        self.dp.lock().counters().unwrap()
+        self.xdp().counters().unwrap()
+    }
+
+    fn snap(&self) -> Snap {
+        match &self.path {
+            Path::Xdp(x) => {
+                let c = x.lock().counters().unwrap();
+                Snap {
+                    ul_forwarded: c.get(Reason::UlForwarded),
+                    dl_forwarded: c.get(Reason::DlForwarded),
+                    drop_mbr: c.get(Reason::DropMbr),
+                    passed: c.passed(),
+                }
+            }
+            Path::Tun(t) => {
+                let c = t.lock().counters();
+                Snap {
+                    ul_forwarded: c.get(TunReason::UlForwarded),
+                    dl_forwarded: c.get(TunReason::DlForwarded),
+                    drop_mbr: c.get(TunReason::DropMbr),
+                    passed: 0,
+                }
+            }
+        }
     }
 
     /// Sends a request and returns its response; reports arriving meanwhile are kept.
@@ -286,11 +350,14 @@ impl Lab {
     }
 
     fn usage(&self, id: UsageId) -> Usage {
-        self.dp.lock().usage(id).unwrap()
+        match &self.path {
+            Path::Xdp(x) => x.lock().usage(id).unwrap(),
+            Path::Tun(t) => t.lock().usage(id).unwrap(),
+        }
     }
 
     fn usage_id(&self) -> UsageId {
-        let keys = self.dp.lock().keys();
+        let keys = self.xdp().keys();
         assert_eq!(keys.usage.len(), 1, "{keys:?}");
         keys.usage[0]
     }
@@ -362,7 +429,7 @@ fn qer_gate_closes_and_reopens_the_uplink_only() {
     assert_eq!(c.get(Reason::UlForwarded), 1, "{c:?}");
     assert_eq!(c.dropped(), 0, "{c:?}");
     l.delete(seid);
-    assert!(l.dp.lock().keys().is_empty());
+    assert!(l.xdp().keys().is_empty());
 }
 
 /// Drains `sock` on a thread until `stop`; counts what arrived.
@@ -400,12 +467,14 @@ fn burst(l: &Lab, uplink: bool, teid: u32, n: u64, interval: Duration) -> Burst 
     let rx = if uplink { &l.dn } else { &l.gnb };
     let t = drain(rx.try_clone().unwrap(), stop.clone(), got.clone());
     let g = l.uplink_gpdu(teid);
-    let fwd = if uplink {
-        Reason::UlForwarded
-    } else {
-        Reason::DlForwarded
+    let fwd = |s: &Snap| {
+        if uplink {
+            s.ul_forwarded
+        } else {
+            s.dl_forwarded
+        }
     };
-    let c0 = l.counters();
+    let s0 = l.snap();
     let start = Instant::now();
     for i in 0..n {
         let due = start + interval * u32::try_from(i).unwrap();
@@ -418,27 +487,31 @@ fn burst(l: &Lab, uplink: bool, teid: u32, n: u64, interval: Duration) -> Burst 
             l.send_down();
         }
     }
-    let c = l.counters_until(|c| {
-        let d = c.since(&c0);
-        d.get(fwd) + d.get(Reason::DropMbr) >= n
-    });
-    // Every packet was processed by now: the programs' clock ran within this span.
+    let mut s = l.snap();
+    for _ in 0..100 {
+        if fwd(&s) - fwd(&s0) + s.drop_mbr - s0.drop_mbr >= n {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        s = l.snap();
+    }
+    // Every packet was processed by now: the policer's clock ran within this span.
     let span = start.elapsed();
-    let d = c.since(&c0);
+    let forwarded = fwd(&s) - fwd(&s0);
     // Let the receiver catch the last ones, then stop it.
     for _ in 0..50 {
-        if got.load(Ordering::Relaxed) >= d.get(fwd) {
+        if got.load(Ordering::Relaxed) >= forwarded {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();
-    assert_eq!(d.passed(), 0, "{d:?}");
+    assert_eq!(s.passed - s0.passed, 0, "{s:?}");
     Burst {
         sent: n,
-        forwarded: d.get(fwd),
-        dropped_mbr: d.get(Reason::DropMbr),
+        forwarded,
+        dropped_mbr: s.drop_mbr - s0.drop_mbr,
         received: got.load(Ordering::Relaxed),
         span,
     }
@@ -446,7 +519,21 @@ fn burst(l: &Lab, uplink: bool, teid: u32, n: u64, interval: Duration) -> Burst 
 
 #[test]
 fn mbr_polices_both_directions_in_the_fast_path() {
-    let Some(mut l) = lab("qosmbr") else { return };
+    let Some(l) = lab("qosmbr") else { return };
+    mbr_polices_both_directions(l);
+}
+
+/// The same offered load and the same bound on the sockets/TUN path, which runs the same
+/// bucket (`upf::mbr::Policer`) in user space.
+#[test]
+fn mbr_polices_both_directions_on_the_tun_path_alike() {
+    let Some(l) = lab_on("qosmbrtun", true) else {
+        return;
+    };
+    mbr_polices_both_directions(l);
+}
+
+fn mbr_polices_both_directions(mut l: Lab) {
     // 800 kbit/s = 100 000 octets/s each way; the bucket holds 100 ms = 10 000 octets.
     let kbps = 800u64;
     let rate = kbps * 1000 / 8;
@@ -478,8 +565,10 @@ fn mbr_polices_both_directions_in_the_fast_path() {
             "{what}: forwarded but not received"
         );
     }
-    let u = l.usage(l.usage_id());
-    assert!(u.dropped > 0);
+    if matches!(l.path, Path::Xdp(_)) {
+        let u = l.usage(l.usage_id());
+        assert!(u.dropped > 0);
+    }
     l.delete(seid);
 }
 
@@ -522,7 +611,7 @@ fn urr_volume_threshold_reports_real_traffic_and_deletion_leaves_no_map_entry() 
         .report(Duration::from_secs(5))
         .expect("no Session Report Request");
     // The datapath's counters now: nothing is in flight any more.
-    let now = l.dp.lock().usage(usage).unwrap();
+    let now = l.usage(usage);
     assert_eq!((now.ul_bytes, now.dl_bytes), (ul_sent, dl_sent));
     assert_eq!(rep.header.seid, Some(CP_SEID));
     let Message::SessionReportRequest(r) = &rep.message else {
@@ -557,7 +646,7 @@ fn urr_volume_threshold_reports_real_traffic_and_deletion_leaves_no_map_entry() 
     assert_eq!(tot + tot2, ul_sent + dl_sent);
 
     // Nothing of the session stays in any map (iterated, not counted).
-    let keys = l.dp.lock().keys();
+    let keys = l.xdp().keys();
     assert!(!keys.uplink.contains(&teid), "{keys:?}");
     assert!(!keys.downlink.contains(&l.ue), "{keys:?}");
     assert!(!keys.usage.contains(&usage), "{keys:?}");
