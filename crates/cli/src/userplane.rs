@@ -24,6 +24,7 @@ use serde::Serialize;
 use upf::userspace::echo::DnEcho;
 use upf::userspace::shared::SharedDatapath;
 use upf::userspace::testbed::{Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
+use upf::userspace::tiered::Tiered;
 use upf::userspace::{TunDatapath, TunOptions};
 use upf::{Datapath, ServiceOptions, UpfService};
 use upf_xdp::{XdpDatapath, XdpOptions};
@@ -36,7 +37,8 @@ const ECHO_LIMIT: Duration = Duration::from_secs(3600);
 /// Which user-plane path the bed's UPF uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum PathKind {
-    /// The XDP GTP-U fast path (needs root: CAP_NET_ADMIN, CAP_BPF).
+    /// The XDP GTP-U fast path with the TUN path behind it for what XDP passes to the
+    /// kernel (needs root: CAP_NET_ADMIN, CAP_BPF).
     Xdp,
     /// The user-space sockets/TUN path (needs root: CAP_NET_ADMIN).
     Tun,
@@ -48,18 +50,22 @@ pub(crate) enum PathKind {
 #[error("user plane unavailable: {0}")]
 pub(crate) struct Unavailable(pub(crate) String);
 
+type XdpTun = Tiered<XdpDatapath, TunDatapath>;
+
 enum Dp {
-    Xdp(SharedDatapath<XdpDatapath>, upf_xdp::Counters),
+    Xdp(SharedDatapath<XdpTun>, upf_xdp::Counters),
     Tun(SharedDatapath<TunDatapath>),
 }
 
 /// What the bed's path did, read when it stops.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct BedReport {
-    /// "xdp" or "tun".
+    /// "xdp+tun" or "tun".
     pub(crate) path: &'static str,
-    /// The path's own per-reason counters over the bed's life.
-    pub(crate) counters: BTreeMap<&'static str, u64>,
+    /// The XDP program's per-reason counters over the bed's life (empty for "tun").
+    pub(crate) xdp: BTreeMap<&'static str, u64>,
+    /// The TUN path's per-reason counters.
+    pub(crate) tun: BTreeMap<&'static str, u64>,
     /// Datagrams the DN echo host echoed.
     pub(crate) dn_echoed: u64,
     /// PFCP sessions the UPF still held at the stop (then removed).
@@ -78,6 +84,15 @@ pub(crate) struct UserPlaneBed {
     gnb: UdpSocket,
     dp: Dp,
     bed: Testbed,
+}
+
+fn tun_options(bed: &Testbed) -> TunOptions {
+    TunOptions {
+        netns: Some(bed.ns(Host::Upf).to_owned()),
+        n3_addr: N3_UPF,
+        tun_name: "upftun0".to_owned(),
+        ue_pool: (UE_POOL, UE_POOL_LEN),
+    }
 }
 
 /// Effective capabilities of this process (`CapEff` in /proc/self/status).
@@ -125,17 +140,12 @@ impl UserPlaneBed {
                 })
                 .map_err(|e| fail("XDP fast path", &e))?;
                 let before = x.counters().map_err(|e| fail("XDP counters", &e))?;
-                let s = SharedDatapath::new(x);
+                let t = TunDatapath::start(&tun_options(&bed)).map_err(|e| fail("TUN path", &e))?;
+                let s = SharedDatapath::new(Tiered::new(x, t, "xdp+tun"));
                 (Dp::Xdp(s.clone(), before), Box::new(s))
             }
             PathKind::Tun => {
-                let t = TunDatapath::start(&TunOptions {
-                    netns: Some(bed.ns(Host::Upf).to_owned()),
-                    n3_addr: N3_UPF,
-                    tun_name: "upftun0".to_owned(),
-                    ue_pool: (UE_POOL, UE_POOL_LEN),
-                })
-                .map_err(|e| fail("TUN path", &e))?;
+                let t = TunDatapath::start(&tun_options(&bed)).map_err(|e| fail("TUN path", &e))?;
                 let s = SharedDatapath::new(t);
                 (Dp::Tun(s.clone()), Box::new(s))
             }
@@ -180,7 +190,7 @@ impl UserPlaneBed {
     /// The path's name.
     pub(crate) fn path(&self) -> &'static str {
         match &self.dp {
-            Dp::Xdp(..) => "xdp",
+            Dp::Xdp(..) => "xdp+tun",
             Dp::Tun(_) => "tun",
         }
     }
@@ -223,16 +233,21 @@ impl UserPlaneBed {
             ),
             _ => (0, None),
         };
-        let counters = match &self.dp {
-            Dp::Xdp(d, before) => d
-                .with(|x| x.counters())
-                .map(|c| c.since(before).iter().collect())
-                .unwrap_or_default(),
-            Dp::Tun(d) => d.with(|t| t.counters().iter().collect()),
+        let (xdp, tun) = match &self.dp {
+            Dp::Xdp(d, before) => d.with(|x| {
+                let fast = x
+                    .fast
+                    .counters()
+                    .map(|c| c.since(before).iter().collect())
+                    .unwrap_or_default();
+                (fast, x.slow.counters().iter().collect())
+            }),
+            Dp::Tun(d) => (BTreeMap::new(), d.with(|t| t.counters().iter().collect())),
         };
         BedReport {
             path: self.path(),
-            counters,
+            xdp,
+            tun,
             dn_echoed,
             sessions_at_stop,
             entries_left,
@@ -403,9 +418,18 @@ mod tests {
             assert_eq!(bed.gnb_n3(), N3_RAN);
             assert!(bed.forwarding(&[]));
             let r = bed.stop();
-            assert_eq!(r.path, if path == PathKind::Xdp { "xdp" } else { "tun" });
+            assert_eq!(
+                r.path,
+                if path == PathKind::Xdp {
+                    "xdp+tun"
+                } else {
+                    "tun"
+                }
+            );
             assert_eq!((r.sessions_at_stop, r.entries_left), (0, Some(0)));
-            assert_eq!(r.counters.values().sum::<u64>(), 0, "{:?}", r.counters);
+            assert_eq!(r.tun.values().sum::<u64>(), 0, "{:?}", r.tun);
+            assert_eq!(r.xdp.values().sum::<u64>(), 0, "{:?}", r.xdp);
+            assert_eq!(r.xdp.is_empty(), path == PathKind::Tun);
         }
     }
 }

@@ -6,9 +6,10 @@
 //! and ICMP echo requests on the other half (answered by the dn kernel) from the gNB's N3
 //! socket in the ran namespace; then every session is released and every UE deregisters.
 //!
-//! Asserted: nothing lost, every reply matched, latency recorded, the path's own counters
-//! saw exactly that traffic (and the other path was not there), and the datapath holds no
-//! entry after the releases.
+//! Asserted: nothing lost, every reply matched, latency recorded, the paths' own counters
+//! saw exactly that traffic (the TUN test: the TUN path alone, no XDP program attached; the
+//! XDP test: XDP with the TUN path behind it, every packet accounted to the one that
+//! forwarded it), and the datapath holds no entry after the releases.
 #![allow(clippy::unwrap_used)]
 
 mod common;
