@@ -363,6 +363,10 @@ pub fn run(
         return Err(TrafficError::NoSessions);
     }
     let mut up = UserPlane::new(plan.flow(), sessions.to_vec())?;
+    // The loop's own limit covers sending and drain together; capping the count at what
+    // the rate fills in `max_duration` keeps the sending inside its share.
+    let in_time = (u128::from(plan.rate_pps) * plan.max_duration.as_millis() / 1000).max(1);
+    let count = u64::try_from(in_time).map_or(plan.count, |n| n.min(plan.count));
     let RunOutcome {
         send_time,
         total_time,
@@ -372,7 +376,7 @@ pub fn run(
         sock,
         RunLimits {
             rate_pps: plan.rate_pps,
-            count: plan.count,
+            count,
             max_duration: plan.max_duration.saturating_add(plan.drain),
             drain: plan.drain,
         },
@@ -544,6 +548,23 @@ mod tests {
         assert!(r.lines().iter().any(|l| l.contains("no reply")));
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"kind\":\"udp\""));
+    }
+
+    #[test]
+    fn the_duration_caps_the_count() {
+        // 1000 pps for 50 ms: 50 probes, not 10 000, sent to a socket nobody reads.
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let gnb = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let p = TrafficPlan {
+            count: 10_000,
+            max_duration: Duration::from_millis(50),
+            drain: Duration::from_millis(500),
+            upf_port: sink.local_addr().unwrap().port(),
+            ..plan()
+        };
+        let r = run(&p, &sessions(2), &gnb).unwrap();
+        assert_eq!((r.sent, r.received, r.lost), (50, 0, 50));
+        assert!((r.loss_ratio - 1.0).abs() < 1e-12);
     }
 
     #[test]
