@@ -7,7 +7,8 @@
 //! the `ran` traffic engine. Without root or BPF, [`UserPlaneBed::start`] says why, so a
 //! caller can run the control plane only.
 //!
-//! Also here: the report's text lines and its latency CDF as SVG ([`write_cdf_svg`]).
+//! Also here: the report's text lines and its latency CDF as SVG ([`write_cdf_svg`]) and
+//! CSV ([`write_cdf_csv`]).
 
 // The lead wires this into `demo` and `ran`; until then only the tests use it.
 #![allow(dead_code)]
@@ -265,6 +266,17 @@ pub(crate) fn report_lines(r: &TrafficReport) -> Vec<String> {
     r.lines()
 }
 
+/// Writes the latency CDFs of `runs` as CSV: `run,latency_us,fraction`, one row per point.
+pub(crate) fn write_cdf_csv(path: &Path, runs: &[(&str, &TrafficReport)]) -> std::io::Result<()> {
+    let mut out = String::from("run,latency_us,fraction\n");
+    for (label, r) in runs {
+        for p in &r.cdf {
+            out.push_str(&format!("{label},{},{:.6}\n", p.latency_us, p.fraction));
+        }
+    }
+    std::fs::write(path, out)
+}
+
 const COLORS: [RGBColor; 4] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -395,6 +407,13 @@ mod tests {
         assert!(svg.contains("udp: p50 20 µs, p99 40 µs"));
         assert!(svg.contains("icmp: no reply"));
         assert!(svg.contains("<polyline"));
+        let csv_path = dir.path().join("cdf.csv");
+        write_cdf_csv(&csv_path, &[("udp", &a), ("icmp", &b)]).unwrap();
+        let csv = std::fs::read_to_string(&csv_path).unwrap();
+        assert_eq!(
+            csv,
+            "run,latency_us,fraction\nudp,10,0.200000\nudp,40,1.000000\n"
+        );
     }
 
     #[test]
