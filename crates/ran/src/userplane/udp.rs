@@ -59,7 +59,8 @@ pub fn run_timed(
     let mut last_send = None;
     let mut send_time = Duration::ZERO;
     // Non-blocking: every pass sends what is due, then reads every reply queued, so
-    // replies never wait behind the pacing; an idle pass sleeps until the next send.
+    // replies never wait behind the pacing; an idle pass blocks in a receive until the
+    // next send is due, so a reply is timed when it arrives.
     sock.set_nonblocking(true)?;
     loop {
         if t0.elapsed() >= limits.max_duration {
@@ -105,7 +106,27 @@ pub fn run_timed(
             } else {
                 Duration::from_millis(1)
             };
-            std::thread::sleep(wait.min(Duration::from_micros(200)));
+            // Idle until the next send, but woken by a reply: a plain sleep would add up
+            // to its length to every round trip measured. A zero timeout means "forever"
+            // to the socket, hence the floor.
+            let wait = wait.clamp(Duration::from_micros(20), Duration::from_millis(1));
+            sock.set_nonblocking(false)?;
+            sock.set_read_timeout(Some(wait))?;
+            let r = sock.recv(&mut rx);
+            sock.set_nonblocking(true)?;
+            match r {
+                Ok(len) => {
+                    up.handle_downlink(&rx[..len], now());
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     up.finish();
