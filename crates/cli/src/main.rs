@@ -17,6 +17,7 @@ mod nf_cmd;
 mod report;
 mod subscriber;
 mod upf_cmd;
+mod userplane;
 
 use std::process::ExitCode;
 

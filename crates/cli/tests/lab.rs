@@ -288,3 +288,44 @@ fn without_net_admin_the_exit_status_is_3() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs root"));
     assert!(!namespaces().contains(&lab.ns("ran")));
 }
+
+#[test]
+fn lab_echo_answers_udp_on_the_dn_address_until_its_duration() {
+    if !privilege::require("steer5g lab echo") {
+        return;
+    }
+    let lab = Lab::new("echo");
+    let out = lab.up(&[]);
+    assert!(out.status.success(), "{out:?}");
+    let dn = lab.ns("dn");
+    let addr = addr_of(&dn, "n6");
+    let ip = addr.split('/').next().unwrap().to_owned();
+    let echo = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args([
+            "lab",
+            "echo",
+            "--prefix",
+            &lab.0,
+            "--port",
+            "9998",
+            "--duration",
+            "3",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = helper(&dn, &format!("client {ip}:9998")).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&client.stdout).contains("echo ok"),
+        "{client:?}"
+    );
+    // Bounded by --duration: the process ends by itself and reports.
+    let out = echo.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["addr"], format!("{ip}:9998"));
+    assert!(v["echoed"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["send_errors"], 0);
+}

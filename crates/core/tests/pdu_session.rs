@@ -6,84 +6,66 @@
 //! workers, must give the same outcome.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::time::{Duration, Instant};
+mod common;
 
-use proto::ids::defaults;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
-use ran::ue::{RegistrationKind, SessionRequest, SuciScheme, Ue, UeConfig, UeEvent};
-use rand::SeedableRng;
-use sctp::{Endpoint, EndpointConfig, Event};
-use sctp_io::{SctpSocket, Transport};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use common::{drive, Outcome, Plan, RanSide, UpfCheck};
+use ran::userplane::UpSession;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, SmfOptions, StateMode, UpfOptions};
-use store::{Profile, RedbStore, SubscriberStore};
 use upf::datapath::DownlinkAction;
 use upf::MemoryDatapath;
 
 const UES: usize = 8;
-const NGAP_PPID: u32 = 60;
-const DEADLINE: Duration = Duration::from_secs(30);
 
-/// How the sessions end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Plan {
-    /// The UE releases its session, then deregisters.
-    Release,
-    /// The UE deregisters with its session up: the AMF releases the SM context.
-    Deregister,
-    /// The UE asks for a DNN the SMF does not serve: rejected, then deregisters.
-    Reject,
+/// Checks the in-process UPF's rule tables against the tunnels the gNB and UEs learnt.
+struct Rules(MemoryDatapath);
+
+impl UpfCheck for Rules {
+    fn established(&mut self, sessions: &[UpSession], out: &mut Outcome) -> bool {
+        // Wait for the UPF to forward downlink to the gNB (the modification after the
+        // gNB's answer), then check each session's uplink rule.
+        let all_forward = sessions.iter().all(|s| {
+            matches!(
+                self.0.downlink(s.ue_ip).map(|r| r.action),
+                Some(DownlinkAction::Forward { teid, .. }) if teid == s.gnb_teid
+            )
+        });
+        if !all_forward {
+            return false;
+        }
+        for s in sessions {
+            match self.0.uplink(s.upf.teid) {
+                Some(ul) if ul.ue_ip == s.ue_ip => out.upf_checked += 1,
+                other => out
+                    .failures
+                    .push(format!("UE {}: uplink rule {other:?}", s.ue_ip)),
+            }
+        }
+        true
+    }
+
+    fn rules_left(&self, ips: &[Ipv4Addr]) -> usize {
+        self.0.uplink_rules().len()
+            + ips
+                .iter()
+                .filter(|ip| self.0.downlink(**ip).is_some())
+                .count()
+    }
 }
-
-/// What the UEs, gNB and UPF saw.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Outcome {
-    registered: usize,
-    established: usize,
-    rejected: usize,
-    /// Sessions whose UPF rules matched the gNB's and UPF's tunnels.
-    upf_checked: usize,
-    released_sessions: usize,
-    deregistered: usize,
-    released: usize,
-    /// Distinct UE addresses handed out.
-    addresses: usize,
-    /// UPF rules left after the releases.
-    rules_left: usize,
-    failures: Vec<String>,
-}
-
-/// A UE's address, the gNB's DL TEID and the UPF's UL TEID, as the UE and gNB learnt them.
-type Tunnels = (Option<Ipv4Addr>, Option<u32>, Option<u32>);
 
 fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
     run_plan(net, workers, state, Plan::Release)
 }
 
 fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, CoreReport) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
-    let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
-    {
-        let s = RedbStore::open_in(dir.path()).unwrap();
-        s.put_batch(&subs).unwrap();
-    }
-    let (keys, _) =
-        store::hn_keys::load_or_create(&dir.path().join(store::HN_KEY_FILE), &mut rng).unwrap();
-    let hn = keys
-        .keys
-        .iter()
-        .find(|k| k.profile == Profile::A)
-        .unwrap()
-        .clone();
-
+    let subs = common::subscribers(u64::from(net), UES);
     let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
     let mut config = Config::default();
     config.n2.addr = ip(1);
     config.n2.transports = vec![TransportKind::Udp];
-    let mut opts = CoreOptions::new(dir.path().to_owned());
+    let mut opts = CoreOptions::new(subs.dir.path().to_owned());
     opts.workers = workers;
     opts.state = state;
     opts.sbi = SbiMode::Inproc;
@@ -112,233 +94,16 @@ fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, Co
         .enable_all()
         .build()
         .unwrap();
-    let ues: Vec<Ue> = subs
-        .iter()
-        .map(|s| {
-            let mut c = UeConfig::from_subscriber(s, defaults::PLMN).unwrap();
-            c.suci = SuciScheme::Ecies {
-                key: security::suci::HomeNetworkPrivateKey::from_bytes(
-                    security::suci::Profile::A,
-                    hn.private_octets(),
-                )
-                .unwrap()
-                .public_key(),
-                key_id: hn.id,
-            };
-            Ue::new(c).unwrap()
-        })
-        .collect();
-    let outcome = rt.block_on(drive(
-        ip(100),
-        n2,
-        config.n2.sctp_port,
-        ues,
-        &datapath,
-        ip(7),
-        plan,
-    ));
+    let side = RanSide {
+        local: ip(100),
+        amf: n2,
+        sctp_port: config.n2.sctp_port,
+        gnb_n3: None,
+        upf_n3: ip(7),
+    };
+    let outcome = rt.block_on(drive(side, subs.ues, plan, &mut Rules(datapath)));
     let report = core.stop().unwrap();
     (outcome, report)
-}
-
-async fn drive(
-    local: Ipv4Addr,
-    amf: SocketAddr,
-    sctp_port: u16,
-    mut ues: Vec<Ue>,
-    dp: &MemoryDatapath,
-    upf_n3: Ipv4Addr,
-    plan: Plan,
-) -> Outcome {
-    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
-    let mut sock = SctpSocket::new(
-        transport,
-        Endpoint::new(EndpointConfig {
-            listen_port: None,
-            association: sctp::AssociationConfig::default(),
-            cookie_key: [7; 32],
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 16,
-            rng_seed: 99,
-        }),
-    );
-    let cfg = GnbConfig::default();
-    let mut gnb = Gnb::new(cfg.clone()).unwrap();
-    let mut n2ues = GnbUes::new(&cfg, 1, 4);
-    let assoc = sock
-        .endpoint_mut()
-        .connect(Instant::now(), amf, 38412, sctp_port)
-        .unwrap();
-    let mut out = Outcome::default();
-    let mut ready = false;
-    let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
-    // Per UE: its address, the gNB's DL TEID and the UPF's UL TEID.
-    let mut sessions: HashMap<u64, Tunnels> = HashMap::new();
-    let mut all_ips = Vec::new();
-    let mut checked = false;
-    let deadline = Instant::now() + DEADLINE;
-    while out.released < ues.len() && Instant::now() < deadline {
-        // Once every session is up, wait for the UPF to forward downlink to the gNB, check
-        // each session's rules, then have every UE release its session.
-        if !checked && out.established == ues.len() {
-            let all_forward = sessions.values().all(|(ip, gnb_teid, _)| {
-                matches!(
-                    ip.and_then(|ip| dp.downlink(ip)).map(|r| r.action),
-                    Some(DownlinkAction::Forward { teid, .. }) if Some(teid) == *gnb_teid
-                )
-            });
-            if all_forward {
-                checked = true;
-                for (key, (ip, _, ul_teid)) in &sessions {
-                    let ul = ul_teid.and_then(|t| dp.uplink(t));
-                    match (ul, ip) {
-                        (Some(ul), Some(ip)) if ul.ue_ip == *ip => out.upf_checked += 1,
-                        other => out
-                            .failures
-                            .push(format!("UE {key}: uplink rule {other:?}")),
-                    }
-                }
-                for key in sessions.keys() {
-                    let ue = &mut ues[*key as usize];
-                    let up = if plan == Plan::Deregister {
-                        ue.deregistration_request(false).unwrap()
-                    } else {
-                        ue.pdu_session_release_request(1).unwrap()
-                    };
-                    let s = n2ues.uplink_nas(*key, &up).unwrap();
-                    pending.push((s.stream, s.pdu));
-                }
-            } else {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }
-        for (stream, pdu) in pending.drain(..) {
-            sock.endpoint_mut()
-                .send(assoc, stream, NGAP_PPID, false, pdu.into())
-                .unwrap();
-        }
-        let turn = (Instant::now() + Duration::from_millis(20)).min(deadline);
-        sock.drive(Some(turn)).await.unwrap();
-        while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
-            match ev {
-                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
-                Event::Message(m) if !ready => match gnb.handle(m.stream, &m.data) {
-                    GnbEvent::SetupOk => {
-                        ready = true;
-                        for (i, ue) in ues.iter_mut().enumerate() {
-                            ue.prepare().unwrap();
-                            let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
-                            let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
-                            pending.push((s.stream, s.pdu));
-                        }
-                    }
-                    other => out.failures.push(format!("NG Setup: {other:?}")),
-                },
-                Event::Message(m) => {
-                    let o = n2ues.handle_downlink(m.stream, &m.data);
-                    for t in o.transmit {
-                        pending.push((t.stream, t.pdu));
-                    }
-                    for e in o.events {
-                        match e {
-                            GnbUeEvent::NasToUe { ue: key, nas } => {
-                                let Some(ue) = ues.get_mut(key as usize) else {
-                                    continue;
-                                };
-                                let r = ue.handle_downlink_nas(&nas);
-                                if let Some(up) = r.uplink {
-                                    let s = n2ues.uplink_nas(key, &up).unwrap();
-                                    pending.push((s.stream, s.pdu));
-                                }
-                                match r.event {
-                                    UeEvent::Registered => {
-                                        out.registered += 1;
-                                        let mut sr = SessionRequest::default();
-                                        if plan == Plan::Reject {
-                                            sr.dnn = "nope".into();
-                                        }
-                                        let req =
-                                            ue.pdu_session_establishment_request(&sr).unwrap();
-                                        let s = n2ues.uplink_nas(key, &req).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::PduSessionEstablished { ue_ip, .. } => {
-                                        out.established += 1;
-                                        sessions.entry(key).or_default().0 = ue_ip;
-                                        all_ips.extend(ue_ip);
-                                    }
-                                    UeEvent::PduSessionRejected { .. } => {
-                                        out.rejected += 1;
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::PduSessionReleased { .. } => {
-                                        out.released_sessions += 1;
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::Deregistered => out.deregistered += 1,
-                                    UeEvent::Authenticated | UeEvent::SecurityModeCompleted => {}
-                                    other => out.failures.push(format!("UE {key}: {other:?}")),
-                                }
-                            }
-                            GnbUeEvent::PduSessionSetup(s) => {
-                                if s.upf.addr != upf_n3 {
-                                    out.failures.push(format!("UPF N3 {:?}", s.upf));
-                                }
-                                let e = sessions.entry(s.ue).or_default();
-                                e.1 = Some(s.gnb.teid);
-                                e.2 = Some(s.upf.teid);
-                            }
-                            GnbUeEvent::PduSessionReleased { .. } => {}
-                            GnbUeEvent::ContextSetup { .. } => {}
-                            GnbUeEvent::Released { .. } => out.released += 1,
-                            other => out.failures.push(format!("gNB: {other:?}")),
-                        }
-                    }
-                }
-                Event::Closed { reason } => {
-                    out.failures.push(format!("association closed: {reason:?}"));
-                    return out;
-                }
-                _ => {}
-            }
-        }
-    }
-    // The last UE CONTEXT RELEASE COMPLETEs: the AMF releases SM contexts on them.
-    for (stream, pdu) in pending.drain(..) {
-        sock.endpoint_mut()
-            .send(assoc, stream, NGAP_PPID, false, pdu.into())
-            .unwrap();
-    }
-    let flush = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < flush {
-        sock.drive(Some(flush)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
-    }
-    let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
-    let grace = Instant::now() + Duration::from_secs(1);
-    while !sock.endpoint().is_empty() && Instant::now() < grace {
-        sock.drive(Some(grace)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
-    }
-    // The SMF deletes the UPF's sessions after the N2 side is done (on deregistration, once
-    // the UE context is released): give that a bounded while.
-    let settle = Instant::now() + Duration::from_secs(5);
-    while !dp.uplink_rules().is_empty() && Instant::now() < settle {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    all_ips.sort();
-    all_ips.dedup();
-    out.addresses = all_ips.len();
-    out.rules_left = dp.uplink_rules().len()
-        + all_ips
-            .iter()
-            .filter(|ip| dp.downlink(**ip).is_some())
-            .count();
-    out
 }
 
 fn expect_all(o: &Outcome, r: &CoreReport) {

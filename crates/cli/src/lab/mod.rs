@@ -1,8 +1,11 @@
-//! `steer5g lab up|down|status`: the user-plane lab, three network namespaces `{P}-ran`,
+//! `steer5g lab up|down|status|echo`: the user-plane lab, three network namespaces `{P}-ran`,
 //! `{P}-upf` and `{P}-dn` joined by veth pairs (N3 and N6), with `xdp_pass` on the veth ends
 //! that receive XDP_TX/XDP_REDIRECT frames and TX checksum offload off (KERNEL.md §3).
 //!
 //! [`plan`] holds the names and addresses, [`sys`] every call to `ip`/`ethtool`/`sysctl`.
+//! `echo` runs the data network's UDP echo host inside `{P}-dn` for people running the
+//! core, the UPF and the load generator as separate processes (ICMP echo is answered by the
+//! dn kernel itself).
 
 mod plan;
 mod sys;
@@ -38,6 +41,9 @@ enum LabAction {
     Down(PrefixArg),
     /// Show what exists of the lab.
     Status(PrefixArg),
+    /// Echo UDP datagrams (RFC 862) on the dn's N6 address until SIGINT/SIGTERM or
+    /// --duration: the DN end of UE probes sent through the UPF.
+    Echo(EchoArgs),
     /// Internal: attach xdp_pass to IFNAME in the current namespace and print its id.
     /// `up` runs it through `ip netns exec`, which moves a process into a namespace
     /// without this crate needing `unsafe` setns.
@@ -63,6 +69,22 @@ struct UpArgs {
     #[arg(long)]
     force: bool,
 }
+
+#[derive(Debug, Args)]
+struct EchoArgs {
+    #[command(flatten)]
+    prefix: PrefixArg,
+    /// UDP port to echo on.
+    #[arg(long, default_value_t = 7)]
+    port: u16,
+    /// Stop after this many seconds (at most, and by default, one hour: every loop here is
+    /// bounded).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+}
+
+/// The longest an echo host runs.
+const ECHO_MAX: std::time::Duration = std::time::Duration::from_secs(3600);
 
 fn parse_prefix(s: &str) -> Result<String, String> {
     plan::validate_prefix(s).map(|()| s.to_owned())
@@ -102,6 +124,7 @@ pub(crate) fn run(global: &Global, args: &LabArgs) -> Result<(), CliError> {
             require_privilege()?;
             print_status(global, &status(&plan)?)
         }
+        LabAction::Echo(e) => echo(global, e),
         LabAction::XdpAttach { ifname } => {
             let ifindex = ifindex(None, ifname)?;
             let id = steer_bpf::xdp::attach_pass(ifindex, steer_bpf::xdp::Mode::Native).map_err(
@@ -114,6 +137,43 @@ pub(crate) fn run(global: &Global, args: &LabArgs) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// `steer5g lab echo`: the echo host in `{P}-dn` until stopped, then what it echoed.
+fn echo(global: &Global, args: &EchoArgs) -> Result<(), CliError> {
+    let plan = plan_of(&args.prefix)?;
+    let limit = crate::nf_cmd::duration_limit(args.duration)?.map_or(ECHO_MAX, |d| d.min(ECHO_MAX));
+    require_privilege()?;
+    let [_, (_, dn)] = plan.links();
+    let addr = std::net::SocketAddrV4::new(dn.addr, args.port);
+    let host = upf::userspace::echo::DnEcho::start(Some(&plan.dn()), addr, limit).map_err(|e| {
+        CliError::Failed(format!(
+            "echo on {addr} in {}: {e} (is the lab up? steer5g lab up --prefix {})",
+            plan.dn(),
+            plan.prefix
+        ))
+    })?;
+    tracing::info!(%addr, ns = %plan.dn(), "echoing UDP");
+    crate::nf_cmd::wait_for_stop(Some(limit))?;
+    let st = host.stop();
+    if global.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "prefix": plan.prefix,
+                "addr": addr.to_string(),
+                "echoed": st.echoed,
+                "bytes": st.bytes,
+                "send_errors": st.send_errors,
+            })
+        );
+    } else {
+        println!(
+            "lab {} echo on {addr}: {} datagrams ({} B) echoed, {} send errors",
+            plan.prefix, st.echoed, st.bytes, st.send_errors
+        );
+    }
+    Ok(())
 }
 
 fn plan_of(p: &PrefixArg) -> Result<Plan, CliError> {

@@ -8,8 +8,10 @@
 //! socket and the clock (nanoseconds of its choosing). Each probe carries a sequence
 //! number and its send time, so a reply gives latency and the probes never answered
 //! give loss. [`Pacer`] spreads a packet rate over time; [`udp`] is a small
-//! loop over a `std` UDP socket.
+//! loop over a `std` UDP socket; [`traffic`] is the engine on top: a plan of many
+//! sessions, a rate, a size and bounds in, a serializable report out.
 
+pub mod traffic;
 pub mod udp;
 
 use std::collections::HashMap;

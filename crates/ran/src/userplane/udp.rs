@@ -21,13 +21,33 @@ pub struct RunLimits {
     pub drain: Duration,
 }
 
+/// What a run did, beside the counters in the [`UserPlane`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Probes sent (a send refused by a full socket buffer included: it counts as lost).
+    pub sent: u64,
+    /// From the start to the last send: the time the offered rate was spread over.
+    pub send_time: Duration,
+    /// The whole run, drain included.
+    pub total_time: Duration,
+}
+
 /// Sends `limits.count` probes round-robin over the sessions of `up` from `sock` (the
 /// gNB's N3 socket) at `limits.rate_pps`, reads replies, then drains and counts the
 /// unanswered as lost. Returns the number sent.
 pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Result<u64> {
+    run_timed(up, sock, limits).map(|o| o.sent)
+}
+
+/// [`run`], also telling how long the sending and the whole run took.
+pub fn run_timed(
+    up: &mut UserPlane,
+    sock: &UdpSocket,
+    limits: RunLimits,
+) -> io::Result<RunOutcome> {
     let n = up.sessions().len();
     if n == 0 {
-        return Ok(0);
+        return Ok(RunOutcome::default());
     }
     let t0 = Instant::now();
     let now = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -37,8 +57,10 @@ pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Resul
     let mut sent = 0u64;
     let mut next_session = 0usize;
     let mut last_send = None;
+    let mut send_time = Duration::ZERO;
     // Non-blocking: every pass sends what is due, then reads every reply queued, so
-    // replies never wait behind the pacing; an idle pass sleeps until the next send.
+    // replies never wait behind the pacing; an idle pass blocks in a receive until the
+    // next send is due, so a reply is timed when it arrives.
     sock.set_nonblocking(true)?;
     loop {
         if t0.elapsed() >= limits.max_duration {
@@ -58,6 +80,7 @@ pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Resul
                     Err(e) => return Err(e),
                 }
                 sent += 1;
+                send_time = t0.elapsed();
                 busy = true;
                 next_session = (next_session + 1) % n;
             }
@@ -83,9 +106,33 @@ pub fn run(up: &mut UserPlane, sock: &UdpSocket, limits: RunLimits) -> io::Resul
             } else {
                 Duration::from_millis(1)
             };
-            std::thread::sleep(wait.min(Duration::from_micros(200)));
+            // Idle until the next send, but woken by a reply: a plain sleep would add up
+            // to its length to every round trip measured. A zero timeout means "forever"
+            // to the socket, hence the floor.
+            let wait = wait.clamp(Duration::from_micros(20), Duration::from_millis(1));
+            sock.set_nonblocking(false)?;
+            sock.set_read_timeout(Some(wait))?;
+            let r = sock.recv(&mut rx);
+            sock.set_nonblocking(true)?;
+            match r {
+                Ok(len) => {
+                    up.handle_downlink(&rx[..len], now());
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     up.finish();
-    Ok(sent)
+    Ok(RunOutcome {
+        sent,
+        send_time,
+        total_time: t0.elapsed(),
+    })
 }

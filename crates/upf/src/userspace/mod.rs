@@ -6,12 +6,16 @@
 //!
 //! Also here: [`netns`] (run code inside a named network namespace), [`testbed`] (the
 //! ran/upf/dn namespaces the tests and `steer5g bench upf` use) and [`craft`] (packets a
-//! gNB and a DN host send).
+//! gNB and a DN host send), [`echo`] (the DN's UDP echo host), [`shared`] (a datapath both
+//! the PFCP service and a watcher hold), [`tiered`] (a fast path with a slow path behind it).
 
 pub mod craft;
+pub mod echo;
 pub mod netns;
 mod path;
+pub mod shared;
 pub mod testbed;
+pub mod tiered;
 mod tun;
 
 pub use path::{TunCounters, TunDatapath, TunOptions, TunReason, GTPU_PORT};

@@ -249,6 +249,19 @@ impl Testbed {
         Ok(())
     }
 
+    /// A UDP echo host on `N6_DN:port` in the dn namespace, for at most `limit`.
+    pub fn dn_echo(
+        &self,
+        port: u16,
+        limit: std::time::Duration,
+    ) -> io::Result<super::echo::DnEcho> {
+        super::echo::DnEcho::start(
+            Some(self.ns(Host::Dn)),
+            SocketAddrV4::new(N6_DN, port),
+            limit,
+        )
+    }
+
     /// `ip netns exec NS PROGRAM` for `host`.
     pub fn exec(&self, host: Host, program: &str) -> Command {
         let mut c = Command::new("ip");
