@@ -196,9 +196,17 @@ pub struct CoreOptions {
     /// Shard-aware h2c clients (sharded mode): each request on the connection of its
     /// owner's worker. Off, each worker keeps one connection per NF.
     pub sbi_pool: bool,
-    /// An SMF shard on every worker (Nsmf_PDUSession in-process, PFCP to a UPF); `None`:
-    /// no SMF, and UL NAS TRANSPORTs for PDU sessions find no SMF.
+    /// An SMF shard on every worker (Nsmf_PDUSession, PFCP to a UPF); `None`: no SMF here,
+    /// and the AMF's UL NAS TRANSPORTs for PDU sessions go to the SMF at its directory
+    /// address with [`CoreOptions::smf_sbi`] [`SbiMode::H2c`], or find no SMF.
     pub smf: Option<SmfOptions>,
+    /// How the AMF and the SMF talk: Nsmf_PDUSession (TS 29.502) and Namf_Communication
+    /// N1N2MessageTransfer (TS 29.518). [`SbiMode::Inproc`] (the default) hands the same
+    /// bodies to the co-located NF; [`SbiMode::H2c`] serves both over h2c listener groups at
+    /// the directory addresses of the SMF (when [`CoreOptions::smf`] is set) and of the AMF
+    /// (when it is hosted), and calls the other side there through the shard-aware pool,
+    /// in one process or across processes.
+    pub smf_sbi: SbiMode,
     /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
     /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
     pub upf: Option<UpfOptions>,
@@ -278,6 +286,7 @@ impl CoreOptions {
             metrics: None,
             sbi_pool: true,
             smf: None,
+            smf_sbi: SbiMode::Inproc,
             upf: None,
         }
     }
@@ -619,6 +628,11 @@ pub struct Listening {
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
     pub udm: Option<SocketAddr>,
+    /// SMF h2c listener (Nsmf_PDUSession; an SMF here with [`CoreOptions::smf_sbi`] h2c).
+    pub smf: Option<SocketAddr>,
+    /// AMF h2c listener (Namf_Communication; the AMF here with [`CoreOptions::smf_sbi`]
+    /// h2c).
+    pub amf: Option<SocketAddr>,
     /// The `/metrics` endpoint, when one was asked for.
     pub metrics: Option<SocketAddr>,
     /// Every h2c listener group and how it delivers requests to their owners.
@@ -750,12 +764,23 @@ impl Core {
         opts.config
             .validate()
             .map_err(|e| CoreError::Config(e.to_string()))?;
+        let smf_only = opts.smf.is_some() && !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm);
         if opts.sbi == SbiMode::Inproc {
+            if smf_only {
+                return Err(CoreError::Config(
+                    "in-process SBI needs the UDM in the SMF's process".to_owned(),
+                ));
+            }
             if let Some(p) = opts.nfs.inproc_problem() {
                 return Err(CoreError::Config(p));
             }
-        } else if !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm) {
+        } else if !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm || smf_only) {
             return Err(CoreError::Config("no NF to host".to_owned()));
+        }
+        if opts.smf.is_some() && !opts.nfs.amf && opts.smf_sbi == SbiMode::Inproc {
+            return Err(CoreError::Config(
+                "an SMF without the AMF in its process talks h2c to it (smf_sbi)".to_owned(),
+            ));
         }
         let nf_cfgs = worker::NfSettings::from_options(&opts)?;
         let upf = match &opts.upf {
@@ -804,14 +829,24 @@ impl Core {
             n2_placement: Vec::new(),
             ausf: None,
             udm: None,
+            smf: None,
+            amf: None,
             metrics: None,
             sbi: Vec::new(),
         };
         let mut steering = Vec::new();
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
-        if opts.sbi == SbiMode::H2c {
-            for nf in [NfType::Ausf, NfType::Udm] {
-                if !opts.nfs.hosts(nf) {
+        {
+            let sm_h2c = opts.smf_sbi == SbiMode::H2c;
+            for nf in [NfType::Ausf, NfType::Udm, NfType::Smf, NfType::Amf] {
+                let serve = match nf {
+                    NfType::Smf => sm_h2c && opts.smf.is_some(),
+                    // Namf_Communication: what the AMF serves is N1N2MessageTransfer, for
+                    // the SMF.
+                    NfType::Amf => sm_h2c && opts.nfs.amf,
+                    _ => opts.sbi == SbiMode::H2c && opts.nfs.hosts(nf),
+                };
+                if !serve {
                     continue;
                 }
                 let addr = listen_addr(&opts.directory, nf)?;
@@ -819,6 +854,8 @@ impl Core {
                 let kernel = info.kernel_steered();
                 match nf {
                     NfType::Ausf => listening.ausf = Some(info.addr),
+                    NfType::Smf => listening.smf = Some(info.addr),
+                    NfType::Amf => listening.amf = Some(info.addr),
                     _ => listening.udm = Some(info.addr),
                 }
                 for (ls, l) in sbi_listeners.iter_mut().zip(sockets) {
@@ -868,6 +905,7 @@ impl Core {
             sidf,
             state: opts.state,
             sbi: opts.sbi,
+            smf_sbi: opts.smf_sbi,
             nfs: opts.nfs,
             short_connections: opts.short_connections,
             sbi_pool: opts.sbi_pool && opts.state == StateMode::Sharded,

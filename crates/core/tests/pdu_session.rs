@@ -3,7 +3,8 @@
 //! in-process Nsmf → SMF shard → PFCP to an in-process UPF over UDP → N1N2MessageTransfer →
 //! PDU SESSION RESOURCE SETUP → UpdateSMContext → PFCP modification), check the UPF's rules,
 //! release every session (UE-requested), and deregister. Sharded and locked, 1 and 2
-//! workers, must give the same outcome.
+//! workers, must give the same outcome, and so must Nsmf and N1N2MessageTransfer over h2c
+//! (the `h2c_*` cases: AMF and SMF on their own listener groups in one process).
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use proto::ids::defaults;
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SessionRequest, SuciScheme, Ue, UeConfig, UeEvent};
 use rand::SeedableRng;
+use sbi::NfType;
 use sctp::{Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
 use steer5g_config::{Config, Transport as TransportKind};
@@ -63,6 +65,16 @@ fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
 }
 
 fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, CoreReport) {
+    run_sbi(net, workers, state, plan, SbiMode::Inproc)
+}
+
+fn run_sbi(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+) -> (Outcome, CoreReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
     let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
@@ -86,7 +98,16 @@ fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, Co
     let mut opts = CoreOptions::new(dir.path().to_owned());
     opts.workers = workers;
     opts.state = state;
-    opts.sbi = SbiMode::Inproc;
+    opts.sbi = sbi;
+    opts.smf_sbi = sbi;
+    for (nf, host) in [
+        (NfType::Amf, 5),
+        (NfType::Smf, 4),
+        (NfType::Ausf, 11),
+        (NfType::Udm, 12),
+    ] {
+        opts.directory.set(nf, format!("http://{}:7777", ip(host)));
+    }
     opts.config = config.clone();
     opts.rand_seed = Some(7);
     let datapath = MemoryDatapath::new();
@@ -428,4 +449,87 @@ fn unknown_dnn_is_rejected_to_the_ue() {
         (t.0 + w.amf_sessions.rejected, t.1 + w.smf.rejected)
     });
     assert_eq!((rejected, smf_rejected), (UES as u64, UES as u64));
+}
+
+/// Every Nsmf request and N1N2MessageTransfer went over h2c: `transfers` N1N2s served; in
+/// the sharded mode the AMF sent every Nsmf request on its owner's connection, and where
+/// the listeners are kernel-steered each request arrived at its owner with no hop.
+fn expect_h2c(r: &CoreReport, transfers: u64) {
+    let c = r.counters_total();
+    eprintln!(
+        "{} workers, kernel-steered groups {:?}: {c:?}",
+        r.workers.len(),
+        r.sbi_kernel
+    );
+    assert_eq!(c.namf_served, transfers, "{c:?}");
+    assert!(c.nsmf_served >= transfers, "{c:?}");
+    if r.workers.len() > 1 && r.locks.acquisitions == 0 {
+        assert_eq!(c.nsmf_pool_steered, c.nsmf_served, "{c:?}");
+        assert_eq!(c.namf_pool_steered, c.namf_served, "{c:?}");
+        let steered = r
+            .sbi_kernel
+            .iter()
+            .filter(|(nf, _)| matches!(nf, NfType::Smf | NfType::Amf))
+            .count();
+        if steered == 2 {
+            assert_eq!(c.nsmf_kernel_steered, c.nsmf_served, "{c:?}");
+            assert_eq!(c.namf_kernel_steered, c.namf_served, "{c:?}");
+            assert_eq!((c.nsmf_handed_off, c.namf_handed_off), (0, 0), "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn h2c_sharded_one_worker() {
+    let (o, r) = run_sbi(67, 1, StateMode::Sharded, Plan::Release, SbiMode::H2c);
+    expect_all(&o, &r);
+    expect_h2c(&r, UES as u64);
+}
+
+#[test]
+fn h2c_sharded_two_workers() {
+    let (o, r) = run_sbi(68, 2, StateMode::Sharded, Plan::Release, SbiMode::H2c);
+    expect_all(&o, &r);
+    expect_h2c(&r, UES as u64);
+    assert_eq!(r.locks.acquisitions, 0);
+}
+
+#[test]
+fn h2c_locked_one_and_two_workers() {
+    for (net, workers) in [(69, 1), (70, 2)] {
+        let (o, r) = run_sbi(net, workers, StateMode::Locked, Plan::Release, SbiMode::H2c);
+        expect_all(&o, &r);
+        expect_h2c(&r, UES as u64);
+        assert!(r.locks.acquisitions > 0);
+    }
+}
+
+#[test]
+fn h2c_deregistration_and_unknown_dnn() {
+    let (o, r) = run_sbi(71, 2, StateMode::Sharded, Plan::Deregister, SbiMode::H2c);
+    assert_eq!(
+        (o.established, o.deregistered, o.released),
+        (UES, UES, UES),
+        "{o:?}"
+    );
+    assert!(o.failures.is_empty(), "{o:?}");
+    let released: u64 = r
+        .workers
+        .iter()
+        .map(|w| w.amf_sessions.released_with_ue)
+        .sum();
+    assert_eq!(released, UES as u64);
+    assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
+    let (o, r) = run_sbi(72, 2, StateMode::Locked, Plan::Reject, SbiMode::H2c);
+    let want = Outcome {
+        registered: UES,
+        rejected: UES,
+        deregistered: UES,
+        released: UES,
+        ..Outcome::default()
+    };
+    assert_eq!(o, want);
+    let rejected: u64 = r.workers.iter().map(|w| w.smf.rejected).sum();
+    assert_eq!(rejected, UES as u64);
+    assert_eq!(r.counters_total().namf_served, 0);
 }

@@ -228,6 +228,23 @@ impl SbiClient {
         json_body: Option<Bytes>,
         owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
+        self.request_typed(method, uri, json_body, APPLICATION_JSON, owner)
+            .await
+    }
+
+    /// [`SbiClient::request_to`] with a body of any `content_type`, e.g. the
+    /// `multipart/related` of Nsmf_PDUSession and Namf_Communication (TS 29.502 §6.1.2.4,
+    /// TS 29.518 §6.1.2.4), whose boundary parameter the content type carries. The response
+    /// keeps every header: the boundary of a multipart answer is in its `Content-Type`.
+    pub async fn request_typed(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        owner: Option<Owner>,
+    ) -> Result<SbiResponse, SbiError> {
+        let json_body = body;
         let uri: Uri = uri
             .parse()
             .map_err(|_| SbiError::InvalidUri(uri.to_owned()))?;
@@ -248,7 +265,9 @@ impl SbiClient {
             ),
         );
         if json_body.is_some() {
-            builder = builder.header(header::CONTENT_TYPE, APPLICATION_JSON);
+            let ct = HeaderValue::from_str(content_type)
+                .map_err(|_| SbiError::InvalidUri(format!("content type {content_type}")))?;
+            builder = builder.header(header::CONTENT_TYPE, ct);
         }
         let req = builder
             .body(Full::new(json_body.unwrap_or_default()))
