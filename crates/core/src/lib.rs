@@ -1266,6 +1266,7 @@ pub(crate) fn n2_addr(kind: TransportKind, local: SocketAddrV4, sctp_port: u16) 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use http::Method;
 
     #[test]
     fn listen_addresses_come_from_the_directory() {
@@ -1343,6 +1344,91 @@ mod tests {
         assert!(core.listening().udm.is_none());
         let r = core.stop().unwrap();
         assert_eq!(r.workers.len(), 1);
+        assert!(!dir.exists());
+    }
+
+    /// An SMF alone over h2c (as `steer5g smf` runs it): malformed Nsmf JSON and multipart
+    /// bodies are 400 problem+json (TS 29.502 §6.1.7, TS 29.500 §5.2.7.2), an unknown SM
+    /// context 404 CONTEXT_NOT_FOUND, and the workers keep answering.
+    #[test]
+    fn malformed_nsmf_requests_are_400_and_the_smf_lives_on() {
+        use sbi::{ClientConfig, SbiClient};
+        let dir = std::env::temp_dir().join("steer5g-core-smf-only-never-created");
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet {
+            amf: false,
+            ausf: false,
+            udm: false,
+        };
+        o.workers = 2;
+        o.smf_sbi = SbiMode::H2c;
+        o.smf = Some(SmfOptions {
+            // Nobody serves PFCP there: the association requests go unanswered.
+            upf: "127.0.73.7:8805".parse().unwrap(),
+            pfcp_ip: std::net::Ipv4Addr::new(127, 0, 73, 4),
+            ..SmfOptions::default()
+        });
+        o.directory.set(NfType::Smf, "http://127.0.73.4:0");
+        let core = Core::start(o).unwrap();
+        assert!(core.listening().n2.is_empty() && core.listening().amf.is_none());
+        let smf = core.listening().smf.unwrap();
+        let base = format!("http://{smf}/nsmf-pdusession/v1/sm-contexts");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        let answers = local.block_on(&rt, async {
+            let client = SbiClient::new(ClientConfig::default());
+            let mut out = Vec::new();
+            let cases: [(&str, &str, &[u8]); 5] = [
+                (base.as_str(), "application/json", b"{not json"),
+                (
+                    base.as_str(),
+                    "multipart/related; boundary=b",
+                    b"--b\r\nno end",
+                ),
+                (base.as_str(), "multipart/related", b"no boundary"),
+                // A ref of worker 1, handed over there.
+                (
+                    &format!("{base}/0001000000000001/modify"),
+                    "application/json",
+                    b"{}",
+                ),
+                // Well-formed JSON of the wrong shape.
+                (base.as_str(), "application/json", b"[1]"),
+            ];
+            for (uri, ct, body) in cases {
+                let r = client
+                    .request_typed(
+                        Method::POST,
+                        uri,
+                        Some(bytes::Bytes::copy_from_slice(body)),
+                        ct,
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                let p: sbi::ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+                out.push((r.status.as_u16(), r.content_type, p.cause));
+            }
+            out
+        });
+        let report = core.stop().unwrap();
+        let problem = Some(sbi::problem::PROBLEM_JSON);
+        let bad = |cause: &str| (400, problem, Some(cause.to_owned()));
+        assert_eq!(
+            answers,
+            vec![
+                bad("INVALID_MSG_FORMAT"),
+                bad("INVALID_MSG_FORMAT"),
+                bad("INVALID_MSG_FORMAT"),
+                (404, problem, Some("CONTEXT_NOT_FOUND".to_owned())),
+                bad("MANDATORY_IE_INCORRECT"),
+            ]
+        );
+        let c = report.counters_total();
+        assert_eq!(c.nsmf_served, 5);
         assert!(!dir.exists());
     }
 
