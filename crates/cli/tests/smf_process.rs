@@ -75,9 +75,11 @@ async fn walk(local: Ipv4Addr, amf: SocketAddr, mut ue: Ue, dp: &MemoryDatapath)
             rng_seed: 5,
         }),
     );
-    let mut cfg = GnbConfig::default();
     // Not the gNB ids `steer5g ran` used before.
-    cfg.gnb_id = 0x77;
+    let cfg = GnbConfig {
+        gnb_id: 0x77,
+        ..GnbConfig::default()
+    };
     let mut gnb = Gnb::new(cfg.clone()).unwrap();
     let mut n2ues = GnbUes::new(&cfg, 1, 4);
     let assoc = sock
