@@ -735,6 +735,12 @@ mod tests {
         );
         assert_eq!(answer(&mut a), (7, StatusCode::NOT_FOUND));
         assert_eq!(a.session_stats().n1n2_refused, 1);
+        // A runtime would look for the UE on another worker first; any other path is
+        // answered here.
+        assert!(
+            !a.holds_n1n2_target("/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages")
+        );
+        assert!(a.holds_n1n2_target("/namf-comm/v1/subscriptions"));
         assert!(a.poll_action().is_none());
     }
 
@@ -756,6 +762,63 @@ mod tests {
             ),
         );
         assert_eq!(answer(&mut a), (3, StatusCode::METHOD_NOT_ALLOWED));
+    }
+
+    /// Over h2c the gNB's setup response can come before the SMF's 201 (the
+    /// N1N2MessageTransfer and the 201 travel on different connections): the
+    /// UpdateSMContext waits for the SM context ref instead of being lost.
+    #[test]
+    fn a_setup_response_before_the_201_waits_for_the_sm_context_ref() {
+        let mut a = amf();
+        let mut ue = UeContext::new(1, 2, 3, 1);
+        ue.sessions.push(PduSession {
+            psi: 5,
+            sm_ref: None,
+            state: SessionState::Creating,
+            snssai: Snssai { sst: 1, sd: None },
+            pending_setup: None,
+        });
+        let rsp = PduSessionResourceSetupResponse {
+            amf_ue_ngap_id: 1,
+            ran_ue_ngap_id: 2,
+            setup: vec![PduSessionTransferItem {
+                pdu_session_id: 5,
+                transfer: vec![9, 9],
+            }],
+            failed: Vec::new(),
+        };
+        a.on_setup_response(&mut ue, rsp);
+        assert!(a.poll_action().is_none());
+        let reply = SmReply {
+            status: StatusCode::CREATED,
+            location: Some("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/00000000000000aa"),
+            content_type: Some(multipart::JSON),
+            body: b"{}",
+        };
+        a.on_sm_created(&mut ue, 5, reply);
+        match a.poll_action() {
+            Some(Action::Call {
+                nf,
+                path,
+                body,
+                content_type,
+                ..
+            }) => {
+                assert_eq!(nf, NfType::Smf);
+                assert_eq!(path, format!("{SM_CONTEXTS}/00000000000000aa/modify"));
+                let (_, parts) = split_body(Some(content_type), &body).unwrap();
+                assert_eq!(
+                    part(&parts, Some(&RefToBinaryData::new(N2_ID))),
+                    Some(vec![9, 9])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(ue.sessions.iter().all(|s| s.pending_setup.is_none()));
+        assert_eq!(
+            ue.sessions.first().map(|s| s.state),
+            Some(SessionState::Activating)
+        );
     }
 
     #[test]
