@@ -68,6 +68,18 @@ fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
 pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     let cfg = crate::cli::load_config(global, &args.network, None)?;
     let limit = nf_cmd::duration_limit(args.run.duration)?;
+    // The served slices are the configuration's (`--slice`), as the AMF's are.
+    let (_, _, slices) = steer5g_core::identity(&cfg)?;
+    let slices = slices
+        .into_iter()
+        .map(|s| sbi::model::Snssai {
+            sst: s.sst,
+            sd: s.sd.map(|sd| {
+                let b = sd.to_be_bytes();
+                sbi::model::HexBytes([b[1], b[2], b[3]])
+            }),
+        })
+        .collect();
     let none = NfSet {
         amf: false,
         ausf: false,
@@ -87,6 +99,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     }
     let mut smf = SmfOptions {
         upf: args.upf,
+        slices,
         ..SmfOptions::default()
     };
     smf.pfcp_ip = match (args.pfcp_addr, args.sbi_addr) {

@@ -43,6 +43,17 @@
 //! ([`sbi::pool`] has the reasoning).
 //!
 //! UDM SQN reservations are written by a persister thread off the hot path.
+//!
+//! # The SMF
+//!
+//! With [`CoreOptions::smf`] every worker also hosts an SMF shard (PFCP socket of its own).
+//! The AMF and the SMF talk as [`CoreOptions::smf_sbi`] says: in-process, or over h2c
+//! (Nsmf_PDUSession on the SMF's listener group, Namf_Communication N1N2MessageTransfer on
+//! the AMF's), in one process or across processes (`steer5g smf`, `steer5g amf --smf`).
+//! Nsmf requests are steered by the worker their SM context ref names; an N1N2 transfer
+//! names its UE by SUPI only, so the SMF sends it to the AMF worker with its own index (the
+//! one whose shard called it when worker counts match) and a transfer that lands on a worker
+//! without the UE goes round the others ([`WorkerCounters::namf_handed_off`]).
 
 mod metrics;
 mod n2;
