@@ -75,6 +75,17 @@ fn run_sbi(
     plan: Plan,
     sbi: SbiMode,
 ) -> (Outcome, CoreReport) {
+    run_tweaked(net, workers, state, plan, sbi, |_| {})
+}
+
+fn run_tweaked(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+    tweak: fn(&mut CoreOptions),
+) -> (Outcome, CoreReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
     let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
@@ -120,6 +131,7 @@ fn run_sbi(
         pfcp_ip: ip(4),
         ..SmfOptions::default()
     });
+    tweak(&mut opts);
     let core = Core::start(opts).unwrap();
     let n2 = core
         .listening()
@@ -532,4 +544,27 @@ fn h2c_deregistration_and_unknown_dnn() {
     let rejected: u64 = r.workers.iter().map(|w| w.smf.rejected).sum();
     assert_eq!(rejected, UES as u64);
     assert_eq!(r.counters_total().namf_served, 0);
+}
+
+/// The SMF's client believes the AMF has one worker, so it sends every N1N2MessageTransfer
+/// to AMF worker 0: the transfers of UEs owned by worker 1 go round to it.
+#[test]
+fn h2c_transfers_find_their_ue_on_another_worker() {
+    let (o, r) = run_tweaked(
+        73,
+        2,
+        StateMode::Sharded,
+        Plan::Release,
+        SbiMode::H2c,
+        |o| {
+            o.directory.set_workers(NfType::Amf, 1);
+        },
+    );
+    expect_all(&o, &r);
+    let c = r.counters_total();
+    assert_eq!(c.namf_served, UES as u64, "{c:?}");
+    assert!(c.namf_handed_off > 0, "{c:?}");
+    assert!(c.namf_handed_off < UES as u64, "{c:?}");
+    let n1n2: u64 = r.workers.iter().map(|w| w.amf_sessions.n1n2).sum();
+    assert_eq!(n1n2, UES as u64);
 }
