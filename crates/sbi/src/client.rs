@@ -244,7 +244,6 @@ impl SbiClient {
         content_type: &str,
         owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
-        let json_body = body;
         let uri: Uri = uri
             .parse()
             .map_err(|_| SbiError::InvalidUri(uri.to_owned()))?;
@@ -264,13 +263,13 @@ impl SbiClient {
                 "application/json, application/3gppHal+json, application/problem+json",
             ),
         );
-        if json_body.is_some() {
+        if body.is_some() {
             let ct = HeaderValue::from_str(content_type)
                 .map_err(|_| SbiError::InvalidUri(format!("content type {content_type}")))?;
             builder = builder.header(header::CONTENT_TYPE, ct);
         }
         let req = builder
-            .body(Full::new(json_body.unwrap_or_default()))
+            .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| SbiError::InvalidUri(e.to_string()))?;
         let key = (authority, owner.filter(|_| self.config.ports.is_some()));
         tokio::time::timeout(self.config.timeout, self.exchange(&key, req))
