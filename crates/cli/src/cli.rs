@@ -44,6 +44,9 @@ pub(crate) enum Command {
     Ausf(crate::nf_cmd::AusfArgs),
     /// Run the UDM alone, with its subscriber store and home network keys in the data dir.
     Udm(crate::nf_cmd::UdmArgs),
+    /// Run the SMF alone: Nsmf_PDUSession over h2c, PFCP to the UPF (--upf), calling the
+    /// UDM and the AMF (N1N2MessageTransfer) over h2c.
+    Smf(crate::smf_cmd::SmfArgs),
     /// Run the core: AMF, AUSF and UDM in one process
     Core(crate::core_cmd::CoreArgs),
     /// Run gNB emulators against an AMF: NG Setup, and with --subscribers the UE load
@@ -152,6 +155,15 @@ pub(crate) struct AmfArgs {
     /// The UDM's base URI (default: its directory address, http://127.0.0.12:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) udm: Option<String>,
+    /// PDU sessions with the SMF at this base URI (e.g. http://127.0.0.4:7777): Nsmf over
+    /// h2c, and N1N2MessageTransfer served on --sbi-addr. Without it UL NAS TRANSPORTs for
+    /// PDU sessions find no SMF.
+    #[arg(long, value_name = "URI")]
+    pub(crate) smf: Option<String>,
+    /// Where the AMF serves Namf_Communication for the SMF, with --smf (default: its
+    /// directory address, 127.0.0.5:7777).
+    #[arg(long, value_name = "ADDR:PORT", requires = "smf")]
+    pub(crate) sbi_addr: Option<std::net::SocketAddr>,
 }
 
 /// `steer5g ran`.

@@ -42,9 +42,11 @@ pub(crate) struct CoreArgs {
     /// Where per-UE state lives.
     #[arg(long, value_enum, default_value_t = StateArg::Sharded)]
     pub(crate) state: StateArg,
-    /// How the AMF, AUSF and UDM talk.
-    #[arg(long, value_enum, default_value_t = SbiArg::H2c)]
-    pub(crate) sbi: SbiArg,
+    /// How the NFs talk [default: h2c]. The AMF and the SMF (--smf) stay in-process unless
+    /// `--sbi h2c` is given: then Nsmf_PDUSession and N1N2MessageTransfer go over h2c too,
+    /// at the SMF's (127.0.0.4:7777) and the AMF's (127.0.0.5:7777) directory addresses.
+    #[arg(long, value_enum)]
+    pub(crate) sbi: Option<SbiArg>,
     /// Open a new SBI connection per request.
     #[arg(long)]
     pub(crate) short_connections: bool,
@@ -219,9 +221,12 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
         StateArg::Locked => StateMode::Locked,
     };
     opts.sbi = match args.sbi {
-        SbiArg::H2c => SbiMode::H2c,
-        SbiArg::Inproc => SbiMode::Inproc,
+        Some(SbiArg::H2c) | None => SbiMode::H2c,
+        Some(SbiArg::Inproc) => SbiMode::Inproc,
     };
+    if args.sbi == Some(SbiArg::H2c) && (args.smf || args.upf_inproc) {
+        opts.smf_sbi = SbiMode::H2c;
+    }
     opts.short_connections = args.short_connections;
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
@@ -239,6 +244,9 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     }
     if let (Some(a), Some(u)) = (core.listening().ausf, core.listening().udm) {
         tracing::info!("SBI listening: AUSF {a}, UDM {u}");
+    }
+    if let (Some(s), Some(a)) = (core.listening().smf, core.listening().amf) {
+        tracing::info!("SBI listening: SMF {s}, AMF {a} (Nsmf, N1N2MessageTransfer)");
     }
     crate::nf_cmd::wait_for_stop(limit)?;
     let report = crate::nf_cmd::stop(core)?;

@@ -15,6 +15,7 @@ mod loadgen;
 mod n2;
 mod nf_cmd;
 mod report;
+mod smf_cmd;
 mod subscriber;
 mod upf_cmd;
 mod userplane;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
         Command::Ausf(args) => nf_cmd::run_ausf(&cli.global, args),
         Command::Udm(args) => nf_cmd::run_udm(&cli.global, args),
+        Command::Smf(args) => smf_cmd::run(&cli.global, args),
         Command::Core(args) => core_cmd::run(&cli.global, args),
         Command::Ran(args) => n2::ran::run(&cli.global, args),
         Command::Demo(args) => n2::demo::run(&cli.global, args),

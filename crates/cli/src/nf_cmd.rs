@@ -38,8 +38,9 @@ pub(crate) struct NfRunArgs {
     pub(crate) duration: Option<f64>,
     #[command(flatten)]
     pub(crate) bpf: crate::core_cmd::BpfArgs,
-    /// Worker count of the AUSF and UDM processes this one calls, so that its shard-aware
-    /// SBI client picks their owners' connections (default: the same as --workers).
+    /// Worker count of the NF processes this one calls (AUSF, UDM, SMF, AMF), so that its
+    /// shard-aware SBI client picks their owners' connections (default: the same as
+    /// --workers).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub(crate) peer_workers: Option<u16>,
     #[command(flatten)]
@@ -51,7 +52,7 @@ pub(crate) struct NfRunArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct MetricsArgs {
     /// Serve /metrics here (default: port 9090 of the first hosted NF's address: AMF,
-    /// else AUSF, else UDM).
+    /// else AUSF, else UDM, else SMF).
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_metrics")]
     pub(crate) metrics_addr: Option<SocketAddr>,
     /// Serve no /metrics endpoint.
@@ -75,9 +76,9 @@ impl MetricsArgs {
         let ip = if opts.nfs.amf {
             Some(std::net::IpAddr::V4(opts.config.n2.addr))
         } else {
-            [NfType::Ausf, NfType::Udm]
+            [NfType::Ausf, NfType::Udm, NfType::Smf]
                 .into_iter()
-                .filter(|&nf| opts.nfs.hosts(nf))
+                .filter(|&nf| opts.nfs.hosts(nf) || (nf == NfType::Smf && opts.smf.is_some()))
                 .find_map(|nf| {
                     let base = opts.directory.base_uri(nf)?;
                     let host = base.strip_prefix("http://")?.split('/').next()?;
@@ -159,6 +160,8 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     if let Some(n) = run.peer_workers {
         opts.directory.set_workers(NfType::Ausf, n);
         opts.directory.set_workers(NfType::Udm, n);
+        opts.directory.set_workers(NfType::Smf, n);
+        opts.directory.set_workers(NfType::Amf, n);
     }
     opts
 }
@@ -416,6 +419,14 @@ mod tests {
         o.nfs = NfSet::UDM;
         o.directory.set(NfType::Udm, "http://127.0.9.12:7000");
         assert_eq!(m.resolve(&o), Some("127.0.9.12:9090".parse().unwrap()));
+        o.nfs = NfSet {
+            amf: false,
+            ausf: false,
+            udm: false,
+        };
+        assert_eq!(m.resolve(&o), None);
+        o.smf = Some(steer5g_core::SmfOptions::default());
+        assert_eq!(m.resolve(&o), Some("127.0.0.4:9090".parse().unwrap()));
         let off = MetricsArgs {
             metrics_addr: None,
             no_metrics: true,

@@ -43,6 +43,17 @@
 //! ([`sbi::pool`] has the reasoning).
 //!
 //! UDM SQN reservations are written by a persister thread off the hot path.
+//!
+//! # The SMF
+//!
+//! With [`CoreOptions::smf`] every worker also hosts an SMF shard (PFCP socket of its own).
+//! The AMF and the SMF talk as [`CoreOptions::smf_sbi`] says: in-process, or over h2c
+//! (Nsmf_PDUSession on the SMF's listener group, Namf_Communication N1N2MessageTransfer on
+//! the AMF's), in one process or across processes (`steer5g smf`, `steer5g amf --smf`).
+//! Nsmf requests are steered by the worker their SM context ref names; an N1N2 transfer
+//! names its UE by SUPI only, so the SMF sends it to the AMF worker with its own index (the
+//! one whose shard called it when worker counts match) and a transfer that lands on a worker
+//! without the UE goes round the others ([`WorkerCounters::namf_handed_off`]).
 
 mod metrics;
 mod n2;
@@ -196,9 +207,17 @@ pub struct CoreOptions {
     /// Shard-aware h2c clients (sharded mode): each request on the connection of its
     /// owner's worker. Off, each worker keeps one connection per NF.
     pub sbi_pool: bool,
-    /// An SMF shard on every worker (Nsmf_PDUSession in-process, PFCP to a UPF); `None`:
-    /// no SMF, and UL NAS TRANSPORTs for PDU sessions find no SMF.
+    /// An SMF shard on every worker (Nsmf_PDUSession, PFCP to a UPF); `None`: no SMF here,
+    /// and the AMF's UL NAS TRANSPORTs for PDU sessions go to the SMF at its directory
+    /// address with [`CoreOptions::smf_sbi`] [`SbiMode::H2c`], or find no SMF.
     pub smf: Option<SmfOptions>,
+    /// How the AMF and the SMF talk: Nsmf_PDUSession (TS 29.502) and Namf_Communication
+    /// N1N2MessageTransfer (TS 29.518). [`SbiMode::Inproc`] (the default) hands the same
+    /// bodies to the co-located NF; [`SbiMode::H2c`] serves both over h2c listener groups at
+    /// the directory addresses of the SMF (when [`CoreOptions::smf`] is set) and of the AMF
+    /// (when it is hosted), and calls the other side there through the shard-aware pool,
+    /// in one process or across processes.
+    pub smf_sbi: SbiMode,
     /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
     /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
     pub upf: Option<UpfOptions>,
@@ -278,6 +297,7 @@ impl CoreOptions {
             metrics: None,
             sbi_pool: true,
             smf: None,
+            smf_sbi: SbiMode::Inproc,
             upf: None,
         }
     }
@@ -619,6 +639,11 @@ pub struct Listening {
     pub ausf: Option<SocketAddr>,
     /// UDM h2c listener (h2c mode).
     pub udm: Option<SocketAddr>,
+    /// SMF h2c listener (Nsmf_PDUSession; an SMF here with [`CoreOptions::smf_sbi`] h2c).
+    pub smf: Option<SocketAddr>,
+    /// AMF h2c listener (Namf_Communication; the AMF here with [`CoreOptions::smf_sbi`]
+    /// h2c).
+    pub amf: Option<SocketAddr>,
     /// The `/metrics` endpoint, when one was asked for.
     pub metrics: Option<SocketAddr>,
     /// Every h2c listener group and how it delivers requests to their owners.
@@ -750,12 +775,23 @@ impl Core {
         opts.config
             .validate()
             .map_err(|e| CoreError::Config(e.to_string()))?;
+        let smf_only = opts.smf.is_some() && !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm);
         if opts.sbi == SbiMode::Inproc {
+            if smf_only {
+                return Err(CoreError::Config(
+                    "in-process SBI needs the UDM in the SMF's process".to_owned(),
+                ));
+            }
             if let Some(p) = opts.nfs.inproc_problem() {
                 return Err(CoreError::Config(p));
             }
-        } else if !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm) {
+        } else if !(opts.nfs.amf || opts.nfs.ausf || opts.nfs.udm || smf_only) {
             return Err(CoreError::Config("no NF to host".to_owned()));
+        }
+        if opts.smf.is_some() && !opts.nfs.amf && opts.smf_sbi == SbiMode::Inproc {
+            return Err(CoreError::Config(
+                "an SMF without the AMF in its process talks h2c to it (smf_sbi)".to_owned(),
+            ));
         }
         let nf_cfgs = worker::NfSettings::from_options(&opts)?;
         let upf = match &opts.upf {
@@ -804,14 +840,24 @@ impl Core {
             n2_placement: Vec::new(),
             ausf: None,
             udm: None,
+            smf: None,
+            amf: None,
             metrics: None,
             sbi: Vec::new(),
         };
         let mut steering = Vec::new();
         sbi_listeners.resize_with(usize::from(workers.count()), Vec::new);
-        if opts.sbi == SbiMode::H2c {
-            for nf in [NfType::Ausf, NfType::Udm] {
-                if !opts.nfs.hosts(nf) {
+        {
+            let sm_h2c = opts.smf_sbi == SbiMode::H2c;
+            for nf in [NfType::Ausf, NfType::Udm, NfType::Smf, NfType::Amf] {
+                let serve = match nf {
+                    NfType::Smf => sm_h2c && opts.smf.is_some(),
+                    // Namf_Communication: what the AMF serves is N1N2MessageTransfer, for
+                    // the SMF.
+                    NfType::Amf => sm_h2c && opts.nfs.amf,
+                    _ => opts.sbi == SbiMode::H2c && opts.nfs.hosts(nf),
+                };
+                if !serve {
                     continue;
                 }
                 let addr = listen_addr(&opts.directory, nf)?;
@@ -819,6 +865,8 @@ impl Core {
                 let kernel = info.kernel_steered();
                 match nf {
                     NfType::Ausf => listening.ausf = Some(info.addr),
+                    NfType::Smf => listening.smf = Some(info.addr),
+                    NfType::Amf => listening.amf = Some(info.addr),
                     _ => listening.udm = Some(info.addr),
                 }
                 for (ls, l) in sbi_listeners.iter_mut().zip(sockets) {
@@ -868,6 +916,7 @@ impl Core {
             sidf,
             state: opts.state,
             sbi: opts.sbi,
+            smf_sbi: opts.smf_sbi,
             nfs: opts.nfs,
             short_connections: opts.short_connections,
             sbi_pool: opts.sbi_pool && opts.state == StateMode::Sharded,
@@ -1228,6 +1277,7 @@ pub(crate) fn n2_addr(kind: TransportKind, local: SocketAddrV4, sctp_port: u16) 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use http::Method;
 
     #[test]
     fn listen_addresses_come_from_the_directory() {
@@ -1305,6 +1355,91 @@ mod tests {
         assert!(core.listening().udm.is_none());
         let r = core.stop().unwrap();
         assert_eq!(r.workers.len(), 1);
+        assert!(!dir.exists());
+    }
+
+    /// An SMF alone over h2c (as `steer5g smf` runs it): malformed Nsmf JSON and multipart
+    /// bodies are 400 problem+json (TS 29.502 §6.1.7, TS 29.500 §5.2.7.2), an unknown SM
+    /// context 404 CONTEXT_NOT_FOUND, and the workers keep answering.
+    #[test]
+    fn malformed_nsmf_requests_are_400_and_the_smf_lives_on() {
+        use sbi::{ClientConfig, SbiClient};
+        let dir = std::env::temp_dir().join("steer5g-core-smf-only-never-created");
+        let mut o = CoreOptions::new(dir.clone());
+        o.nfs = NfSet {
+            amf: false,
+            ausf: false,
+            udm: false,
+        };
+        o.workers = 2;
+        o.smf_sbi = SbiMode::H2c;
+        o.smf = Some(SmfOptions {
+            // Nobody serves PFCP there: the association requests go unanswered.
+            upf: "127.0.73.7:8805".parse().unwrap(),
+            pfcp_ip: std::net::Ipv4Addr::new(127, 0, 73, 4),
+            ..SmfOptions::default()
+        });
+        o.directory.set(NfType::Smf, "http://127.0.73.4:0");
+        let core = Core::start(o).unwrap();
+        assert!(core.listening().n2.is_empty() && core.listening().amf.is_none());
+        let smf = core.listening().smf.unwrap();
+        let base = format!("http://{smf}/nsmf-pdusession/v1/sm-contexts");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        let answers = local.block_on(&rt, async {
+            let client = SbiClient::new(ClientConfig::default());
+            let mut out = Vec::new();
+            let cases: [(&str, &str, &[u8]); 5] = [
+                (base.as_str(), "application/json", b"{not json"),
+                (
+                    base.as_str(),
+                    "multipart/related; boundary=b",
+                    b"--b\r\nno end",
+                ),
+                (base.as_str(), "multipart/related", b"no boundary"),
+                // A ref of worker 1, handed over there.
+                (
+                    &format!("{base}/0001000000000001/modify"),
+                    "application/json",
+                    b"{}",
+                ),
+                // Well-formed JSON of the wrong shape.
+                (base.as_str(), "application/json", b"[1]"),
+            ];
+            for (uri, ct, body) in cases {
+                let r = client
+                    .request_typed(
+                        Method::POST,
+                        uri,
+                        Some(bytes::Bytes::copy_from_slice(body)),
+                        ct,
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                let p: sbi::ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+                out.push((r.status.as_u16(), r.content_type, p.cause));
+            }
+            out
+        });
+        let report = core.stop().unwrap();
+        let problem = Some(sbi::problem::PROBLEM_JSON);
+        let bad = |cause: &str| (400, problem, Some(cause.to_owned()));
+        assert_eq!(
+            answers,
+            vec![
+                bad("INVALID_MSG_FORMAT"),
+                bad("INVALID_MSG_FORMAT"),
+                bad("INVALID_MSG_FORMAT"),
+                (404, problem, Some("CONTEXT_NOT_FOUND".to_owned())),
+                bad("MANDATORY_IE_INCORRECT"),
+            ]
+        );
+        let c = report.counters_total();
+        assert_eq!(c.nsmf_served, 5);
         assert!(!dir.exists());
     }
 

@@ -193,6 +193,46 @@ impl WorkerCounters {
             self.sbi_pool_steered,
         ));
         f(c(
+            "nsmf_served",
+            "Nsmf_PDUSession requests read from the SMF's h2c listener.",
+            self.nsmf_served,
+        ));
+        f(c(
+            "nsmf_kernel_steered",
+            "Nsmf_PDUSession requests read by the worker owning them from a kernel-steered listener (no hop).",
+            self.nsmf_kernel_steered,
+        ));
+        f(c(
+            "nsmf_pool_steered",
+            "Nsmf_PDUSession requests the AMF sent over h2c on the connection of the owning SMF worker.",
+            self.nsmf_pool_steered,
+        ));
+        f(c(
+            "nsmf_handed_off",
+            "Nsmf_PDUSession requests handed to their owner worker.",
+            self.nsmf_handed_off,
+        ));
+        f(c(
+            "namf_served",
+            "Namf_Communication N1N2MessageTransfers read from the AMF's h2c listener.",
+            self.namf_served,
+        ));
+        f(c(
+            "namf_kernel_steered",
+            "N1N2MessageTransfers read by the worker holding the UE from a kernel-steered listener (no hop).",
+            self.namf_kernel_steered,
+        ));
+        f(c(
+            "namf_pool_steered",
+            "N1N2MessageTransfers the SMF sent over h2c on the connection of the AMF worker of its own index.",
+            self.namf_pool_steered,
+        ));
+        f(c(
+            "namf_handed_off",
+            "N1N2MessageTransfers passed to another worker in search of their UE.",
+            self.namf_handed_off,
+        ));
+        f(c(
             "sbi_from_mesh",
             "SBI requests received from another worker.",
             self.sbi_from_mesh,

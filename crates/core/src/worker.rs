@@ -92,6 +92,28 @@ pub struct WorkerCounters {
     /// h2c requests this worker's client sent on the connection of the server worker that
     /// owns them (shard-aware pool).
     pub sbi_pool_steered: u64,
+    /// Nsmf_PDUSession requests read from this worker's SMF h2c listener (also in
+    /// `sbi_served`).
+    pub nsmf_served: u64,
+    /// Of those, read from a kernel-steered listener by their owner (no hop).
+    pub nsmf_kernel_steered: u64,
+    /// Nsmf_PDUSession requests this worker's AMF sent over h2c on the connection of the
+    /// SMF worker owning them.
+    pub nsmf_pool_steered: u64,
+    /// Nsmf_PDUSession requests handed to the owner worker (also in `sbi_handed_off`).
+    pub nsmf_handed_off: u64,
+    /// Namf_Communication N1N2MessageTransfers read from this worker's AMF h2c listener
+    /// (also in `sbi_served`).
+    pub namf_served: u64,
+    /// Of those, read from a kernel-steered listener by the worker holding the UE.
+    pub namf_kernel_steered: u64,
+    /// N1N2MessageTransfers this worker's SMF sent over h2c on the connection of the AMF
+    /// worker with its own index (the one whose shard called it).
+    pub namf_pool_steered: u64,
+    /// N1N2MessageTransfers passed to another worker in search of the UE (also in
+    /// `sbi_handed_off`): the SUPI in the path does not name the AMF worker, so a transfer
+    /// that lands elsewhere goes round the workers until one holds the UE.
+    pub namf_handed_off: u64,
 }
 
 impl WorkerCounters {
@@ -115,6 +137,14 @@ impl WorkerCounters {
         self.sbi_kernel_steered += o.sbi_kernel_steered;
         self.sbi_misdirected += o.sbi_misdirected;
         self.sbi_pool_steered += o.sbi_pool_steered;
+        self.nsmf_served += o.nsmf_served;
+        self.nsmf_kernel_steered += o.nsmf_kernel_steered;
+        self.nsmf_pool_steered += o.nsmf_pool_steered;
+        self.nsmf_handed_off += o.nsmf_handed_off;
+        self.namf_served += o.namf_served;
+        self.namf_kernel_steered += o.namf_kernel_steered;
+        self.namf_pool_steered += o.namf_pool_steered;
+        self.namf_handed_off += o.namf_handed_off;
     }
 }
 
@@ -148,6 +178,15 @@ pub(crate) enum Msg {
         tag: u64,
         fwd: Forwarded,
     },
+    /// An N1N2MessageTransfer looking for the AMF worker that holds its UE; `left` workers
+    /// not yet asked (the last one answers, 404 if it has no such UE). Answered with
+    /// [`Msg::Answer`] under `tag` to `from`.
+    Seek {
+        from: WorkerId,
+        tag: u64,
+        req: SbiRequest,
+        left: u16,
+    },
     /// The answer to request `tag` of the receiver.
     Answer { tag: u64, resp: SbiResponse },
     /// An SQN write completed (the locked mode tells every worker).
@@ -168,10 +207,12 @@ pub(crate) enum Local {
         req: SbiRequest,
         reply: oneshot::Sender<SbiResponse>,
     },
-    /// The reply to an h2c call of the AMF.
+    /// The reply to an h2c call of the AMF, with the headers Nsmf answers need.
     AmfReply {
         call_id: u64,
         status: StatusCode,
+        location: Option<String>,
+        content_type: Option<String>,
         body: Bytes,
     },
     /// The reply to an h2c call of the AUSF.
@@ -211,6 +252,7 @@ pub(crate) struct NfSettings {
     snn: String,
     ausf_root: String,
     udm_root: String,
+    smf_root: String,
     rand_seed: Option<u64>,
 }
 
@@ -240,6 +282,7 @@ impl NfSettings {
             amf,
             ausf_root: root(NfType::Ausf),
             udm_root: root(NfType::Udm),
+            smf_root: root(NfType::Smf),
             rand_seed: opts.rand_seed,
         })
     }
@@ -252,6 +295,8 @@ pub(crate) struct Shared {
     pub(crate) sidf: SidfKeys,
     pub(crate) state: StateMode,
     pub(crate) sbi: SbiMode,
+    /// How the AMF and the SMF talk ([`CoreOptions::smf_sbi`]).
+    pub(crate) smf_sbi: SbiMode,
     pub(crate) nfs: NfSet,
     pub(crate) short_connections: bool,
     /// Shard-aware h2c clients ([`sbi::pool`]).
@@ -450,7 +495,7 @@ where
                 SmfConfig {
                     worker: ctx.id,
                     workers: ctx.workers,
-                    api_root: "http://127.0.0.4:7777".to_owned(),
+                    api_root: s.smf_root.clone(),
                     node_id: pfcp::ie::NodeId::Ipv4(o.pfcp_ip),
                     pfcp_ip: o.pfcp_ip,
                     upf: o.upf,
@@ -857,6 +902,21 @@ where
                 self.origins.insert(t, Origin::Remote { from, tag });
                 self.udm.handle_forwarded(t, fwd);
             }
+            Msg::Seek {
+                from,
+                tag,
+                req,
+                left,
+            } => {
+                self.counters.sbi_from_mesh += 1;
+                if left <= 1 || self.amf.holds_n1n2_target(&req.path) {
+                    let t = self.new_tag();
+                    self.origins.insert(t, Origin::Remote { from, tag });
+                    self.handle_here(NfType::Amf, t, req);
+                } else {
+                    self.seek(from, tag, req, left - 1);
+                }
+            }
             Msg::Answer { tag, resp } => self.complete(tag, resp),
             Msg::SqnDone { supi, high_water } => self.sqn_done(&supi, high_water),
         }
@@ -871,14 +931,27 @@ where
                 reply,
             } => {
                 self.counters.sbi_served += 1;
+                match nf {
+                    NfType::Smf => self.counters.nsmf_served += 1,
+                    NfType::Amf => self.counters.namf_served += 1,
+                    _ => {}
+                }
                 let t = self.new_tag();
                 self.origins.insert(t, Origin::Server(reply));
                 let to = self.owner(nf, &req);
                 // The locked baseline handles every request where it lands: no path to
                 // count there.
                 if steered && self.shared.state == StateMode::Sharded {
-                    if to == self.id {
+                    // The owner of an N1N2MessageTransfer is the worker holding its UE.
+                    let here = to == self.id
+                        && (nf != NfType::Amf || self.amf.holds_n1n2_target(&req.path));
+                    if here {
                         self.counters.sbi_kernel_steered += 1;
+                        match nf {
+                            NfType::Smf => self.counters.nsmf_kernel_steered += 1,
+                            NfType::Amf => self.counters.namf_kernel_steered += 1,
+                            _ => {}
+                        }
                     } else {
                         self.counters.sbi_misdirected += 1;
                     }
@@ -888,10 +961,17 @@ where
             Local::AmfReply {
                 call_id,
                 status,
+                location,
+                content_type,
                 body,
-            } => self
-                .amf
-                .handle_sbi_reply(Instant::now(), call_id, status, &body),
+            } => self.amf.handle_sbi_response(
+                Instant::now(),
+                call_id,
+                status,
+                location.as_deref(),
+                content_type.as_deref(),
+                &body,
+            ),
             Local::AusfReply {
                 call_id,
                 status,
@@ -954,12 +1034,38 @@ where
     /// A request this worker holds under `tag`, whose owner is `to`.
     fn deliver_to(&mut self, to: WorkerId, nf: NfType, tag: u64, req: SbiRequest) {
         if to == self.id {
+            let count = self.workers.count();
+            if nf == NfType::Amf && count > 1 && !self.amf.holds_n1n2_target(&req.path) {
+                // The SUPI in an N1N2MessageTransfer's path does not say which worker holds
+                // the UE: ask the others in turn.
+                let from = self.id;
+                return self.seek(from, tag, req, count - 1);
+            }
             self.handle_here(nf, tag, req);
         } else {
             self.counters.sbi_handed_off += 1;
+            if nf == NfType::Smf {
+                self.counters.nsmf_handed_off += 1;
+            }
             let from = self.id;
             self.send(to, Msg::Request { nf, from, tag, req });
         }
+    }
+
+    /// Passes an N1N2MessageTransfer held by `from` under `tag` to the next worker.
+    fn seek(&mut self, from: WorkerId, tag: u64, req: SbiRequest, left: u16) {
+        self.counters.sbi_handed_off += 1;
+        self.counters.namf_handed_off += 1;
+        let next = WorkerId((self.id.0 + 1) % self.workers.count());
+        self.send(
+            next,
+            Msg::Seek {
+                from,
+                tag,
+                req,
+                left,
+            },
+        );
     }
 
     fn handle_here(&mut self, nf: NfType, tag: u64, req: SbiRequest) {
@@ -1029,9 +1135,12 @@ where
         content_type: &'static str,
         body: Bytes,
     ) {
-        // The SMF and the AMF's Namf_Communication have no h2c server yet: every process
-        // hosting them reaches them in-process.
-        if self.shared.sbi == SbiMode::Inproc || matches!(nf, NfType::Smf | NfType::Amf) {
+        // Nsmf and Namf_Communication follow the AMF-SMF setting, the AUSF and UDM the rest.
+        let mode = match nf {
+            NfType::Smf | NfType::Amf => self.shared.smf_sbi,
+            _ => self.shared.sbi,
+        };
+        if mode == SbiMode::Inproc {
             let (path, query) = match path.split_once('?') {
                 Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
                 None => (path, None),
@@ -1057,28 +1166,51 @@ where
         let owner = self.call_owner(nf, &method, &path);
         if owner.is_some() {
             self.counters.sbi_pool_steered += 1;
+            match nf {
+                NfType::Smf => self.counters.nsmf_pool_steered += 1,
+                NfType::Amf => self.counters.namf_pool_steered += 1,
+                _ => {}
+            }
         }
         let client = self.client.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
             let got = match uri {
                 Some(uri) => client
-                    .request_to(method, &uri, (!body.is_empty()).then_some(body), owner)
+                    .request_typed(
+                        method,
+                        &uri,
+                        (!body.is_empty()).then_some(body),
+                        content_type,
+                        owner,
+                    )
                     .await
                     .map_err(|e| e.to_string()),
                 None => Err(format!("no {nf} in the directory")),
             };
-            let (status, body) = match got {
-                Ok(r) => (r.status, r.body),
+            let (status, location, ct, body) = match got {
+                Ok(r) => {
+                    let header = |h| {
+                        r.headers
+                            .get(h)
+                            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+                            .map(str::to_owned)
+                    };
+                    let location = header(http::header::LOCATION);
+                    let ct = header(http::header::CONTENT_TYPE);
+                    (r.status, location, ct, r.body)
+                }
                 Err(e) => {
                     tracing::debug!(%nf, error = %e, "SBI call failed");
-                    (StatusCode::GATEWAY_TIMEOUT, Bytes::new())
+                    (StatusCode::GATEWAY_TIMEOUT, None, None, Bytes::new())
                 }
             };
             let msg = match caller {
                 Caller::Amf(call_id) => Local::AmfReply {
                     call_id,
                     status,
+                    location,
+                    content_type: ct,
                     body,
                 },
                 Caller::Ausf(call_id) => Local::AusfReply {

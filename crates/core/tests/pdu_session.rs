@@ -3,7 +3,8 @@
 //! in-process Nsmf → SMF shard → PFCP to an in-process UPF over UDP → N1N2MessageTransfer →
 //! PDU SESSION RESOURCE SETUP → UpdateSMContext → PFCP modification), check the UPF's rules,
 //! release every session (UE-requested), and deregister. Sharded and locked, 1 and 2
-//! workers, must give the same outcome.
+//! workers, must give the same outcome, and so must Nsmf and N1N2MessageTransfer over h2c
+//! (the `h2c_*` cases: AMF and SMF on their own listener groups in one process).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -12,6 +13,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use common::{drive, Outcome, Plan, RanSide, UpfCheck};
 use ran::userplane::UpSession;
+use sbi::NfType;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, SmfOptions, StateMode, UpfOptions};
 use upf::datapath::DownlinkAction;
@@ -60,6 +62,27 @@ fn run_case(net: u8, workers: u16, state: StateMode) -> (Outcome, CoreReport) {
 }
 
 fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, CoreReport) {
+    run_sbi(net, workers, state, plan, SbiMode::Inproc)
+}
+
+fn run_sbi(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+) -> (Outcome, CoreReport) {
+    run_tweaked(net, workers, state, plan, sbi, |_| {})
+}
+
+fn run_tweaked(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+    tweak: fn(&mut CoreOptions),
+) -> (Outcome, CoreReport) {
     let subs = common::subscribers(u64::from(net), UES);
     let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
     let mut config = Config::default();
@@ -68,7 +91,16 @@ fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, Co
     let mut opts = CoreOptions::new(subs.dir.path().to_owned());
     opts.workers = workers;
     opts.state = state;
-    opts.sbi = SbiMode::Inproc;
+    opts.sbi = sbi;
+    opts.smf_sbi = sbi;
+    for (nf, host) in [
+        (NfType::Amf, 5),
+        (NfType::Smf, 4),
+        (NfType::Ausf, 11),
+        (NfType::Udm, 12),
+    ] {
+        opts.directory.set(nf, format!("http://{}:7777", ip(host)));
+    }
     opts.config = config.clone();
     opts.rand_seed = Some(7);
     let datapath = MemoryDatapath::new();
@@ -81,6 +113,7 @@ fn run_plan(net: u8, workers: u16, state: StateMode, plan: Plan) -> (Outcome, Co
         pfcp_ip: ip(4),
         ..SmfOptions::default()
     });
+    tweak(&mut opts);
     let core = Core::start(opts).unwrap();
     let n2 = core
         .listening()
@@ -193,4 +226,110 @@ fn unknown_dnn_is_rejected_to_the_ue() {
         (t.0 + w.amf_sessions.rejected, t.1 + w.smf.rejected)
     });
     assert_eq!((rejected, smf_rejected), (UES as u64, UES as u64));
+}
+
+/// Every Nsmf request and N1N2MessageTransfer went over h2c: `transfers` N1N2s served; in
+/// the sharded mode the AMF sent every Nsmf request on its owner's connection, and where
+/// the listeners are kernel-steered each request arrived at its owner with no hop.
+fn expect_h2c(r: &CoreReport, transfers: u64) {
+    let c = r.counters_total();
+    eprintln!(
+        "{} workers, kernel-steered groups {:?}: {c:?}",
+        r.workers.len(),
+        r.sbi_kernel
+    );
+    assert_eq!(c.namf_served, transfers, "{c:?}");
+    assert!(c.nsmf_served >= transfers, "{c:?}");
+    if r.workers.len() > 1 && r.locks.acquisitions == 0 {
+        assert_eq!(c.nsmf_pool_steered, c.nsmf_served, "{c:?}");
+        assert_eq!(c.namf_pool_steered, c.namf_served, "{c:?}");
+        let steered = r
+            .sbi_kernel
+            .iter()
+            .filter(|(nf, _)| matches!(nf, NfType::Smf | NfType::Amf))
+            .count();
+        if steered == 2 {
+            assert_eq!(c.nsmf_kernel_steered, c.nsmf_served, "{c:?}");
+            assert_eq!(c.namf_kernel_steered, c.namf_served, "{c:?}");
+            assert_eq!((c.nsmf_handed_off, c.namf_handed_off), (0, 0), "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn h2c_sharded_one_worker() {
+    let (o, r) = run_sbi(67, 1, StateMode::Sharded, Plan::Release, SbiMode::H2c);
+    expect_all(&o, &r);
+    expect_h2c(&r, UES as u64);
+}
+
+#[test]
+fn h2c_sharded_two_workers() {
+    let (o, r) = run_sbi(68, 2, StateMode::Sharded, Plan::Release, SbiMode::H2c);
+    expect_all(&o, &r);
+    expect_h2c(&r, UES as u64);
+    assert_eq!(r.locks.acquisitions, 0);
+}
+
+#[test]
+fn h2c_locked_one_and_two_workers() {
+    for (net, workers) in [(69, 1), (70, 2)] {
+        let (o, r) = run_sbi(net, workers, StateMode::Locked, Plan::Release, SbiMode::H2c);
+        expect_all(&o, &r);
+        expect_h2c(&r, UES as u64);
+        assert!(r.locks.acquisitions > 0);
+    }
+}
+
+#[test]
+fn h2c_deregistration_and_unknown_dnn() {
+    let (o, r) = run_sbi(71, 2, StateMode::Sharded, Plan::Deregister, SbiMode::H2c);
+    assert_eq!(
+        (o.established, o.deregistered, o.released),
+        (UES, UES, UES),
+        "{o:?}"
+    );
+    assert!(o.failures.is_empty(), "{o:?}");
+    let released: u64 = r
+        .workers
+        .iter()
+        .map(|w| w.amf_sessions.released_with_ue)
+        .sum();
+    assert_eq!(released, UES as u64);
+    assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
+    let (o, r) = run_sbi(72, 2, StateMode::Locked, Plan::Reject, SbiMode::H2c);
+    let want = Outcome {
+        registered: UES,
+        rejected: UES,
+        deregistered: UES,
+        released: UES,
+        ..Outcome::default()
+    };
+    assert_eq!(o, want);
+    let rejected: u64 = r.workers.iter().map(|w| w.smf.rejected).sum();
+    assert_eq!(rejected, UES as u64);
+    assert_eq!(r.counters_total().namf_served, 0);
+}
+
+/// The SMF's client believes the AMF has one worker, so it sends every N1N2MessageTransfer
+/// to AMF worker 0: the transfers of UEs owned by worker 1 go round to it.
+#[test]
+fn h2c_transfers_find_their_ue_on_another_worker() {
+    let (o, r) = run_tweaked(
+        73,
+        2,
+        StateMode::Sharded,
+        Plan::Release,
+        SbiMode::H2c,
+        |o| {
+            o.directory.set_workers(NfType::Amf, 1);
+        },
+    );
+    expect_all(&o, &r);
+    let c = r.counters_total();
+    assert_eq!(c.namf_served, UES as u64, "{c:?}");
+    assert!(c.namf_handed_off > 0, "{c:?}");
+    assert!(c.namf_handed_off < UES as u64, "{c:?}");
+    let n1n2: u64 = r.workers.iter().map(|w| w.amf_sessions.n1n2).sum();
+    assert_eq!(n1n2, UES as u64);
 }

@@ -228,6 +228,22 @@ impl SbiClient {
         json_body: Option<Bytes>,
         owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
+        self.request_typed(method, uri, json_body, APPLICATION_JSON, owner)
+            .await
+    }
+
+    /// [`SbiClient::request_to`] with a body of any `content_type`, e.g. the
+    /// `multipart/related` of Nsmf_PDUSession and Namf_Communication (TS 29.502 §6.1.2.4,
+    /// TS 29.518 §6.1.2.4), whose boundary parameter the content type carries. The response
+    /// keeps every header: the boundary of a multipart answer is in its `Content-Type`.
+    pub async fn request_typed(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        owner: Option<Owner>,
+    ) -> Result<SbiResponse, SbiError> {
         let uri: Uri = uri
             .parse()
             .map_err(|_| SbiError::InvalidUri(uri.to_owned()))?;
@@ -247,11 +263,13 @@ impl SbiClient {
                 "application/json, application/3gppHal+json, application/problem+json",
             ),
         );
-        if json_body.is_some() {
-            builder = builder.header(header::CONTENT_TYPE, APPLICATION_JSON);
+        if body.is_some() {
+            let ct = HeaderValue::from_str(content_type)
+                .map_err(|_| SbiError::InvalidUri(format!("content type {content_type}")))?;
+            builder = builder.header(header::CONTENT_TYPE, ct);
         }
         let req = builder
-            .body(Full::new(json_body.unwrap_or_default()))
+            .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| SbiError::InvalidUri(e.to_string()))?;
         let key = (authority, owner.filter(|_| self.config.ports.is_some()));
         tokio::time::timeout(self.config.timeout, self.exchange(&key, req))

@@ -93,12 +93,28 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     if let Some(u) = &args.udm {
         nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
     }
-    let peers = format!(
+    if let Some(u) = &args.smf {
+        nf_cmd::set_peer(&mut opts.directory, NfType::Smf, u)?;
+        opts.smf_sbi = steer5g_core::SbiMode::H2c;
+    }
+    if let Some(a) = args.sbi_addr {
+        opts.directory.set(NfType::Amf, format!("http://{a}"));
+    }
+    let mut peers = format!(
         "AUSF at {}, UDM at {}",
         opts.directory.base_uri(NfType::Ausf).unwrap_or("?"),
         opts.directory.base_uri(NfType::Udm).unwrap_or("?")
     );
+    if args.smf.is_some() {
+        peers.push_str(&format!(
+            ", SMF at {}",
+            opts.directory.base_uri(NfType::Smf).unwrap_or("?")
+        ));
+    }
     let core = nf_cmd::start(opts, &args.run.metrics)?;
+    if let Some(a) = core.listening().amf {
+        tracing::info!("SBI listening: AMF {a} (Namf_Communication)");
+    }
     let listening = core.listening().n2.clone();
     for (kind, local) in &listening {
         let what = match kind {
@@ -133,6 +149,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
                     "aborted": amf.aborted,
                     "releases": amf.releases,
                 },
+                "sessions": sessions_json(&r),
             }),
         );
         nf_cmd::merge(&mut v, nf_cmd::runtime_json(&r, args.run.state));
@@ -152,6 +169,45 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// The AMF's PDU session counters summed over the workers, with the Nsmf/Namf paths.
+fn sessions_json(r: &CoreReport) -> serde_json::Value {
+    let mut t = nf::amf::registration::SessionStats::default();
+    for w in &r.workers {
+        let s = &w.amf_sessions;
+        t.create_calls += s.create_calls;
+        t.created += s.created;
+        t.rejected += s.rejected;
+        t.n1n2 += s.n1n2;
+        t.n1n2_refused += s.n1n2_refused;
+        t.setup_requests += s.setup_requests;
+        t.activated += s.activated;
+        t.release_commands += s.release_commands;
+        t.released += s.released;
+        t.dropped += s.dropped;
+        t.released_with_ue += s.released_with_ue;
+        t.release_failures += s.release_failures;
+    }
+    let c = r.counters_total();
+    serde_json::json!({
+        "create_calls": t.create_calls,
+        "created": t.created,
+        "rejected": t.rejected,
+        "n1n2": t.n1n2,
+        "n1n2_refused": t.n1n2_refused,
+        "setup_requests": t.setup_requests,
+        "activated": t.activated,
+        "release_commands": t.release_commands,
+        "released": t.released,
+        "released_with_ue": t.released_with_ue,
+        "release_failures": t.release_failures,
+        "dropped": t.dropped,
+        "nsmf_pool_steered": c.nsmf_pool_steered,
+        "namf_served": c.namf_served,
+        "namf_kernel_steered": c.namf_kernel_steered,
+        "namf_handed_off": c.namf_handed_off,
+    })
 }
 
 #[cfg(test)]

@@ -71,6 +71,11 @@ pub struct PduSession {
     pub state: SessionState,
     /// Slice.
     pub snssai: Snssai,
+    /// The gNB's PDU Session Resource Setup Response Transfer when it came before the SMF's
+    /// 201: over h2c the N1N2MessageTransfer (TS 23.502 §4.3.2.2.1 step 11) and the 201 of
+    /// CreateSMContext (step 5) travel on different connections and may arrive in either
+    /// order, so the UpdateSMContext (step 15) waits here for the SM context ref.
+    pub pending_setup: Option<Vec<u8>>,
 }
 
 /// Session counters of one AMF worker.
@@ -145,6 +150,13 @@ fn from_model_snssai(s: &sbi::model::Snssai) -> Snssai {
             u32::from_be_bytes([0, b[0], b[1], b[2]])
         }),
     }
+}
+
+/// The `ueContextId` of an N1N2MessageTransfer path (TS 29.518 §6.1.3.5.3.1).
+fn n1n2_supi(path: &str) -> Option<&str> {
+    path.strip_prefix(UE_CONTEXTS)
+        .and_then(|r| r.strip_suffix("/n1-n2-messages"))
+        .filter(|s| !s.contains('/'))
 }
 
 impl<M, P> Amf<M, P>
@@ -251,6 +263,7 @@ where
             sm_ref: None,
             state: SessionState::Creating,
             snssai,
+            pending_setup: None,
         });
         self.supi_index.insert(supi, ue.amf_ue_ngap_id);
         self.sm_stats.create_calls += 1;
@@ -357,13 +370,18 @@ where
                 .location
                 .and_then(|l| l.rsplit('/').next())
                 .map(str::to_owned);
+            let mut pending = None;
             if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
-                s.sm_ref = sm_ref;
+                s.sm_ref = sm_ref.clone();
                 if s.state == SessionState::Creating {
                     s.state = SessionState::Activating;
                 }
+                pending = s.pending_setup.take();
             }
             self.sm_stats.created += 1;
+            if let (Some(sm_ref), Some(transfer)) = (sm_ref, pending) {
+                self.setup_to_smf(ue, psi, &sm_ref, transfer);
+            }
             return;
         }
         // TS 29.502 §5.2.2.2.1: a refusal may carry the N1 PDU SESSION ESTABLISHMENT
@@ -442,27 +460,18 @@ where
         m: PduSessionResourceSetupResponse,
     ) {
         for item in m.setup {
-            let Some(sm_ref) = ue
+            let Some(s) = ue
                 .sessions
-                .iter()
+                .iter_mut()
                 .find(|s| s.psi == item.pdu_session_id)
-                .and_then(|s| s.sm_ref.clone())
             else {
                 continue;
             };
-            let data = SmContextUpdateData {
-                n2_sm_info: Some(RefToBinaryData::new(N2_ID)),
-                n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-                ..Default::default()
-            };
-            self.sm_call(
-                ue,
-                CallKind::SmUpdate(item.pdu_session_id),
-                format!("{SM_CONTEXTS}/{sm_ref}/modify"),
-                &data,
-                None,
-                Some(item.transfer),
-            );
+            match s.sm_ref.clone() {
+                Some(sm_ref) => self.setup_to_smf(ue, item.pdu_session_id, &sm_ref, item.transfer),
+                // The 201 is still on its way: sent when it comes (`on_sm_created`).
+                None => s.pending_setup = Some(item.transfer),
+            }
         }
         for item in m.failed {
             debug!(
@@ -471,6 +480,24 @@ where
                 "PDU session resource setup failed"
             );
         }
+    }
+
+    /// UpdateSMContext with the gNB's PDU Session Resource Setup Response Transfer (TS
+    /// 23.502 §4.3.2.2.1 step 15).
+    fn setup_to_smf(&mut self, ue: &UeContext, psi: u8, sm_ref: &str, transfer: Vec<u8>) {
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new(N2_ID)),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        self.sm_call(
+            ue,
+            CallKind::SmUpdate(psi),
+            format!("{SM_CONTEXTS}/{sm_ref}/modify"),
+            &data,
+            None,
+            Some(transfer),
+        );
     }
 
     /// PDU SESSION RESOURCE RELEASE RESPONSE (TS 38.413 §8.2.2.2): the access side is
@@ -517,15 +544,21 @@ where
         }
     }
 
+    /// Whether this AMF shard should answer a request for `path`: false only for an
+    /// N1N2MessageTransfer naming a UE whose SM contexts another shard created (the SUPI in
+    /// the path does not say which worker holds the UE, so a runtime whose transfers can
+    /// land on any worker, h2c from a remote SMF, asks the others in turn).
+    pub fn holds_n1n2_target(&self, path: &str) -> bool {
+        match n1n2_supi(path) {
+            Some(supi) => self.supi_index.contains_key(supi),
+            None => true,
+        }
+    }
+
     /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
     /// §5.2.2.3.1) is the one served.
     pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
-        let supi = req
-            .path
-            .strip_prefix(UE_CONTEXTS)
-            .and_then(|r| r.strip_suffix("/n1-n2-messages"))
-            .filter(|s| !s.contains('/'))
-            .map(str::to_owned);
+        let supi = n1n2_supi(&req.path).map(str::to_owned);
         let Some(supi) = supi else {
             return self.respond(req_id, ProblemDetails::resource_not_found(&req.path));
         };
@@ -702,6 +735,12 @@ mod tests {
         );
         assert_eq!(answer(&mut a), (7, StatusCode::NOT_FOUND));
         assert_eq!(a.session_stats().n1n2_refused, 1);
+        // A runtime would look for the UE on another worker first; any other path is
+        // answered here.
+        assert!(
+            !a.holds_n1n2_target("/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages")
+        );
+        assert!(a.holds_n1n2_target("/namf-comm/v1/subscriptions"));
         assert!(a.poll_action().is_none());
     }
 
@@ -723,6 +762,63 @@ mod tests {
             ),
         );
         assert_eq!(answer(&mut a), (3, StatusCode::METHOD_NOT_ALLOWED));
+    }
+
+    /// Over h2c the gNB's setup response can come before the SMF's 201 (the
+    /// N1N2MessageTransfer and the 201 travel on different connections): the
+    /// UpdateSMContext waits for the SM context ref instead of being lost.
+    #[test]
+    fn a_setup_response_before_the_201_waits_for_the_sm_context_ref() {
+        let mut a = amf();
+        let mut ue = UeContext::new(1, 2, 3, 1);
+        ue.sessions.push(PduSession {
+            psi: 5,
+            sm_ref: None,
+            state: SessionState::Creating,
+            snssai: Snssai { sst: 1, sd: None },
+            pending_setup: None,
+        });
+        let rsp = PduSessionResourceSetupResponse {
+            amf_ue_ngap_id: 1,
+            ran_ue_ngap_id: 2,
+            setup: vec![PduSessionTransferItem {
+                pdu_session_id: 5,
+                transfer: vec![9, 9],
+            }],
+            failed: Vec::new(),
+        };
+        a.on_setup_response(&mut ue, rsp);
+        assert!(a.poll_action().is_none());
+        let reply = SmReply {
+            status: StatusCode::CREATED,
+            location: Some("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/00000000000000aa"),
+            content_type: Some(multipart::JSON),
+            body: b"{}",
+        };
+        a.on_sm_created(&mut ue, 5, reply);
+        match a.poll_action() {
+            Some(Action::Call {
+                nf,
+                path,
+                body,
+                content_type,
+                ..
+            }) => {
+                assert_eq!(nf, NfType::Smf);
+                assert_eq!(path, format!("{SM_CONTEXTS}/00000000000000aa/modify"));
+                let (_, parts) = split_body(Some(content_type), &body).unwrap();
+                assert_eq!(
+                    part(&parts, Some(&RefToBinaryData::new(N2_ID))),
+                    Some(vec![9, 9])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(ue.sessions.iter().all(|s| s.pending_setup.is_none()));
+        assert_eq!(
+            ue.sessions.first().map(|s| s.state),
+            Some(SessionState::Activating)
+        );
     }
 
     #[test]

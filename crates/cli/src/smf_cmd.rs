@@ -1,0 +1,211 @@
+//! `steer5g smf`: the SMF alone (DESIGN.md Conventions, "Subcommands"), on the core crate
+//! with only SMF shards hosted: Nsmf_PDUSession (TS 29.502) served over h2c on a listener
+//! group at its directory address (127.0.0.4:7777), PFCP (TS 29.244) from every worker to
+//! the UPF, and the UDM (Nudm_SDM) and the AMF (Namf_Communication N1N2MessageTransfer)
+//! called over h2c at theirs.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Args;
+use sbi::NfType;
+use steer5g_core::{DnnPool, NfSet, SbiMode, SmfOptions};
+
+use crate::cli::{Global, NetworkArgs};
+use crate::exit::CliError;
+use crate::nf_cmd::{self, NfRunArgs};
+
+/// `steer5g smf`.
+#[derive(Debug, Args)]
+pub(crate) struct SmfArgs {
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+    #[command(flatten)]
+    pub(crate) run: NfRunArgs,
+    /// Where the SMF listens for h2c (default: its directory address, 127.0.0.4:7777).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) sbi_addr: Option<SocketAddr>,
+    /// The UPF's PFCP address.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.7:8805")]
+    pub(crate) upf: SocketAddr,
+    /// The address every worker's PFCP socket binds and advertises in its CP F-SEID
+    /// (default: the SBI address's IPv4 address).
+    #[arg(long, value_name = "IPV4")]
+    pub(crate) pfcp_addr: Option<Ipv4Addr>,
+    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; default
+    /// internet=10.45.0.0/16). Each pool is split between the workers.
+    #[arg(long, value_name = "NAME=NET/LEN")]
+    pub(crate) dnn: Vec<String>,
+    /// The AMF's base URI, for N1N2MessageTransfer (default: its directory address,
+    /// http://127.0.0.5:7777).
+    #[arg(long, value_name = "URI")]
+    pub(crate) amf: Option<String>,
+    /// The UDM's base URI, for the session management subscription data (default: its
+    /// directory address, http://127.0.0.12:7777).
+    #[arg(long, value_name = "URI")]
+    pub(crate) udm: Option<String>,
+}
+
+/// `NAME=NET/LEN`, e.g. `internet=10.45.0.0/16`.
+fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
+    let bad = || CliError::Usage(format!("--dnn {s}: expected NAME=A.B.C.D/LEN"));
+    let (name, pool) = s.split_once('=').ok_or_else(bad)?;
+    let (net, len) = pool.split_once('/').ok_or_else(bad)?;
+    let net: Ipv4Addr = net.parse().map_err(|_| bad())?;
+    let prefix_len: u8 = len.parse().map_err(|_| bad())?;
+    // A pool needs host addresses to hand out; /31 and /32 have none to spare.
+    if name.is_empty() || !(1..=30).contains(&prefix_len) {
+        return Err(bad());
+    }
+    Ok(DnnPool {
+        dnn: name.to_owned(),
+        net,
+        prefix_len,
+    })
+}
+
+/// `steer5g smf`.
+pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
+    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let limit = nf_cmd::duration_limit(args.run.duration)?;
+    // The served slices are the configuration's (`--slice`), as the AMF's are.
+    let (_, _, slices) = steer5g_core::identity(&cfg)?;
+    let slices = slices
+        .into_iter()
+        .map(|s| sbi::model::Snssai {
+            sst: s.sst,
+            sd: s.sd.map(|sd| {
+                let b = sd.to_be_bytes();
+                sbi::model::HexBytes([b[1], b[2], b[3]])
+            }),
+        })
+        .collect();
+    let none = NfSet {
+        amf: false,
+        ausf: false,
+        udm: false,
+    };
+    // The SMF keeps no subscriber data: no data dir.
+    let mut opts = nf_cmd::options(&args.run, none, PathBuf::new(), cfg);
+    opts.smf_sbi = SbiMode::H2c;
+    if let Some(a) = args.sbi_addr {
+        opts.directory.set(NfType::Smf, format!("http://{a}"));
+    }
+    if let Some(u) = &args.amf {
+        nf_cmd::set_peer(&mut opts.directory, NfType::Amf, u)?;
+    }
+    if let Some(u) = &args.udm {
+        nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
+    }
+    let mut smf = SmfOptions {
+        upf: args.upf,
+        slices,
+        ..SmfOptions::default()
+    };
+    smf.pfcp_ip = match (args.pfcp_addr, args.sbi_addr) {
+        (Some(ip), _) => ip,
+        (None, Some(SocketAddr::V4(a))) => *a.ip(),
+        (None, _) => smf.pfcp_ip,
+    };
+    if !args.dnn.is_empty() {
+        smf.dnns = args
+            .dnn
+            .iter()
+            .map(|d| parse_dnn(d))
+            .collect::<Result<_, _>>()?;
+    }
+    let dnns: Vec<String> = smf.dnns.iter().map(|d| d.dnn.clone()).collect();
+    opts.smf = Some(smf);
+    let peers = format!(
+        "AMF at {}, UDM at {}, UPF at {}",
+        opts.directory.base_uri(NfType::Amf).unwrap_or("?"),
+        opts.directory.base_uri(NfType::Udm).unwrap_or("?"),
+        args.upf
+    );
+    let core = nf_cmd::start(opts, &args.run.metrics)?;
+    let at = core.listening().smf;
+    if let Some(a) = at {
+        tracing::info!("SBI listening: SMF {a} ({peers})");
+    }
+    nf_cmd::wait_for_stop(limit)?;
+    let r = nf_cmd::stop(core)?;
+    let mut s = nf::smf::SmfStats::default();
+    for w in &r.workers {
+        let x = &w.smf;
+        s.created += x.created;
+        s.rejected += x.rejected;
+        s.activated += x.activated;
+        s.released += x.released;
+        s.n1n2_sent += x.n1n2_sent;
+        s.n1n2_failed += x.n1n2_failed;
+        s.misrouted += x.misrouted;
+        s.stray_pfcp += x.stray_pfcp;
+        s.usage_reports += x.usage_reports;
+    }
+    let c = r.counters_total();
+    if global.json {
+        let mut v = serde_json::json!({
+            "nf": "smf",
+            "listening": at.map(|a| a.to_string()),
+            "upf": args.upf.to_string(),
+            "dnns": dnns,
+            "smf": {
+                "created": s.created,
+                "rejected": s.rejected,
+                "activated": s.activated,
+                "released": s.released,
+                "n1n2_sent": s.n1n2_sent,
+                "n1n2_failed": s.n1n2_failed,
+                "misrouted": s.misrouted,
+                "stray_pfcp": s.stray_pfcp,
+                "usage_reports": s.usage_reports,
+            },
+            "nsmf_served": c.nsmf_served,
+            "nsmf_kernel_steered": c.nsmf_kernel_steered,
+            "nsmf_handed_off": c.nsmf_handed_off,
+            "namf_pool_steered": c.namf_pool_steered,
+        });
+        nf_cmd::merge(&mut v, nf_cmd::runtime_json(&r, args.run.state));
+        crate::report::print_json(&v)?;
+    } else {
+        println!(
+            "SMF: {} workers, {} SM contexts created, {} rejected, {} activated, {} released",
+            r.workers.len(),
+            s.created,
+            s.rejected,
+            s.activated,
+            s.released
+        );
+        println!(
+            "  Nsmf: {} served ({} kernel-steered, {} handed off); {} N1N2MessageTransfers, {} failed",
+            c.nsmf_served, c.nsmf_kernel_steered, c.nsmf_handed_off, s.n1n2_sent, s.n1n2_failed
+        );
+        println!("  {}", crate::report::live_counters_line(&r));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dnn_pools_parse_and_bad_ones_are_usage_errors() {
+        let d = parse_dnn("ims=10.46.0.0/24").unwrap();
+        assert_eq!(
+            (d.dnn.as_str(), d.net, d.prefix_len),
+            ("ims", Ipv4Addr::new(10, 46, 0, 0), 24)
+        );
+        for bad in [
+            "ims",
+            "=10.0.0.0/8",
+            "ims=10.0.0.0",
+            "ims=10.0.0/8",
+            "ims=10.0.0.0/32",
+            "ims=10.0.0.0/x",
+        ] {
+            assert!(matches!(parse_dnn(bad), Err(CliError::Usage(_))), "{bad}");
+        }
+    }
+}
