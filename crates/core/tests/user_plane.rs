@@ -256,7 +256,7 @@ fn traffic_takes_the_xdp_fast_path() {
     .unwrap();
     let before = xdp.counters().unwrap();
     let tun = TunDatapath::start(&tun_options(&bed)).unwrap();
-    let r = run(&bed, 71, Tiered::new(xdp, tun, "xdp+tun"));
+    let r = run(&bed, 91, Tiered::new(xdp, tun, "xdp+tun"));
     let (sent, received) = expect_clean(&r);
     let (c, t): (Counters, TunCounters) =
         r.dp.with(|d| (d.fast.counters().unwrap().since(&before), d.slow.counters()));
@@ -285,7 +285,7 @@ fn traffic_takes_the_tun_path() {
     }
     let bed = Testbed::new("uptun").unwrap();
     let dp = TunDatapath::start(&tun_options(&bed)).unwrap();
-    let r = run(&bed, 72, dp);
+    let r = run(&bed, 92, dp);
     let (sent, received) = expect_clean(&r);
     let c: TunCounters = r.dp.with(TunDatapath::counters);
     assert_eq!(c.get(TunReason::UlForwarded), sent, "{c:?}");
