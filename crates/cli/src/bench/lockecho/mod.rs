@@ -11,7 +11,7 @@
 //! to `DIR/lockecho.json`, `.csv` and `.svg`.
 
 mod client;
-mod mmsg;
+pub(crate) mod mmsg;
 mod plot;
 mod server;
 pub(crate) mod work;
@@ -39,6 +39,43 @@ pub(crate) const TARGET_RATIO: f64 = 1.15;
 /// more than the bench's own run).
 const WORKER_FIFO: i32 = 1;
 const CLIENT_FIFO: i32 = 2;
+
+/// `--realtime` of every bench (echo, usl, steering, registration): checks that this process
+/// may make threads SCHED_FIFO, on a throwaway thread, so that a missing privilege is exit
+/// status 3 before anything runs.
+pub(crate) fn probe_realtime() -> Result<(), CliError> {
+    std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
+        .join()
+        .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
+        .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))
+}
+
+/// The calling thread as a `--realtime` thread (SCHED_FIFO at `priority`) until the guard
+/// drops, when it goes back to SCHED_OTHER. For benches whose measured threads are the
+/// caller itself, or are spawned by it (new threads inherit the policy).
+pub(crate) struct RealtimeGuard(());
+
+impl RealtimeGuard {
+    /// SCHED_FIFO at `priority` (1 for servers' workers, 2 for clients, as `bench echo`).
+    pub(crate) fn enter(priority: i32) -> Result<Self, CliError> {
+        mmsg::set_fifo(priority)
+            .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
+        Ok(RealtimeGuard(()))
+    }
+}
+
+impl Drop for RealtimeGuard {
+    fn drop(&mut self) {
+        if let Err(e) = mmsg::set_normal() {
+            tracing::warn!("cannot leave SCHED_FIFO: {e}");
+        }
+    }
+}
+
+/// `--realtime`'s priority for server threads (workers).
+pub(crate) const REALTIME_WORKER: i32 = WORKER_FIFO;
+/// `--realtime`'s priority for client threads (above the workers).
+pub(crate) const REALTIME_CLIENT: i32 = CLIENT_FIFO;
 
 /// What every run of `bench echo` and `bench usl` shares.
 #[derive(Debug, Clone, Args)]
@@ -178,12 +215,7 @@ impl Settings {
             return Err(CliError::Usage("--keys must be at least 1".into()));
         }
         if a.realtime {
-            // Try it on a throwaway thread first, so that a missing privilege is exit 3
-            // before anything runs.
-            std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
-                .join()
-                .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
-                .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
+            probe_realtime()?;
         }
         let calibration = Calibration::measure(a.variant)
             .map_err(|e| CliError::Failed(format!("calibrating the work: {e}")))?;
