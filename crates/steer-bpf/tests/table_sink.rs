@@ -157,6 +157,6 @@ fn table_sink_rejects_a_queue_the_group_lacks() {
         matches!(err, steer::table::TableError::Sink { .. }),
         "{err}"
     );
-    assert_eq!(table.route(AppId(7)), WorkerId((7 % (WORKERS + 1)) as u16));
+    assert_eq!(table.route(AppId(7)), WorkerId(7 % (WORKERS + 1)));
     assert_eq!(steering.exception(7).unwrap(), None);
 }

@@ -917,8 +917,17 @@ fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
 /// `after_read` once the messages of a read are handled. With `polled` the stream is read as
 /// the core's event loops do (non-blocking until it would block, then `poll`), and every
 /// poll counts as a wait; without, reads block (with the stream's read timeout).
+///
+/// A read takes at most `max_read` bytes (the batch's worth of messages): a stream reader
+/// otherwise takes whatever has piled up, so a reader that falls behind reads hundreds of
+/// messages per call and one that keeps up reads one write's worth, and the cost per
+/// message follows who fell behind rather than the path (the instability of the first
+/// runs). Capped, every stream path's receive call carries at most `batch` messages, as
+/// `recvmmsg` does on UDP.
+#[allow(clippy::too_many_arguments)]
 fn read_frames<S: Read + std::os::fd::AsFd>(
     mut sock: S,
+    max_read: usize,
     want: u64,
     deadline: Instant,
     what: &str,
@@ -929,7 +938,7 @@ fn read_frames<S: Read + std::os::fd::AsFd>(
 ) -> Result<(), CliError> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     let mut r = FrameReader::new();
-    let mut buf = vec![0u8; 1 << 16];
+    let mut buf = vec![0u8; max_read.clamp(HEADER_LEN, 1 << 16)];
     let mut got = 0u64;
     while got < want {
         let n = match sock.read(&mut buf) {
@@ -1010,6 +1019,7 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
                         let mut rx = RxStats::default();
                         read_frames(
                             sock,
+                            a.batch * msgs.size,
                             e.0,
                             deadline,
                             "pool-tcp",
@@ -1142,6 +1152,7 @@ fn one_hop_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
             let mut rx = RxStats::default();
             read_frames(
                 &conn,
+                a.batch * msgs.size,
                 total,
                 deadline,
                 "one-hop-tcp",
@@ -1198,6 +1209,7 @@ fn sockmap_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
                         // §2.2), so readiness from poll is not relied on here.
                         read_frames(
                             sock,
+                            a.batch * msgs.size,
                             e.0,
                             deadline,
                             "sockmap-tcp",
