@@ -85,6 +85,10 @@ pub(crate) struct SteeringArgs {
     /// Workers each message is steered among.
     #[arg(long, default_value_t = 2)]
     pub(crate) workers: u16,
+    /// The paths to measure, comma-separated (kernel-udp, one-hop-udp, pool-tcp,
+    /// one-hop-tcp, sockmap-tcp); default all. A ratio needs both of its cases.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub(crate) paths: Vec<String>,
     /// SCTP messages per packet to measure, comma-separated (empty: skip SCTP).
     #[arg(
         long,
@@ -102,9 +106,10 @@ pub(crate) struct SteeringArgs {
     /// Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub(crate) out: PathBuf,
-    /// Run every case's workers SCHED_FIFO (priority 1) and its sender above them (2), as
-    /// `bench echo --realtime`: ordinary jobs cannot take their cores. Needs CAP_SYS_NICE
-    /// (exit 3). Each case stays bounded by `--timeout`.
+    /// Run every case's workers SCHED_FIFO (priority 2) and its sender below them (1), as
+    /// `bench echo --realtime`: ordinary jobs cannot take their cores, and the sender runs
+    /// on what the workers leave idle. Needs CAP_SYS_NICE (exit 3). Each case stays bounded
+    /// by `--timeout`.
     #[arg(long)]
     pub(crate) realtime: bool,
 }
@@ -116,7 +121,9 @@ pub(crate) struct Settings {
     pub(crate) size: usize,
     /// Messages per system call, one sweep point each.
     pub(crate) batch: Vec<usize>,
-    /// Workers SCHED_FIFO 1 and sender SCHED_FIFO 2 (`--realtime`).
+    /// The paths measured.
+    pub(crate) paths: Vec<&'static str>,
+    /// Workers SCHED_FIFO 2 and sender SCHED_FIFO 1 (`--realtime`).
     pub(crate) realtime: bool,
     pub(crate) workers: u16,
     pub(crate) sctp_k: Vec<usize>,
@@ -436,7 +443,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 /// Runs the sender of a case on the calling thread, timed; with `--realtime` it runs at the
-/// client priority (above the workers, as `bench echo`'s client) and the thread goes back to
+/// client priority (below the workers, as `bench echo`'s client) and the thread goes back to
 /// the workers' priority afterwards (the caller holds a [`RealtimeGuard`] for the case).
 fn sender_timed<T>(a: &CaseArgs, f: impl FnOnce() -> T) -> (T, Duration) {
     if a.realtime {
@@ -1513,7 +1520,7 @@ struct CaseArgs {
     batch: usize,
     timeout: Duration,
     /// The case runs SCHED_FIFO: the caller holds a [`RealtimeGuard`] at the workers'
-    /// priority (threads it spawns inherit it) and the sender is raised above them.
+    /// priority (threads it spawns inherit it) and the sender runs below them.
     realtime: bool,
 }
 
@@ -1697,6 +1704,22 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
             "--timeout must be in (0, 3600] seconds".into(),
         ));
     }
+    let routes: Vec<Route> = if args.paths.is_empty() {
+        Route::ALL.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for p in &args.paths {
+            let r = Route::ALL
+                .iter()
+                .copied()
+                .find(|r| r.label() == p.trim())
+                .ok_or_else(|| CliError::Usage(format!("--paths: no path named {p:?}")))?;
+            if !v.contains(&r) {
+                v.push(r);
+            }
+        }
+        v
+    };
     if args.realtime {
         super::lockecho::probe_realtime()?;
     }
@@ -1714,13 +1737,13 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         realtime: args.realtime,
     };
 
-    let slots = batches.len() * Route::ALL.len();
+    let slots = batches.len() * routes.len();
     let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); slots];
     let mut sctp_rounds: Vec<Vec<SctpReport>> = vec![Vec::new(); args.sctp_k.len() * 2];
     for round in 0..args.rounds {
         for (bi, &batch) in batches.iter().enumerate() {
             let ca = case_args(batch);
-            for (i, p) in Route::ALL.iter().enumerate() {
+            for (i, p) in routes.iter().enumerate() {
                 let b = bar(format!("{} b{batch} r{}", p.label(), round + 1), msgs.count);
                 let r = {
                     // Threads of the case inherit the workers' priority; the guard puts
@@ -1739,7 +1762,7 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
                 };
                 finish(&b, &r);
                 let o = r?;
-                if let Some(v) = rounds.get_mut(bi * Route::ALL.len() + i) {
+                if let Some(v) = rounds.get_mut(bi * routes.len() + i) {
                     v.push(case_report(*p, batch, &o));
                 }
             }
@@ -1858,6 +1881,7 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
             messages: args.messages,
             size: args.size,
             batch: batches,
+            paths: routes.iter().map(|r| r.label()).collect(),
             realtime: args.realtime,
             workers: args.workers,
             sctp_k: args.sctp_k.clone(),

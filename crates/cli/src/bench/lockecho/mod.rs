@@ -34,17 +34,20 @@ use crate::exit::CliError;
 /// times locked.
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
-/// `--realtime`'s SCHED_FIFO priorities: the client above the workers, so that it gets the
-/// moments it needs to refill the windows, and both low (no kernel thread is starved of
-/// more than the bench's own run).
-const WORKER_FIFO: i32 = 1;
-const CLIENT_FIFO: i32 = 2;
+/// `--realtime`'s SCHED_FIFO priorities, both low (no kernel thread is starved of more than
+/// the bench's own run). By default the measured server's threads get the higher one and the
+/// client (echo's client, steering's sender, registration's load generator) the lower: the
+/// client then runs only on a core a worker left idle and never preempts a worker, least of
+/// all one holding the lock, as a client on a machine of its own would not. Echo can put its
+/// client above instead (`--client-priority above`, the setting of the first measurements).
+const LOW_FIFO: i32 = 1;
+const HIGH_FIFO: i32 = 2;
 
 /// `--realtime` of every bench (echo, usl, steering, registration): checks that this process
 /// may make threads SCHED_FIFO, on a throwaway thread, so that a missing privilege is exit
 /// status 3 before anything runs.
 pub(crate) fn probe_realtime() -> Result<(), CliError> {
-    std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
+    std::thread::spawn(|| mmsg::set_fifo(LOW_FIFO))
         .join()
         .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
         .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))
@@ -73,9 +76,29 @@ impl Drop for RealtimeGuard {
 }
 
 /// `--realtime`'s priority for server threads (workers).
-pub(crate) const REALTIME_WORKER: i32 = WORKER_FIFO;
-/// `--realtime`'s priority for client threads (above the workers).
-pub(crate) const REALTIME_CLIENT: i32 = CLIENT_FIFO;
+pub(crate) const REALTIME_WORKER: i32 = HIGH_FIFO;
+/// `--realtime`'s priority for client threads (below the workers).
+pub(crate) const REALTIME_CLIENT: i32 = LOW_FIFO;
+
+/// Where `--realtime` puts the echo client against the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ClientPriority {
+    /// FIFO 2 over workers at 1: the client preempts a worker each time it wakes.
+    Above,
+    /// FIFO 1 under workers at 2: the client runs on idle cores only.
+    Below,
+}
+
+impl ClientPriority {
+    /// (worker, client) SCHED_FIFO priorities.
+    fn priorities(self) -> (i32, i32) {
+        match self {
+            ClientPriority::Above => (LOW_FIFO, HIGH_FIFO),
+            ClientPriority::Below => (HIGH_FIFO, LOW_FIFO),
+        }
+    }
+}
 
 /// What every run of `bench echo` and `bench usl` shares.
 #[derive(Debug, Clone, Args)]
@@ -124,6 +147,12 @@ pub(crate) struct EchoSettingsArgs {
     /// to other jobs), as it would on a dedicated server. Needs CAP_SYS_NICE (exit 3).
     #[arg(long)]
     pub(crate) realtime: bool,
+    /// With `--realtime`: whether the client's SCHED_FIFO priority is above the workers'
+    /// (it preempts a worker whenever it wakes, holding the lock or not) or below (it runs
+    /// only on a core a worker left idle, as a client on a machine of its own never takes
+    /// a worker's core).
+    #[arg(long, value_enum, default_value_t = ClientPriority::Below)]
+    pub(crate) client_priority: ClientPriority,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -171,6 +200,8 @@ pub(crate) struct Settings {
     pub(crate) pin: bool,
     /// Workers and client SCHED_FIFO (`--realtime`).
     pub(crate) realtime: bool,
+    /// With `realtime`: the client above or below the workers.
+    pub(crate) client_priority: ClientPriority,
     pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
@@ -237,6 +268,7 @@ impl Settings {
             locked_rx: a.locked_rx,
             pin: !a.no_pin,
             realtime: a.realtime,
+            client_priority: a.client_priority,
             rounds: a.rounds,
             calibration,
         })
@@ -378,7 +410,7 @@ pub(crate) fn measure_mode(
         s.require_bpf,
         s.locked_rx,
         s.pin,
-        s.realtime.then_some(WORKER_FIFO),
+        s.realtime.then_some(s.client_priority.priorities().0),
     )?;
     let cfg = ClientConfig {
         server: server.addr(),
@@ -392,7 +424,7 @@ pub(crate) fn measure_mode(
         warmup: Duration::from_secs_f64(s.warmup_s),
         duration: Duration::from_secs_f64(s.duration_s),
         core: if s.pin { client_core(workers) } else { None },
-        fifo: s.realtime.then_some(CLIENT_FIFO),
+        fifo: s.realtime.then_some(s.client_priority.priorities().1),
     };
     let total_ms = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     // Hidden by indicatif when standard error is not a terminal.
