@@ -201,9 +201,9 @@ pub(crate) struct RegistrationArgs {
 pub(crate) struct RegistrationCmd {
     #[command(flatten)]
     pub(crate) args: RegistrationArgs,
-    /// Run the core's threads SCHED_FIFO (priority 2) and the load generator below them
-    /// (priority 1), as `bench echo --realtime`: ordinary jobs on the machine cannot take
-    /// their cores, and the load generator runs on what the core leaves idle (the papers' dedicated cores). Needs CAP_SYS_NICE (exit 3). Off by
+    /// Run the core's threads SCHED_FIFO (priority 1) and the load generator above them
+    /// (priority 2), as `bench echo --realtime`: ordinary jobs on the machine cannot take
+    /// their cores (the papers' dedicated cores). Needs CAP_SYS_NICE (exit 3). Off by
     /// default: it takes the cores from everyone else for the run.
     #[arg(long)]
     pub(crate) realtime: bool,
@@ -483,7 +483,7 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
 
 /// [`run_case`], with `realtime`: the core's threads are created SCHED_FIFO (they inherit
 /// the policy of this thread, which is FIFO at the workers' priority while the core starts),
-/// and this thread, which runs the load generator, drops below them for the load runs.
+/// and this thread, which runs the load generator, is raised above them for the load runs.
 /// The thread is back to SCHED_OTHER when this returns.
 fn run_case_rt(
     case: Case,

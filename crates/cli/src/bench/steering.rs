@@ -106,10 +106,10 @@ pub(crate) struct SteeringArgs {
     /// Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub(crate) out: PathBuf,
-    /// Run every case's workers SCHED_FIFO (priority 2) and its sender below them (1), as
-    /// `bench echo --realtime`: ordinary jobs cannot take their cores, and the sender runs
-    /// on what the workers leave idle. Needs CAP_SYS_NICE (exit 3). Each case stays bounded
-    /// by `--timeout`.
+    /// Run every case's workers SCHED_FIFO (priority 1) and its sender above them (2), as
+    /// `bench echo --realtime`: ordinary jobs cannot take their cores, and a batch the
+    /// sender writes leaves whole. Needs CAP_SYS_NICE (exit 3). Each case stays bounded by
+    /// `--timeout`.
     #[arg(long)]
     pub(crate) realtime: bool,
 }
@@ -123,7 +123,7 @@ pub(crate) struct Settings {
     pub(crate) batch: Vec<usize>,
     /// The paths measured.
     pub(crate) paths: Vec<&'static str>,
-    /// Workers SCHED_FIFO 2 and sender SCHED_FIFO 1 (`--realtime`).
+    /// Workers SCHED_FIFO 1 and sender SCHED_FIFO 2 (`--realtime`).
     pub(crate) realtime: bool,
     pub(crate) workers: u16,
     pub(crate) sctp_k: Vec<usize>,
@@ -443,7 +443,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 /// Runs the sender of a case on the calling thread, timed; with `--realtime` it runs at the
-/// client priority (below the workers, as `bench echo`'s client) and the thread goes back to
+/// client priority (above the workers, as `bench echo`'s client) and the thread goes back to
 /// the workers' priority afterwards (the caller holds a [`RealtimeGuard`] for the case).
 fn sender_timed<T>(a: &CaseArgs, f: impl FnOnce() -> T) -> (T, Duration) {
     if a.realtime {
@@ -1520,7 +1520,7 @@ struct CaseArgs {
     batch: usize,
     timeout: Duration,
     /// The case runs SCHED_FIFO: the caller holds a [`RealtimeGuard`] at the workers'
-    /// priority (threads it spawns inherit it) and the sender runs below them.
+    /// priority (threads it spawns inherit it) and the sender runs above them.
     realtime: bool,
 }
 

@@ -35,11 +35,12 @@ use crate::exit::CliError;
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
 /// `--realtime`'s SCHED_FIFO priorities, both low (no kernel thread is starved of more than
-/// the bench's own run). By default the measured server's threads get the higher one and the
-/// client (echo's client, steering's sender, registration's load generator) the lower: the
-/// client then runs only on a core a worker left idle and never preempts a worker, least of
-/// all one holding the lock, as a client on a machine of its own would not. Echo can put its
-/// client above instead (`--client-priority above`, the setting of the first measurements).
+/// the bench's own run). The client (echo's client, steering's sender, registration's load
+/// generator) gets the higher one, so that a batch it sends leaves whole: below the workers,
+/// every datagram it sends wakes a pinned worker that preempts it at once, and the run turns
+/// into one context switch per request (measured: both echo designs lose a third of their
+/// rate). The price is that the client preempts a worker when it wakes, sometimes one that
+/// holds the lock; `bench echo --client-priority below` measures the other order.
 const LOW_FIFO: i32 = 1;
 const HIGH_FIFO: i32 = 2;
 
@@ -76,9 +77,9 @@ impl Drop for RealtimeGuard {
 }
 
 /// `--realtime`'s priority for server threads (workers).
-pub(crate) const REALTIME_WORKER: i32 = HIGH_FIFO;
-/// `--realtime`'s priority for client threads (below the workers).
-pub(crate) const REALTIME_CLIENT: i32 = LOW_FIFO;
+pub(crate) const REALTIME_WORKER: i32 = LOW_FIFO;
+/// `--realtime`'s priority for client threads (above the workers).
+pub(crate) const REALTIME_CLIENT: i32 = HIGH_FIFO;
 
 /// Where `--realtime` puts the echo client against the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -151,7 +152,7 @@ pub(crate) struct EchoSettingsArgs {
     /// (it preempts a worker whenever it wakes, holding the lock or not) or below (it runs
     /// only on a core a worker left idle, as a client on a machine of its own never takes
     /// a worker's core).
-    #[arg(long, value_enum, default_value_t = ClientPriority::Below)]
+    #[arg(long, value_enum, default_value_t = ClientPriority::Above)]
     pub(crate) client_priority: ClientPriority,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
