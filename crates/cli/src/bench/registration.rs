@@ -1266,6 +1266,27 @@ mod tests {
     }
 
     #[test]
+    fn realtime_runs_the_case_and_says_so_or_exits_3() {
+        // With CAP_SYS_NICE (root, as in CI) the case runs SCHED_FIFO and the report records
+        // it; without, the run is refused as a missing privilege (exit status 3), not failed.
+        match measure_rt(&args(10), true) {
+            Ok(r) => {
+                assert!(r.realtime);
+                assert!(r.ok, "{r:?}");
+                assert_eq!(r.cases[0].registrations, 10);
+            }
+            Err(e) => assert!(matches!(e, CliError::Privilege(_)), "{e}"),
+        }
+        // This thread is back to the normal policy after the run.
+        assert_eq!(
+            super::super::lockecho::mmsg::policy().unwrap(),
+            libc::SCHED_OTHER
+        );
+        let r = measure(&args(5)).unwrap();
+        assert!(!r.realtime);
+    }
+
+    #[test]
     fn a_tiny_case_reports_every_registration_and_a_ratio() {
         let r = measure(&args(20)).unwrap();
         assert!(r.ok, "{r:?}");

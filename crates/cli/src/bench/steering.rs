@@ -2335,6 +2335,37 @@ mod tests {
     }
 
     #[test]
+    fn realtime_cases_run_and_leave_the_thread_normal() {
+        // Root (CI): the one-hop cases run with SCHED_FIFO workers and sender, bounded by the
+        // timeout; without CAP_SYS_NICE the guard refuses with a privilege error.
+        let msgs = Messages::new(3_000, 64);
+        let a = CaseArgs {
+            workers: 2,
+            batch: 8,
+            timeout: Duration::from_secs(30),
+            realtime: true,
+        };
+        let b = ProgressBar::hidden();
+        let run = std::thread::spawn(move || -> Result<(), CliError> {
+            {
+                let _rt = RealtimeGuard::enter(REALTIME_WORKER)?;
+                assert_eq!(mmsg::policy().unwrap(), libc::SCHED_FIFO);
+                let o = one_hop_udp(&msgs, &a, &b)?;
+                assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+                let o = one_hop_tcp(&msgs, &a, &b)?;
+                assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+            }
+            assert_eq!(mmsg::policy().unwrap(), libc::SCHED_OTHER);
+            Ok(())
+        })
+        .join()
+        .unwrap();
+        if let Err(e) = run {
+            assert!(matches!(e, CliError::Privilege(_)), "{e}");
+        }
+    }
+
+    #[test]
     fn handoff_batches_split_back_into_their_messages() {
         let m = Messages::new(50, 24);
         let mut sink = Sink::default();
