@@ -19,6 +19,10 @@
 //! socket. It is the measured alternative to the one-hop user-space hand-off, not the default:
 //! see the module documentation and `steer5g bench steering`.
 //!
+//! [`Steering`] is the kernel half of crates/steer's `SteeringTable`: it implements
+//! `steer::table::ExceptionSink` (share it with [`SharedSteering`]), so exceptions set
+//! through the table reach the program's exception map.
+//!
 //! ```no_run
 //! use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup};
 //! # fn main() -> Result<(), steer_bpf::Error> {
@@ -45,6 +49,7 @@ mod error;
 mod group;
 mod id;
 mod maps;
+mod sink;
 pub mod stream;
 mod sys;
 pub mod xdp;
@@ -53,6 +58,7 @@ pub use error::Error;
 pub use group::{GroupOptions, ReuseportGroup};
 pub use id::IdSpec;
 pub use maps::{Counters, Steering};
+pub use sink::SharedSteering;
 pub use stream::{StreamCounters, StreamSteering};
 
 /// Most workers a group may have: worker numbers travel in 8-bit identifier fields

@@ -20,7 +20,7 @@ use crate::cli::{BenchArgs, Global};
 use crate::exit::CliError;
 
 pub(crate) use self::rebalance::RebalanceArgs;
-pub(crate) use self::registration::RegistrationArgs;
+pub(crate) use self::registration::RegistrationCmd;
 pub(crate) use self::sctp::SctpArgs;
 pub(crate) use self::steering::SteeringArgs;
 pub(crate) use self::upf::UpfArgs;
@@ -33,7 +33,7 @@ pub(crate) enum Scenario {
     Sctp(SctpArgs),
     /// Registrations per second and core CPU per registration of an in-process core, next
     /// to the crypto floor of a registration measured in the same run.
-    Registration(RegistrationArgs),
+    Registration(RegistrationCmd),
     /// Echo microbenchmark: a share of each request's work under a lock on shared state,
     /// sharded (steered to the key's owner, no lock) vs locked (one mutex), to find the
     /// lock share where sharding wins.
@@ -57,7 +57,7 @@ pub(crate) enum Scenario {
 pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
     match &args.scenario {
         Scenario::Sctp(a) => sctp::run(global, a),
-        Scenario::Registration(a) => registration::run(global, a),
+        Scenario::Registration(a) => registration::run_cmd(global, a),
         Scenario::Echo(a) => lockecho::run(global, a),
         Scenario::Usl(a) => usl::run(global, a),
         Scenario::Rebalance(a) => rebalance::run(global, a),

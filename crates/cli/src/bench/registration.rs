@@ -194,6 +194,21 @@ pub(crate) struct RegistrationArgs {
     pub(crate) out: PathBuf,
 }
 
+/// `steer5g bench registration` as the command line gives it: the sweep's arguments and
+/// `--realtime` (kept out of [`RegistrationArgs`] so that code building those arguments
+/// does not change).
+#[derive(Debug, Args)]
+pub(crate) struct RegistrationCmd {
+    #[command(flatten)]
+    pub(crate) args: RegistrationArgs,
+    /// Run the core's threads SCHED_FIFO (priority 1) and the load generator above them
+    /// (priority 2), as `bench echo --realtime`: ordinary jobs on the machine cannot take
+    /// their cores (the papers' dedicated cores). Needs CAP_SYS_NICE (exit 3). Off by
+    /// default: it takes the cores from everyone else for the run.
+    #[arg(long)]
+    pub(crate) realtime: bool,
+}
+
 /// One case of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Case {
@@ -363,6 +378,8 @@ pub(crate) struct RegistrationBenchReport {
     pub(crate) command: String,
     pub(crate) machine: Machine,
     pub(crate) settings: Settings,
+    /// The core's threads and the load generator ran SCHED_FIFO (`--realtime`).
+    pub(crate) realtime: bool,
     /// Every primitive, median over the rounds.
     pub(crate) primitives: Primitives,
     /// The floor of each SUCI scheme measured.
@@ -461,6 +478,20 @@ fn next_slot() -> u8 {
 
 /// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
 fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, CliError> {
+    run_case_rt(case, args, slot, false)
+}
+
+/// [`run_case`], with `realtime`: the core's threads are created SCHED_FIFO (they inherit
+/// the policy of this thread, which is FIFO at the workers' priority while the core starts),
+/// and this thread, which runs the load generator, is raised above them for the load runs.
+/// The thread is back to SCHED_OTHER when this returns.
+fn run_case_rt(
+    case: Case,
+    args: &RegistrationArgs,
+    slot: u8,
+    realtime: bool,
+) -> Result<Outcome, CliError> {
+    use super::lockecho::{RealtimeGuard, REALTIME_CLIENT, REALTIME_WORKER};
     let temp = crate::loadgen::temp_data_dir("bench-reg")?;
     let mut cfg = Config::default();
     cfg.n2.addr = Ipv4Addr::new(127, 0, 15, slot);
@@ -493,7 +524,23 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Cl
     opts.short_connections = case.connections == BenchConnections::Short;
     opts.config = cfg.clone();
     opts.directory = directory;
-    let core = Core::start(opts)?;
+    let core = {
+        let _rt = realtime
+            .then(|| RealtimeGuard::enter(REALTIME_WORKER))
+            .transpose()?;
+        Core::start(opts)?
+    };
+    // Every exit below (errors included) drops the guard and stops the core.
+    let _rt = match realtime
+        .then(|| RealtimeGuard::enter(REALTIME_CLIENT))
+        .transpose()
+    {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = core.stop();
+            return Err(e);
+        }
+    };
 
     let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadPlan {
         cfg: cfg.clone(),
@@ -794,6 +841,17 @@ fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, CliError> {
 
 /// Runs the whole matrix and gathers the report (no output but the progress bars).
 pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport, CliError> {
+    measure_rt(args, false)
+}
+
+/// [`measure`], every case run `--realtime` when `realtime` (see [`RegistrationCmd`]).
+pub(crate) fn measure_rt(
+    args: &RegistrationArgs,
+    realtime: bool,
+) -> Result<RegistrationBenchReport, CliError> {
+    if realtime {
+        super::lockecho::probe_realtime()?;
+    }
     let cases = matrix(args)?;
     let machine = Machine::probe();
     if machine.build == "debug" {
@@ -820,7 +878,11 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
         let prims = floor::measure(&sucis)?;
         for (i, &case) in cases.iter().enumerate() {
             bar.set_prefix(format!("round {} {}", round + 1, case.label()));
-            let outcome = run_case(case, args, next_slot());
+            let outcome = if realtime {
+                run_case_rt(case, args, next_slot(), true)
+            } else {
+                run_case(case, args, next_slot())
+            };
             let outcome = match outcome {
                 Ok(o) => o,
                 Err(e) => {
@@ -889,6 +951,7 @@ pub(crate) fn measure(args: &RegistrationArgs) -> Result<RegistrationBenchReport
             n2_transport: "sctp over udp (RFC 6951)",
             nas_algorithms: "NIA2 + NEA2",
         },
+        realtime,
         comparisons: comparisons(&cases),
         contention,
         wakeups,
@@ -979,11 +1042,31 @@ fn csv(r: &RegistrationBenchReport) -> String {
 
 /// `steer5g bench registration`.
 pub(crate) fn run(global: &Global, args: &RegistrationArgs) -> Result<(), CliError> {
+    run_rt(global, args, false)
+}
+
+/// `steer5g bench registration [--realtime]`.
+pub(crate) fn run_cmd(global: &Global, cmd: &RegistrationCmd) -> Result<(), CliError> {
+    if cmd.realtime {
+        run_rt(global, &cmd.args, true)
+    } else {
+        run(global, &cmd.args)
+    }
+}
+
+fn run_rt(global: &Global, args: &RegistrationArgs, realtime: bool) -> Result<(), CliError> {
     // Usage errors first, before the output directory is made.
     matrix(args)?;
+    if realtime {
+        super::lockecho::probe_realtime()?;
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
-    let report = measure(args)?;
+    let report = if realtime {
+        measure_rt(args, true)?
+    } else {
+        measure(args)?
+    };
     let json_path = args.out.join("registration.json");
     let svg_path = args.out.join("registration.svg");
     let csv_path = args.out.join("registration.csv");
@@ -1180,6 +1263,27 @@ mod tests {
             timeout: 20.0,
             out: std::env::temp_dir(),
         }
+    }
+
+    #[test]
+    fn realtime_runs_the_case_and_says_so_or_exits_3() {
+        // With CAP_SYS_NICE (root, as in CI) the case runs SCHED_FIFO and the report records
+        // it; without, the run is refused as a missing privilege (exit status 3), not failed.
+        match measure_rt(&args(10), true) {
+            Ok(r) => {
+                assert!(r.realtime);
+                assert!(r.ok, "{r:?}");
+                assert_eq!(r.cases[0].registrations, 10);
+            }
+            Err(e) => assert!(matches!(e, CliError::Privilege(_)), "{e}"),
+        }
+        // This thread is back to the normal policy after the run.
+        assert_eq!(
+            super::super::lockecho::mmsg::policy().unwrap(),
+            libc::SCHED_OTHER
+        );
+        let r = measure(&args(5)).unwrap();
+        assert!(!r.realtime);
     }
 
     #[test]

@@ -42,6 +42,8 @@ use steer::owner::{WorkerId, Workers};
 use steer_bpf::stream::{encode_header, FrameReader, HEADER_LEN};
 use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, StreamSteering};
 
+use super::lockecho::mmsg;
+use super::lockecho::{RealtimeGuard, REALTIME_CLIENT, REALTIME_WORKER};
 use super::machine::Machine;
 use crate::cli::Global;
 use crate::exit::CliError;
@@ -70,12 +72,23 @@ pub(crate) struct SteeringArgs {
     /// Bytes per message, header included (NGAP-sized by default).
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub(crate) size: usize,
-    /// Messages per write on the stream paths, and between flow-control checks on UDP.
-    #[arg(long, default_value_t = 32)]
-    pub(crate) batch: usize,
+    /// Messages per system call: per write on the stream paths, per sendmmsg and (at most)
+    /// per recvmmsg on UDP. A comma-separated list sweeps them; every path runs at every
+    /// batch and the ratios are per batch.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,8,64",
+        value_name = "LIST"
+    )]
+    pub(crate) batch: Vec<usize>,
     /// Workers each message is steered among.
     #[arg(long, default_value_t = 2)]
     pub(crate) workers: u16,
+    /// The paths to measure, comma-separated (kernel-udp, one-hop-udp, pool-tcp,
+    /// one-hop-tcp, sockmap-tcp); default all. A ratio needs both of its cases.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub(crate) paths: Vec<String>,
     /// SCTP messages per packet to measure, comma-separated (empty: skip SCTP).
     #[arg(
         long,
@@ -93,6 +106,12 @@ pub(crate) struct SteeringArgs {
     /// Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.
     #[arg(long, default_value = "bench-results", value_name = "DIR")]
     pub(crate) out: PathBuf,
+    /// Run every case's workers SCHED_FIFO (priority 1) and its sender above them (2), as
+    /// `bench echo --realtime`: ordinary jobs cannot take their cores, and a batch the
+    /// sender writes leaves whole. Needs CAP_SYS_NICE (exit 3). Each case stays bounded by
+    /// `--timeout`.
+    #[arg(long)]
+    pub(crate) realtime: bool,
 }
 
 /// The settings every case shared.
@@ -100,7 +119,12 @@ pub(crate) struct SteeringArgs {
 pub(crate) struct Settings {
     pub(crate) messages: u64,
     pub(crate) size: usize,
-    pub(crate) batch: usize,
+    /// Messages per system call, one sweep point each.
+    pub(crate) batch: Vec<usize>,
+    /// The paths measured.
+    pub(crate) paths: Vec<&'static str>,
+    /// Workers SCHED_FIFO 1 and sender SCHED_FIFO 2 (`--realtime`).
+    pub(crate) realtime: bool,
     pub(crate) workers: u16,
     pub(crate) sctp_k: Vec<usize>,
     pub(crate) rounds: u32,
@@ -113,6 +137,8 @@ pub(crate) struct Settings {
 pub(crate) struct CaseReport {
     pub(crate) case: &'static str,
     pub(crate) transport: &'static str,
+    /// Messages per send system call (and at most per receive call on UDP).
+    pub(crate) batch: usize,
     pub(crate) messages: u64,
     pub(crate) elapsed_s: f64,
     pub(crate) msgs_per_s: f64,
@@ -131,6 +157,16 @@ pub(crate) struct CaseReport {
     pub(crate) client_steered: u64,
     /// Kernel fallbacks (no id, missing socket, redirect failure): must be 0.
     pub(crate) fallbacks: u64,
+    /// Receive system calls of all workers that returned messages.
+    pub(crate) receive_calls: u64,
+    /// Times a worker found nothing to do and went to sleep (poll, mesh wait), all workers.
+    pub(crate) waits: u64,
+    /// Messages per receive call that returned messages.
+    pub(crate) msgs_per_receive_call: f64,
+    /// Messages per wait (how many messages each wake-up paid for).
+    pub(crate) msgs_per_wait: f64,
+    /// One-hop paths: mesh messages sent (each carries a batch of handed-off messages).
+    pub(crate) handoff_sends: u64,
     /// CPU ns per message of every round, in the order run.
     pub(crate) rounds_cpu_ns_per_msg: Vec<f64>,
 }
@@ -172,6 +208,8 @@ pub(crate) struct SctpHandoff {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Ratio {
     pub(crate) name: &'static str,
+    /// The batch both cases ran at.
+    pub(crate) batch: usize,
     pub(crate) baseline: &'static str,
     pub(crate) path: &'static str,
     /// baseline CPU ns per message / path CPU ns per message (> 1: the path is cheaper).
@@ -195,7 +233,10 @@ pub(crate) struct SteeringReport {
     pub(crate) sctp: Vec<SctpReport>,
     pub(crate) sctp_handoff: Vec<SctpHandoff>,
     pub(crate) target_ratio: f64,
+    /// Every targeted ratio met at every batch.
     pub(crate) meets_target: bool,
+    /// The batches at which both targeted ratios were met.
+    pub(crate) met_at_batches: Vec<usize>,
 }
 
 /// What every path's run hands back.
@@ -211,6 +252,24 @@ struct Outcome {
     client_steered: u64,
     fallbacks: u64,
     packets: u64,
+    rx: RxStats,
+    handoff_sends: u64,
+}
+
+/// How the workers of a case received: the wake-up pattern the cost depends on.
+#[derive(Debug, Default, Clone, Copy)]
+struct RxStats {
+    /// Receive system calls that returned messages.
+    calls: u64,
+    /// Times a worker had nothing and waited (poll or mesh wait).
+    waits: u64,
+}
+
+impl RxStats {
+    fn add(&mut self, o: RxStats) {
+        self.calls += o.calls;
+        self.waits += o.waits;
+    }
 }
 
 /// The paths, in the order run.
@@ -383,22 +442,56 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (r, t.elapsed())
 }
 
-/// The one-hop owner workers (1..W): park on the mesh, drain, handle, until each has its
-/// expected count or the deadline passes.
+/// Runs the sender of a case on the calling thread, timed; with `--realtime` it runs at the
+/// client priority (above the workers, as `bench echo`'s client) and the thread goes back to
+/// the workers' priority afterwards (the caller holds a [`RealtimeGuard`] for the case).
+fn sender_timed<T>(a: &CaseArgs, f: impl FnOnce() -> T) -> (T, Duration) {
+    if a.realtime {
+        if let Err(e) = mmsg::set_fifo(REALTIME_CLIENT) {
+            tracing::warn!("sender stays at the workers' priority: {e}");
+        }
+    }
+    let r = timed(f);
+    if a.realtime {
+        if let Err(e) = mmsg::set_fifo(REALTIME_WORKER) {
+            tracing::warn!("cannot lower the sender's priority: {e}");
+        }
+    }
+    r
+}
+
+/// Every message of a hand-off batch: the batch is messages back to back, each framed by
+/// its header (total length first), as they came off the wire.
+fn frames(batch: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = batch;
+    std::iter::from_fn(move || {
+        let (len, _) = steer_bpf::stream::decode_header(rest)?;
+        if len < HEADER_LEN || len > rest.len() {
+            return None;
+        }
+        let (m, r) = rest.split_at(len);
+        rest = r;
+        Some(m)
+    })
+}
+
+/// The one-hop owner workers (1..W): park on the mesh, drain, handle every message of each
+/// hand-off batch, until each has its expected count or the deadline passes.
 fn owner_loop(
     mut end: steer::mesh::MeshEnd<Vec<u8>>,
     want: u64,
     workers: u16,
     deadline: Instant,
-) -> Result<(Sink, Duration), CliError> {
+) -> Result<(Sink, RxStats, Duration), CliError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| failed(format!("owner runtime: {e}")))?;
     let me = end.id().index();
     let t = ThreadTime::now();
-    let sink = rt.block_on(async {
+    let (sink, rx) = rt.block_on(async {
         let mut sink = Sink::default();
+        let mut rx = RxStats::default();
         while sink.count < want {
             if Instant::now() > deadline {
                 return Err(failed(format!(
@@ -406,44 +499,90 @@ fn owner_loop(
                     sink.count
                 )));
             }
-            let _ = tokio::time::timeout(Duration::from_millis(200), end.recv_ready()).await;
-            end.drain(|_, m| sink.handle(&m, me, workers));
+            if !end.has_ready() {
+                rx.waits += 1;
+                let _ = tokio::time::timeout(Duration::from_millis(200), end.recv_ready()).await;
+            }
+            rx.calls += 1;
+            end.drain(|_, batch| {
+                for m in frames(&batch) {
+                    sink.handle(m, me, workers);
+                }
+            });
         }
-        Ok(sink)
+        Ok((sink, rx))
     })?;
-    Ok((sink, t.elapsed()))
+    Ok((sink, rx, t.elapsed()))
 }
 
-/// Worker 0 of a one-hop path: hands `msg` to its owner, or handles it when it owns it.
-fn dispatch(
-    end: &mut steer::mesh::MeshEnd<Vec<u8>>,
-    sink: &mut Sink,
-    msg: &[u8],
+/// Worker 0 of a one-hop path: handles its own messages, and gathers every other worker's
+/// into one buffer per owner that goes over the mesh once per receive call ([`flush`]), so
+/// the hop is paid per batch as the transport delivered it, not per message (what a one-hop
+/// design would do; one `Vec` and one queue push per batch and owner).
+///
+/// [`flush`]: Handoff::flush
+struct Handoff {
+    pending: Vec<Vec<u8>>,
     workers: u16,
-    deadline: Instant,
-) -> Result<bool, CliError> {
-    let id = msg
-        .get(4..8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_be_bytes);
-    let w = owner(id, workers);
-    if w == 0 {
-        sink.handle(msg, 0, workers);
-        return Ok(false);
-    }
-    let mut m = msg.to_vec();
-    let to = WorkerId(w as u16);
-    loop {
-        match end.send(to, m) {
-            Ok(()) => return Ok(true),
-            Err(e) => {
-                if Instant::now() > deadline {
-                    return Err(failed(format!("worker {w} stopped draining its queue")));
-                }
-                m = e.into_inner();
-                std::thread::yield_now();
-            }
+    /// Messages handed to another worker.
+    handed: u64,
+    /// Mesh messages sent.
+    sends: u64,
+}
+
+impl Handoff {
+    fn new(workers: u16) -> Self {
+        Handoff {
+            pending: vec![Vec::new(); usize::from(workers)],
+            workers,
+            handed: 0,
+            sends: 0,
         }
+    }
+
+    /// Handles `msg` when worker 0 owns it, else queues it for its owner.
+    #[inline]
+    fn dispatch(&mut self, sink: &mut Sink, msg: &[u8]) {
+        let id = msg
+            .get(4..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        let w = owner(id, self.workers);
+        if w == 0 {
+            sink.handle(msg, 0, self.workers);
+        } else if let Some(p) = self.pending.get_mut(w) {
+            p.extend_from_slice(msg);
+            self.handed += 1;
+        }
+    }
+
+    /// Sends every owner's gathered messages as one mesh message.
+    fn flush(
+        &mut self,
+        end: &mut steer::mesh::MeshEnd<Vec<u8>>,
+        deadline: Instant,
+    ) -> Result<(), CliError> {
+        for (w, p) in self.pending.iter_mut().enumerate() {
+            if p.is_empty() {
+                continue;
+            }
+            let mut m = std::mem::take(p);
+            let to = WorkerId(w as u16);
+            loop {
+                match end.send(to, m) {
+                    Ok(()) => break,
+                    Err(e) => {
+                        if Instant::now() > deadline {
+                            return Err(failed(format!("worker {w} stopped draining its queue")));
+                        }
+                        m = e.into_inner();
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            self.sends += 1;
+        }
+        Ok(())
     }
 }
 
@@ -455,9 +594,9 @@ struct ReadCount(AtomicU64);
 
 impl ReadCount {
     /// Single writer: a load and a store, no read-modify-write.
-    fn bump(&self) {
+    fn add(&self, n: u64) {
         self.0
-            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 }
 
@@ -465,11 +604,10 @@ fn total_read(counts: &[ReadCount]) -> u64 {
     counts.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
 }
 
-/// Sends every message as its own datagram, `batch` at a time, keeping at most
-/// [`UDP_WINDOW`] ahead of what the workers have read.
+/// Sends every message as its own datagram, `batch` per `sendmmsg`, keeping at most
+/// [`UDP_WINDOW`] ahead of what the workers have read. `sock` is connected to the server.
 fn udp_sender(
     sock: &UdpSocket,
-    to: SocketAddr,
     msgs: &Messages,
     batch: usize,
     read: &[ReadCount],
@@ -477,6 +615,7 @@ fn udp_sender(
     progress: &ProgressBar,
 ) -> Result<(), CliError> {
     let mut k = 0u64;
+    let mut out: Vec<&[u8]> = Vec::with_capacity(batch);
     while k < msgs.count {
         while k.saturating_sub(total_read(read)) > UDP_WINDOW {
             if Instant::now() > deadline {
@@ -488,8 +627,19 @@ fn udp_sender(
             std::thread::sleep(Duration::from_micros(50));
         }
         let end = (k + batch as u64).min(msgs.count);
-        for j in k..end {
-            sock.send_to(msgs.get(j), to).map_err(failed)?;
+        out.clear();
+        out.extend((k..end).map(|j| msgs.get(j)));
+        let mut sent = 0;
+        while sent < out.len() {
+            let n = mmsg::send_batch(sock, out.get(sent..).unwrap_or_default()).map_err(failed)?;
+            if n == 0 {
+                // The send buffer is full (not on loopback in practice): let it drain.
+                if Instant::now() > deadline {
+                    return Err(failed("UDP: send buffer stuck"));
+                }
+                std::thread::yield_now();
+            }
+            sent += n;
         }
         k = end;
         progress.set_position(k);
@@ -505,37 +655,45 @@ fn udp_receiver_socket(s: &UdpSocket) -> Result<(), CliError> {
 }
 
 /// Reads datagrams the way the core's workers do (an event loop over a non-blocking socket):
-/// one wait until the socket is readable, then everything queued is drained without blocking,
-/// so a wake-up is paid per burst, not per datagram, in every UDP case alike. `on` returns
-/// true when the reader has all it expects.
+/// one wait until the socket is readable, then everything queued is drained without
+/// blocking, up to `batch` datagrams per `recvmmsg`, so a wake-up is paid per burst, not per
+/// datagram, in every UDP case alike. `on` gets each datagram and whether it is the last of
+/// its receive call; it returns true when the reader has all it expects.
 fn drain_udp(
     s: &UdpSocket,
+    batch: usize,
     deadline: Instant,
     what: &str,
-    mut on: impl FnMut(&[u8]) -> Result<bool, CliError>,
+    rx: &mut RxStats,
+    mut on: impl FnMut(&[u8], bool) -> Result<bool, CliError>,
 ) -> Result<(), CliError> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     s.set_nonblocking(true).map_err(failed)?;
-    let mut buf = [0u8; 2048];
+    let want = batch.clamp(1, mmsg::MAX_BATCH);
+    let mut bufs = vec![[0u8; 2048]; want];
+    let mut lens = vec![0usize; want];
     loop {
-        match s.recv(&mut buf) {
-            Ok(n) => {
-                if on(buf.get(..n).unwrap_or_default())? {
-                    return Ok(());
-                }
+        let n = mmsg::recv_batch(s, &mut bufs, &mut lens)
+            .map_err(|e| failed(format!("{what}: {e}")))?;
+        if n > 0 {
+            rx.calls += 1;
+            let mut done = false;
+            for (i, (b, &l)) in bufs.iter().zip(&lens).take(n).enumerate() {
+                done = on(b.get(..l).unwrap_or_default(), i + 1 == n)?;
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if Instant::now() > deadline {
-                    return Err(failed(format!("{what}: datagrams missing at the deadline")));
-                }
-                let mut fds = [PollFd::new(s.as_fd(), PollFlags::POLLIN)];
-                // A timeout or EINTR just loops back to the deadline check.
-                let _ = poll(&mut fds, PollTimeout::from(200u16));
+            if done {
+                return Ok(());
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(failed(format!("{what}: {e}"))),
+            continue;
         }
+        if Instant::now() > deadline {
+            return Err(failed(format!("{what}: datagrams missing at the deadline")));
+        }
+        rx.waits += 1;
+        let mut fds = [PollFd::new(s.as_fd(), PollFlags::POLLIN)];
+        // A timeout or EINTR just loops back to the deadline check.
+        let _ = poll(&mut fds, PollTimeout::from(200u16));
     }
 }
 
@@ -555,12 +713,13 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
         udp_receiver_socket(s)?;
     }
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    client.connect(to).map_err(failed)?;
     let expected = msgs.expected(a.workers);
     let read: Vec<ReadCount> = sockets.iter().map(|_| ReadCount::default()).collect();
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
         let workers: Vec<_> = sockets
             .iter()
             .zip(&expected)
@@ -568,22 +727,24 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
             .enumerate()
             .map(|(w, ((sock, e), read))| {
                 s.spawn(move || {
-                    timed(|| -> Result<Sink, CliError> {
+                    timed(|| -> Result<(Sink, RxStats), CliError> {
                         let mut sink = Sink::default();
+                        let mut rx = RxStats::default();
                         if e.0 > 0 {
-                            drain_udp(sock, deadline, "kernel-udp", |msg| {
+                            drain_udp(sock, a.batch, deadline, "kernel-udp", &mut rx, |msg, _| {
                                 sink.handle(msg, w, a.workers);
-                                read.bump();
+                                read.add(1);
                                 Ok(sink.count >= e.0)
                             })?;
                         }
-                        Ok(sink)
+                        Ok((sink, rx))
                     })
                 })
             })
             .collect();
-        let (sent, sender_cpu) =
-            timed(|| udp_sender(&client, to, msgs, a.batch, &read, deadline, progress));
+        let (sent, sender_cpu) = sender_timed(a, || {
+            udp_sender(&client, msgs, a.batch, &read, deadline, progress)
+        });
         join_all(workers, sent, sender_cpu)
     })?;
     let elapsed = start.elapsed();
@@ -597,6 +758,7 @@ fn kernel_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<O
         system_busy: busy_since(busy0),
         kernel_steered: c.steered,
         fallbacks: c.fallbacks(),
+        rx,
         ..Outcome::default()
     })
 }
@@ -605,21 +767,23 @@ fn busy_since(before: Option<Duration>) -> Option<Duration> {
     Some(system_busy()?.saturating_sub(before?))
 }
 
-type WorkerResult = (Result<Sink, CliError>, Duration);
+type WorkerResult = (Result<(Sink, RxStats), CliError>, Duration);
 
-/// Joins worker threads, adds their CPU, and surfaces the first error.
+/// Joins worker threads, adds their CPU and receive counts, and surfaces the first error.
 fn join_all(
     workers: Vec<std::thread::ScopedJoinHandle<'_, WorkerResult>>,
     sent: Result<(), CliError>,
     sender_cpu: Duration,
-) -> Result<(Vec<Sink>, Duration, Duration), CliError> {
+) -> Result<(Vec<Sink>, RxStats, Duration, Duration), CliError> {
     let mut sinks = Vec::new();
+    let mut rx = RxStats::default();
     let mut cpu = Duration::ZERO;
     let mut first_err = sent.err();
     for h in workers {
         match h.join() {
-            Ok((Ok(sink), t)) => {
+            Ok((Ok((sink, r)), t)) => {
                 sinks.push(sink);
+                rx.add(r);
                 cpu += t;
             }
             Ok((Err(e), _)) => {
@@ -632,20 +796,34 @@ fn join_all(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok((sinks, sender_cpu, cpu)),
+        None => Ok((sinks, rx, sender_cpu, cpu)),
     }
 }
 
-/// The owner threads of a one-hop path plus worker 0's `reader`, joined; worker 0's sink is
-/// first in the result.
+/// What a one-hop run hands back: every sink (worker 0's first), receive counts, sender
+/// and workers CPU, and worker 0's hand-off counts.
+struct OneHopRun {
+    sinks: Vec<Sink>,
+    rx: RxStats,
+    sender_cpu: Duration,
+    workers_cpu: Duration,
+    handed: u64,
+    sends: u64,
+}
+
+/// The owner threads of a one-hop path plus worker 0's `reader`, joined.
 fn one_hop<R>(
     msgs: &Messages,
     a: &CaseArgs,
     reader: R,
     sender: impl FnOnce() -> Result<(), CliError> + Send,
-) -> Result<(Vec<Sink>, Duration, Duration, u64), CliError>
+) -> Result<OneHopRun, CliError>
 where
-    R: FnOnce(&mut steer::mesh::MeshEnd<Vec<u8>>, u64) -> Result<(Sink, u64), CliError> + Send,
+    R: FnOnce(
+            &mut steer::mesh::MeshEnd<Vec<u8>>,
+            u64,
+        ) -> Result<(Sink, Handoff, RxStats), CliError>
+        + Send,
 {
     let workers = Workers::new(a.workers).ok_or_else(|| failed("bad worker count"))?;
     let expected = msgs.expected(a.workers);
@@ -660,29 +838,28 @@ where
             .map(|(end, e)| {
                 let want = e.0;
                 s.spawn(move || match owner_loop(end, want, a.workers, deadline) {
-                    Ok((sink, t)) => (Ok(sink), t),
+                    Ok((sink, rx, t)) => (Ok((sink, rx)), t),
                     Err(e) => (Err(e), Duration::ZERO),
                 })
             })
             .collect();
-        let w0 = s.spawn(move || {
-            let ((r, handed), t) = {
-                let (r, t) = timed(|| reader(&mut first, total));
-                match r {
-                    Ok((sink, h)) => ((Ok(sink), h), t),
-                    Err(e) => ((Err(e), 0), t),
-                }
-            };
-            (r, t, handed)
-        });
-        let (sent, sender_cpu) = timed(sender);
-        let (r0, t0, handed) = w0
+        let w0 = s.spawn(move || timed(|| reader(&mut first, total)));
+        let (sent, sender_cpu) = sender_timed(a, sender);
+        let (r0, t0) = w0
             .join()
-            .unwrap_or_else(|_| (Err(failed("worker 0 panicked")), Duration::ZERO, 0));
-        let sink0 = r0?;
-        let (mut sinks, sender_cpu, cpu) = join_all(owners, sent, sender_cpu)?;
+            .unwrap_or_else(|_| (Err(failed("worker 0 panicked")), Duration::ZERO));
+        let (sink0, handoff, rx0) = r0?;
+        let (mut sinks, mut rx, sender_cpu, cpu) = join_all(owners, sent, sender_cpu)?;
         sinks.insert(0, sink0);
-        Ok((sinks, sender_cpu, cpu + t0, handed))
+        rx.add(rx0);
+        Ok(OneHopRun {
+            sinks,
+            rx,
+            sender_cpu,
+            workers_cpu: cpu + t0,
+            handed: handoff.handed,
+            sends: handoff.sends,
+        })
     })
 }
 
@@ -691,55 +868,84 @@ fn one_hop_udp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
     udp_receiver_socket(&sock)?;
     let to = sock.local_addr().map_err(failed)?;
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(failed)?;
+    client.connect(to).map_err(failed)?;
     let read = [ReadCount::default()];
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
     let workers = a.workers;
-    let (sinks, sender_cpu, workers_cpu, handed) = one_hop(
+    let run = one_hop(
         msgs,
         a,
         |end, total| {
             let mut sink = Sink::default();
-            let mut handed = 0u64;
+            let mut handoff = Handoff::new(workers);
+            let mut rx = RxStats::default();
             let mut seen = 0u64;
             if total > 0 {
-                drain_udp(&sock, deadline, "one-hop-udp", |msg| {
-                    seen += 1;
-                    read[0].bump();
-                    if dispatch(end, &mut sink, msg, workers, deadline)? {
-                        handed += 1;
-                    }
-                    Ok(seen >= total)
-                })?;
+                drain_udp(
+                    &sock,
+                    a.batch,
+                    deadline,
+                    "one-hop-udp",
+                    &mut rx,
+                    |msg, last| {
+                        seen += 1;
+                        read[0].add(1);
+                        handoff.dispatch(&mut sink, msg);
+                        if last {
+                            handoff.flush(end, deadline)?;
+                        }
+                        Ok(seen >= total)
+                    },
+                )?;
+                handoff.flush(end, deadline)?;
             }
-            Ok((sink, handed))
+            Ok((sink, handoff, rx))
         },
-        || udp_sender(&client, to, msgs, a.batch, &read, deadline, progress),
+        || udp_sender(&client, msgs, a.batch, &read, deadline, progress),
     )?;
     let elapsed = start.elapsed();
-    check("one-hop-udp", &sinks, &msgs.expected(a.workers))?;
+    check("one-hop-udp", &run.sinks, &msgs.expected(a.workers))?;
     Ok(Outcome {
         messages: msgs.count,
         elapsed,
-        sender_cpu,
-        workers_cpu,
+        sender_cpu: run.sender_cpu,
+        workers_cpu: run.workers_cpu,
         system_busy: busy_since(busy0),
-        handed_off: handed,
+        handed_off: run.handed,
+        rx: run.rx,
+        handoff_sends: run.sends,
         ..Outcome::default()
     })
 }
 
-/// Reads framed messages from a stream until `want` came, giving each to `f`.
-fn read_frames(
-    mut sock: impl Read,
+/// Reads framed messages from a stream until `want` came, giving each to `f` and calling
+/// `after_read` once the messages of a read are handled. With `polled` the stream is read as
+/// the core's event loops do (non-blocking until it would block, then `poll`), and every
+/// poll counts as a wait; without, reads block (with the stream's read timeout).
+///
+/// A read takes at most `max_read` bytes (the batch's worth of messages): a stream reader
+/// otherwise takes whatever has piled up, so a reader that falls behind reads hundreds of
+/// messages per call and one that keeps up reads one write's worth, and the cost per
+/// message follows who fell behind rather than the path (the instability of the first
+/// runs). Capped, every stream path's receive call carries at most `batch` messages, as
+/// `recvmmsg` does on UDP.
+#[allow(clippy::too_many_arguments)]
+fn read_frames<S: Read + std::os::fd::AsFd>(
+    mut sock: S,
+    max_read: usize,
     want: u64,
     deadline: Instant,
     what: &str,
+    polled: bool,
+    rx: &mut RxStats,
     mut f: impl FnMut(&[u8]) -> Result<(), CliError>,
+    mut after_read: impl FnMut() -> Result<(), CliError>,
 ) -> Result<(), CliError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     let mut r = FrameReader::new();
-    let mut buf = vec![0u8; 1 << 16];
+    let mut buf = vec![0u8; max_read.clamp(HEADER_LEN, 1 << 16)];
     let mut got = 0u64;
     while got < want {
         let n = match sock.read(&mut buf) {
@@ -749,22 +955,31 @@ fn read_frames(
                 )))
             }
             Ok(n) => n,
-            // Read timeouts, and the early EAGAIN of a sockmap target (KERNEL.md §2.2).
+            // Nothing queued (polled), read timeouts, and the early EAGAIN of a sockmap
+            // target (KERNEL.md §2.2).
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 if Instant::now() > deadline {
                     return Err(failed(format!(
                         "{what}: {got} of {want} messages by the deadline"
                     )));
                 }
+                rx.waits += 1;
+                if polled {
+                    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+                    let _ = poll(&mut fds, PollTimeout::from(200u16));
+                }
                 continue;
             }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(failed(format!("{what}: {e}"))),
         };
+        rx.calls += 1;
         r.extend(buf.get(..n).unwrap_or_default());
         while let Some((_, m)) = r.next_message() {
             got += 1;
             f(m)?;
         }
+        after_read()?;
         if r.is_corrupt() {
             return Err(failed(format!(
                 "{what}: corrupt stream after {got} messages"
@@ -792,15 +1007,14 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
     let mut accepted = Vec::new();
     for l in &listeners {
         let (s, _) = l.accept().map_err(failed)?;
-        s.set_read_timeout(Some(Duration::from_millis(200)))
-            .map_err(failed)?;
+        s.set_nonblocking(true).map_err(failed)?;
         accepted.push(s);
     }
     let expected = msgs.expected(a.workers);
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
         let workers: Vec<_> = accepted
             .iter()
             .zip(&expected)
@@ -809,16 +1023,27 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
                 s.spawn(move || {
                     timed(|| {
                         let mut sink = Sink::default();
-                        read_frames(sock, e.0, deadline, "pool-tcp", |m| {
-                            sink.handle(m, w, a.workers);
-                            Ok(())
-                        })
-                        .map(|()| sink)
+                        let mut rx = RxStats::default();
+                        read_frames(
+                            sock,
+                            a.batch * msgs.size,
+                            e.0,
+                            deadline,
+                            "pool-tcp",
+                            true,
+                            &mut rx,
+                            |m| {
+                                sink.handle(m, w, a.workers);
+                                Ok(())
+                            },
+                            || Ok(()),
+                        )
+                        .map(|()| (sink, rx))
                     })
                 })
             })
             .collect();
-        let (sent, sender_cpu) = timed(|| -> Result<(), CliError> {
+        let (sent, sender_cpu) = sender_timed(a, || -> Result<(), CliError> {
             // The shard-aware client: each message goes into its owner's buffer, and a
             // buffer is written when it holds `batch` messages, so every connection gets
             // writes of the same size as the single connection of the one-hop path.
@@ -866,6 +1091,7 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
         system_busy: busy_since(busy0),
         client_steered: msgs.count,
         fallbacks: c.fallbacks(),
+        rx,
         ..Outcome::default()
     })
 }
@@ -919,37 +1145,47 @@ fn connected_pair() -> Result<(TcpStream, TcpStream), CliError> {
 
 fn one_hop_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Outcome, CliError> {
     let (client, conn) = connected_pair()?;
-    conn.set_read_timeout(Some(Duration::from_millis(200)))
-        .map_err(failed)?;
+    conn.set_nonblocking(true).map_err(failed)?;
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
     let workers = a.workers;
-    let (sinks, sender_cpu, workers_cpu, handed) = one_hop(
+    let run = one_hop(
         msgs,
         a,
         |end, total| {
             let mut sink = Sink::default();
-            let mut handed = 0u64;
-            read_frames(&conn, total, deadline, "one-hop-tcp", |m| {
-                if dispatch(end, &mut sink, m, workers, deadline)? {
-                    handed += 1;
-                }
-                Ok(())
-            })?;
-            Ok((sink, handed))
+            let handoff = std::cell::RefCell::new(Handoff::new(workers));
+            let mut rx = RxStats::default();
+            read_frames(
+                &conn,
+                a.batch * msgs.size,
+                total,
+                deadline,
+                "one-hop-tcp",
+                true,
+                &mut rx,
+                |m| {
+                    handoff.borrow_mut().dispatch(&mut sink, m);
+                    Ok(())
+                },
+                || handoff.borrow_mut().flush(end, deadline),
+            )?;
+            Ok((sink, handoff.into_inner(), rx))
         },
         || stream_sender(&client, msgs, a.batch, progress),
     )?;
     let elapsed = start.elapsed();
-    check("one-hop-tcp", &sinks, &msgs.expected(a.workers))?;
+    check("one-hop-tcp", &run.sinks, &msgs.expected(a.workers))?;
     Ok(Outcome {
         messages: msgs.count,
         elapsed,
-        sender_cpu,
-        workers_cpu,
+        sender_cpu: run.sender_cpu,
+        workers_cpu: run.workers_cpu,
         system_busy: busy_since(busy0),
-        handed_off: handed,
+        handed_off: run.handed,
+        rx: run.rx,
+        handoff_sends: run.sends,
         ..Outcome::default()
     })
 }
@@ -966,7 +1202,7 @@ fn sockmap_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, sender_cpu, workers_cpu) = std::thread::scope(|s| {
+    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
         let workers: Vec<_> = targets
             .iter()
             .zip(&expected)
@@ -975,16 +1211,30 @@ fn sockmap_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
                 s.spawn(move || {
                     timed(|| {
                         let mut sink = Sink::default();
-                        read_frames(sock, e.0, deadline, "sockmap-tcp", |m| {
-                            sink.handle(m, w, a.workers);
-                            Ok(())
-                        })
-                        .map(|()| sink)
+                        let mut rx = RxStats::default();
+                        // Blocking reads: a sockmap target reports EAGAIN early (KERNEL.md
+                        // §2.2), so readiness from poll is not relied on here.
+                        read_frames(
+                            sock,
+                            a.batch * msgs.size,
+                            e.0,
+                            deadline,
+                            "sockmap-tcp",
+                            false,
+                            &mut rx,
+                            |m| {
+                                sink.handle(m, w, a.workers);
+                                Ok(())
+                            },
+                            || Ok(()),
+                        )
+                        .map(|()| (sink, rx))
                     })
                 })
             })
             .collect();
-        let (sent, sender_cpu) = timed(|| stream_sender(&client, msgs, a.batch, progress));
+        let (sent, sender_cpu) =
+            sender_timed(a, || stream_sender(&client, msgs, a.batch, progress));
         join_all(workers, sent, sender_cpu)
     })?;
     let elapsed = start.elapsed();
@@ -999,6 +1249,7 @@ fn sockmap_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<
         system_busy: busy_since(busy0),
         kernel_steered: c.steered,
         fallbacks: c.fallbacks(),
+        rx,
         ..Outcome::default()
     })
 }
@@ -1162,7 +1413,7 @@ fn sctp_case(
             })
         });
         // The gNB side: queue k messages, flush, read SACKs.
-        let (sent, sender_cpu) = timed(|| -> Result<(), CliError> {
+        let (sent, sender_cpu) = sender_timed(a, || -> Result<(), CliError> {
             let mut ep = Endpoint::new(EndpointConfig {
                 association: assoc.clone(),
                 rng_seed: 1,
@@ -1268,6 +1519,9 @@ struct CaseArgs {
     workers: u16,
     batch: usize,
     timeout: Duration,
+    /// The case runs SCHED_FIFO: the caller holds a [`RealtimeGuard`] at the workers'
+    /// priority (threads it spawns inherit it) and the sender runs above them.
+    realtime: bool,
 }
 
 impl CaseArgs {
@@ -1293,10 +1547,18 @@ fn rate(n: u64, d: Duration) -> f64 {
     }
 }
 
-fn case_report(p: Route, o: &Outcome) -> CaseReport {
+fn case_report(p: Route, batch: usize, o: &Outcome) -> CaseReport {
+    let per = |n: u64| {
+        if n > 0 {
+            o.messages as f64 / n as f64
+        } else {
+            0.0
+        }
+    };
     CaseReport {
         case: p.label(),
         transport: p.transport(),
+        batch,
         messages: o.messages,
         elapsed_s: o.elapsed.as_secs_f64(),
         msgs_per_s: rate(o.messages, o.elapsed),
@@ -1308,6 +1570,11 @@ fn case_report(p: Route, o: &Outcome) -> CaseReport {
         handed_off: o.handed_off,
         client_steered: o.client_steered,
         fallbacks: o.fallbacks,
+        receive_calls: o.rx.calls,
+        waits: o.rx.waits,
+        msgs_per_receive_call: per(o.rx.calls),
+        msgs_per_wait: per(o.rx.waits),
+        handoff_sends: o.handoff_sends,
         rounds_cpu_ns_per_msg: Vec::new(),
     }
 }
@@ -1341,13 +1608,16 @@ fn median_by<T>(mut v: Vec<T>, key: impl Fn(&T) -> f64) -> Option<T> {
 
 fn ratio(
     cases: &[CaseReport],
+    batch: usize,
     name: &'static str,
     baseline: &'static str,
     path: &'static str,
     targeted: bool,
 ) -> Option<Ratio> {
-    let b = cases.iter().find(|c| c.case == baseline)?;
-    let p = cases.iter().find(|c| c.case == path)?;
+    let b = cases
+        .iter()
+        .find(|c| c.case == baseline && c.batch == batch)?;
+    let p = cases.iter().find(|c| c.case == path && c.batch == batch)?;
     let cpu_ratio = if p.cpu_ns_per_msg > 0.0 {
         b.cpu_ns_per_msg / p.cpu_ns_per_msg
     } else {
@@ -1360,6 +1630,7 @@ fn ratio(
     };
     Some(Ratio {
         name,
+        batch,
         baseline,
         path,
         cpu_ratio,
@@ -1407,8 +1678,17 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
             "--messages x --size must stay within 1 GiB".into(),
         ));
     }
-    if args.batch == 0 || args.batch > 4096 {
-        return Err(CliError::Usage("--batch must be 1..=4096".into()));
+    let mut batches: Vec<usize> = Vec::new();
+    for &b in &args.batch {
+        if b == 0 || b > 4096 {
+            return Err(CliError::Usage("--batch: each must be 1..=4096".into()));
+        }
+        if !batches.contains(&b) {
+            batches.push(b);
+        }
+    }
+    if batches.is_empty() || batches.len() > 16 {
+        return Err(CliError::Usage("--batch takes 1 to 16 values".into()));
     }
     if args.workers < 2 || args.workers > 64 {
         return Err(CliError::Usage("--workers must be 2..=64".into()));
@@ -1424,11 +1704,25 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
             "--timeout must be in (0, 3600] seconds".into(),
         ));
     }
-    let ca = CaseArgs {
-        workers: args.workers,
-        batch: args.batch,
-        timeout: Duration::from_secs_f64(args.timeout),
+    let routes: Vec<Route> = if args.paths.is_empty() {
+        Route::ALL.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for p in &args.paths {
+            let r = Route::ALL
+                .iter()
+                .copied()
+                .find(|r| r.label() == p.trim())
+                .ok_or_else(|| CliError::Usage(format!("--paths: no path named {p:?}")))?;
+            if !v.contains(&r) {
+                v.push(r);
+            }
+        }
+        v
     };
+    if args.realtime {
+        super::lockecho::probe_realtime()?;
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| failed(format!("cannot create {}: {e}", args.out.display())))?;
     let machine = Machine::probe();
@@ -1436,25 +1730,45 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         tracing::warn!("debug build: build with --release for figures that mean anything");
     }
     let msgs = Messages::new(args.messages, args.size);
+    let case_args = |batch: usize| CaseArgs {
+        workers: args.workers,
+        batch,
+        timeout: Duration::from_secs_f64(args.timeout),
+        realtime: args.realtime,
+    };
 
-    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); Route::ALL.len()];
+    let slots = batches.len() * routes.len();
+    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); slots];
     let mut sctp_rounds: Vec<Vec<SctpReport>> = vec![Vec::new(); args.sctp_k.len() * 2];
     for round in 0..args.rounds {
-        for (i, p) in Route::ALL.iter().enumerate() {
-            let b = bar(format!("{} r{}", p.label(), round + 1), msgs.count);
-            let r = match p {
-                Route::KernelUdp => kernel_udp(&msgs, &ca, &b),
-                Route::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
-                Route::PoolTcp => pool_tcp(&msgs, &ca, &b),
-                Route::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
-                Route::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
-            };
-            finish(&b, &r);
-            let o = r?;
-            if let Some(v) = rounds.get_mut(i) {
-                v.push(case_report(*p, &o));
+        for (bi, &batch) in batches.iter().enumerate() {
+            let ca = case_args(batch);
+            for (i, p) in routes.iter().enumerate() {
+                let b = bar(format!("{} b{batch} r{}", p.label(), round + 1), msgs.count);
+                let r = {
+                    // Threads of the case inherit the workers' priority; the guard puts
+                    // this thread back to normal between cases (progress, files).
+                    let _rt = args
+                        .realtime
+                        .then(|| RealtimeGuard::enter(REALTIME_WORKER))
+                        .transpose()?;
+                    match p {
+                        Route::KernelUdp => kernel_udp(&msgs, &ca, &b),
+                        Route::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
+                        Route::PoolTcp => pool_tcp(&msgs, &ca, &b),
+                        Route::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
+                        Route::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
+                    }
+                };
+                finish(&b, &r);
+                let o = r?;
+                if let Some(v) = rounds.get_mut(bi * routes.len() + i) {
+                    v.push(case_report(*p, batch, &o));
+                }
             }
         }
+        // SCTP bundles by K, not by the write batch: measured once per round.
+        let ca = case_args(batches.first().copied().unwrap_or(1));
         for (j, &k) in args.sctp_k.iter().enumerate() {
             for (m, handoff) in [false, true].into_iter().enumerate() {
                 let label = format!(
@@ -1463,7 +1777,13 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
                     round + 1
                 );
                 let b = bar(label, msgs.count);
-                let r = sctp_case(&msgs, &ca, k, handoff, &b);
+                let r = {
+                    let _rt = args
+                        .realtime
+                        .then(|| RealtimeGuard::enter(REALTIME_WORKER))
+                        .transpose()?;
+                    sctp_case(&msgs, &ca, k, handoff, &b)
+                };
                 finish(&b, &r);
                 let o = r?;
                 if let Some(v) = sctp_rounds.get_mut(j * 2 + m) {
@@ -1510,33 +1830,49 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
             })
         })
         .collect();
-    let ratios: Vec<Ratio> = [
-        ratio(
-            &cases,
-            "one-hop/kernel (udp)",
-            "one-hop-udp",
-            "kernel-udp",
-            true,
-        ),
-        ratio(
-            &cases,
-            "one-hop/pool (tcp)",
-            "one-hop-tcp",
-            "pool-tcp",
-            true,
-        ),
-        ratio(
-            &cases,
-            "one-hop/sockmap (tcp)",
-            "one-hop-tcp",
-            "sockmap-tcp",
-            false,
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let ratios: Vec<Ratio> = batches
+        .iter()
+        .flat_map(|&b| {
+            [
+                ratio(
+                    &cases,
+                    b,
+                    "one-hop/kernel (udp)",
+                    "one-hop-udp",
+                    "kernel-udp",
+                    true,
+                ),
+                ratio(
+                    &cases,
+                    b,
+                    "one-hop/pool (tcp)",
+                    "one-hop-tcp",
+                    "pool-tcp",
+                    true,
+                ),
+                ratio(
+                    &cases,
+                    b,
+                    "one-hop/sockmap (tcp)",
+                    "one-hop-tcp",
+                    "sockmap-tcp",
+                    false,
+                ),
+            ]
+        })
+        .flatten()
+        .collect();
     let meets_target = ratios.iter().all(|r| r.meets_target);
+    let met_at_batches = batches
+        .iter()
+        .copied()
+        .filter(|&b| {
+            ratios
+                .iter()
+                .filter(|r| r.batch == b && r.targeted)
+                .all(|r| r.meets_target)
+        })
+        .collect();
     let report = SteeringReport {
         scenario: "steering",
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -1544,7 +1880,9 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         settings: Settings {
             messages: args.messages,
             size: args.size,
-            batch: args.batch,
+            batch: batches,
+            paths: routes.iter().map(|r| r.label()).collect(),
+            realtime: args.realtime,
             workers: args.workers,
             sctp_k: args.sctp_k.clone(),
             rounds: args.rounds,
@@ -1557,6 +1895,7 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         sctp_handoff,
         target_ratio: TARGET_RATIO,
         meets_target,
+        met_at_batches,
     };
     write_outputs(&args.out, &report)?;
     if global.json {
@@ -1572,7 +1911,9 @@ pub(crate) fn run(global: &Global, args: &SteeringArgs) -> Result<(), CliError> 
         Ok(())
     } else {
         Err(CliError::Failed(format!(
-            "target missed: a steered path is not {TARGET_RATIO}x cheaper per message than one-hop"
+            "target missed: a steered path is not {TARGET_RATIO}x cheaper per message than one-hop \
+             at every batch (met at {:?})",
+            report.met_at_batches
         )))
     }
 }
@@ -1592,15 +1933,16 @@ fn write_outputs(dir: &Path, r: &SteeringReport) -> Result<(), CliError> {
 
 fn cases_csv(r: &SteeringReport) -> String {
     let mut out = String::from(
-        "case,transport,messages,elapsed_s,msgs_per_s,cpu_ns_per_msg,sender_cpu_ns_per_msg,\
+        "case,transport,batch,messages,elapsed_s,msgs_per_s,cpu_ns_per_msg,sender_cpu_ns_per_msg,\
          workers_cpu_ns_per_msg,system_cpu_ns_per_msg,kernel_steered,handed_off,client_steered,\
-         fallbacks\n",
+         fallbacks,receive_calls,waits,msgs_per_receive_call,msgs_per_wait,handoff_sends\n",
     );
     for c in &r.cases {
         out.push_str(&format!(
-            "{},{},{},{:.4},{:.0},{:.1},{:.1},{:.1},{},{},{},{},{}\n",
+            "{},{},{},{},{:.4},{:.0},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.2},{:.2},{}\n",
             c.case,
             c.transport,
+            c.batch,
             c.messages,
             c.elapsed_s,
             c.msgs_per_s,
@@ -1612,7 +1954,12 @@ fn cases_csv(r: &SteeringReport) -> String {
             c.kernel_steered,
             c.handed_off,
             c.client_steered,
-            c.fallbacks
+            c.fallbacks,
+            c.receive_calls,
+            c.waits,
+            c.msgs_per_receive_call,
+            c.msgs_per_wait,
+            c.handoff_sends
         ));
     }
     out
@@ -1646,8 +1993,13 @@ fn table(r: &SteeringReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "steering cost: {} messages of {} B per case, {} workers, batch {}, {} round(s) (median)",
-        s.messages, s.size, s.workers, s.batch, s.rounds
+        "steering cost: {} messages of {} B per case, {} workers, batch {:?}, {} round(s) (median){}",
+        s.messages,
+        s.size,
+        s.workers,
+        s.batch,
+        s.rounds,
+        if s.realtime { ", SCHED_FIFO" } else { "" }
     );
     let _ = writeln!(
         out,
@@ -1662,14 +2014,25 @@ fn table(r: &SteeringReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<12} {:>11} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
-        "case", "msgs/s", "cpu ns/msg", "sender", "workers", "system", "kernel", "handoff"
+        "{:<12} {:>5} {:>11} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "case",
+        "batch",
+        "msgs/s",
+        "cpu ns/msg",
+        "sender",
+        "workers",
+        "system",
+        "kernel",
+        "handoff",
+        "msg/call",
+        "msg/wait"
     );
     for c in &r.cases {
         let _ = writeln!(
             out,
-            "{:<12} {:>11.0} {:>10.0} {:>10.0} {:>10.0} {:>10} {:>9} {:>9}",
+            "{:<12} {:>5} {:>11.0} {:>10.0} {:>10.0} {:>10.0} {:>10} {:>9} {:>9} {:>9.1} {:>9.1}",
             c.case,
+            c.batch,
             c.msgs_per_s,
             c.cpu_ns_per_msg,
             c.sender_cpu_ns_per_msg,
@@ -1677,15 +2040,18 @@ fn table(r: &SteeringReport) -> String {
             c.system_cpu_ns_per_msg
                 .map_or("-".into(), |v| format!("{v:.0}")),
             c.kernel_steered,
-            c.handed_off
+            c.handed_off,
+            c.msgs_per_receive_call,
+            c.msgs_per_wait
         );
     }
     let _ = writeln!(out);
     for x in &r.ratios {
         let _ = writeln!(
             out,
-            "{:<22} cpu {:.2}x  rate {:.2}x{}",
+            "{:<22} batch {:>4}: cpu {:.2}x  rate {:.2}x{}",
             x.name,
+            x.batch,
             x.cpu_ratio,
             x.rate_ratio,
             if x.targeted {
@@ -1732,7 +2098,6 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
     use plotters::prelude::*;
     use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-    const BAR: RGBColor = RGBColor(31, 119, 180);
     const BASE: RGBColor = RGBColor(170, 170, 170);
     const HAND: RGBColor = RGBColor(255, 127, 14);
     let err = |e: &dyn std::fmt::Display| e.to_string();
@@ -1741,8 +2106,15 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
     let root = root
         .titled(
             &format!(
-                "steering cost per message ({} B, {} workers, {} build)",
-                r.settings.size, r.settings.workers, r.machine.build
+                "steering cost per message ({} B, {} workers, {} build{})",
+                r.settings.size,
+                r.settings.workers,
+                r.machine.build,
+                if r.settings.realtime {
+                    ", SCHED_FIFO"
+                } else {
+                    ""
+                }
             ),
             ("sans-serif", 20),
         )
@@ -1751,11 +2123,8 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
     let above =
         TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
 
-    let n = r.cases.len().max(1);
-    let width = i32::try_from(n).unwrap_or(1) * 100;
-    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
-    let names: Vec<String> = r.cases.iter().map(|c| c.case.to_string()).collect();
-    // Log scale: the paths span two orders of magnitude (sockmap against the TCP paths).
+    // CPU per message against the batch, one line per path, both axes log: the paths span
+    // two orders of magnitude (sockmap against the TCP paths) and the batches 1..64.
     let ymax = r
         .cases
         .iter()
@@ -1763,52 +2132,62 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .fold(100.0f64, f64::max)
         * 2.0;
     let floor = 10.0f64;
+    let bmax = r.settings.batch.iter().copied().max().unwrap_or(1).max(2) as f64 * 1.5;
     let mut chart = ChartBuilder::on(&left)
         .margin(14)
         .x_label_area_size(36)
         .y_label_area_size(64)
-        .build_cartesian_2d(
-            (0..width).with_key_points(centers),
-            (floor..ymax).log_scale(),
-        )
+        .build_cartesian_2d((0.7f64..bmax).log_scale(), (floor..ymax).log_scale())
         .map_err(|e| err(&e))?;
-    let label_of = |x: &i32| {
-        usize::try_from(x / 100)
-            .ok()
-            .and_then(|i| names.get(i).cloned())
-            .unwrap_or_default()
-    };
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&label_of)
+        .x_desc("messages per system call (batch)")
         .y_desc("CPU ns per message, all threads (log)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
-    chart
-        .draw_series(r.cases.iter().enumerate().map(|(i, c)| {
-            let x0 = i as i32 * 100 + 20;
-            let color = if c.case.starts_with("one-hop") {
-                BASE
-            } else {
-                BAR
-            };
-            Rectangle::new(
-                [(x0, floor), (x0 + 60, c.cpu_ns_per_msg.max(floor))],
-                color.filled(),
+    for (i, route) in Route::ALL.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = r
+            .cases
+            .iter()
+            .filter(|c| c.case == route.label())
+            .map(|c| (c.batch as f64, c.cpu_ns_per_msg.max(floor)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let color = Palette99::pick(i).to_rgba();
+        let dashed = route.label().starts_with("one-hop");
+        chart
+            .draw_series(LineSeries::new(
+                pts.clone(),
+                color.stroke_width(if dashed { 1 } else { 2 }),
+            ))
+            .map_err(|e| err(&e))?
+            .label(route.label())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
             )
-        }))
-        .map_err(|e| err(&e))?;
-    chart
-        .draw_series(r.cases.iter().enumerate().map(|(i, c)| {
-            Text::new(
-                format!("{:.0}", c.cpu_ns_per_msg),
-                (i as i32 * 100 + 50, c.cpu_ns_per_msg.max(floor) * 1.08),
-                above.clone(),
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|&(x, y)| Text::new(format!("{y:.0}"), (x, y * 1.08), above.clone())),
             )
-        }))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
         .map_err(|e| err(&e))?;
 
     let k = r.sctp_handoff.len().max(1);
@@ -1913,17 +2292,41 @@ mod tests {
     fn one_hop_paths_deliver_every_message_at_its_owner() {
         // Unprivileged paths only (no BPF): a small run of each one-hop case.
         let msgs = Messages::new(5_000, 64);
+        let b = ProgressBar::hidden();
+        for batch in [1, 8, 64] {
+            let a = CaseArgs {
+                workers: 2,
+                batch,
+                timeout: Duration::from_secs(30),
+                realtime: false,
+            };
+            let o = one_hop_tcp(&msgs, &a, &b).unwrap();
+            assert_eq!(o.messages, 5_000);
+            assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+            // Hand-offs travel in batches, at most one per message and one per receive call.
+            assert!(
+                o.handoff_sends > 0 && o.handoff_sends <= o.handed_off,
+                "{o:?}"
+            );
+            assert!(o.handoff_sends <= o.rx.calls, "{o:?}");
+            let o = one_hop_udp(&msgs, &a, &b).unwrap();
+            assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+            assert!(
+                o.handoff_sends > 0 && o.handoff_sends <= o.handed_off,
+                "{o:?}"
+            );
+            // A receive call carries at most `batch` datagrams.
+            assert!(o.rx.calls * batch as u64 >= 5_000, "{o:?}");
+            if batch == 1 {
+                assert!(o.rx.calls >= 5_000, "{o:?}");
+            }
+        }
         let a = CaseArgs {
             workers: 2,
             batch: 32,
             timeout: Duration::from_secs(30),
+            realtime: false,
         };
-        let b = ProgressBar::hidden();
-        let o = one_hop_tcp(&msgs, &a, &b).unwrap();
-        assert_eq!(o.messages, 5_000);
-        assert_eq!(o.handed_off, msgs.expected(2)[1].0);
-        let o = one_hop_udp(&msgs, &a, &b).unwrap();
-        assert_eq!(o.handed_off, msgs.expected(2)[1].0);
         let o = sctp_case(&msgs, &a, 4, true, &b).unwrap();
         assert_eq!(o.handed_off, msgs.expected(2)[1].0);
         assert!(o.packets > 0 && o.packets <= 5_000);
@@ -1932,10 +2335,71 @@ mod tests {
     }
 
     #[test]
+    fn realtime_cases_run_and_leave_the_thread_normal() {
+        // Root (CI): the one-hop cases run with SCHED_FIFO workers and sender, bounded by the
+        // timeout; without CAP_SYS_NICE the guard refuses with a privilege error.
+        let msgs = Messages::new(3_000, 64);
+        let a = CaseArgs {
+            workers: 2,
+            batch: 8,
+            timeout: Duration::from_secs(30),
+            realtime: true,
+        };
+        let b = ProgressBar::hidden();
+        let run = std::thread::spawn(move || -> Result<(), CliError> {
+            {
+                let _rt = RealtimeGuard::enter(REALTIME_WORKER)?;
+                assert_eq!(mmsg::policy().unwrap(), libc::SCHED_FIFO);
+                let o = one_hop_udp(&msgs, &a, &b)?;
+                assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+                let o = one_hop_tcp(&msgs, &a, &b)?;
+                assert_eq!(o.handed_off, msgs.expected(2)[1].0);
+            }
+            assert_eq!(mmsg::policy().unwrap(), libc::SCHED_OTHER);
+            Ok(())
+        })
+        .join()
+        .unwrap();
+        if let Err(e) = run {
+            assert!(matches!(e, CliError::Privilege(_)), "{e}");
+        }
+    }
+
+    #[test]
+    fn handoff_batches_split_back_into_their_messages() {
+        let m = Messages::new(50, 24);
+        let mut sink = Sink::default();
+        let mut h = Handoff::new(2);
+        for k in 0..50 {
+            h.dispatch(&mut sink, m.get(k));
+        }
+        let theirs = m.expected(2)[1];
+        assert_eq!(h.handed, theirs.0);
+        assert_eq!((sink.count, sink.sum), m.expected(2)[0]);
+        let batch = std::mem::take(&mut h.pending[1]);
+        let mut owner1 = Sink::default();
+        for f in frames(&batch) {
+            owner1.handle(f, 1, 2);
+        }
+        assert_eq!(
+            (owner1.count, owner1.sum, owner1.misrouted),
+            (theirs.0, theirs.1, 0)
+        );
+        // A truncated or corrupt batch ends the split instead of reading past it.
+        assert_eq!(
+            frames(&batch[..batch.len() - 1]).count() as u64,
+            theirs.0 - 1
+        );
+        assert_eq!(frames(&[0u8; 8]).count(), 0);
+        assert_eq!(frames(&[]).count(), 0);
+    }
+
+    #[test]
     fn ratios_compare_cpu_per_message() {
         let mk = |case: &'static str, cpu: f64| CaseReport {
             case,
             transport: "udp",
+            batch: 8,
             messages: 1,
             elapsed_s: 1.0,
             msgs_per_s: 1000.0 / cpu,
@@ -1947,19 +2411,26 @@ mod tests {
             handed_off: 0,
             client_steered: 0,
             fallbacks: 0,
+            receive_calls: 0,
+            waits: 0,
+            msgs_per_receive_call: 0.0,
+            msgs_per_wait: 0.0,
+            handoff_sends: 0,
             rounds_cpu_ns_per_msg: Vec::new(),
         };
         let cases = [mk("one-hop-udp", 1300.0), mk("kernel-udp", 1000.0)];
-        let r = ratio(&cases, "x", "one-hop-udp", "kernel-udp", true).unwrap();
+        let r = ratio(&cases, 8, "x", "one-hop-udp", "kernel-udp", true).unwrap();
         assert!((r.cpu_ratio - 1.3).abs() < 1e-9);
         assert!(r.meets_target);
         let cases = [mk("one-hop-udp", 1200.0), mk("kernel-udp", 1000.0)];
         assert!(
-            !ratio(&cases, "x", "one-hop-udp", "kernel-udp", true)
+            !ratio(&cases, 8, "x", "one-hop-udp", "kernel-udp", true)
                 .unwrap()
                 .meets_target
         );
-        assert!(ratio(&cases, "x", "nope", "kernel-udp", true).is_none());
+        assert!(ratio(&cases, 8, "x", "nope", "kernel-udp", true).is_none());
+        // Cases of another batch are not compared.
+        assert!(ratio(&cases, 1, "x", "one-hop-udp", "kernel-udp", true).is_none());
         assert_eq!(median_by(vec![3.0, 1.0, 2.0], |x| *x), Some(2.0));
     }
 }

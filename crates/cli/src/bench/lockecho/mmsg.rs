@@ -14,7 +14,7 @@ pub(crate) const MAX_BATCH: usize = 64;
 
 /// Sends every datagram of `msgs` that the socket takes without blocking, in order; returns
 /// how many it took (fewer than `msgs.len()` when the send buffer filled).
-pub(crate) fn send_batch<const N: usize>(sock: &UdpSocket, msgs: &[[u8; N]]) -> io::Result<usize> {
+pub(crate) fn send_batch<B: AsRef<[u8]>>(sock: &UdpSocket, msgs: &[B]) -> io::Result<usize> {
     let mut sent = 0;
     for chunk in msgs.chunks(MAX_BATCH) {
         let mut iov: [libc::iovec; MAX_BATCH] = [libc::iovec {
@@ -27,15 +27,16 @@ pub(crate) fn send_batch<const N: usize>(sock: &UdpSocket, msgs: &[[u8; N]]) -> 
         for ((m, v), h) in chunk.iter().zip(iov.iter_mut()).zip(hdrs.iter_mut()) {
             // The kernel only reads through a send iovec; the cast to `*mut` is what the C
             // type asks for.
+            let m = m.as_ref();
             v.iov_base = m.as_ptr() as *mut libc::c_void;
-            v.iov_len = N;
+            v.iov_len = m.len();
             h.msg_hdr.msg_iov = v;
             h.msg_hdr.msg_iovlen = 1;
         }
         // `chunk.len()` is at most MAX_BATCH (64), which fits in a c_uint.
         let n = chunk.len() as libc::c_uint;
         // SAFETY: `hdrs[..n]` are initialised headers, each pointing at one iovec of `iov`,
-        // each pointing at `N` readable bytes of `chunk`; all of them outlive the call, which
+        // each pointing at the `iov_len` readable bytes of one message of `chunk`; all of them outlive the call, which
         // does not keep the pointers. The socket is connected, so no name is given.
         let r =
             unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n, libc::MSG_DONTWAIT) };
@@ -60,9 +61,9 @@ pub(crate) fn send_batch<const N: usize>(sock: &UdpSocket, msgs: &[[u8; N]]) -> 
 /// Receives up to `bufs.len()` (at most [`MAX_BATCH`]) datagrams that are already queued,
 /// without blocking; writes each one's length to `lens` and returns how many arrived (0
 /// when none was queued).
-pub(crate) fn recv_batch<const N: usize>(
+pub(crate) fn recv_batch<B: AsMut<[u8]>>(
     sock: &UdpSocket,
-    bufs: &mut [[u8; N]],
+    bufs: &mut [B],
     lens: &mut [usize],
 ) -> io::Result<usize> {
     let want = bufs.len().min(lens.len()).min(MAX_BATCH);
@@ -81,12 +82,13 @@ pub(crate) fn recv_batch<const N: usize>(
         .zip(hdrs.iter_mut())
         .take(want)
     {
+        let b = b.as_mut();
         v.iov_base = b.as_mut_ptr().cast();
-        v.iov_len = N;
+        v.iov_len = b.len();
         h.msg_hdr.msg_iov = v;
         h.msg_hdr.msg_iovlen = 1;
     }
-    // SAFETY: `hdrs[..want]` each point at one iovec of `iov`, each at `N` writable bytes of
+    // SAFETY: `hdrs[..want]` each point at one iovec of `iov`, each at the `iov_len` writable bytes of
     // a distinct buffer of `bufs`, all borrowed mutably for the duration of the call; no name
     // or control buffer is asked for; a null timeout with MSG_DONTWAIT never blocks.
     let r = unsafe {
@@ -108,9 +110,9 @@ pub(crate) fn recv_batch<const N: usize>(
     }
     // r is 0..=want here.
     let r = (r as usize).min(want);
-    for (l, h) in lens.iter_mut().zip(hdrs.iter()).take(r) {
-        // The kernel writes at most iov_len (N) bytes; a truncated datagram reports N.
-        *l = (h.msg_len as usize).min(N);
+    for ((l, h), v) in lens.iter_mut().zip(hdrs.iter()).zip(iov.iter()).take(r) {
+        // The kernel writes at most iov_len bytes; a truncated datagram reports iov_len.
+        *l = (h.msg_len as usize).min(v.iov_len);
     }
     Ok(r)
 }
@@ -128,6 +130,32 @@ pub(crate) fn set_fifo(priority: i32) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Puts the calling thread back under the normal time-sharing policy (`SCHED_OTHER`, the
+/// priority it must have there is 0), after a `--realtime` measurement ran on it.
+pub(crate) fn set_normal() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in `set_fifo`: a valid `sched_param` that outlives the call; pid 0 is the
+    // calling thread.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's scheduling policy (`libc::SCHED_*`).
+#[cfg(test)]
+pub(crate) fn policy() -> io::Result<i32> {
+    // SAFETY: no pointers; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_getscheduler(0) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
     }
 }
 
@@ -164,6 +192,22 @@ mod tests {
             }
         }
         assert_eq!(got, (0..100u8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn fifo_and_back_on_a_thread_of_its_own() {
+        // Without CAP_SYS_NICE `set_fifo` fails and the thread stays normal; with it, the
+        // thread becomes FIFO and `set_normal` brings it back. Either way it ends normal.
+        std::thread::spawn(|| {
+            match set_fifo(1) {
+                Ok(()) => assert_eq!(policy().unwrap(), libc::SCHED_FIFO),
+                Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
+            }
+            set_normal().unwrap();
+            assert_eq!(policy().unwrap(), libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

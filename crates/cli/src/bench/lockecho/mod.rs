@@ -11,7 +11,7 @@
 //! to `DIR/lockecho.json`, `.csv` and `.svg`.
 
 mod client;
-mod mmsg;
+pub(crate) mod mmsg;
 mod plot;
 mod server;
 pub(crate) mod work;
@@ -34,11 +34,72 @@ use crate::exit::CliError;
 /// times locked.
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
-/// `--realtime`'s SCHED_FIFO priorities: the client above the workers, so that it gets the
-/// moments it needs to refill the windows, and both low (no kernel thread is starved of
-/// more than the bench's own run).
-const WORKER_FIFO: i32 = 1;
-const CLIENT_FIFO: i32 = 2;
+/// `--realtime`'s SCHED_FIFO priorities, both low (no kernel thread is starved of more than
+/// the bench's own run). The client (echo's client, steering's sender, registration's load
+/// generator) gets the higher one, so that a batch it sends leaves whole: below the workers,
+/// every datagram it sends wakes a pinned worker that preempts it at once, and the run turns
+/// into one context switch per request (measured: both echo designs lose a third of their
+/// rate). The price is that the client preempts a worker when it wakes, sometimes one that
+/// holds the lock; `bench echo --client-priority below` measures the other order.
+const LOW_FIFO: i32 = 1;
+const HIGH_FIFO: i32 = 2;
+
+/// `--realtime` of every bench (echo, usl, steering, registration): checks that this process
+/// may make threads SCHED_FIFO, on a throwaway thread, so that a missing privilege is exit
+/// status 3 before anything runs.
+pub(crate) fn probe_realtime() -> Result<(), CliError> {
+    std::thread::spawn(|| mmsg::set_fifo(LOW_FIFO))
+        .join()
+        .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
+        .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))
+}
+
+/// The calling thread as a `--realtime` thread (SCHED_FIFO at `priority`) until the guard
+/// drops, when it goes back to SCHED_OTHER. For benches whose measured threads are the
+/// caller itself, or are spawned by it (new threads inherit the policy).
+pub(crate) struct RealtimeGuard(());
+
+impl RealtimeGuard {
+    /// SCHED_FIFO at `priority` (1 for servers' workers, 2 for clients, as `bench echo`).
+    pub(crate) fn enter(priority: i32) -> Result<Self, CliError> {
+        mmsg::set_fifo(priority)
+            .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
+        Ok(RealtimeGuard(()))
+    }
+}
+
+impl Drop for RealtimeGuard {
+    fn drop(&mut self) {
+        if let Err(e) = mmsg::set_normal() {
+            tracing::warn!("cannot leave SCHED_FIFO: {e}");
+        }
+    }
+}
+
+/// `--realtime`'s priority for server threads (workers).
+pub(crate) const REALTIME_WORKER: i32 = LOW_FIFO;
+/// `--realtime`'s priority for client threads (above the workers).
+pub(crate) const REALTIME_CLIENT: i32 = HIGH_FIFO;
+
+/// Where `--realtime` puts the echo client against the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ClientPriority {
+    /// FIFO 2 over workers at 1: the client preempts a worker each time it wakes.
+    Above,
+    /// FIFO 1 under workers at 2: the client runs on idle cores only.
+    Below,
+}
+
+impl ClientPriority {
+    /// (worker, client) SCHED_FIFO priorities.
+    fn priorities(self) -> (i32, i32) {
+        match self {
+            ClientPriority::Above => (LOW_FIFO, HIGH_FIFO),
+            ClientPriority::Below => (HIGH_FIFO, LOW_FIFO),
+        }
+    }
+}
 
 /// What every run of `bench echo` and `bench usl` shares.
 #[derive(Debug, Clone, Args)]
@@ -87,6 +148,12 @@ pub(crate) struct EchoSettingsArgs {
     /// to other jobs), as it would on a dedicated server. Needs CAP_SYS_NICE (exit 3).
     #[arg(long)]
     pub(crate) realtime: bool,
+    /// With `--realtime`: whether the client's SCHED_FIFO priority is above the workers'
+    /// (it preempts a worker whenever it wakes, holding the lock or not) or below (it runs
+    /// only on a core a worker left idle, as a client on a machine of its own never takes
+    /// a worker's core).
+    #[arg(long, value_enum, default_value_t = ClientPriority::Above)]
+    pub(crate) client_priority: ClientPriority,
     /// Measure each point this many times, alternating which design goes first, and report
     /// each design's median round (a shared machine's load comes in bursts).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -134,6 +201,8 @@ pub(crate) struct Settings {
     pub(crate) pin: bool,
     /// Workers and client SCHED_FIFO (`--realtime`).
     pub(crate) realtime: bool,
+    /// With `realtime`: the client above or below the workers.
+    pub(crate) client_priority: ClientPriority,
     pub(crate) rounds: u32,
     pub(crate) calibration: Calibration,
 }
@@ -178,12 +247,7 @@ impl Settings {
             return Err(CliError::Usage("--keys must be at least 1".into()));
         }
         if a.realtime {
-            // Try it on a throwaway thread first, so that a missing privilege is exit 3
-            // before anything runs.
-            std::thread::spawn(|| mmsg::set_fifo(WORKER_FIFO))
-                .join()
-                .map_err(|_| CliError::Failed("the SCHED_FIFO probe panicked".into()))?
-                .map_err(|e| CliError::Privilege(format!("--realtime needs CAP_SYS_NICE: {e}")))?;
+            probe_realtime()?;
         }
         let calibration = Calibration::measure(a.variant)
             .map_err(|e| CliError::Failed(format!("calibrating the work: {e}")))?;
@@ -205,6 +269,7 @@ impl Settings {
             locked_rx: a.locked_rx,
             pin: !a.no_pin,
             realtime: a.realtime,
+            client_priority: a.client_priority,
             rounds: a.rounds,
             calibration,
         })
@@ -346,7 +411,7 @@ pub(crate) fn measure_mode(
         s.require_bpf,
         s.locked_rx,
         s.pin,
-        s.realtime.then_some(WORKER_FIFO),
+        s.realtime.then_some(s.client_priority.priorities().0),
     )?;
     let cfg = ClientConfig {
         server: server.addr(),
@@ -360,7 +425,7 @@ pub(crate) fn measure_mode(
         warmup: Duration::from_secs_f64(s.warmup_s),
         duration: Duration::from_secs_f64(s.duration_s),
         core: if s.pin { client_core(workers) } else { None },
-        fifo: s.realtime.then_some(CLIENT_FIFO),
+        fifo: s.realtime.then_some(s.client_priority.priorities().1),
     };
     let total_ms = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     // Hidden by indicatif when standard error is not a terminal.
