@@ -104,7 +104,7 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
     let per_session = 500u32;
     let total = u64::from(sessions * per_session);
     for i in 0..sessions {
-        let qfi = (i % 2 == 0).then_some(9);
+        let qfi = i.is_multiple_of(2).then_some(9);
         b.dp.install_uplink(&uplink_rule(i, teid(i), qfi)).unwrap();
         b.dp.install_downlink(&downlink_rule(i, gnb_teid(i), qfi))
             .unwrap();
@@ -120,7 +120,7 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
         let burst = WINDOW.min(sessions * per_session - sent);
         for k in sent..sent + burst {
             let i = k % sessions;
-            let qfi = (i % 2 == 0).then_some(9);
+            let qfi = i.is_multiple_of(2).then_some(9);
             let payload = format!("ul-{i}-{k}");
             let inner =
                 craft::ipv4_udp(ue_ip(i), N6_DN, UE_PORT, DN_PORT, payload.as_bytes()).unwrap();
@@ -155,7 +155,10 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
             assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
             let p = Packet::new_checked(&g[..]).unwrap();
             let r = Repr::parse(&p).unwrap();
-            assert_eq!((r.teid, r.qfi()), (gnb_teid(i), (i % 2 == 0).then_some(9)));
+            assert_eq!(
+                (r.teid, r.qfi()),
+                (gnb_teid(i), i.is_multiple_of(2).then_some(9))
+            );
             let inner = p.payload().unwrap();
             assert_eq!(craft::ipv4_addrs(inner), Some((N6_DN, ue_ip(i))));
             assert_eq!(inner[8], 63, "the UPF routed it: TTL 64 - 1");
