@@ -381,18 +381,12 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
             .lines
             .first()
             .ok_or_else(|| CliError::Failed("no case measured".to_owned()))?;
-        let line = serde_json::json!({
-            "packet_size": l.packet_size,
-            "direction": l.direction,
-            "xdp_pps": l.xdp_pps,
-            "user_pps": l.user_pps,
-            "xdp_ns_per_packet": l.xdp_ns_per_packet,
-            "user_ns_per_packet": l.user_ns_per_packet,
-            "ceiling_pps": l.ceiling_pps,
-            "afxdp_pps": l.afxdp_pps,
-            "afxdp_ns_per_packet": l.afxdp_ns_per_packet,
-        });
-        println!("{line}");
+        // `Line` serializes its fields in declaration order: the seven keys first,
+        // then the AF_XDP ones.
+        println!(
+            "{}",
+            serde_json::to_string(l).map_err(|e| failed("json", e))?
+        );
     } else {
         write_outputs(&args.out, &report)?;
         if global.json {
