@@ -30,6 +30,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Ethernet, outer IPv4/UDP and GTP-U headers (at most 14 + 20 + 8 + 16 octets) fits with
 /// the kernel's 256-octet receive headroom.
 pub(crate) const FRAME_SIZE: u32 = 2048;
+/// sendto(2) calls per flush at most (each sends up to 32 frames in copy mode).
+const MAX_KICKS: usize = 64;
 
 /// A memory mapping, unmapped on drop.
 struct Mapping {
@@ -446,10 +448,15 @@ impl Xsk {
             self.tx.producer().store(self.tx.local, Ordering::Release);
             self.tx_pending = false;
         }
-        // Copy mode sends only from within sendto(2) (af_xdp.rst "XDP_USE_NEED_WAKEUP"):
-        // kick whenever the kernel asks, or always without the flag.
-        let queued = self.tx.local != self.tx.consumer().load(Ordering::Acquire);
-        if queued && (!self.need_wakeup || self.tx.needs_wakeup()) {
+        // Copy mode sends only from within sendto(2) (af_xdp.rst "XDP_USE_NEED_WAKEUP"), at
+        // most 32 frames per call (TX_BATCH_SIZE in net/xdp/xsk.c, then EAGAIN): kick until
+        // the ring is empty, a bounded number of times, whenever the kernel asks (always
+        // without the flag).
+        for _ in 0..MAX_KICKS {
+            let queued = self.tx.local != self.tx.consumer().load(Ordering::Acquire);
+            if !queued || (self.need_wakeup && !self.tx.needs_wakeup()) {
+                break;
+            }
             // SAFETY: sendto with no buffer and no address only triggers transmission.
             let rc = unsafe {
                 libc::sendto(
@@ -461,8 +468,13 @@ impl Xsk {
                     0,
                 )
             };
-            // EAGAIN/EBUSY: the kernel is still sending; the next flush retries.
-            let _ = rc;
+            if rc < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    // More to send, or the device queue is busy: go on / retry.
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) => {}
+                    _ => break,
+                }
+            }
         }
         self.reclaim();
     }
