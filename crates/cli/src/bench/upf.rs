@@ -168,7 +168,8 @@ pub(crate) struct CaseReport {
     path_forwarded: u64,
     /// Packets the XDP path handed to the kernel in the window (should be 0).
     path_passed: u64,
-    /// Packets the path dropped in the window.
+    /// Packets the path dropped in the window (AF_XDP: with the frames its sockets'
+    /// rings had no room for, from `XDP_STATISTICS`).
     path_dropped: u64,
     latency_us: Option<Latency>,
 }
@@ -598,7 +599,13 @@ impl Lab {
                 let c = d.counters();
                 let s = d.stats().map_err(|e| failed("af_xdp stats", e))?;
                 let fwd = c.get(TunReason::UlForwarded) + c.get(TunReason::DlForwarded);
-                (fwd, s.bpf_passed, c.dropped(), d.cpu_ns(), fwd)
+                // Frames the kernel could not hand to the sockets count as the path's drops
+                // (an empty fill ring is already in rx_dropped: net/xdp/xsk.c __xsk_rcv).
+                let lost = [s.n3, s.n6]
+                    .iter()
+                    .map(|x| x.rx_dropped + x.rx_ring_full)
+                    .sum::<u64>();
+                (fwd, s.bpf_passed, c.dropped() + lost, d.cpu_ns(), fwd)
             }
             Attached::Ceiling(d) => {
                 let (fwd, passed) = d.counters().map_err(|e| failed("counters", e))?;
