@@ -3,7 +3,8 @@
 //!
 //! [`build_datapath`] is where the user-plane paths plug in: the XDP fast path (crate
 //! `upf-xdp`, on `--n3-if`/`--n6-if`), the user-space sockets/TUN path (`upf::userspace`,
-//! the way Open5GS's UPF works) and the rules-only `none`.
+//! the way Open5GS's UPF works), the user-space AF_XDP path (crate `upf-afxdp`, copy mode,
+//! on `--n3-if`/`--n6-if`) and the rules-only `none`.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -21,6 +22,9 @@ pub(crate) enum DatapathArg {
     Xdp,
     /// User-space path through a TUN device (needs root: CAP_NET_ADMIN).
     Tun,
+    /// User-space path over AF_XDP sockets in copy mode on --n3-if/--n6-if (needs root:
+    /// CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF).
+    Afxdp,
     /// Rules kept in memory only: FORWARDS NO PACKETS. Runs the PFCP side alone, e.g. to
     /// test an SMF's N4 procedures.
     None,
@@ -39,16 +43,21 @@ pub(crate) struct UpfArgs {
     /// `tun` need root.
     #[arg(long, value_enum, default_value_t = DatapathArg::None)]
     pub(crate) datapath: DatapathArg,
-    /// N3 interface (towards the gNBs), for `--datapath xdp`.
+    /// N3 interface (towards the gNBs), for `--datapath xdp|afxdp`.
     #[arg(long, value_name = "IFNAME")]
     pub(crate) n3_if: Option<String>,
-    /// N6 interface (towards the data network), for `--datapath xdp`.
+    /// N6 interface (towards the data network), for `--datapath xdp|afxdp`.
     #[arg(long, value_name = "IFNAME")]
     pub(crate) n6_if: Option<String>,
+    /// Next hop on N6 for `--datapath afxdp` (its MAC comes from the kernel's neighbour
+    /// table); without it only destinations with their own neighbour entry are reached.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) n6_gateway: Option<Ipv4Addr>,
     /// Name of the TUN device `--datapath tun` creates.
     #[arg(long, default_value = "upf-tun0", value_name = "IFNAME")]
     pub(crate) tun_name: String,
-    /// UE address pool `--datapath tun` routes into its TUN device.
+    /// UE address pool `--datapath tun` routes into its TUN device and `--datapath afxdp`
+    /// takes from N6.
     #[arg(long, default_value = "10.45.0.0/16", value_name = "ADDR/LEN", value_parser = parse_pool)]
     pub(crate) ue_pool: (Ipv4Addr, u8),
     /// Worker threads. Only 1 is supported so far: one worker serves every session (the
@@ -65,6 +74,7 @@ pub(crate) struct UpfArgs {
 
 /// Effective capabilities bits (linux/capability.h).
 const CAP_NET_ADMIN: u32 = 12;
+const CAP_NET_RAW: u32 = 13;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_BPF: u32 = 39;
 
@@ -139,6 +149,43 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
             );
             Ok(Box::new(dp))
         }
+        DatapathArg::Afxdp => {
+            let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone()) else {
+                return Err(CliError::Usage(
+                    "--datapath afxdp needs --n3-if and --n6-if".into(),
+                ));
+            };
+            if !has_cap(CAP_NET_ADMIN)
+                || !has_cap(CAP_NET_RAW)
+                || !(has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN))
+            {
+                return Err(CliError::Privilege(
+                    "--datapath afxdp needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (run as root)"
+                        .into(),
+                ));
+            }
+            let opts = upf_afxdp::AfXdpOptions {
+                netns: None,
+                n3_iface,
+                n6_iface,
+                n3_addr: n3_ip(args)?,
+                ue_pool: args.ue_pool,
+                n6_gateway: args.n6_gateway,
+                frames: 4096,
+            };
+            let dp = upf_afxdp::AfXdpDatapath::start(&opts).map_err(|e| match e {
+                upf_afxdp::Error::NotPermitted(m) => CliError::Privilege(format!("AF_XDP: {m}")),
+                e => CliError::Failed(format!("AF_XDP datapath: {e}")),
+            })?;
+            tracing::info!(
+                "user plane: AF_XDP copy mode on {} (N3) and {} (N6), UE pool {}/{}",
+                opts.n3_iface,
+                opts.n6_iface,
+                opts.ue_pool.0,
+                opts.ue_pool.1
+            );
+            Ok(Box::new(dp))
+        }
     }
 }
 
@@ -205,15 +252,24 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     let name = dp.name();
     let svc = UpfService::start(opts, dp)
         .map_err(|e| CliError::Failed(format!("cannot serve PFCP on {}: {e}", args.pfcp)))?;
+    let carrier = match args.datapath {
+        DatapathArg::None => " (rules only, forwards nothing)".to_owned(),
+        DatapathArg::Tun => format!(" (user space: GTP-U socket + TUN {})", args.tun_name),
+        DatapathArg::Xdp | DatapathArg::Afxdp => format!(
+            " ({} on N3 {} / N6 {})",
+            if args.datapath == DatapathArg::Xdp {
+                "XDP fast path"
+            } else {
+                "user space: AF_XDP copy-mode sockets"
+            },
+            args.n3_if.as_deref().unwrap_or("?"),
+            args.n6_if.as_deref().unwrap_or("?")
+        ),
+    };
     eprintln!(
-        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{}",
+        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{carrier}",
         svc.local_addr(),
         args.n3,
-        if name == "none" {
-            " (rules only, forwards nothing)"
-        } else {
-            ""
-        }
     );
     wait_for_stop(limit)?;
     let report = svc
@@ -351,6 +407,8 @@ mod tests {
         let a = parse(&["--heartbeat=-1"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--datapath", "xdp"]);
+        assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--datapath", "afxdp", "--n3-if", "eth0"]);
         assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--n3", "[::1]:2152"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);

@@ -29,7 +29,7 @@ fn bad_packet_size_is_a_usage_error() {
 }
 
 #[test]
-fn single_size_json_is_one_line_with_the_seven_keys() {
+fn single_size_json_is_one_line_with_the_seven_keys_then_afxdp() {
     if !privilege::require("bench upf") {
         return;
     }
@@ -55,21 +55,28 @@ fn single_size_json_is_one_line_with_the_seven_keys() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     let v: Value = serde_json::from_str(lines[0]).unwrap();
-    let obj = v.as_object().unwrap();
-    let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-    keys.sort_unstable();
-    assert_eq!(
-        keys,
-        [
-            "ceiling_pps",
-            "direction",
-            "packet_size",
-            "user_ns_per_packet",
-            "user_pps",
-            "xdp_ns_per_packet",
-            "xdp_pps"
-        ]
-    );
+    // The seven keys in its order, then the AF_XDP path's two (text order: the
+    // parsed map may sort its keys).
+    let order: Vec<usize> = [
+        "packet_size",
+        "direction",
+        "xdp_pps",
+        "user_pps",
+        "xdp_ns_per_packet",
+        "user_ns_per_packet",
+        "ceiling_pps",
+        "afxdp_pps",
+        "afxdp_ns_per_packet",
+    ]
+    .iter()
+    .map(|k| {
+        lines[0]
+            .find(&format!("\"{k}\":"))
+            .unwrap_or_else(|| panic!("{k} missing: {stdout}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{stdout}");
+    assert_eq!(v.as_object().unwrap().len(), 9, "{stdout}");
     assert_eq!(v["packet_size"], 256);
     assert_eq!(v["direction"], "downlink");
     for k in [
@@ -78,6 +85,8 @@ fn single_size_json_is_one_line_with_the_seven_keys() {
         "xdp_pps",
         "xdp_ns_per_packet",
         "user_ns_per_packet",
+        "afxdp_pps",
+        "afxdp_ns_per_packet",
     ] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
     }

@@ -115,8 +115,8 @@ fn upf_bad_usage_exits_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// `steer5g upf --datapath tun|xdp` in a namespace of its own: the real paths come up (the
-/// TUN device is created, the XDP programs attach to a veth pair), the process says which
+/// `steer5g upf --datapath tun|xdp|afxdp` in a namespace of its own: the real paths come up (the
+/// TUN device is created, the XDP programs and AF_XDP sockets attach to a veth pair), the process says which
 /// path it runs, and it leaves no rule behind.
 #[test]
 fn real_datapaths_come_up_in_a_namespace() {
@@ -136,9 +136,10 @@ fn real_datapaths_come_up_in_a_namespace() {
     ip(&["link", "add", "un3", "type", "veth", "peer", "name", "un6"]);
     ip(&["link", "set", "un3", "up"]);
     ip(&["link", "set", "un6", "up"]);
-    for (path, extra) in [
-        ("tun", vec!["--tun-name", "upft0"]),
-        ("xdp", vec!["--n3-if", "un3", "--n6-if", "un6"]),
+    for (path, extra, name) in [
+        ("tun", vec!["--tun-name", "upft0"], "tun"),
+        ("xdp", vec!["--n3-if", "un3", "--n6-if", "un6"], "xdp"),
+        ("afxdp", vec!["--n3-if", "un3", "--n6-if", "un6"], "af_xdp"),
     ] {
         let out = ns
             .exec(env!("CARGO_BIN_EXE_steer5g"))
@@ -149,12 +150,13 @@ fn real_datapaths_come_up_in_a_namespace() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{path}: {stderr}");
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["datapath"], path, "{v}");
+        assert_eq!(v["datapath"], name, "{v}");
         let left = &v["entries_after_stop"];
         assert_eq!(left["uplink"], 0, "{v}");
         assert_eq!(left["downlink"], 0, "{v}");
         let said = match path {
             "tun" => "sockets/TUN path",
+            "afxdp" => "AF_XDP copy mode on un3 (N3) and un6 (N6)",
             _ => "XDP fast path on un3 (N3) and un6 (N6)",
         };
         assert!(stderr.contains(said), "{path}: {stderr}");

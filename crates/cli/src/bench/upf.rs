@@ -1,6 +1,7 @@
 //! `steer5g bench upf`: the user plane's packets/s, CPU per packet and latency for the XDP
-//! fast path and the sockets/TUN path, each beside the ceiling of this machine (a bare XDP
-//! redirect between the same veths) measured in the same run.
+//! fast path, the sockets/TUN path and the AF_XDP copy-mode user-space path, each beside the
+//! ceiling of this machine (a bare XDP redirect between the same veths) measured in the same
+//! run.
 //!
 //! Each path gets its own ran/upf/dn namespaces ([`upf::userspace::testbed`]). A generator
 //! thread sends as fast as one socket can (open loop): uplink G-PDUs from ran over
@@ -8,10 +9,12 @@
 //! dn to the sessions' UE addresses. A sink thread on the other side counts what arrives.
 //! Per case: a warm-up, a measured window (packets/s at the sink; CPU per packet as the XDP
 //! programs' own run time per run from `kernel.bpf_stats_enabled`, or the user-space packet
-//! thread's CPU time per forwarded packet; whole-machine CPU per delivered packet from
+//! thread's CPU time per forwarded packet (TUN and AF_XDP); whole-machine CPU per delivered
+//! packet from
 //! /proc/stat), then a paced latency phase whose packets carry their send time.
 //!
-//! `--packet-size N --json` prints exactly one line with the seven keys the scripts read;
+//! `--packet-size N --json` prints exactly one line with the seven keys the scripts read,
+//! then `afxdp_pps` and `afxdp_ns_per_packet`;
 //! otherwise the whole report goes to `DIR/upf.json`, `DIR/upf.csv` and `DIR/upf_*.svg`.
 
 use std::net::{SocketAddrV4, UdpSocket};
@@ -31,6 +34,7 @@ use upf::userspace::testbed::{
 };
 use upf::userspace::{craft, TunDatapath, TunOptions, TunReason};
 use upf::Datapath;
+use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Ceiling, XdpDatapath, XdpOptions};
 
 use super::machine::Machine;
@@ -92,6 +96,8 @@ enum PathKind {
     Xdp,
     /// The sockets/TUN user-space path.
     Tun,
+    /// The AF_XDP copy-mode user-space path.
+    Afxdp,
     /// Bare XDP redirect between the same veths (no GTP-U at all).
     Ceiling,
 }
@@ -101,6 +107,7 @@ impl PathKind {
         match self {
             PathKind::Xdp => "xdp",
             PathKind::Tun => "tun",
+            PathKind::Afxdp => "afxdp",
             PathKind::Ceiling => "ceiling",
         }
     }
@@ -111,7 +118,7 @@ impl PathKind {
 pub(crate) struct UpfArgs {
     /// Measure one inner IPv4 packet size (bytes, 64..=1400); with --json prints the single
     /// line {"packet_size","direction","xdp_pps","user_pps","xdp_ns_per_packet",
-    /// "user_ns_per_packet","ceiling_pps"}. Without it: the sweep 64,128,256,512,1024,1400.
+    /// "user_ns_per_packet","ceiling_pps","afxdp_pps","afxdp_ns_per_packet"}. Without it: the sweep 64,128,256,512,1024,1400.
     #[arg(long, value_name = "N")]
     pub(crate) packet_size: Option<usize>,
     /// Direction(s); with --packet-size the default is uplink, else both.
@@ -153,7 +160,7 @@ pub(crate) struct CaseReport {
     /// Packets per second delivered at the sink.
     pps: f64,
     /// XDP program run time per run (xdp, ceiling) or packet-thread CPU per forwarded
-    /// packet (tun), ns.
+    /// packet (tun, afxdp), ns.
     ns_per_packet: Option<f64>,
     /// Whole-machine busy CPU time (generator, sink and path together) per delivered packet.
     system_ns_per_packet: Option<f64>,
@@ -161,7 +168,8 @@ pub(crate) struct CaseReport {
     path_forwarded: u64,
     /// Packets the XDP path handed to the kernel in the window (should be 0).
     path_passed: u64,
-    /// Packets the path dropped in the window.
+    /// Packets the path dropped in the window (AF_XDP: with the frames its sockets'
+    /// rings had no room for, from `XDP_STATISTICS`).
     path_dropped: u64,
     latency_us: Option<Latency>,
 }
@@ -179,7 +187,7 @@ pub(crate) struct Latency {
     cdf: Vec<(f64, f64)>,
 }
 
-/// XDP against the sockets/TUN path for one size and direction.
+/// XDP against the sockets/TUN path (and the AF_XDP path) for one size and direction.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Line {
     packet_size: usize,
@@ -189,6 +197,9 @@ pub(crate) struct Line {
     xdp_ns_per_packet: f64,
     user_ns_per_packet: f64,
     ceiling_pps: f64,
+    /// The AF_XDP path, when it was measured.
+    afxdp_pps: Option<f64>,
+    afxdp_ns_per_packet: Option<f64>,
 }
 
 /// The content of upf.json and of `--json` without `--packet-size`.
@@ -287,7 +298,7 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     };
     let sessions0 = args.sessions.first().copied().unwrap_or(64);
     let per_path = sizes.len() * directions.len() + extra_sessions.len() * directions.len();
-    let total = (per_path * 2 + sizes.len() * directions.len()) as u64;
+    let total = (per_path * 3 + sizes.len() * directions.len()) as u64;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
@@ -300,7 +311,12 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     };
     let result = (|| -> Result<Vec<CaseReport>, CliError> {
         let mut cases = Vec::new();
-        for path in [PathKind::Ceiling, PathKind::Xdp, PathKind::Tun] {
+        for path in [
+            PathKind::Ceiling,
+            PathKind::Xdp,
+            PathKind::Tun,
+            PathKind::Afxdp,
+        ] {
             let mut plan: Vec<(u32, usize, Direction)> = Vec::new();
             for &d in &directions {
                 for &s in &sizes {
@@ -366,16 +382,12 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
             .lines
             .first()
             .ok_or_else(|| CliError::Failed("no case measured".to_owned()))?;
-        let line = serde_json::json!({
-            "packet_size": l.packet_size,
-            "direction": l.direction,
-            "xdp_pps": l.xdp_pps,
-            "user_pps": l.user_pps,
-            "xdp_ns_per_packet": l.xdp_ns_per_packet,
-            "user_ns_per_packet": l.user_ns_per_packet,
-            "ceiling_pps": l.ceiling_pps,
-        });
-        println!("{line}");
+        // `Line` serializes its fields in declaration order: the seven keys first,
+        // then the AF_XDP ones.
+        println!(
+            "{}",
+            serde_json::to_string(l).map_err(|e| failed("json", e))?
+        );
     } else {
         write_outputs(&args.out, &report)?;
         if global.json {
@@ -413,6 +425,7 @@ fn lines_of(cases: &[CaseReport], sessions: u32) -> Vec<Line> {
         ) else {
             continue;
         };
+        let a = find(PathKind::Afxdp, c.direction, c.packet_size);
         out.push(Line {
             packet_size: c.packet_size,
             direction: c.direction,
@@ -421,6 +434,8 @@ fn lines_of(cases: &[CaseReport], sessions: u32) -> Vec<Line> {
             xdp_ns_per_packet: c.ns_per_packet.unwrap_or(0.0),
             user_ns_per_packet: u.ns_per_packet.unwrap_or(0.0),
             ceiling_pps: k.pps,
+            afxdp_pps: a.map(|a| a.pps),
+            afxdp_ns_per_packet: a.and_then(|a| a.ns_per_packet),
         });
     }
     out
@@ -436,6 +451,7 @@ struct CaseCfg {
 enum Attached {
     Xdp(XdpDatapath),
     Tun(TunDatapath),
+    AfXdp(AfXdpDatapath),
     Ceiling(Ceiling),
 }
 
@@ -486,6 +502,18 @@ impl Lab {
                 })
                 .map_err(|e| failed("tun datapath", e))?,
             ),
+            PathKind::Afxdp => Attached::AfXdp(
+                AfXdpDatapath::start(&AfXdpOptions {
+                    netns: Some(upf_ns),
+                    n3_iface: bed.n3_upf.clone(),
+                    n6_iface: bed.n6_upf.clone(),
+                    n3_addr: N3_UPF,
+                    ue_pool: (UE_POOL, UE_POOL_LEN),
+                    n6_gateway: None,
+                    frames: 4096,
+                })
+                .map_err(|e| failed("af_xdp datapath", e))?,
+            ),
             PathKind::Ceiling => Attached::Ceiling(
                 Ceiling::attach(Some(&upf_ns), &[bed.n3_upf.clone(), bed.n6_upf.clone()])
                     .map_err(|e| failed("xdp_redirect", e))?,
@@ -521,6 +549,7 @@ impl Lab {
         match &mut self.dp {
             Attached::Xdp(d) => Some(d),
             Attached::Tun(d) => Some(d),
+            Attached::AfXdp(d) => Some(d),
             Attached::Ceiling(_) => None,
         }
     }
@@ -565,6 +594,18 @@ impl Lab {
                 let c = d.counters();
                 let fwd = c.get(TunReason::UlForwarded) + c.get(TunReason::DlForwarded);
                 (fwd, 0, c.dropped(), d.cpu_ns(), fwd)
+            }
+            Attached::AfXdp(d) => {
+                let c = d.counters();
+                let s = d.stats().map_err(|e| failed("af_xdp stats", e))?;
+                let fwd = c.get(TunReason::UlForwarded) + c.get(TunReason::DlForwarded);
+                // Frames the kernel could not hand to the sockets count as the path's drops
+                // (an empty fill ring is already in rx_dropped: net/xdp/xsk.c __xsk_rcv).
+                let lost = [s.n3, s.n6]
+                    .iter()
+                    .map(|x| x.rx_dropped + x.rx_ring_full)
+                    .sum::<u64>();
+                (fwd, s.bpf_passed, c.dropped() + lost, d.cpu_ns(), fwd)
             }
             Attached::Ceiling(d) => {
                 let (fwd, passed) = d.counters().map_err(|e| failed("counters", e))?;
@@ -704,10 +745,11 @@ impl Lab {
                 dir.label()
             )));
         }
-        if self.path == PathKind::Xdp && fwd == 0 {
-            return Err(CliError::Failed(
-                "the XDP path forwarded nothing: traffic fell back to the kernel".to_owned(),
-            ));
+        if matches!(self.path, PathKind::Xdp | PathKind::Afxdp) && fwd == 0 {
+            return Err(CliError::Failed(format!(
+                "the {} path forwarded nothing: traffic fell back to the kernel",
+                self.path.label()
+            )));
         }
         let hist = hist
             .lock()
@@ -867,19 +909,31 @@ fn sink_loop(
 
 fn print_table(r: &UpfBenchReport, out: &Path) {
     println!(
-        "{:>6} {:>9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>8}",
-        "size", "dir", "xdp pps", "tun pps", "ceiling pps", "xdp ns/p", "tun ns/p", "ratio"
+        "{:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10} {:>8}",
+        "size",
+        "dir",
+        "xdp pps",
+        "tun pps",
+        "afxdp pps",
+        "ceiling pps",
+        "xdp ns/p",
+        "tun ns/p",
+        "afxdp ns/p",
+        "ratio"
     );
     for l in &r.lines {
+        let opt = |v: Option<f64>, p: usize| v.map_or("-".to_owned(), |x| format!("{x:.p$}"));
         println!(
-            "{:>6} {:>9} {:>12.0} {:>12.0} {:>12.0} {:>10.1} {:>10.1} {:>8.1}",
+            "{:>6} {:>9} {:>12.0} {:>12.0} {:>12} {:>12.0} {:>10.1} {:>10.1} {:>10} {:>8.1}",
             l.packet_size,
             l.direction.label(),
             l.xdp_pps,
             l.user_pps,
+            opt(l.afxdp_pps, 0),
             l.ceiling_pps,
             l.xdp_ns_per_packet,
             l.user_ns_per_packet,
+            opt(l.afxdp_ns_per_packet, 1),
             l.user_ns_per_packet / l.xdp_ns_per_packet.max(f64::MIN_POSITIVE)
         );
     }
@@ -945,18 +999,25 @@ fn write_outputs(dir: &Path, r: &UpfBenchReport) -> Result<(), CliError> {
     Ok(())
 }
 
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
 ];
 
 fn series_keys(r: &UpfBenchReport) -> Vec<(PathKind, Direction)> {
     let mut keys = Vec::new();
-    for p in [PathKind::Xdp, PathKind::Tun, PathKind::Ceiling] {
+    for p in [
+        PathKind::Xdp,
+        PathKind::Tun,
+        PathKind::Afxdp,
+        PathKind::Ceiling,
+    ] {
         for d in [Direction::Uplink, Direction::Downlink] {
             if r.cases.iter().any(|c| c.path == p && c.direction == d) {
                 keys.push((p, d));
@@ -1124,6 +1185,14 @@ mod tests {
         ];
         let l = lines_of(&cases, 64);
         assert_eq!(l.len(), 1);
+        assert_eq!((l[0].afxdp_pps, l[0].afxdp_ns_per_packet), (None, None));
+        let mut cases = cases;
+        cases.push(case(PathKind::Afxdp, 1.5, 400.0));
+        let l = lines_of(&cases, 64);
+        assert_eq!(
+            (l[0].afxdp_pps, l[0].afxdp_ns_per_packet),
+            (Some(1.5), Some(400.0))
+        );
         assert_eq!(
             (l[0].xdp_pps, l[0].user_pps, l[0].ceiling_pps),
             (2.0, 1.0, 3.0)

@@ -4,7 +4,8 @@
 //! be encapsulated and sent to the gNB. It implements [`crate::Datapath`] like the XDP fast
 //! path, so the two can be compared on the same traffic.
 //!
-//! Also here: [`netns`] (run code inside a named network namespace), [`testbed`] (the
+//! [`rules`] holds the per-packet rule logic, shared with the AF_XDP path (crate
+//! `upf-xdp`). Also here: [`netns`] (run code inside a named network namespace), [`testbed`] (the
 //! ran/upf/dn namespaces the tests and `steer5g bench upf` use) and [`craft`] (packets a
 //! gNB and a DN host send), [`echo`] (the DN's UDP echo host), [`shared`] (a datapath both
 //! the PFCP service and a watcher hold), [`tiered`] (a fast path with a slow path behind it).
@@ -13,9 +14,11 @@ pub mod craft;
 pub mod echo;
 pub mod netns;
 mod path;
+pub mod rules;
 pub mod shared;
 pub mod testbed;
 pub mod tiered;
 mod tun;
 
-pub use path::{TunCounters, TunDatapath, TunOptions, TunReason, GTPU_PORT};
+pub use path::{TunDatapath, TunOptions, GTPU_PORT};
+pub use rules::{TunCounters, TunReason};
