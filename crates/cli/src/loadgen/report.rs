@@ -14,12 +14,15 @@ use crate::report::SctpCounters;
 /// Highest latency the histograms hold (µs); larger samples are clamped to it.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 
+/// Procedures counted.
+const N: usize = Procedure::ALL.len();
+
 /// Counters and histograms filled during the run.
 #[derive(Debug)]
 pub(crate) struct Stats {
-    hist: [Histogram<u64>; 3],
-    completed: [u64; 3],
-    failed: [u64; 3],
+    hist: [Histogram<u64>; N],
+    completed: [u64; N],
+    failed: [u64; N],
     causes: BTreeMap<String, u64>,
     /// Runs whose every step succeeded.
     pub(crate) runs_ok: u64,
@@ -40,9 +43,15 @@ impl Stats {
     /// Empty counters.
     pub(crate) fn new() -> Result<Self, hdrhistogram::CreationError> {
         Ok(Stats {
-            hist: [histogram()?, histogram()?, histogram()?],
-            completed: [0; 3],
-            failed: [0; 3],
+            hist: [
+                histogram()?,
+                histogram()?,
+                histogram()?,
+                histogram()?,
+                histogram()?,
+            ],
+            completed: [0; N],
+            failed: [0; N],
             causes: BTreeMap::new(),
             runs_ok: 0,
             runs_failed: 0,
@@ -219,11 +228,26 @@ pub(crate) struct LoadShape {
     pub(crate) duration_s: Option<f64>,
 }
 
+/// A barrier the UEs were held at (PDU session runs).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct HoldReport {
+    /// `registered`, `sessions_up` or `sessions_released`.
+    pub(crate) point: &'static str,
+    /// When the last UE arrived, s from the start of the measured window.
+    pub(crate) at_s: f64,
+    /// UEs held there.
+    pub(crate) ues: u64,
+    /// PDU sessions up at that moment.
+    pub(crate) sessions: u64,
+}
+
 /// The report of `steer5g ran --subscribers`.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct LoadReport {
     pub(crate) ok: bool,
-    pub(crate) mode: &'static str,
+    pub(crate) mode: String,
+    /// PDU sessions each UE establishes and releases.
+    pub(crate) pdu_sessions: u8,
     pub(crate) load: LoadShape,
     pub(crate) suci: String,
     pub(crate) transport: String,
@@ -252,6 +276,12 @@ pub(crate) struct LoadReport {
     pub(crate) n2_anomalies: u64,
     pub(crate) generator_cpu: GeneratorCpu,
     pub(crate) sctp: SctpCounters,
+    /// The barriers of a PDU session run, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) holds: Vec<HoldReport>,
+    /// What the user-plane stage reported (when one ran at the sessions-up barrier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user_plane: Option<serde_json::Value>,
 }
 
 /// The human form on standard output.
@@ -283,7 +313,7 @@ pub(crate) fn print_human(r: &LoadReport) {
         r.ues_deregistered
     );
     println!(
-        "{:<16} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "{:<22} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "procedure", "completed", "failed", "per s", "p50 µs", "p90 µs", "p99 µs", "max µs"
     );
     for (name, p) in Procedure::ALL
@@ -291,7 +321,7 @@ pub(crate) fn print_human(r: &LoadReport) {
         .filter_map(|p| r.procedures.get(p.name()).map(|x| (p.name(), x)))
     {
         println!(
-            "{:<16} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
+            "{:<22} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
             name,
             p.completed,
             p.failed,
@@ -311,6 +341,15 @@ pub(crate) fn print_human(r: &LoadReport) {
         r.generator_cpu.utilisation * 100.0,
         r.generator_cpu.prepare_cpu_ms
     );
+    for h in &r.holds {
+        println!(
+            "held at {}: {} UEs with {} PDU sessions up, at {:.3} s",
+            h.point, h.ues, h.sessions, h.at_s
+        );
+    }
+    if let Some(up) = &r.user_plane {
+        println!("user plane: {up}");
+    }
     if r.late_starts > 0 {
         println!("open loop: {} starts went out late", r.late_starts);
     }
