@@ -276,6 +276,9 @@ pub(crate) struct LoadReport {
     pub(crate) n2_anomalies: u64,
     pub(crate) generator_cpu: GeneratorCpu,
     pub(crate) sctp: SctpCounters,
+    /// The gNBs' N3 address in their DL F-TEIDs (PDU session runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gnb_n3: Option<String>,
     /// The barriers of a PDU session run, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) holds: Vec<HoldReport>,

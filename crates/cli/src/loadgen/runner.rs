@@ -72,8 +72,9 @@ struct Runner {
     n3: Ipv4Addr,
     /// UEs waiting at a barrier, in arrival order.
     held: VecDeque<usize>,
-    /// The barrier was lifted: held UEs go on as slots free up.
-    releasing: bool,
+    /// The barrier was lifted: this many UEs at the front of `held` (those that were
+    /// there) go on as slots free up; UEs that arrive later wait for the next barrier.
+    to_release: usize,
     hook: Option<SessionsUpHook>,
     hook_task: Option<HookTask>,
     on_hold: Option<HoldHook>,
@@ -175,7 +176,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
         steps,
         n3,
         held: VecDeque::new(),
-        releasing: false,
+        to_release: 0,
         hook: plan.on_sessions_up.clone(),
         hook_task: None,
         on_hold: plan.on_hold.clone(),
@@ -269,6 +270,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
         n2_anomalies: r.stats.n2_anomalies,
         generator_cpu: GeneratorCpu::new(cpu, elapsed, procedures_completed, prepare_cpu),
         sctp: SctpCounters::from_parts(r.sock.endpoint().stats(), r.sock.io_stats()),
+        gnb_n3: (shape.pdu_sessions > 0).then(|| r.n3.to_string()),
         holds: std::mem::take(&mut r.holds),
         user_plane: r.user_plane.take(),
     })
@@ -353,7 +355,8 @@ impl Runner {
             }
             self.flush_backlogs();
             let now = Instant::now();
-            if self.sched.barrier_reached(now) && !self.releasing && self.hook_task.is_none() {
+            if self.sched.barrier_reached(now) && self.to_release == 0 && self.hook_task.is_none()
+            {
                 self.reach_barrier(now);
             }
             if self.hook_task.as_ref().is_some_and(|t| t.is_finished()) {
@@ -842,7 +845,7 @@ impl Runner {
             }
             (_, hook) => {
                 self.hook = hook;
-                self.releasing = true;
+                self.to_release = self.held.len();
             }
         }
     }
@@ -864,25 +867,21 @@ impl Runner {
                 serde_json::json!({ "ok": false, "error": e.to_string() })
             }
         });
-        self.releasing = true;
+        self.to_release = self.held.len();
     }
 
     /// Lets held UEs go on as far as the load's bound allows.
     fn resume_held(&mut self, now: Instant) {
-        if !self.releasing {
-            return;
-        }
-        while self.sched.room() > 0 {
+        while self.to_release > 0 && self.sched.room() > 0 {
             let Some(sub) = self.held.pop_front() else {
+                self.to_release = 0;
                 break;
             };
+            self.to_release -= 1;
             self.sched.unpark();
             if let Some(step) = self.feed(sub, now, Input::Resume) {
                 self.exec_step(sub, step, now);
             }
-        }
-        if self.held.is_empty() {
-            self.releasing = false;
         }
     }
 
