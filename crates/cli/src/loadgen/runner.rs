@@ -355,8 +355,7 @@ impl Runner {
             }
             self.flush_backlogs();
             let now = Instant::now();
-            if self.sched.barrier_reached(now) && self.to_release == 0 && self.hook_task.is_none()
-            {
+            if self.sched.barrier_reached(now) && self.to_release == 0 && self.hook_task.is_none() {
                 self.reach_barrier(now);
             }
             if self.hook_task.as_ref().is_some_and(|t| t.is_finished()) {
