@@ -149,6 +149,9 @@ pub(crate) struct CaseReport {
     pub(crate) upf_cpu_us_per_establishment: f64,
     /// Core CPU over the establishment window's wall time.
     pub(crate) core_utilisation: f64,
+    /// The load generator's thread CPU over the wall time of its whole run (registration
+    /// included): near 1, the generator was the bottleneck.
+    pub(crate) generator_utilisation: f64,
     /// Establishments/s of every round, in the order run.
     pub(crate) rounds_establishments_per_s: Vec<f64>,
     /// Core CPU per establishment of every round, µs.
@@ -400,6 +403,7 @@ fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
         } else {
             ecpu.as_secs_f64() / ew.as_secs_f64()
         },
+        generator_utilisation: o.load.generator_cpu.utilisation,
         rounds_establishments_per_s: Vec::new(),
         rounds_core_cpu_us_per_establishment: Vec::new(),
     }
@@ -524,12 +528,13 @@ fn csv(r: &SessionsBenchReport) -> String {
         "case,workers,state,ok,sessions,establishments,releases,failed_procedures,\
          establishments_per_s,releases_per_s,core_cpu_us_per_establishment,\
          core_cpu_us_per_release,upf_cpu_us_per_establishment,establishment_p50_us,\
-         establishment_p99_us,release_p50_us,release_p99_us,core_utilisation\n",
+         establishment_p99_us,release_p50_us,release_p99_us,core_utilisation,\
+         generator_utilisation\n",
     );
     for c in &r.cases {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3}",
+            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3},{:.3}",
             c.case,
             c.workers,
             c.state,
@@ -547,7 +552,8 @@ fn csv(r: &SessionsBenchReport) -> String {
             c.establishment_p99_us,
             c.release_p50_us,
             c.release_p99_us,
-            c.core_utilisation
+            c.core_utilisation,
+            c.generator_utilisation
         );
     }
     s
@@ -595,7 +601,7 @@ fn table(r: &SessionsBenchReport) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<12} {:>8} {:>11} {:>8} {:>8} {:>8} {:>11} {:>9} {:>6} {:>4}",
+        "{:<12} {:>8} {:>11} {:>8} {:>8} {:>8} {:>11} {:>9} {:>8} {:>6} {:>4}",
         "case",
         "est/s",
         "core µs/est",
@@ -604,13 +610,14 @@ fn table(r: &SessionsBenchReport) -> String {
         "p99 ms",
         "core µs/rel",
         "core util",
+        "gen util",
         "failed",
         "ok"
     );
     for c in &r.cases {
         let _ = writeln!(
             s,
-            "{:<12} {:>8.0} {:>11.1} {:>8.1} {:>8.2} {:>8.2} {:>11.1} {:>9.2} {:>6} {:>4}",
+            "{:<12} {:>8.0} {:>11.1} {:>8.1} {:>8.2} {:>8.2} {:>11.1} {:>9.2} {:>8.2} {:>6} {:>4}",
             c.case,
             c.establishments_per_s,
             c.core_cpu_us_per_establishment,
@@ -619,6 +626,7 @@ fn table(r: &SessionsBenchReport) -> String {
             c.establishment_p99_us as f64 / 1e3,
             c.core_cpu_us_per_release,
             c.core_utilisation,
+            c.generator_utilisation,
             c.failed_procedures,
             if c.ok { "yes" } else { "NO" }
         );

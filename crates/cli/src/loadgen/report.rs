@@ -432,4 +432,44 @@ mod tests {
         let none = GeneratorCpu::new(Duration::from_millis(1), Duration::ZERO, 0, Duration::ZERO);
         assert_eq!((none.us_per_procedure, none.utilisation), (0.0, 0.0));
     }
+
+    #[test]
+    fn session_procedures_have_their_rows_and_failures_their_5gsm_cause() {
+        let mut s = Stats::new().unwrap();
+        for ms in 1..=4u64 {
+            s.completed(
+                Procedure::SessionEstablishment,
+                Duration::from_millis(ms * 10),
+            );
+        }
+        s.completed(Procedure::SessionRelease, Duration::from_millis(5));
+        s.failed(
+            Procedure::SessionEstablishment,
+            &FailureCause::SessionRejected(27),
+        );
+        s.failed(Procedure::SessionRelease, &FailureCause::Timeout);
+        let t = s.procedures(Duration::from_secs(1));
+        let est = &t["session_establishment"];
+        assert_eq!((est.completed, est.failed), (4, 1));
+        assert!((est.per_second - 4.0).abs() < 1e-9);
+        assert!(est.latency_us.p50 >= 19_000 && est.latency_us.p50 <= 20_100);
+        assert_eq!(t["session_release"].completed, 1);
+        assert_eq!(
+            s.causes()["session_establishment: session reject 5GSM cause #27"],
+            1
+        );
+        assert_eq!(s.causes()["session_release: timeout"], 1);
+        assert_eq!(s.total_completed(), 5);
+        assert_eq!(s.total_failed(), 2);
+        // A hold serialises with its point's name.
+        let h = HoldReport {
+            point: "sessions_up",
+            at_s: 1.5,
+            ues: 3,
+            sessions: 6,
+        };
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["point"], "sessions_up");
+        assert_eq!(v["sessions"], 6);
+    }
 }
