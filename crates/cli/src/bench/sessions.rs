@@ -152,6 +152,10 @@ pub(crate) struct CaseReport {
     /// The load generator's thread CPU over the wall time of its whole run (registration
     /// included): near 1, the generator was the bottleneck.
     pub(crate) generator_utilisation: f64,
+    /// The generator's SCTP retransmissions (timer-based and fast) over the whole run: a
+    /// lost packet costs an RTO (at least 1 s, 3 s before the first RTT sample) and shows
+    /// as a stalled window.
+    pub(crate) sctp_retransmissions: u64,
     /// Establishments/s of every round, in the order run.
     pub(crate) rounds_establishments_per_s: Vec<f64>,
     /// Core CPU per establishment of every round, µs.
@@ -404,6 +408,7 @@ fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
             ecpu.as_secs_f64() / ew.as_secs_f64()
         },
         generator_utilisation: o.load.generator_cpu.utilisation,
+        sctp_retransmissions: o.load.sctp.retransmissions + o.load.sctp.fast_retransmits,
         rounds_establishments_per_s: Vec::new(),
         rounds_core_cpu_us_per_establishment: Vec::new(),
     }
@@ -529,12 +534,12 @@ fn csv(r: &SessionsBenchReport) -> String {
          establishments_per_s,releases_per_s,core_cpu_us_per_establishment,\
          core_cpu_us_per_release,upf_cpu_us_per_establishment,establishment_p50_us,\
          establishment_p99_us,release_p50_us,release_p99_us,core_utilisation,\
-         generator_utilisation\n",
+         generator_utilisation,sctp_retransmissions\n",
     );
     for c in &r.cases {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3},{:.3}",
+            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3},{:.3},{}",
             c.case,
             c.workers,
             c.state,
@@ -553,7 +558,8 @@ fn csv(r: &SessionsBenchReport) -> String {
             c.release_p50_us,
             c.release_p99_us,
             c.core_utilisation,
-            c.generator_utilisation
+            c.generator_utilisation,
+            c.sctp_retransmissions
         );
     }
     s
