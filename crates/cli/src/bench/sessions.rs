@@ -156,6 +156,11 @@ pub(crate) struct CaseReport {
     /// lost packet costs an RTO (at least 1 s, 3 s before the first RTT sample) and shows
     /// as a stalled window.
     pub(crate) sctp_retransmissions: u64,
+    /// PFCP requests the UPF received again and answered from its cache (a response that
+    /// was lost or came after the SMF's T1 of 3 s).
+    pub(crate) upf_retransmissions_answered: u64,
+    /// PFCP messages the UPF received (first and repeated).
+    pub(crate) upf_pfcp_received: u64,
     /// Establishments/s of every round, in the order run.
     pub(crate) rounds_establishments_per_s: Vec<f64>,
     /// Core CPU per establishment of every round, µs.
@@ -223,6 +228,8 @@ impl Mark {
 struct Outcome {
     load: LoadReport,
     marks: BTreeMap<HoldPoint, Mark>,
+    /// The UPF's counters when the core stopped.
+    upf: Option<upf::service::ServiceReport>,
 }
 
 /// Checks the arguments; the matrix of cases in run order.
@@ -349,9 +356,9 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, CliErr
         .and_then(|rt| rt.block_on(run_load(&plan)));
     let stopped = core.stop();
     let load = result?;
-    stopped?;
+    let upf = stopped?.upf;
     let marks = marks.lock().map(|m| m.clone()).unwrap_or_default();
-    Ok(Outcome { load, marks })
+    Ok(Outcome { load, marks, upf })
 }
 
 fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
@@ -409,6 +416,14 @@ fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
         },
         generator_utilisation: o.load.generator_cpu.utilisation,
         sctp_retransmissions: o.load.sctp.retransmissions + o.load.sctp.fast_retransmits,
+        upf_retransmissions_answered: o
+            .upf
+            .as_ref()
+            .map_or(0, |u| u.stats.retransmissions_answered),
+        upf_pfcp_received: o
+            .upf
+            .as_ref()
+            .map_or(0, |u| u.stats.received.values().sum()),
         rounds_establishments_per_s: Vec::new(),
         rounds_core_cpu_us_per_establishment: Vec::new(),
     }
@@ -534,12 +549,13 @@ fn csv(r: &SessionsBenchReport) -> String {
          establishments_per_s,releases_per_s,core_cpu_us_per_establishment,\
          core_cpu_us_per_release,upf_cpu_us_per_establishment,establishment_p50_us,\
          establishment_p99_us,release_p50_us,release_p99_us,core_utilisation,\
-         generator_utilisation,sctp_retransmissions\n",
+         generator_utilisation,sctp_retransmissions,upf_retransmissions_answered,\
+         upf_pfcp_received\n",
     );
     for c in &r.cases {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3},{:.3},{}",
+            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.2},{:.2},{:.2},{},{},{},{},{:.3},{:.3},{},{},{}",
             c.case,
             c.workers,
             c.state,
@@ -559,7 +575,9 @@ fn csv(r: &SessionsBenchReport) -> String {
             c.release_p99_us,
             c.core_utilisation,
             c.generator_utilisation,
-            c.sctp_retransmissions
+            c.sctp_retransmissions,
+            c.upf_retransmissions_answered,
+            c.upf_pfcp_received
         );
     }
     s
