@@ -234,6 +234,24 @@ pub(crate) struct LoadArgs {
     /// What each UE run does.
     #[arg(long, value_enum, default_value_t = crate::loadgen::Mode::RegisterDeregister)]
     pub(crate) procedure: crate::loadgen::Mode,
+    /// PDU sessions per UE (IDs 1..=N, at most 15): with register-deregister, each UE
+    /// registers, establishes N sessions, holds them until every UE of the run holds its
+    /// sessions, releases them (UE-requested), then deregisters. 0: registration only.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "subscribers")]
+    pub(crate) pdu_sessions: u8,
+    /// DNN the sessions ask for (default: each subscriber's default DNN, else internet).
+    #[arg(long, value_name = "NAME", requires = "subscribers")]
+    pub(crate) dnn: Option<String>,
+    /// SST of the sessions' S-NSSAI (default: each subscriber's default slice, else 1).
+    #[arg(long, value_name = "SST", requires = "subscribers")]
+    pub(crate) sst: Option<u8>,
+    /// SD of the sessions' S-NSSAI, six hex digits (needs --sst).
+    #[arg(long, value_name = "HEX", requires = "sst")]
+    pub(crate) sd: Option<String>,
+    /// The gNBs' N3 address, put in their DL F-TEIDs (default: the generator's local
+    /// address).
+    #[arg(long, value_name = "ADDR", requires = "subscribers")]
+    pub(crate) gnb_n3: Option<std::net::Ipv4Addr>,
     /// SUCI protection scheme of the UEs.
     #[arg(long, value_enum, default_value_t = crate::loadgen::SuciArg::A)]
     pub(crate) suci: crate::loadgen::SuciArg,
@@ -285,6 +303,10 @@ pub(crate) struct DemoArgs {
     /// The UDM's SBI address (h2c).
     #[arg(long, default_value = "127.0.0.12:7777")]
     pub(crate) udm_addr: SocketAddrV4,
+    /// PDU sessions each UE establishes after registering and releases before
+    /// de-registering (through the core's SMF and in-process UPF), at most 15.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) pdu_sessions: u8,
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,

@@ -37,6 +37,40 @@ fn demo_runs_on_the_default_plan_and_registers_every_ue() {
     assert_eq!(v["amf"]["n2"]["ng_setup_ok"], 16);
     assert_eq!(v["amf"]["sctp"]["associations_established"], 16);
     assert_eq!(v["amf"]["sctp"]["bad_checksum"], 0);
+    // The session stages: one PDU session per UE by default, established, held while the
+    // (not yet wired) user-plane stage is skipped, released; no UPF rule left.
+    assert_eq!(v["pdu_sessions"], 1);
+    let stages: Vec<&str> = v["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "registered",
+            "sessions_established",
+            "user_plane",
+            "sessions_released",
+            "deregistered"
+        ]
+    );
+    for s in v["stages"].as_array().unwrap() {
+        assert_eq!(s["ok"], true, "{s}");
+        assert_eq!(s["done"], s["expected"], "{s}");
+    }
+    assert_eq!(v["stages"][1]["done"], 1000);
+    assert!(v["stages"][1]["latency_p50_us"].as_u64().unwrap() > 0);
+    assert_eq!(v["ran"]["user_plane"]["skipped"], true);
+    assert_eq!(v["ran"]["user_plane"]["reason"], "traffic stage not wired");
+    assert_eq!(v["ran"]["user_plane"]["sessions"], 1000);
+    assert_eq!(v["sessions"]["smf_created"], 1000);
+    assert_eq!(v["sessions"]["smf_released"], 1000);
+    assert_eq!(v["sessions"]["upf_sessions_established"], 1000);
+    assert_eq!(v["sessions"]["upf_rules_left"], 0);
+    assert_eq!(v["sessions"]["upf_sessions_at_stop"], 0);
+    assert!(v["sessions"]["pfcp_received"].as_u64().unwrap() >= 2000);
 }
 
 #[test]
@@ -67,6 +101,53 @@ fn demo_human_report_names_each_stage() {
         stdout.contains("every UE registered and deregistered"),
         "{stdout}"
     );
+    for stage in [
+        "sessions_established",
+        "sessions_released",
+        "skipped: traffic stage not wired",
+        "0 rules left after the run",
+    ] {
+        assert!(stdout.contains(stage), "no {stage:?} in {stdout}");
+    }
+}
+
+#[test]
+fn demo_without_sessions_and_with_too_many() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "demo",
+            "--json",
+            "--gnbs",
+            "1",
+            "--n2-addr",
+            "127.0.0.58",
+            "--udp-port",
+            "19898",
+            "--ausf-addr",
+            "127.0.0.58:17713",
+            "--udm-addr",
+            "127.0.0.58:17714",
+            "--ues",
+            "10",
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_steer5g"))
+            .args(&args)
+            .output()
+            .expect("run steer5g demo")
+    };
+    let out = run(&["--pdu-sessions", "0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(v["demo"], "registration");
+    assert_eq!(v["stages"].as_array().unwrap().len(), 2);
+    assert!(v.get("sessions").is_none());
+    let out = run(&["--pdu-sessions", "16"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -41,7 +41,22 @@ fn demo_registers_and_deregisters_every_ue() {
     let v = json_of(&done);
     assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
     assert_eq!(v["ok"], true);
-    assert_eq!(v["demo"], "registration");
+    // One PDU session per UE by default, through the SMF and the in-process UPF.
+    assert_eq!(v["demo"], "sessions");
+    assert_eq!(num(&v, "pdu_sessions"), 1);
+    assert_eq!(
+        num(&v, "ran.procedures.session_establishment.completed"),
+        50
+    );
+    assert_eq!(num(&v, "ran.procedures.session_release.completed"), 50);
+    assert_eq!(num(&v, "sessions.smf_created"), 50, "{v}");
+    assert_eq!(num(&v, "sessions.smf_released"), 50, "{v}");
+    assert_eq!(num(&v, "sessions.upf_sessions_established"), 50, "{v}");
+    assert_eq!(num(&v, "sessions.upf_rules_left"), 0, "{v}");
+    // With K=10 the barrier still gathers all 50 UEs: held UEs give up their slot.
+    assert_eq!(v["ran"]["holds"][0]["point"], "sessions_up");
+    assert_eq!(v["ran"]["holds"][0]["ues"], 50, "{v}");
+    assert_eq!(v["ran"]["holds"][0]["sessions"], 50, "{v}");
     assert_eq!(num(&v, "ues"), 50);
     assert_eq!(num(&v, "ran.ues_registered"), 50, "{v}");
     assert_eq!(num(&v, "ran.ues_deregistered"), 50, "{v}");
@@ -292,5 +307,152 @@ fn bad_load_flags_exit_2() {
     ] {
         let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
         assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
+    }
+}
+
+/// `steer5g core --upf-inproc` (SMF shards and an in-process UPF) on 127.0.0.`host`.
+fn start_core_with_sessions(dir: &str, host: u8, port: u16) -> ChildGuard {
+    let addr = format!("127.0.0.{host}");
+    let port = port.to_string();
+    let mut cmd = steer5g(
+        None,
+        &[
+            "core",
+            "--json",
+            "--data-dir",
+            dir,
+            "--sbi",
+            "inproc",
+            "--workers",
+            "2",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            &addr,
+            "--udp-port",
+            &port,
+            "--upf-inproc",
+        ],
+    );
+    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
+    if let Err(e) = child.wait_for_stderr("N2 listening", LISTEN_TIMEOUT) {
+        panic!("core did not start listening: {e}");
+    }
+    child
+}
+
+#[test]
+fn ran_establishes_holds_and_releases_pdu_sessions_against_steer5g_core() {
+    let scratch = Scratch::new("loadgen-sessions");
+    let (dir, csv) = provision(&scratch, 8);
+    let core = start_core_with_sessions(&dir, 87, 19887);
+    // Two sessions per UE, 3 UEs in flight: the barrier still holds all 8 UEs at once.
+    let (done, v) = ran(
+        None,
+        &[
+            "--subscribers",
+            &csv,
+            "--data-dir",
+            &dir,
+            "--amf",
+            "127.0.0.87:19887",
+            "--gnbs",
+            "2",
+            "--ues",
+            "3",
+            "--pdu-sessions",
+            "2",
+            "--dnn",
+            "internet",
+            "--sst",
+            "1",
+            "--gnb-n3",
+            "127.0.0.88",
+        ],
+        RUN_TIMEOUT,
+    );
+    let c = stop_core(core);
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["mode"], "register-2-sessions-deregister");
+    assert_eq!(num(&v, "runs_ok"), 8);
+    assert_eq!(num(&v, "procedures.session_establishment.completed"), 16);
+    assert_eq!(num(&v, "procedures.session_release.completed"), 16);
+    assert_eq!(num(&v, "procedures.deregistration.completed"), 8);
+    assert_eq!(v["gnb_n3"], "127.0.0.88");
+    let holds = v["holds"].as_array().unwrap();
+    assert_eq!(holds.len(), 1, "{v}");
+    assert_eq!(holds[0]["point"], "sessions_up");
+    assert_eq!(num(&holds[0], "ues"), 8);
+    assert_eq!(num(&holds[0], "sessions"), 16);
+    // No hook outside the demo: no user-plane report.
+    assert!(v.get("user_plane").is_none(), "{v}");
+    let lat = &v["procedures"]["session_establishment"]["latency_us"];
+    assert!(lat["p50"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(num(&c, "registrations"), 8, "{c}");
+
+    // A DNN the SMF does not serve: each establishment is rejected with its 5GSM cause, the
+    // UEs still deregister, and the run fails (exit 1).
+    let core = start_core_with_sessions(&dir, 89, 19889);
+    let (done, v) = ran(
+        None,
+        &[
+            "--subscribers",
+            &csv,
+            "--data-dir",
+            &dir,
+            "--amf",
+            "127.0.0.89:19889",
+            "--ues",
+            "8",
+            "--pdu-sessions",
+            "1",
+            "--dnn",
+            "nope",
+            "--timeout",
+            "10",
+        ],
+        RUN_TIMEOUT,
+    );
+    stop_core(core);
+    assert_eq!(done.code(), Some(1), "{v}\n{}", done.stderr);
+    assert_eq!(num(&v, "procedures.session_establishment.failed"), 8, "{v}");
+    assert_eq!(num(&v, "procedures.deregistration.completed"), 8, "{v}");
+    let failures = v["failures"].as_object().unwrap();
+    assert!(
+        failures
+            .keys()
+            .all(|k| k.starts_with("session_establishment: session reject 5GSM cause #")),
+        "{v}"
+    );
+}
+
+#[test]
+fn pdu_session_usage_errors_exit_2() {
+    let scratch = Scratch::new("loadgen-sessions-usage");
+    let csv = scratch.0.join("s.csv");
+    std::fs::write(
+        &csv,
+        "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
+    )
+    .unwrap();
+    let csv = csv.display().to_string();
+    for extra in [
+        vec!["--pdu-sessions", "16"],
+        vec!["--pdu-sessions", "1", "--procedure", "reregister"],
+        vec!["--pdu-sessions", "1", "--sst", "1", "--sd", "xyz"],
+    ] {
+        let mut args = vec![
+            "ran",
+            "--subscribers",
+            &csv,
+            "--suci",
+            "null",
+            "--amf",
+            "127.0.0.90:19890",
+        ];
+        args.extend(extra.iter().copied());
+        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
+        assert_eq!(done.code(), Some(2), "{extra:?}: {}", done.stderr);
     }
 }

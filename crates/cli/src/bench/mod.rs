@@ -1,6 +1,7 @@
 //! `steer5g bench`: benchmark scenarios, each measured in one run side by side with its
 //! baseline (DESIGN.md principle 6), with the machine and commit recorded beside the figures.
 
+mod corecase;
 mod echo;
 mod floor;
 mod lockecho;
@@ -10,7 +11,9 @@ mod rebalance;
 mod registration;
 mod regplot;
 mod sctp;
+mod sessions;
 mod steering;
+mod sweepplot;
 mod upf;
 mod usl;
 
@@ -22,6 +25,7 @@ use crate::exit::CliError;
 pub(crate) use self::rebalance::RebalanceArgs;
 pub(crate) use self::registration::RegistrationCmd;
 pub(crate) use self::sctp::SctpArgs;
+pub(crate) use self::sessions::SessionsArgs;
 pub(crate) use self::steering::SteeringArgs;
 pub(crate) use self::upf::UpfArgs;
 
@@ -51,6 +55,9 @@ pub(crate) enum Scenario {
     /// UPF user plane: packets/s, CPU per packet and latency of the XDP fast path and the
     /// sockets/TUN path by packet size and direction, beside a bare XDP redirect ceiling.
     Upf(UpfArgs),
+    /// PDU session establishments per second and core CPU per establishment of an
+    /// in-process core (SMF and in-process UPF) against workers, sharded vs locked.
+    Sessions(SessionsArgs),
 }
 
 /// `steer5g bench`.
@@ -63,5 +70,6 @@ pub(crate) fn run(global: &Global, args: &BenchArgs) -> Result<(), CliError> {
         Scenario::Rebalance(a) => rebalance::run(global, a),
         Scenario::Steering(a) => steering::run(global, a),
         Scenario::Upf(a) => upf::run(global, a),
+        Scenario::Sessions(a) => sessions::run(global, a),
     }
 }

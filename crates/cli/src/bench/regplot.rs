@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::registration::RegistrationBenchReport;
+use super::sweepplot::{write_sweep, Panel};
 
 const RATE_COLOR: RGBColor = RGBColor(31, 119, 180);
 const CPU_COLOR: RGBColor = RGBColor(255, 127, 14);
@@ -160,18 +161,6 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
     Ok(())
 }
 
-/// Line colours of the sweep's series, in turn.
-const SERIES_COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
 /// registration-sweep.svg: against the worker count, one line per state, SBI mode,
 /// connection kind and SUCI scheme: registrations per second, the contended share of lock
 /// acquisitions, and worker wake-ups per registration.
@@ -186,8 +175,6 @@ pub(crate) fn write_sweep_svg(path: &Path, report: &RegistrationBenchReport) -> 
             c.wakeups_per_registration
         }),
     ];
-    // Series in the order their first case appears.
-    let mut series: Vec<String> = Vec::new();
     let key = |c: &super::registration::CaseReport| {
         format!(
             "{} {} {}{}",
@@ -201,97 +188,23 @@ pub(crate) fn write_sweep_svg(path: &Path, report: &RegistrationBenchReport) -> 
             }
         )
     };
-    for c in &report.cases {
-        let k = key(c);
-        if !series.contains(&k) {
-            series.push(k);
-        }
-    }
-    let wmax = report
-        .cases
+    let panels: Vec<Panel> = panels
         .iter()
-        .map(|c| i32::from(c.workers))
-        .max()
-        .unwrap_or(1)
-        .max(2);
-    let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, (1500, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
-        .titled(
-            &format!(
-                "steer5g registrations against workers, {} UEs, K={}",
-                report.settings.ues, report.settings.concurrency
-            ),
-            ("sans-serif", 20),
-        )
-        .map_err(|e| err(&e))?;
-    let areas = root.split_evenly((1, 3));
-    for (p, ((desc, get), area)) in panels.iter().zip(areas.iter()).enumerate() {
-        let ymax = report
-            .cases
-            .iter()
-            .map(get)
-            .fold(0.0f64, f64::max)
-            .max(1e-3)
-            * 1.2;
-        let mut chart = ChartBuilder::on(area)
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0i32..wmax + 1, 0f64..ymax)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_labels(usize::try_from(wmax + 2).unwrap_or(10))
-            .x_label_formatter(&|x| {
-                if *x >= 1 && *x <= wmax {
-                    x.to_string()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc("workers")
-            .y_desc(*desc)
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (i, name) in series.iter().enumerate() {
-            let color = SERIES_COLORS
-                .get(i % SERIES_COLORS.len())
-                .copied()
-                .unwrap_or(BLACK);
-            let mut pts: Vec<(i32, f64)> = report
+        .map(|(desc, get)| Panel {
+            y_desc: (*desc).to_owned(),
+            points: report
                 .cases
                 .iter()
-                .filter(|c| &key(c) == name)
-                .map(|c| (i32::from(c.workers), get(c)))
-                .collect();
-            pts.sort_by_key(|p| p.0);
-            let drawn = chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?;
-            if p == 0 {
-                drawn.label(name.clone()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            }
-            chart
-                .draw_series(
-                    pts.iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(|e| err(&e))?;
-        }
-        if p == 0 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(|e| err(&e))?;
-        }
-    }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+                .map(|c| (key(c), c.workers, get(c)))
+                .collect(),
+        })
+        .collect();
+    write_sweep(
+        path,
+        &format!(
+            "steer5g registrations against workers, {} UEs, K={}",
+            report.settings.ues, report.settings.concurrency
+        ),
+        &panels,
+    )
 }

@@ -5,6 +5,7 @@
 //! bookkeeping that the report rests on (what counts as done, where latency is measured)
 //! testable without a network.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proto::nas::FiveGmmCause;
@@ -55,6 +56,103 @@ impl Mode {
     }
 }
 
+/// The highest PDU session ID, so the most sessions a UE can hold (TS 24.007 §11.2.3.1b:
+/// IDs 1..=15; the ran crate's UE refuses others).
+pub(crate) const MAX_PDU_SESSIONS: u8 = 15;
+
+/// What each run does: a [`Mode`], and the PDU sessions it holds between registration and
+/// de-registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunShape {
+    /// The registration procedures.
+    pub(crate) mode: Mode,
+    /// PDU sessions (IDs 1..=N) each UE establishes after registering and releases
+    /// before de-registering; 0 for none.
+    pub(crate) pdu_sessions: u8,
+    /// Also hold every UE after registration and after the releases, so that the
+    /// establishments and the releases each run alone in a window of their own (the
+    /// session bench measures those windows).
+    pub(crate) phase_holds: bool,
+}
+
+impl RunShape {
+    /// Registration procedures only.
+    #[cfg(test)]
+    pub(crate) fn registration(mode: Mode) -> Self {
+        RunShape {
+            mode,
+            pdu_sessions: 0,
+            phase_holds: false,
+        }
+    }
+
+    /// The steps of one run: the mode's, or with sessions: register, [hold], establish
+    /// 1..=N, hold until every UE holds its sessions, release 1..=N, [hold], deregister.
+    pub(crate) fn steps(self) -> Result<Vec<Step>, String> {
+        if self.pdu_sessions == 0 {
+            return Ok(self.mode.steps().to_vec());
+        }
+        if self.pdu_sessions > MAX_PDU_SESSIONS {
+            return Err(format!(
+                "at most {MAX_PDU_SESSIONS} PDU sessions per UE (PDU session IDs 1..=15, TS 24.007 §11.2.3.1b)"
+            ));
+        }
+        if self.mode != Mode::RegisterDeregister {
+            return Err(format!(
+                "PDU sessions need --procedure register-deregister, not {}",
+                self.mode.name()
+            ));
+        }
+        let ids = 1..=self.pdu_sessions;
+        let mut steps = vec![Step::Register(RegistrationKind::Initial)];
+        if self.phase_holds {
+            steps.push(Step::Hold(HoldPoint::Registered));
+        }
+        steps.extend(ids.clone().map(Step::EstablishSession));
+        steps.push(Step::Hold(HoldPoint::SessionsUp));
+        steps.extend(ids.map(Step::ReleaseSession));
+        if self.phase_holds {
+            steps.push(Step::Hold(HoldPoint::SessionsReleased));
+        }
+        steps.push(Step::Deregister);
+        Ok(steps)
+    }
+
+    /// The name the report uses.
+    pub(crate) fn name(self) -> String {
+        if self.pdu_sessions == 0 {
+            self.mode.name().to_owned()
+        } else {
+            format!("register-{}-sessions-deregister", self.pdu_sessions)
+        }
+    }
+}
+
+/// A barrier: a UE that reaches it waits until no run can move without it (every run in
+/// flight holds, and the schedule can start no other), then all go on together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum HoldPoint {
+    /// After registration, before the first establishment.
+    Registered,
+    /// Every establishment done or failed, before the first release: the user-plane hook
+    /// runs here.
+    SessionsUp,
+    /// Every release done, before de-registration.
+    SessionsReleased,
+}
+
+impl HoldPoint {
+    /// The report's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            HoldPoint::Registered => "registered",
+            HoldPoint::SessionsUp => "sessions_up",
+            HoldPoint::SessionsReleased => "sessions_released",
+        }
+    }
+}
+
 /// A procedure whose latency and outcome the report counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Procedure {
@@ -65,14 +163,22 @@ pub(crate) enum Procedure {
     /// Mobility registration updating with the 5G-GUTI: request sent → accept (or the
     /// REGISTRATION COMPLETE that acknowledges a new 5G-GUTI) handled.
     Reregistration,
+    /// UE-requested PDU session establishment: PDU SESSION ESTABLISHMENT REQUEST sent →
+    /// both the accept at the UE and the PDU SESSION RESOURCE SETUP at the gNB handled.
+    SessionEstablishment,
+    /// UE-requested PDU session release: PDU SESSION RELEASE REQUEST sent → the RELEASE
+    /// COMMAND handled by the UE (its COMPLETE sent) and the gNB's resources released.
+    SessionRelease,
 }
 
 impl Procedure {
     /// Every procedure, in report order.
-    pub(crate) const ALL: [Procedure; 3] = [
+    pub(crate) const ALL: [Procedure; 5] = [
         Procedure::Registration,
         Procedure::Deregistration,
         Procedure::Reregistration,
+        Procedure::SessionEstablishment,
+        Procedure::SessionRelease,
     ];
 
     /// Index into per-procedure arrays.
@@ -81,6 +187,8 @@ impl Procedure {
             Procedure::Registration => 0,
             Procedure::Deregistration => 1,
             Procedure::Reregistration => 2,
+            Procedure::SessionEstablishment => 3,
+            Procedure::SessionRelease => 4,
         }
     }
 
@@ -90,6 +198,8 @@ impl Procedure {
             Procedure::Registration => "registration",
             Procedure::Deregistration => "deregistration",
             Procedure::Reregistration => "reregistration",
+            Procedure::SessionEstablishment => "session_establishment",
+            Procedure::SessionRelease => "session_release",
         }
     }
 }
@@ -101,15 +211,26 @@ pub(crate) enum Step {
     Register(RegistrationKind),
     /// Send a DEREGISTRATION REQUEST (UE originating, not switch-off).
     Deregister,
+    /// Send a PDU SESSION ESTABLISHMENT REQUEST for this PDU session ID in an UL NAS
+    /// TRANSPORT.
+    EstablishSession(u8),
+    /// Send a PDU SESSION RELEASE REQUEST for this PDU session ID (skipped when the
+    /// session was never established).
+    ReleaseSession(u8),
+    /// Send nothing: wait at a barrier until the runner resumes the UE.
+    Hold(HoldPoint),
 }
 
 impl Step {
-    /// The procedure the step starts.
-    pub(crate) fn procedure(self) -> Procedure {
+    /// The procedure the step starts (none for a hold).
+    pub(crate) fn procedure(self) -> Option<Procedure> {
         match self {
-            Step::Register(RegistrationKind::Initial) => Procedure::Registration,
-            Step::Register(_) => Procedure::Reregistration,
-            Step::Deregister => Procedure::Deregistration,
+            Step::Register(RegistrationKind::Initial) => Some(Procedure::Registration),
+            Step::Register(_) => Some(Procedure::Reregistration),
+            Step::Deregister => Some(Procedure::Deregistration),
+            Step::EstablishSession(_) => Some(Procedure::SessionEstablishment),
+            Step::ReleaseSession(_) => Some(Procedure::SessionRelease),
+            Step::Hold(_) => None,
         }
     }
 }
@@ -131,6 +252,11 @@ pub(crate) enum FailureCause {
     Released(String),
     /// ERROR INDICATION about the UE, with the NGAP cause.
     ErrorIndication(String),
+    /// PDU SESSION ESTABLISHMENT REJECT with this 5GSM cause (or the 5GMM cause of a DL
+    /// NAS TRANSPORT that could not route the request, as the ran crate reports both).
+    SessionRejected(u8),
+    /// The gNB could not set up the session's resources, with the NGAP cause.
+    ResourceSetupFailed(String),
     /// No answer within the timeout.
     Timeout,
     /// The generator could not send (SCTP, NAS or NGAP encoding).
@@ -148,9 +274,21 @@ impl FailureCause {
             FailureCause::DeregisteredByNetwork => "deregistered by the network".into(),
             FailureCause::Released(c) => format!("N2 released early: {c}"),
             FailureCause::ErrorIndication(c) => format!("error indication: {c}"),
+            FailureCause::SessionRejected(c) => format!("session reject 5GSM cause #{c}"),
+            FailureCause::ResourceSetupFailed(c) => format!("resource setup failed: {c}"),
             FailureCause::Timeout => "timeout".into(),
             FailureCause::Local(c) => format!("local: {c}"),
         }
+    }
+
+    /// Whether the run goes on after it: a session the network refused is the
+    /// network's answer, not a broken UE, so the UE carries on with its other sessions
+    /// and de-registers (and the run counts as failed at its end).
+    fn is_soft(&self) -> bool {
+        matches!(
+            self,
+            FailureCause::SessionRejected(_) | FailureCause::ResourceSetupFailed(_)
+        )
     }
 }
 
@@ -163,6 +301,15 @@ pub(crate) enum Input<'a> {
     Released(String),
     /// ERROR INDICATION naming this UE, with its cause.
     ErrorIndication(String),
+    /// The gNB set up the resources of this PDU session (its response sent).
+    SessionSetup(u8),
+    /// The gNB could not set up this PDU session, with the NGAP cause.
+    SessionSetupFailed(u8, String),
+    /// The gNB holds no resources of this PDU session any more (released on command,
+    /// or never set up).
+    SessionReleased(u8),
+    /// The barrier the UE holds at was lifted.
+    Resume,
     /// The runner could not send the step's message.
     SendFailed(String),
     /// The deadline of [`Driver::deadline`] may have passed.
@@ -178,8 +325,12 @@ pub(crate) struct Reaction {
     pub(crate) failed: Option<(Procedure, FailureCause)>,
     /// The runner should start this step now.
     pub(crate) start: Option<Step>,
-    /// The run is over (successfully unless `failed`): free the slot, drop N2 state.
+    /// The run is over (successfully unless `failed` or `degraded`): free the slot, drop
+    /// N2 state.
     pub(crate) finished: bool,
+    /// With `finished`: a procedure of the run failed earlier without ending it (a
+    /// session rejected), so the run is not a success.
+    pub(crate) degraded: bool,
     /// DEREGISTRATION ACCEPT came but no UE CONTEXT RELEASE COMMAND followed in time.
     pub(crate) release_missing: bool,
 }
@@ -190,6 +341,7 @@ enum Phase {
         procedure: Procedure,
         started: Instant,
     },
+    Holding(HoldPoint),
     AwaitRelease,
     Finished,
 }
@@ -197,38 +349,58 @@ enum Phase {
 /// One UE's run.
 #[derive(Debug, Clone)]
 pub(crate) struct Driver {
-    steps: &'static [Step],
+    steps: Arc<[Step]>,
     current: usize,
     phase: Phase,
     deadline: Instant,
     timeout: Duration,
+    /// Bit `n` set: PDU session `n` is established (and not yet released).
+    established: u16,
+    /// The session step under way: the UE's half is done.
+    ue_done: bool,
+    /// The session step under way: the gNB's half is done.
+    gnb_done: bool,
+    /// A procedure failed without ending the run.
+    degraded: bool,
 }
 
 impl Driver {
-    /// A run of `mode` starting now: the runner executes the returned first step.
-    pub(crate) fn start(mode: Mode, now: Instant, timeout: Duration) -> (Self, Step) {
-        let steps = mode.steps();
-        // Every mode has at least one step.
+    /// A run of `steps` starting now: the runner executes the returned first step.
+    pub(crate) fn start(steps: Arc<[Step]>, now: Instant, timeout: Duration) -> (Self, Step) {
+        // Every run has at least one step.
         let first = steps
             .first()
             .copied()
             .unwrap_or(Step::Register(RegistrationKind::Initial));
-        let d = Driver {
+        let mut d = Driver {
             steps,
             current: 0,
-            phase: Phase::Running {
-                procedure: first.procedure(),
-                started: now,
-            },
+            phase: Phase::Finished,
             deadline: now + timeout,
             timeout,
+            established: 0,
+            ue_done: false,
+            gnb_done: false,
+            degraded: false,
         };
+        d.enter(first, now);
         (d, first)
     }
 
-    /// When [`Input::Tick`] is due, unless the run is over.
+    /// When [`Input::Tick`] is due, unless the run is over or holds at a barrier.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        (self.phase != Phase::Finished).then_some(self.deadline)
+        match self.phase {
+            Phase::Finished | Phase::Holding(_) => None,
+            _ => Some(self.deadline),
+        }
+    }
+
+    /// The barrier the UE waits at, if any.
+    pub(crate) fn holding(&self) -> Option<HoldPoint> {
+        match self.phase {
+            Phase::Holding(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// Whether the run is over.
@@ -243,15 +415,43 @@ impl Driver {
         self.steps.get(self.current).copied()
     }
 
+    fn enter(&mut self, step: Step, now: Instant) {
+        self.ue_done = false;
+        self.gnb_done = false;
+        self.deadline = now + self.timeout;
+        self.phase = match step.procedure() {
+            Some(procedure) => Phase::Running {
+                procedure,
+                started: now,
+            },
+            None => match step {
+                Step::Hold(p) => Phase::Holding(p),
+                // Only holds have no procedure.
+                _ => Phase::Finished,
+            },
+        };
+    }
+
     /// Feeds one input.
     pub(crate) fn handle(&mut self, now: Instant, input: Input<'_>) -> Reaction {
         let mut r = Reaction::default();
         match self.phase {
             Phase::Finished => {}
             Phase::Running { procedure, started } => {
-                let outcome = match procedure {
-                    Procedure::Registration | Procedure::Reregistration => on_registering(&input),
-                    Procedure::Deregistration => on_deregistering(&input),
+                let step = self.steps.get(self.current).copied();
+                let outcome = match (procedure, step) {
+                    (Procedure::Registration | Procedure::Reregistration, _) => {
+                        on_registering(&input)
+                    }
+                    (Procedure::Deregistration, _) => on_deregistering(&input),
+                    (Procedure::SessionEstablishment, Some(Step::EstablishSession(id))) => {
+                        self.on_establishing(id, &input)
+                    }
+                    (Procedure::SessionRelease, Some(Step::ReleaseSession(id))) => {
+                        self.on_releasing(id, &input)
+                    }
+                    // A session procedure always runs its own step.
+                    _ => common(&input),
                 };
                 let outcome = match outcome {
                     None if input == Input::Tick && now >= self.deadline => {
@@ -270,11 +470,22 @@ impl Driver {
                             self.advance(now, &mut r);
                         }
                     }
+                    Some(Err(cause)) if cause.is_soft() => {
+                        r.failed = Some((procedure, cause));
+                        self.degraded = true;
+                        self.advance(now, &mut r);
+                    }
                     Some(Err(cause)) => {
                         r.failed = Some((procedure, cause));
                         r.finished = true;
                         self.phase = Phase::Finished;
                     }
+                }
+            }
+            Phase::Holding(_) => {
+                // Anything that went wrong meanwhile shows when the next step sends.
+                if input == Input::Resume {
+                    self.advance(now, &mut r);
                 }
             }
             Phase::AwaitRelease => match input {
@@ -290,21 +501,87 @@ impl Driver {
     }
 
     fn advance(&mut self, now: Instant, r: &mut Reaction) {
-        self.current += 1;
-        match self.steps.get(self.current) {
-            Some(&step) => {
-                self.phase = Phase::Running {
-                    procedure: step.procedure(),
-                    started: now,
-                };
-                self.deadline = now + self.timeout;
-                r.start = Some(step);
+        loop {
+            self.current += 1;
+            match self.steps.get(self.current).copied() {
+                // A session that never came up has nothing to release.
+                Some(Step::ReleaseSession(id)) if !self.is_established(id) => continue,
+                Some(step) => {
+                    self.enter(step, now);
+                    r.start = Some(step);
+                }
+                None => {
+                    self.phase = Phase::Finished;
+                    r.finished = true;
+                    r.degraded = self.degraded;
+                }
             }
-            None => {
-                self.phase = Phase::Finished;
-                r.finished = true;
-            }
+            return;
         }
+    }
+
+    fn is_established(&self, id: u8) -> bool {
+        id < 16 && self.established & (1 << id) != 0
+    }
+
+    /// TS 24.501 §6.4.1.2-3 and TS 38.413 §8.2.1: the session is up once the UE has the
+    /// accept and the gNB has set up its resources (the accept rides in the setup
+    /// request, so both usually come in one NGAP message).
+    fn on_establishing(&mut self, id: u8, input: &Input<'_>) -> Option<Result<(), FailureCause>> {
+        match input {
+            Input::Ue(UeEvent::PduSessionEstablished { pdu_session_id, .. })
+                if *pdu_session_id == id =>
+            {
+                self.ue_done = true;
+            }
+            Input::SessionSetup(s) if *s == id => self.gnb_done = true,
+            Input::Ue(UeEvent::PduSessionRejected {
+                pdu_session_id,
+                cause,
+            }) if *pdu_session_id == id => {
+                return Some(Err(FailureCause::SessionRejected(*cause)));
+            }
+            Input::SessionSetupFailed(s, cause) if *s == id => {
+                return Some(Err(FailureCause::ResourceSetupFailed(cause.clone())));
+            }
+            Input::Ue(UeEvent::Status(c)) => return Some(Err(FailureCause::Status(*c))),
+            Input::Ue(UeEvent::Deregistered) => {
+                return Some(Err(FailureCause::DeregisteredByNetwork))
+            }
+            other => return common(other),
+        }
+        if self.ue_done && self.gnb_done {
+            if id < 16 {
+                self.established |= 1 << id;
+            }
+            return Some(Ok(()));
+        }
+        None
+    }
+
+    /// TS 24.501 §6.4.3.2-3 and TS 38.413 §8.2.2: the session is gone once the UE has
+    /// handled the RELEASE COMMAND (its COMPLETE sent) and the gNB holds no resources.
+    fn on_releasing(&mut self, id: u8, input: &Input<'_>) -> Option<Result<(), FailureCause>> {
+        match input {
+            Input::Ue(UeEvent::PduSessionReleased { pdu_session_id, .. })
+                if *pdu_session_id == id =>
+            {
+                self.ue_done = true;
+            }
+            Input::SessionReleased(s) if *s == id => self.gnb_done = true,
+            Input::Ue(UeEvent::Status(c)) => return Some(Err(FailureCause::Status(*c))),
+            Input::Ue(UeEvent::Deregistered) => {
+                return Some(Err(FailureCause::DeregisteredByNetwork))
+            }
+            other => return common(other),
+        }
+        if self.ue_done && self.gnb_done {
+            if id < 16 {
+                self.established &= !(1 << id);
+            }
+            return Some(Ok(()));
+        }
+        None
     }
 }
 
@@ -357,10 +634,14 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    fn start(mode: Mode, t0: Instant) -> (Driver, Step) {
+        Driver::start(RunShape::registration(mode).steps().unwrap().into(), t0, T)
+    }
+
     #[test]
     fn register_deregister_measures_both_and_waits_for_release() {
         let t0 = Instant::now();
-        let (mut d, first) = Driver::start(Mode::RegisterDeregister, t0, T);
+        let (mut d, first) = start(Mode::RegisterDeregister, t0);
         assert_eq!(first, Step::Register(RegistrationKind::Initial));
         // Intermediate events end nothing.
         let r = d.handle(t0 + ms(1), Input::Ue(&UeEvent::Authenticated));
@@ -388,7 +669,7 @@ mod tests {
     #[test]
     fn reregister_runs_four_steps_in_order() {
         let t0 = Instant::now();
-        let (mut d, first) = Driver::start(Mode::Reregister, t0, T);
+        let (mut d, first) = start(Mode::Reregister, t0);
         let mut steps = vec![first];
         let mut done = Vec::new();
         for i in 1..=20u64 {
@@ -396,6 +677,7 @@ mod tests {
             let input = match d.step().unwrap() {
                 Step::Register(_) => Input::Ue(&UeEvent::Registered),
                 Step::Deregister => Input::Ue(&UeEvent::Deregistered),
+                other => panic!("{other:?} in a registration mode"),
             };
             let mut r = d.handle(now, input);
             if let Some((p, _)) = r.completed {
@@ -434,7 +716,7 @@ mod tests {
     #[test]
     fn reject_timeout_and_error_indication_fail_the_run() {
         let t0 = Instant::now();
-        let (mut d, _) = Driver::start(Mode::RegisterDeregister, t0, T);
+        let (mut d, _) = start(Mode::RegisterDeregister, t0);
         let r = d.handle(
             t0,
             Input::Ue(&UeEvent::RegistrationRejected(FiveGmmCause::IllegalUe)),
@@ -448,7 +730,7 @@ mod tests {
         );
         assert!(r.finished && r.start.is_none());
 
-        let (mut d, _) = Driver::start(Mode::Register, t0, T);
+        let (mut d, _) = start(Mode::Register, t0);
         assert_eq!(d.deadline(), Some(t0 + T));
         // A tick before the deadline does nothing; after it, the procedure times out.
         assert_eq!(d.handle(t0 + ms(100), Input::Tick), Reaction::default());
@@ -459,7 +741,7 @@ mod tests {
         );
         assert_eq!(r.failed.unwrap().1.label(), "timeout");
 
-        let (mut d, _) = Driver::start(Mode::RegisterDeregister, t0, T);
+        let (mut d, _) = start(Mode::RegisterDeregister, t0);
         d.handle(t0 + ms(1), Input::Ue(&UeEvent::Registered));
         let r = d.handle(
             t0 + ms(2),
@@ -477,11 +759,11 @@ mod tests {
     #[test]
     fn release_during_registration_fails_but_missing_release_after_accept_does_not() {
         let t0 = Instant::now();
-        let (mut d, _) = Driver::start(Mode::Register, t0, T);
+        let (mut d, _) = start(Mode::Register, t0);
         let r = d.handle(t0, Input::Released("radio: unspecified".into()));
         assert_eq!(r.failed.unwrap().0, Procedure::Registration);
 
-        let (mut d, _) = Driver::start(Mode::RegisterDeregister, t0, T);
+        let (mut d, _) = start(Mode::RegisterDeregister, t0);
         d.handle(t0, Input::Ue(&UeEvent::Registered));
         let r = d.handle(t0 + ms(1), Input::Ue(&UeEvent::Deregistered));
         assert_eq!(r.completed.unwrap().0, Procedure::Deregistration);
@@ -493,7 +775,7 @@ mod tests {
     #[test]
     fn authentication_failure_is_not_final_but_send_failure_is() {
         let t0 = Instant::now();
-        let (mut d, _) = Driver::start(Mode::Register, t0, T);
+        let (mut d, _) = start(Mode::Register, t0);
         let r = d.handle(
             t0,
             Input::Ue(&UeEvent::AuthenticationFailed(FiveGmmCause::SynchFailure)),
@@ -507,11 +789,208 @@ mod tests {
     fn steps_map_to_procedures() {
         assert_eq!(
             Step::Register(RegistrationKind::Mobility).procedure(),
-            Procedure::Reregistration
+            Some(Procedure::Reregistration)
         );
+        assert_eq!(Step::Hold(HoldPoint::SessionsUp).procedure(), None);
         assert_eq!(Mode::Register.steps().len(), 1);
         for (i, p) in Procedure::ALL.iter().enumerate() {
             assert_eq!(p.index(), i);
         }
+    }
+
+    fn sessions(n: u8, phase_holds: bool) -> Arc<[Step]> {
+        RunShape {
+            mode: Mode::RegisterDeregister,
+            pdu_sessions: n,
+            phase_holds,
+        }
+        .steps()
+        .unwrap()
+        .into()
+    }
+
+    fn established(id: u8) -> UeEvent {
+        UeEvent::PduSessionEstablished {
+            pdu_session_id: id,
+            ue_ip: Some(std::net::Ipv4Addr::new(10, 45, 0, id)),
+        }
+    }
+
+    fn released(id: u8) -> UeEvent {
+        UeEvent::PduSessionReleased {
+            pdu_session_id: id,
+            cause: 36,
+        }
+    }
+
+    #[test]
+    fn session_steps_are_register_establish_hold_release_deregister() {
+        let s = sessions(2, false);
+        assert_eq!(
+            &s[..],
+            &[
+                Step::Register(RegistrationKind::Initial),
+                Step::EstablishSession(1),
+                Step::EstablishSession(2),
+                Step::Hold(HoldPoint::SessionsUp),
+                Step::ReleaseSession(1),
+                Step::ReleaseSession(2),
+                Step::Deregister,
+            ]
+        );
+        let s = sessions(1, true);
+        assert_eq!(s[1], Step::Hold(HoldPoint::Registered));
+        assert_eq!(s[s.len() - 2], Step::Hold(HoldPoint::SessionsReleased));
+        let shape = |mode, n| RunShape {
+            mode,
+            pdu_sessions: n,
+            phase_holds: false,
+        };
+        assert!(shape(Mode::RegisterDeregister, 15).steps().is_ok());
+        assert!(shape(Mode::RegisterDeregister, 16).steps().is_err());
+        assert!(shape(Mode::Reregister, 1).steps().is_err());
+        assert_eq!(shape(Mode::Register, 0).steps().unwrap().len(), 1);
+        assert_eq!(
+            shape(Mode::RegisterDeregister, 2).name(),
+            "register-2-sessions-deregister"
+        );
+        assert_eq!(shape(Mode::Register, 0).name(), "register");
+    }
+
+    #[test]
+    fn establishment_needs_the_accept_and_the_resource_setup() {
+        let t0 = Instant::now();
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        let r = d.handle(t0 + ms(5), Input::Ue(&UeEvent::Registered));
+        assert_eq!(r.start, Some(Step::EstablishSession(1)));
+        // The accept alone, or a setup of another session, ends nothing.
+        assert_eq!(
+            d.handle(t0 + ms(6), Input::Ue(&established(1))),
+            Reaction::default()
+        );
+        assert_eq!(
+            d.handle(t0 + ms(6), Input::SessionSetup(2)),
+            Reaction::default()
+        );
+        let r = d.handle(t0 + ms(8), Input::SessionSetup(1));
+        assert_eq!(r.completed, Some((Procedure::SessionEstablishment, ms(3))));
+        assert_eq!(r.start, Some(Step::Hold(HoldPoint::SessionsUp)));
+        assert_eq!(d.holding(), Some(HoldPoint::SessionsUp));
+        // No timeout while holding, and nothing but Resume moves it.
+        assert_eq!(d.deadline(), None);
+        assert_eq!(d.handle(t0 + T * 10, Input::Tick), Reaction::default());
+        let r = d.handle(t0 + ms(100), Input::Resume);
+        assert_eq!(r.start, Some(Step::ReleaseSession(1)));
+        assert_eq!(d.deadline(), Some(t0 + ms(100) + T));
+        // Release: the gNB's half first this time.
+        assert_eq!(
+            d.handle(t0 + ms(101), Input::SessionReleased(1)),
+            Reaction::default()
+        );
+        let r = d.handle(t0 + ms(104), Input::Ue(&released(1)));
+        assert_eq!(r.completed, Some((Procedure::SessionRelease, ms(4))));
+        assert_eq!(r.start, Some(Step::Deregister));
+        let r = d.handle(t0 + ms(105), Input::Ue(&UeEvent::Deregistered));
+        assert_eq!(r.completed.unwrap().0, Procedure::Deregistration);
+        let r = d.handle(t0 + ms(106), Input::Released("nas".into()));
+        assert!(r.finished && !r.degraded && r.failed.is_none());
+    }
+
+    #[test]
+    fn a_rejected_session_is_counted_skipped_at_release_and_fails_the_run_at_its_end() {
+        let t0 = Instant::now();
+        let (mut d, _) = Driver::start(sessions(2, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        let r = d.handle(
+            t0 + ms(1),
+            Input::Ue(&UeEvent::PduSessionRejected {
+                pdu_session_id: 1,
+                cause: 27,
+            }),
+        );
+        assert_eq!(
+            r.failed,
+            Some((
+                Procedure::SessionEstablishment,
+                FailureCause::SessionRejected(27)
+            ))
+        );
+        assert_eq!(
+            r.failed.as_ref().unwrap().1.label(),
+            "session reject 5GSM cause #27"
+        );
+        assert!(!r.finished);
+        assert_eq!(r.start, Some(Step::EstablishSession(2)));
+        d.handle(t0 + ms(2), Input::SessionSetup(2));
+        let r = d.handle(t0 + ms(2), Input::Ue(&established(2)));
+        assert_eq!(r.start, Some(Step::Hold(HoldPoint::SessionsUp)));
+        // Session 1 never came up: only session 2 is released.
+        let r = d.handle(t0 + ms(3), Input::Resume);
+        assert_eq!(r.start, Some(Step::ReleaseSession(2)));
+        d.handle(t0 + ms(4), Input::Ue(&released(2)));
+        let r = d.handle(t0 + ms(4), Input::SessionReleased(2));
+        assert_eq!(r.start, Some(Step::Deregister));
+        d.handle(t0 + ms(5), Input::Ue(&UeEvent::Deregistered));
+        let r = d.handle(t0 + ms(6), Input::Released("nas".into()));
+        assert!(r.finished && r.degraded);
+    }
+
+    #[test]
+    fn resource_setup_failure_is_soft_but_timeout_and_release_end_the_run() {
+        let t0 = Instant::now();
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        let r = d.handle(t0, Input::SessionSetupFailed(1, "radio: x".into()));
+        assert_eq!(
+            r.failed.unwrap().1.label(),
+            "resource setup failed: radio: x"
+        );
+        assert_eq!(r.start, Some(Step::Hold(HoldPoint::SessionsUp)));
+        // Nothing to release after the hold: straight to de-registration.
+        let r = d.handle(t0, Input::Resume);
+        assert_eq!(r.start, Some(Step::Deregister));
+
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        d.handle(t0 + ms(1), Input::Ue(&established(1)));
+        let r = d.handle(t0 + T, Input::Tick);
+        assert_eq!(
+            r.failed,
+            Some((Procedure::SessionEstablishment, FailureCause::Timeout))
+        );
+        assert!(r.finished);
+
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        d.handle(t0, Input::Ue(&established(1)));
+        d.handle(t0, Input::SessionSetup(1));
+        d.handle(t0, Input::Resume);
+        let r = d.handle(t0 + ms(1), Input::Released("radio: x".into()));
+        assert_eq!(r.failed.unwrap().0, Procedure::SessionRelease);
+        assert!(r.finished);
+    }
+
+    #[test]
+    fn phase_holds_wrap_the_establishments_and_releases() {
+        let t0 = Instant::now();
+        let (mut d, _) = Driver::start(sessions(1, true), t0, T);
+        let r = d.handle(t0, Input::Ue(&UeEvent::Registered));
+        assert_eq!(r.start, Some(Step::Hold(HoldPoint::Registered)));
+        // Holding ignores what would fail a procedure; the next step will see it.
+        assert_eq!(
+            d.handle(t0, Input::SendFailed("x".into())),
+            Reaction::default()
+        );
+        let r = d.handle(t0, Input::Resume);
+        assert_eq!(r.start, Some(Step::EstablishSession(1)));
+        d.handle(t0, Input::Ue(&established(1)));
+        d.handle(t0, Input::SessionSetup(1));
+        d.handle(t0, Input::Resume);
+        d.handle(t0, Input::SessionReleased(1));
+        let r = d.handle(t0, Input::Ue(&released(1)));
+        assert_eq!(r.start, Some(Step::Hold(HoldPoint::SessionsReleased)));
+        let r = d.handle(t0, Input::Resume);
+        assert_eq!(r.start, Some(Step::Deregister));
+        assert_eq!(d.step(), Some(Step::Deregister));
     }
 }

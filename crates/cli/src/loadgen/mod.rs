@@ -14,6 +14,7 @@ pub(crate) mod schedule;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ran::ue::SuciScheme;
@@ -21,7 +22,7 @@ use security::suci::{HomeNetworkPublicKey, Profile};
 use steer5g_config::{Config, Transport as TransportKind};
 use store::hn_keys::{HnKeys, Profile as KeyProfile};
 
-pub(crate) use driver::Mode;
+pub(crate) use driver::{HoldPoint, Mode, RunShape};
 pub(crate) use report::LoadReport;
 pub(crate) use runner::run_load;
 use schedule::{Limit, Load};
@@ -39,8 +40,35 @@ pub(crate) enum SuciArg {
     B,
 }
 
+/// Called once, when every UE of the run holds its PDU sessions (all establishments done
+/// or failed), with the sessions that are up; what it returns goes into the load report
+/// under `user_plane`. It runs on a thread of its own while the N2 side stays served.
+pub(crate) type SessionsUpHook =
+    Arc<dyn Fn(&[ran::userplane::UpSession]) -> Result<serde_json::Value, CliError> + Send + Sync>;
+
+/// Called (on the generator's thread, so it must be quick) when the UEs are let go from
+/// a barrier, before any goes on: the session bench reads the core's CPU clocks there.
+pub(crate) type HoldHook = Arc<dyn Fn(HoldPoint) + Send + Sync>;
+
+/// The PDU sessions of each run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SessionPlan {
+    /// Sessions per UE (IDs 1..=N), 0 for none.
+    pub(crate) per_ue: u8,
+    /// Also hold every UE after registration and after the releases (see
+    /// [`RunShape::phase_holds`]).
+    pub(crate) phase_holds: bool,
+    /// DNN; default: the subscriber's default DNN, else `internet`.
+    pub(crate) dnn: Option<String>,
+    /// S-NSSAI; default: the subscriber's default slice, else SST 1.
+    pub(crate) snssai: Option<proto::ids::Snssai>,
+    /// The gNBs' N3 address, put in their DL F-TEIDs; default: the generator's local
+    /// address.
+    pub(crate) gnb_n3: Option<Ipv4Addr>,
+}
+
 /// Everything a load run needs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct LoadPlan {
     pub(crate) cfg: Config,
     pub(crate) transport: TransportKind,
@@ -60,6 +88,41 @@ pub(crate) struct LoadPlan {
     pub(crate) suci: SuciScheme,
     /// How the report names the SUCI scheme.
     pub(crate) suci_label: String,
+    /// PDU sessions after registration.
+    pub(crate) sessions: SessionPlan,
+    /// The user-plane stage, run once when every UE holds its sessions.
+    pub(crate) on_sessions_up: Option<SessionsUpHook>,
+    /// Called at each barrier.
+    pub(crate) on_hold: Option<HoldHook>,
+}
+
+impl std::fmt::Debug for LoadPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadPlan")
+            .field("transport", &self.transport)
+            .field("amf", &self.amf)
+            .field("gnbs", &self.gnbs)
+            .field("mode", &self.mode)
+            .field("load", &self.load)
+            .field("limit", &self.limit)
+            .field("subscribers", &self.subscribers.len())
+            .field("suci", &self.suci_label)
+            .field("sessions", &self.sessions)
+            .field("on_sessions_up", &self.on_sessions_up.is_some())
+            .field("on_hold", &self.on_hold.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadPlan {
+    /// What each run does.
+    pub(crate) fn shape(&self) -> RunShape {
+        RunShape {
+            mode: self.mode,
+            pdu_sessions: self.sessions.per_ue,
+            phase_holds: self.sessions.phase_holds,
+        }
+    }
 }
 
 /// The SUCI scheme of `choice`, with the home network public key from `key_file` (for the
@@ -152,6 +215,40 @@ pub(crate) fn load_subscribers(path: &Path) -> Result<Vec<store::Subscriber>, Cl
     Ok(subs)
 }
 
+/// The PDU session options of `steer5g ran`.
+fn session_plan(la: &crate::cli::LoadArgs) -> Result<SessionPlan, CliError> {
+    if la.pdu_sessions > driver::MAX_PDU_SESSIONS {
+        return Err(CliError::Usage(format!(
+            "--pdu-sessions {}: at most {} (PDU session IDs are 1..=15, TS 24.007 §11.2.3.1b)",
+            la.pdu_sessions,
+            driver::MAX_PDU_SESSIONS
+        )));
+    }
+    let sd = match &la.sd {
+        Some(h) => Some(
+            u32::from_str_radix(h, 16)
+                .ok()
+                .filter(|&v| h.len() == 6 && v <= 0xff_ffff)
+                .ok_or_else(|| CliError::Usage(format!("--sd {h}: six hex digits")))?,
+        ),
+        None => None,
+    };
+    let snssai = la.sst.map(|sst| proto::ids::Snssai { sst, sd });
+    if let Some(d) = &la.dnn {
+        // TS 23.003 §9.1: a DNN is at most 100 octets.
+        if d.is_empty() || d.len() > 100 {
+            return Err(CliError::Usage(format!("--dnn {d:?}: 1 to 100 characters")));
+        }
+    }
+    Ok(SessionPlan {
+        per_ue: la.pdu_sessions,
+        phase_holds: false,
+        dnn: la.dnn.clone(),
+        snssai,
+        gnb_n3: la.gnb_n3,
+    })
+}
+
 /// `steer5g ran --subscribers ...`.
 pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Result<(), CliError> {
     let la = &args.load;
@@ -213,6 +310,7 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         la.suci,
         &key_file(la.hn_key_file.as_deref(), &la.data_dir, &cfg),
     )?;
+    let sessions = session_plan(la)?;
     let plan = LoadPlan {
         cfg,
         transport,
@@ -228,7 +326,11 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         subscribers,
         suci,
         suci_label,
+        sessions,
+        on_sessions_up: None,
+        on_hold: None,
     };
+    plan.shape().steps().map_err(CliError::Usage)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -14,12 +14,15 @@ use crate::report::SctpCounters;
 /// Highest latency the histograms hold (µs); larger samples are clamped to it.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 
+/// Procedures counted.
+const N: usize = Procedure::ALL.len();
+
 /// Counters and histograms filled during the run.
 #[derive(Debug)]
 pub(crate) struct Stats {
-    hist: [Histogram<u64>; 3],
-    completed: [u64; 3],
-    failed: [u64; 3],
+    hist: [Histogram<u64>; N],
+    completed: [u64; N],
+    failed: [u64; N],
     causes: BTreeMap<String, u64>,
     /// Runs whose every step succeeded.
     pub(crate) runs_ok: u64,
@@ -40,9 +43,15 @@ impl Stats {
     /// Empty counters.
     pub(crate) fn new() -> Result<Self, hdrhistogram::CreationError> {
         Ok(Stats {
-            hist: [histogram()?, histogram()?, histogram()?],
-            completed: [0; 3],
-            failed: [0; 3],
+            hist: [
+                histogram()?,
+                histogram()?,
+                histogram()?,
+                histogram()?,
+                histogram()?,
+            ],
+            completed: [0; N],
+            failed: [0; N],
             causes: BTreeMap::new(),
             runs_ok: 0,
             runs_failed: 0,
@@ -219,11 +228,26 @@ pub(crate) struct LoadShape {
     pub(crate) duration_s: Option<f64>,
 }
 
+/// A barrier the UEs were held at (PDU session runs).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct HoldReport {
+    /// `registered`, `sessions_up` or `sessions_released`.
+    pub(crate) point: &'static str,
+    /// When the last UE arrived, s from the start of the measured window.
+    pub(crate) at_s: f64,
+    /// UEs held there.
+    pub(crate) ues: u64,
+    /// PDU sessions up at that moment.
+    pub(crate) sessions: u64,
+}
+
 /// The report of `steer5g ran --subscribers`.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct LoadReport {
     pub(crate) ok: bool,
-    pub(crate) mode: &'static str,
+    pub(crate) mode: String,
+    /// PDU sessions each UE establishes and releases.
+    pub(crate) pdu_sessions: u8,
     pub(crate) load: LoadShape,
     pub(crate) suci: String,
     pub(crate) transport: String,
@@ -252,6 +276,15 @@ pub(crate) struct LoadReport {
     pub(crate) n2_anomalies: u64,
     pub(crate) generator_cpu: GeneratorCpu,
     pub(crate) sctp: SctpCounters,
+    /// The gNBs' N3 address in their DL F-TEIDs (PDU session runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gnb_n3: Option<String>,
+    /// The barriers of a PDU session run, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) holds: Vec<HoldReport>,
+    /// What the user-plane stage reported (when one ran at the sessions-up barrier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user_plane: Option<serde_json::Value>,
 }
 
 /// The human form on standard output.
@@ -283,7 +316,7 @@ pub(crate) fn print_human(r: &LoadReport) {
         r.ues_deregistered
     );
     println!(
-        "{:<16} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "{:<22} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "procedure", "completed", "failed", "per s", "p50 µs", "p90 µs", "p99 µs", "max µs"
     );
     for (name, p) in Procedure::ALL
@@ -291,7 +324,7 @@ pub(crate) fn print_human(r: &LoadReport) {
         .filter_map(|p| r.procedures.get(p.name()).map(|x| (p.name(), x)))
     {
         println!(
-            "{:<16} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
+            "{:<22} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
             name,
             p.completed,
             p.failed,
@@ -311,6 +344,15 @@ pub(crate) fn print_human(r: &LoadReport) {
         r.generator_cpu.utilisation * 100.0,
         r.generator_cpu.prepare_cpu_ms
     );
+    for h in &r.holds {
+        println!(
+            "held at {}: {} UEs with {} PDU sessions up, at {:.3} s",
+            h.point, h.ues, h.sessions, h.at_s
+        );
+    }
+    if let Some(up) = &r.user_plane {
+        println!("user plane: {up}");
+    }
     if r.late_starts > 0 {
         println!("open loop: {} starts went out late", r.late_starts);
     }
@@ -389,5 +431,45 @@ mod tests {
         assert!((c.prepare_cpu_ms - 5.0).abs() < 1e-9);
         let none = GeneratorCpu::new(Duration::from_millis(1), Duration::ZERO, 0, Duration::ZERO);
         assert_eq!((none.us_per_procedure, none.utilisation), (0.0, 0.0));
+    }
+
+    #[test]
+    fn session_procedures_have_their_rows_and_failures_their_5gsm_cause() {
+        let mut s = Stats::new().unwrap();
+        for ms in 1..=4u64 {
+            s.completed(
+                Procedure::SessionEstablishment,
+                Duration::from_millis(ms * 10),
+            );
+        }
+        s.completed(Procedure::SessionRelease, Duration::from_millis(5));
+        s.failed(
+            Procedure::SessionEstablishment,
+            &FailureCause::SessionRejected(27),
+        );
+        s.failed(Procedure::SessionRelease, &FailureCause::Timeout);
+        let t = s.procedures(Duration::from_secs(1));
+        let est = &t["session_establishment"];
+        assert_eq!((est.completed, est.failed), (4, 1));
+        assert!((est.per_second - 4.0).abs() < 1e-9);
+        assert!(est.latency_us.p50 >= 19_000 && est.latency_us.p50 <= 20_100);
+        assert_eq!(t["session_release"].completed, 1);
+        assert_eq!(
+            s.causes()["session_establishment: session reject 5GSM cause #27"],
+            1
+        );
+        assert_eq!(s.causes()["session_release: timeout"], 1);
+        assert_eq!(s.total_completed(), 5);
+        assert_eq!(s.total_failed(), 2);
+        // A hold serialises with its point's name.
+        let h = HoldReport {
+            point: "sessions_up",
+            at_s: 1.5,
+            ues: 3,
+            sessions: 6,
+        };
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["point"], "sessions_up");
+        assert_eq!(v["sessions"], 6);
     }
 }

@@ -3,21 +3,23 @@
 //! [`super::schedule::Scheduler`].
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cpu_time::ThreadTime;
 use ran::gnb::{Gnb, GnbEvent, GnbUeEvent, GnbUes, N2Send, UeKey};
-use ran::ue::{RegistrationKind, Ue, UeConfig};
+use ran::ue::{RegistrationKind, SessionRequest, Ue, UeConfig, UeEvent};
+use ran::userplane::UpSession;
 use sctp::{AssocId, Event, SendError};
 use sctp_io::SctpSocket;
 use steer5g_config::Transport as TransportKind;
 
-use super::driver::{Driver, Input, Procedure, Reaction, Step};
-use super::report::{per_second, GeneratorCpu, LoadReport, LoadShape, Stats};
+use super::driver::{Driver, HoldPoint, Input, Procedure, Reaction, Step};
+use super::report::{per_second, GeneratorCpu, HoldReport, LoadReport, LoadShape, Stats};
 use super::schedule::{Limit, Load, Scheduler};
-use super::LoadPlan;
+use super::{HoldHook, LoadPlan, SessionsUpHook};
 use crate::exit::CliError;
 use crate::n2::{check_gnbs, gnb_socket, GnbIdentity, LOCAL_PORT_BASE, NGAP_PPID};
 use crate::report::SctpCounters;
@@ -47,7 +49,12 @@ struct UeSlot {
     driver: Option<Driver>,
     registered: bool,
     deregistered: bool,
+    /// What its establishments ask for (the session ID is the step's).
+    session: SessionRequest,
 }
+
+/// The user-plane hook under way on a thread of its own.
+type HookTask = tokio::task::JoinHandle<Result<serde_json::Value, CliError>>;
 
 struct Runner {
     sock: SctpSocket,
@@ -59,7 +66,23 @@ struct Runner {
     stats: Stats,
     sched: Scheduler,
     timeout: Duration,
-    mode: super::Mode,
+    shape: super::RunShape,
+    steps: Arc<[Step]>,
+    /// The gNBs' N3 address.
+    n3: Ipv4Addr,
+    /// UEs waiting at a barrier, in arrival order.
+    held: VecDeque<usize>,
+    /// The barrier was lifted: this many UEs at the front of `held` (those that were
+    /// there) go on as slots free up; UEs that arrive later wait for the next barrier.
+    to_release: usize,
+    hook: Option<SessionsUpHook>,
+    hook_task: Option<HookTask>,
+    on_hold: Option<HoldHook>,
+    user_plane: Option<serde_json::Value>,
+    /// The user-plane hook returned an error.
+    user_plane_failed: bool,
+    holds: Vec<HoldReport>,
+    t0: Instant,
 }
 
 /// Runs the plan: UEs prepared, NG Setup of every gNB, then the measured window.
@@ -67,6 +90,8 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     check_gnbs(plan.gnbs)?;
     let identity = GnbIdentity::from_config(&plan.cfg)?;
     let plmn = identity.plmn;
+    let shape = plan.shape();
+    let steps: Arc<[Step]> = shape.steps().map_err(CliError::Usage)?.into();
 
     // SUCI concealment is allowed ahead of time: do it before the window opens.
     let prep_cpu = ThreadTime::now();
@@ -79,6 +104,20 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
             Ue::new(cfg).map_err(|e| CliError::Usage(format!("subscriber {}: {e}", sub.supi)))?;
         ue.prepare()
             .map_err(|e| CliError::Usage(format!("subscriber {}: {e}", sub.supi)))?;
+        let session = SessionRequest {
+            pdu_session_id: 1,
+            dnn: plan
+                .sessions
+                .dnn
+                .clone()
+                .or_else(|| sub.dnns.first().cloned())
+                .unwrap_or_else(|| SessionRequest::default().dnn),
+            snssai: plan
+                .sessions
+                .snssai
+                .or_else(|| ue.config().requested_nssai.first().copied())
+                .unwrap_or(SessionRequest::default().snssai),
+        };
         ues.push(UeSlot {
             ue,
             gnb: i % plan.gnbs as usize,
@@ -86,12 +125,18 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
             driver: None,
             registered: false,
             deregistered: false,
+            session,
         });
     }
     let prepare_cpu = prep_cpu.elapsed();
 
     let (sock, remote) = gnb_socket(plan.transport, plan.amf, plan.local_addr)?;
     let local = sock.transport().local();
+    let n3 = match plan.sessions.gnb_n3 {
+        Some(a) => a,
+        None if !local.ip().is_unspecified() => *local.ip(),
+        None => plan.local_addr.unwrap_or(Ipv4Addr::LOCALHOST),
+    };
     let mut gnbs = Vec::with_capacity(plan.gnbs as usize);
     for i in 0..plan.gnbs {
         let (gnb_id, gnb) = identity.gnb(plan.gnb_id_base, i)?;
@@ -127,7 +172,18 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
         sched: Scheduler::new(load, plan.limit, ues.len(), Instant::now()),
         ues,
         timeout: plan.timeout,
-        mode: plan.mode,
+        shape,
+        steps,
+        n3,
+        held: VecDeque::new(),
+        to_release: 0,
+        hook: plan.on_sessions_up.clone(),
+        hook_task: None,
+        on_hold: plan.on_hold.clone(),
+        user_plane: None,
+        user_plane_failed: false,
+        holds: Vec::new(),
+        t0: Instant::now(),
     };
     r.ng_setup(plan, remote).await?;
     let ng_setup_ok = r.gnbs.iter().filter(|g| g.ready).count() as u32;
@@ -142,6 +198,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     // The measured window.
     let t0 = Instant::now();
     let cpu0 = ThreadTime::now();
+    r.t0 = t0;
     r.sched = Scheduler::new(load, plan.limit, r.ues.len(), t0);
     if ng_setup_ok > 0 {
         r.run_window().await?;
@@ -164,6 +221,7 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     let ok = procedures_failed == 0
         && runs_not_started == 0
         && r.stats.runs_failed == 0
+        && !r.user_plane_failed
         && ng_setup_ok == plan.gnbs;
     let (kind, concurrency, rate) = match plan.load {
         Load::Closed { concurrency } => ("closed", Some(concurrency), None),
@@ -175,7 +233,8 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
     };
     Ok(LoadReport {
         ok,
-        mode: plan.mode.name(),
+        mode: shape.name(),
+        pdu_sessions: shape.pdu_sessions,
         load: LoadShape {
             kind,
             concurrency,
@@ -211,6 +270,9 @@ pub(crate) async fn run_load(plan: &LoadPlan) -> Result<LoadReport, CliError> {
         n2_anomalies: r.stats.n2_anomalies,
         generator_cpu: GeneratorCpu::new(cpu, elapsed, procedures_completed, prepare_cpu),
         sctp: SctpCounters::from_parts(r.sock.endpoint().stats(), r.sock.io_stats()),
+        gnb_n3: (shape.pdu_sessions > 0).then(|| r.n3.to_string()),
+        holds: std::mem::take(&mut r.holds),
+        user_plane: r.user_plane.take(),
     })
 }
 
@@ -268,11 +330,13 @@ impl Runner {
             }
             None => indicatif::ProgressBar::new_spinner(),
         };
-        progress.set_message(self.mode.name());
+        let name = self.shape.name();
+        progress.set_message(name.clone());
         let mut due = Vec::new();
         let mut next_scan = Instant::now() + TICK;
         loop {
             let now = Instant::now();
+            self.resume_held(now);
             due.clear();
             self.sched.due(now, &mut due);
             for &sub in &due {
@@ -291,15 +355,25 @@ impl Runner {
             }
             self.flush_backlogs();
             let now = Instant::now();
+            if self.sched.barrier_reached(now) && self.to_release == 0 && self.hook_task.is_none() {
+                self.reach_barrier(now);
+            }
+            if self.hook_task.as_ref().is_some_and(|t| t.is_finished()) {
+                self.finish_hook().await;
+            }
             if now >= next_scan {
                 next_scan = now + TICK;
                 self.check_timeouts(now);
                 progress.set_position(self.stats.runs_ok + self.stats.runs_failed);
-                progress.set_message(format!(
-                    "{} ({} in flight)",
-                    self.mode.name(),
-                    self.sched.in_flight()
-                ));
+                progress.set_message(if self.hook_task.is_some() {
+                    format!("{name} (user-plane stage, {} UEs holding)", self.held.len())
+                } else {
+                    format!(
+                        "{name} ({} in flight, {} holding)",
+                        self.sched.in_flight(),
+                        self.held.len()
+                    )
+                });
             }
         }
         progress.finish_and_clear();
@@ -333,7 +407,7 @@ impl Runner {
         if let Some(gues) = self.gnbs.get_mut(u.gnb).and_then(|g| g.ues.as_mut()) {
             gues.forget(u.key);
         }
-        let (driver, step) = Driver::start(self.mode, now, self.timeout);
+        let (driver, step) = Driver::start(self.steps.clone(), now, self.timeout);
         u.key = key;
         u.driver = Some(driver);
         self.by_key.insert(key, sub);
@@ -344,6 +418,12 @@ impl Runner {
     fn exec_step(&mut self, sub: usize, step: Step, now: Instant) {
         let mut next = Some(step);
         while let Some(step) = next.take() {
+            if let Step::Hold(_) = step {
+                // Nothing to send: the UE gives up its slot until the barrier lifts.
+                self.sched.park();
+                self.held.push_back(sub);
+                return;
+            }
             if let Err(cause) = self.send_step(sub, step) {
                 next = self.feed(sub, now, Input::SendFailed(cause));
             }
@@ -383,6 +463,28 @@ impl Runner {
                     gues.initial_ue_message(u.key, &nas, u.ue.s_tmsi())
                 }
             }
+            Step::EstablishSession(id) => {
+                if gues.amf_ue_ngap_id(u.key).is_none() {
+                    // The service request that would bring the UE back to CM-CONNECTED is
+                    // not emulated.
+                    return Err("no N2 connection to send on".into());
+                }
+                u.session.pdu_session_id = id;
+                let nas =
+                    u.ue.pdu_session_establishment_request(&u.session)
+                        .map_err(|e| format!("UE: {e}"))?;
+                gues.uplink_nas(u.key, &nas)
+            }
+            Step::ReleaseSession(id) => {
+                if gues.amf_ue_ngap_id(u.key).is_none() {
+                    return Err("no N2 connection to send on".into());
+                }
+                let nas =
+                    u.ue.pdu_session_release_request(id)
+                        .map_err(|e| format!("UE: {e}"))?;
+                gues.uplink_nas(u.key, &nas)
+            }
+            Step::Hold(_) => return Ok(()),
         }
         .map_err(|e| format!("NGAP: {e}"))?;
         let gnb = u.gnb;
@@ -451,7 +553,9 @@ impl Runner {
             match p {
                 Procedure::Registration => u.registered = true,
                 Procedure::Deregistration => u.deregistered = true,
-                Procedure::Reregistration => {}
+                Procedure::Reregistration
+                | Procedure::SessionEstablishment
+                | Procedure::SessionRelease => {}
             }
         }
         if let Some((p, cause)) = &r.failed {
@@ -462,7 +566,7 @@ impl Runner {
             self.stats.releases_missing += 1;
         }
         if r.finished {
-            if r.failed.is_some() {
+            if r.failed.is_some() || r.degraded {
                 self.stats.runs_failed += 1;
             } else {
                 self.stats.runs_ok += 1;
@@ -513,7 +617,9 @@ impl Runner {
                 };
                 // Stream 0 carries non-UE-associated signalling (TS 38.412 §7).
                 let ue_streams = outbound_streams.saturating_sub(1).max(1);
-                g.ues = Some(GnbUes::new(g.gnb.config(), 1, ue_streams));
+                let mut gues = GnbUes::new(g.gnb.config(), 1, ue_streams);
+                gues.set_n3_address(self.n3);
+                g.ues = Some(gues);
                 let pdu = g.gnb.ng_setup_request();
                 if let Err(e) = self
                     .sock
@@ -591,6 +697,20 @@ impl Runner {
             match ev {
                 GnbUeEvent::NasToUe { ue, nas } => self.on_nas(gi, ue, &nas, now),
                 GnbUeEvent::ContextSetup { .. } => {}
+                GnbUeEvent::PduSessionSetup(s) => {
+                    self.feed_key(s.ue, now, Input::SessionSetup(s.pdu_session_id));
+                }
+                GnbUeEvent::PduSessionFailed {
+                    ue,
+                    pdu_session_id,
+                    cause,
+                } => {
+                    let input = Input::SessionSetupFailed(pdu_session_id, cause.to_string());
+                    self.feed_key(ue, now, input);
+                }
+                GnbUeEvent::PduSessionReleased { ue, pdu_session_id } => {
+                    self.feed_key(ue, now, Input::SessionReleased(pdu_session_id));
+                }
                 GnbUeEvent::Released { ue, cause } => {
                     if let Some(&sub) = self.by_key.get(&ue) {
                         let step = self.feed(sub, now, Input::Released(cause.to_string()));
@@ -652,6 +772,24 @@ impl Runner {
                 None => send_failed = Some("its gNB is gone".into()),
             }
         }
+        // A release command that came in a DL NAS TRANSPORT, for a session whose
+        // resources the gNB never had or already dropped: nothing more will come from the
+        // gNB's side.
+        if let (None, UeEvent::PduSessionReleased { pdu_session_id, .. }) =
+            (&send_failed, &out.event)
+        {
+            let held = self
+                .gnbs
+                .get(gi)
+                .and_then(|g| g.ues.as_ref())
+                .is_some_and(|gues| {
+                    gues.sessions_of(key)
+                        .any(|s| s.pdu_session_id == *pdu_session_id)
+                });
+            if !held {
+                self.feed_key(key, now, Input::SessionReleased(*pdu_session_id));
+            }
+        }
         // The answer went out first, so a REGISTRATION COMPLETE is on its way when the
         // registration counts as done.
         let step = match send_failed {
@@ -661,6 +799,107 @@ impl Runner {
         if let Some(step) = step {
             self.exec_step(sub, step, now);
         }
+    }
+
+    /// Feeds the driver of the UE with N2 key `key`, and starts what it asks for.
+    fn feed_key(&mut self, key: UeKey, now: Instant, input: Input<'_>) {
+        let Some(&sub) = self.by_key.get(&key) else {
+            return;
+        };
+        if let Some(step) = self.feed(sub, now, input) {
+            self.exec_step(sub, step, now);
+        }
+    }
+
+    /// Every run in flight waits at a barrier: note it, tell the hook, and either start
+    /// the user-plane stage (once, at the first [`HoldPoint::SessionsUp`]) or let the UEs
+    /// go on.
+    fn reach_barrier(&mut self, now: Instant) {
+        let point = self
+            .held
+            .front()
+            .and_then(|&sub| self.ues.get(sub))
+            .and_then(|u| u.driver.as_ref())
+            .and_then(Driver::holding)
+            .unwrap_or(HoldPoint::SessionsUp);
+        let sessions = self.up_sessions();
+        tracing::debug!(
+            point = point.name(),
+            ues = self.held.len(),
+            sessions = sessions.len(),
+            "barrier"
+        );
+        self.holds.push(HoldReport {
+            point: point.name(),
+            at_s: now.saturating_duration_since(self.t0).as_secs_f64(),
+            ues: self.held.len() as u64,
+            sessions: sessions.len() as u64,
+        });
+        if let Some(h) = &self.on_hold {
+            h(point);
+        }
+        match (point, self.hook.take()) {
+            (HoldPoint::SessionsUp, Some(hook)) => {
+                self.hook_task = Some(tokio::task::spawn_blocking(move || hook(&sessions)));
+            }
+            (_, hook) => {
+                self.hook = hook;
+                self.to_release = self.held.len();
+            }
+        }
+    }
+
+    /// The user-plane hook returned: keep its report, let the UEs go on.
+    async fn finish_hook(&mut self) {
+        let Some(task) = self.hook_task.take() else {
+            return;
+        };
+        let result = match task.await {
+            Ok(r) => r,
+            Err(e) => Err(CliError::Failed(format!("user-plane stage panicked: {e}"))),
+        };
+        self.user_plane = Some(match result {
+            Ok(v) => v,
+            Err(e) => {
+                self.stats.other_failure(format!("user-plane stage: {e}"));
+                self.user_plane_failed = true;
+                serde_json::json!({ "ok": false, "error": e.to_string() })
+            }
+        });
+        self.to_release = self.held.len();
+    }
+
+    /// Lets held UEs go on as far as the load's bound allows.
+    fn resume_held(&mut self, now: Instant) {
+        while self.to_release > 0 && self.sched.room() > 0 {
+            let Some(sub) = self.held.pop_front() else {
+                self.to_release = 0;
+                break;
+            };
+            self.to_release -= 1;
+            self.sched.unpark();
+            if let Some(step) = self.feed(sub, now, Input::Resume) {
+                self.exec_step(sub, step, now);
+            }
+        }
+    }
+
+    /// The PDU sessions up now: the UE's address from its accept, the tunnels from its
+    /// gNB's session table.
+    fn up_sessions(&self) -> Vec<UpSession> {
+        let mut out = Vec::new();
+        for &sub in &self.held {
+            let Some(u) = self.ues.get(sub) else { continue };
+            let Some(gues) = self.gnbs.get(u.gnb).and_then(|g| g.ues.as_ref()) else {
+                continue;
+            };
+            for s in gues.sessions_of(u.key) {
+                if let Some(ip) = u.ue.pdu_session(s.pdu_session_id).and_then(|x| x.ue_ip) {
+                    out.push(UpSession::new(ip, s));
+                }
+            }
+        }
+        out
     }
 
     fn drain_gnb(&mut self, gi: usize) {

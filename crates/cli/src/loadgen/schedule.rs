@@ -42,6 +42,8 @@ pub(crate) struct Scheduler {
     t0: Instant,
     started: u64,
     in_flight: usize,
+    /// Runs waiting at a barrier: started, not over, but not holding a slot.
+    parked: usize,
     idle: VecDeque<usize>,
     late: u64,
 }
@@ -55,6 +57,7 @@ impl Scheduler {
             t0,
             started: 0,
             in_flight: 0,
+            parked: 0,
             idle: (0..subscribers).collect(),
             late: 0,
         }
@@ -149,12 +152,50 @@ impl Scheduler {
 
     /// Whether every run has started and ended.
     pub(crate) fn is_done(&self, now: Instant) -> bool {
-        self.in_flight == 0 && (!self.may_start_more(now) || self.stalled())
+        self.in_flight == 0 && self.parked == 0 && (!self.may_start_more(now) || self.stalled())
     }
 
     /// No subscriber can ever start again (none at all).
     fn stalled(&self) -> bool {
-        self.idle.is_empty() && self.in_flight == 0
+        self.idle.is_empty() && self.in_flight == 0 && self.parked == 0
+    }
+
+    /// A run in flight waits at a barrier: its slot goes to the next start (so that a
+    /// barrier can gather more runs than the concurrency), its subscriber stays taken.
+    pub(crate) fn park(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.parked += 1;
+    }
+
+    /// A parked run goes on: it holds a slot again.
+    pub(crate) fn unpark(&mut self) {
+        self.parked = self.parked.saturating_sub(1);
+        self.in_flight += 1;
+    }
+
+    /// Runs parked at a barrier.
+    #[cfg(test)]
+    pub(crate) fn parked(&self) -> usize {
+        self.parked
+    }
+
+    /// Free slots: how many parked runs may go on now without exceeding the load's bound.
+    pub(crate) fn room(&self) -> usize {
+        let cap = match self.load {
+            Load::Closed { concurrency } => concurrency,
+            Load::Open { max_in_flight, .. } => max_in_flight,
+        };
+        cap.saturating_sub(self.in_flight)
+    }
+
+    /// Whether the parked runs are all there will be: none in flight, and no other run may
+    /// ever start before one of them goes on (the limit is reached or every subscriber is
+    /// taken). An open loop whose next start is merely later is not there yet.
+    pub(crate) fn barrier_reached(&self, now: Instant) -> bool {
+        if self.parked == 0 || self.in_flight > 0 {
+            return false;
+        }
+        !self.may_start_more(now) || self.idle.is_empty()
     }
 }
 
@@ -257,6 +298,40 @@ mod tests {
     fn no_subscribers_is_done_at_once() {
         let t0 = Instant::now();
         let s = Scheduler::new(Load::Closed { concurrency: 1 }, Limit::Count(5), 0, t0);
+        assert!(s.is_done(t0));
+    }
+
+    #[test]
+    fn parked_runs_free_their_slot_and_make_a_barrier_once_nothing_else_can_start() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Load::Closed { concurrency: 2 }, Limit::Count(3), 3, t0);
+        let mut out = Vec::new();
+        s.due(t0, &mut out);
+        assert_eq!(out, vec![0, 1]);
+        s.park();
+        assert!(!s.barrier_reached(t0), "one run still in flight");
+        out.clear();
+        s.due(t0, &mut out);
+        assert_eq!(out, vec![2], "the parked run's slot went to the next start");
+        s.park();
+        assert!(!s.barrier_reached(t0));
+        s.park();
+        assert!(
+            s.barrier_reached(t0),
+            "every run parked and the count reached"
+        );
+        assert!(!s.is_done(t0), "parked runs are not over");
+        assert_eq!((s.parked(), s.room()), (3, 2));
+        s.unpark();
+        s.unpark();
+        assert_eq!(s.room(), 0);
+        assert!(!s.barrier_reached(t0));
+        for sub in 0..3 {
+            if sub == 2 {
+                s.unpark();
+            }
+            s.finished(sub);
+        }
         assert!(s.is_done(t0));
     }
 }

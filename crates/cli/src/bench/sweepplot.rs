@@ -1,0 +1,121 @@
+//! Line charts against the worker count, side by side: one panel per figure, one line per
+//! series (a state mode, an SBI mode...), shared by the benches that sweep `--workers`.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+/// Line colours of the sweep's series, in turn.
+const SERIES_COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// One point: its series, its worker count and its value.
+pub(crate) type Point = (String, u16, f64);
+
+/// One panel: the y axis description and its points.
+pub(crate) struct Panel {
+    pub(crate) y_desc: String,
+    pub(crate) points: Vec<Point>,
+}
+
+/// Writes `panels` side by side under `title` to `path`; series keep the order in which
+/// they first appear, and the first panel carries the legend.
+pub(crate) fn write_sweep(path: &Path, title: &str, panels: &[Panel]) -> Result<(), String> {
+    let mut series: Vec<&str> = Vec::new();
+    for p in panels {
+        for (s, _, _) in &p.points {
+            if !series.contains(&s.as_str()) {
+                series.push(s);
+            }
+        }
+    }
+    let wmax = panels
+        .iter()
+        .flat_map(|p| p.points.iter().map(|x| i32::from(x.1)))
+        .max()
+        .unwrap_or(1)
+        .max(2);
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let n = u32::try_from(panels.len().max(1)).unwrap_or(1);
+    let root = SVGBackend::new(path, (500 * n, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 20))
+        .map_err(|e| err(&e))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (p, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
+        let ymax = panel
+            .points
+            .iter()
+            .map(|x| x.2)
+            .fold(0.0f64, f64::max)
+            .max(1e-3)
+            * 1.2;
+        let mut chart = ChartBuilder::on(area)
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0i32..wmax + 1, 0f64..ymax)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_labels(usize::try_from(wmax + 2).unwrap_or(10))
+            .x_label_formatter(&|x| {
+                if *x >= 1 && *x <= wmax {
+                    x.to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("workers")
+            .y_desc(panel.y_desc.as_str())
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, name) in series.iter().enumerate() {
+            let color = SERIES_COLORS
+                .get(i % SERIES_COLORS.len())
+                .copied()
+                .unwrap_or(BLACK);
+            let mut pts: Vec<(i32, f64)> = panel
+                .points
+                .iter()
+                .filter(|x| x.0 == *name)
+                .map(|x| (i32::from(x.1), x.2))
+                .collect();
+            pts.sort_by_key(|x| x.0);
+            let drawn = chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?;
+            if p == 0 {
+                drawn.label(name.to_string()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            }
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                )
+                .map_err(|e| err(&e))?;
+        }
+        if p == 0 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| err(&e))?;
+        }
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
