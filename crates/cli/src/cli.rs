@@ -304,9 +304,24 @@ pub(crate) struct DemoArgs {
     #[arg(long, default_value = "127.0.0.12:7777")]
     pub(crate) udm_addr: SocketAddrV4,
     /// PDU sessions each UE establishes after registering and releases before
-    /// de-registering (through the core's SMF and in-process UPF), at most 15.
+    /// de-registering (through the core's SMF and a UPF), at most 15.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) pdu_sessions: u8,
+    /// The user-plane stage: `auto` sends UE traffic through a UPF with the XDP fast path in
+    /// three network namespaces (ran, upf, dn) when the process may create them (root,
+    /// CAP_BPF) and otherwise runs the control plane only and says why; `xdp` and `tun`
+    /// insist on that path (exit 3 without the privilege); `off` runs no traffic.
+    #[arg(long, value_enum, default_value_t = DemoUserPlane::Auto)]
+    pub(crate) user_plane: DemoUserPlane,
+    /// Inner IP packet length of the user-plane stage's probes, in octets (64..=1400).
+    #[arg(long, value_name = "OCTETS", default_value_t = 256)]
+    pub(crate) packet_size: usize,
+    /// Probes per second over all sessions, for each of the UDP and ICMP rounds.
+    #[arg(long, value_name = "PPS", default_value_t = 2000)]
+    pub(crate) rate: u64,
+    /// Seconds of sending in each of the UDP and ICMP rounds.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub(crate) traffic_duration: f64,
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
@@ -323,6 +338,19 @@ pub(crate) enum DemoState {
     Sharded,
     /// One shared map behind locks (the baseline).
     Locked,
+}
+
+/// `steer5g demo --user-plane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DemoUserPlane {
+    /// The XDP fast path if this process may set it up, else control plane only.
+    Auto,
+    /// The XDP fast path (with the TUN path behind it for what XDP passes up).
+    Xdp,
+    /// The sockets/TUN user-space path.
+    Tun,
+    /// No traffic.
+    Off,
 }
 
 /// `steer5g demo --sbi`.

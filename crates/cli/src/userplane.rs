@@ -74,6 +74,12 @@ pub(crate) struct BedReport {
     /// Datapath entries (uplink + downlink + usage) left after the UPF removed every
     /// session; `None` if they could not be read.
     pub(crate) entries_left: Option<usize>,
+    /// PFCP messages the UPF received and sent (first transmissions).
+    pub(crate) pfcp_received: u64,
+    pub(crate) pfcp_sent: u64,
+    /// PFCP sessions the UPF established and deleted over its life.
+    pub(crate) sessions_established: u64,
+    pub(crate) sessions_deleted: u64,
 }
 
 /// A running user-plane bed. Dropping it tears everything down.
@@ -222,17 +228,33 @@ impl UserPlaneBed {
         traffic::run(&plan, sessions, &self.gnb)
     }
 
+    /// Rules the path holds now (uplink + downlink + usage), to see the releases arrive;
+    /// `None` if the path cannot be read.
+    pub(crate) fn entries(&self) -> Option<usize> {
+        let e = match &self.dp {
+            Dp::Xdp(d, _) => d.entries(),
+            Dp::Tun(d) => d.entries(),
+        };
+        e.ok().map(|e| e.uplink + e.downlink + e.usage)
+    }
+
     /// Stops the UPF (removing every session it still holds), the echo host and the path,
     /// and reports what the path did and what it held at the end.
     pub(crate) fn stop(mut self) -> BedReport {
         let svc = self.upf.take().map(UpfService::stop);
         let dn_echoed = self.echo.take().map_or(0, |e| e.stop().echoed);
-        let (sessions_at_stop, entries_left) = match svc {
+        let (sessions_at_stop, entries_left, pfcp) = match svc {
             Some(Ok(r)) => (
                 r.sessions_at_stop,
                 r.entries_after.map(|e| e.uplink + e.downlink + e.usage),
+                (
+                    r.stats.received.values().sum(),
+                    r.stats.sent.values().sum(),
+                    r.stats.sessions_established,
+                    r.stats.sessions_deleted,
+                ),
             ),
-            _ => (0, None),
+            _ => (0, None, (0, 0, 0, 0)),
         };
         let (xdp, tun) = match &self.dp {
             Dp::Xdp(d, before) => d.with(|x| {
@@ -252,6 +274,10 @@ impl UserPlaneBed {
             dn_echoed,
             sessions_at_stop,
             entries_left,
+            pfcp_received: pfcp.0,
+            pfcp_sent: pfcp.1,
+            sessions_established: pfcp.2,
+            sessions_deleted: pfcp.3,
         }
     }
 

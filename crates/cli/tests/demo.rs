@@ -37,8 +37,9 @@ fn demo_runs_on_the_default_plan_and_registers_every_ue() {
     assert_eq!(v["amf"]["n2"]["ng_setup_ok"], 16);
     assert_eq!(v["amf"]["sctp"]["associations_established"], 16);
     assert_eq!(v["amf"]["sctp"]["bad_checksum"], 0);
-    // The session stages: one PDU session per UE by default, established, held while the
-    // (not yet wired) user-plane stage is skipped, released; no UPF rule left.
+    // The session stages: one PDU session per UE by default, established, held while UE
+    // traffic goes through the UPF (or, without the privilege, skipped with the reason),
+    // released; no UPF rule left.
     assert_eq!(v["pdu_sessions"], 1);
     let stages: Vec<&str> = v["stages"]
         .as_array()
@@ -62,9 +63,43 @@ fn demo_runs_on_the_default_plan_and_registers_every_ue() {
     }
     assert_eq!(v["stages"][1]["done"], 1000);
     assert!(v["stages"][1]["latency_p50_us"].as_u64().unwrap() > 0);
-    assert_eq!(v["ran"]["user_plane"]["skipped"], true);
-    assert_eq!(v["ran"]["user_plane"]["reason"], "traffic stage not wired");
-    assert_eq!(v["ran"]["user_plane"]["sessions"], 1000);
+    let up = &v["ran"]["user_plane"];
+    if testkit::privilege::has_net_privilege() {
+        // Root (CI): the XDP fast path carried every probe both ways, the TUN path behind
+        // it nothing; the DN echoed every UDP probe.
+        assert_eq!(up["skipped"], false, "{up}");
+        assert_eq!(up["ok"], true, "{up}");
+        assert_eq!(up["path"], "xdp+tun");
+        let rounds = up["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 2);
+        let mut sent = 0;
+        for (r, kind) in rounds.iter().zip(["udp", "icmp"]) {
+            assert_eq!(r["kind"], kind);
+            assert_eq!(r["sessions"], 1000);
+            assert!(r["sent"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(r["received"], r["sent"], "{kind}: every probe answered");
+            assert!(r["latency"]["p50_us"].as_u64().unwrap() > 0);
+            sent += r["sent"].as_u64().unwrap();
+        }
+        let bed = &v["user_plane_bed"];
+        assert_eq!(bed["xdp"]["ul_forwarded"], sent, "{bed}");
+        assert_eq!(bed["xdp"]["dl_forwarded"], sent, "{bed}");
+        assert_eq!(bed["tun"]["ul_forwarded"], 0, "{bed}");
+        assert_eq!(bed["tun"]["dl_forwarded"], 0, "{bed}");
+        assert_eq!(bed["dn_echoed"], rounds[0]["sent"], "{bed}");
+        assert_eq!(bed["entries_left"], 0, "{bed}");
+        assert_eq!(bed["sessions_at_stop"], 0, "{bed}");
+    } else {
+        assert_eq!(up["skipped"], true, "{up}");
+        assert!(
+            up["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("control plane only"),
+            "{up}"
+        );
+        assert_eq!(up["sessions"], 1000);
+    }
     assert_eq!(v["sessions"]["smf_created"], 1000);
     assert_eq!(v["sessions"]["smf_released"], 1000);
     assert_eq!(v["sessions"]["upf_sessions_established"], 1000);
@@ -104,11 +139,72 @@ fn demo_human_report_names_each_stage() {
     for stage in [
         "sessions_established",
         "sessions_released",
-        "skipped: traffic stage not wired",
+        "user_plane",
         "0 rules left after the run",
     ] {
         assert!(stdout.contains(stage), "no {stage:?} in {stdout}");
     }
+}
+
+/// Without the privilege for namespaces and XDP (every capability dropped with `setpriv`),
+/// the default demo still runs the control plane and says why the traffic stage did not run;
+/// asking for a path explicitly is then a missing privilege (exit 3).
+#[test]
+fn demo_without_privilege_runs_the_control_plane_and_says_why() {
+    if !testkit::privilege::require("dropping capabilities with setpriv") {
+        return;
+    }
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--bounding-set",
+            "-all",
+            "--inh-caps",
+            "-all",
+            env!("CARGO_BIN_EXE_steer5g"),
+            "--json",
+            "demo",
+            "--gnbs",
+            "2",
+            "--ues",
+            "20",
+            "--n2-addr",
+            "127.0.0.58",
+            "--udp-port",
+            "19898",
+            "--ausf-addr",
+            "127.0.0.58:17721",
+            "--udm-addr",
+            "127.0.0.58:17722",
+        ];
+        args.extend_from_slice(extra);
+        Command::new("setpriv")
+            .args(&args)
+            .env_remove("STEER5G_REQUIRE_BPF")
+            .output()
+            .expect("run steer5g demo under setpriv")
+    };
+    let out = run(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON report");
+    let up = &v["ran"]["user_plane"];
+    assert_eq!(up["skipped"], true, "{up}");
+    let reason = up["reason"].as_str().unwrap();
+    assert!(reason.starts_with("control plane only"), "{reason}");
+    assert!(reason.contains("root"), "{reason}");
+    assert_eq!(v["sessions"]["smf_released"], 20);
+    assert!(v["user_plane_bed"].is_null());
+    let out = run(&["--user-plane", "xdp"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

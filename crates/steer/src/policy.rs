@@ -387,16 +387,21 @@ mod tests {
             s.record(AppId(app), 1);
         }
         let top = s.top();
-        assert_eq!(top[0].0, AppId(1));
-        assert_eq!(top[1].0, AppId(2));
-        assert!(top[0].1 >= 3000 && s.guaranteed(AppId(1)) <= 3000);
+        // Space-saving overestimates by at most N/k = 1250, so the two heavy ids are the top
+        // two but their order may flip (2000 + 1250 > 3000): check the guarantees instead.
+        let mut first_two = [top[0].0, top[1].0];
+        first_two.sort_by_key(|a| a.0);
+        assert_eq!(first_two, [AppId(1), AppId(2)]);
+        let est = |id| top.iter().find(|(a, _)| *a == id).map_or(0, |t| t.1);
+        assert!(est(AppId(1)) >= 3000 && s.guaranteed(AppId(1)) <= 3000);
+        assert!(est(AppId(2)) >= 2000 && s.guaranteed(AppId(2)) <= 2000);
         assert!(
             s.guaranteed(AppId(1)) > 2000,
             "error stays small for a heavy id"
         );
         let mut m = TopK::new(4);
         m.merge(&s);
-        assert_eq!(m.top()[0].0, AppId(1));
+        assert!(matches!(m.top()[0].0, AppId(1) | AppId(2)));
         m.clear();
         assert!(m.top().is_empty());
     }

@@ -351,7 +351,9 @@ pub(crate) fn print_human(r: &LoadReport) {
         );
     }
     if let Some(up) = &r.user_plane {
-        println!("user plane: {up}");
+        for line in user_plane_lines(up) {
+            println!("user plane: {line}");
+        }
     }
     if r.late_starts > 0 {
         println!("open loop: {} starts went out late", r.late_starts);
@@ -368,6 +370,60 @@ pub(crate) fn print_human(r: &LoadReport) {
             println!("  {n:>8}  {cause}");
         }
     }
+}
+
+/// The user-plane stage's result in a few lines: one per traffic round (a traffic report
+/// has `kind` and `sent`; a stage may hold several under `rounds`), else the reason it was
+/// skipped or failed, else the JSON itself without its latency CDF.
+pub(crate) fn user_plane_lines(v: &serde_json::Value) -> Vec<String> {
+    let num = |r: &serde_json::Value, k: &str| r.get(k).and_then(serde_json::Value::as_u64);
+    let real = |r: &serde_json::Value, k: &str| {
+        r.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0)
+    };
+    let round = |r: &serde_json::Value| -> Option<String> {
+        let kind = r.get("kind")?.as_str()?;
+        let sent = num(r, "sent")?;
+        let mut line = format!(
+            "{kind} {} B: {sent} sent, {} back ({:.2} % lost), {:.0} pps, {:.4} Gbit/s inner",
+            num(r, "packet_size").unwrap_or(0),
+            num(r, "received").unwrap_or(0),
+            real(r, "loss_ratio") * 100.0,
+            real(r, "achieved_pps"),
+            real(r, "inner_gbps"),
+        );
+        if let Some(l) = r.get("latency").filter(|l| !l.is_null()) {
+            line.push_str(&format!(
+                "; round trip p50 {} µs, p99 {} µs, max {} µs",
+                num(l, "p50_us").unwrap_or(0),
+                num(l, "p99_us").unwrap_or(0),
+                num(l, "max_us").unwrap_or(0)
+            ));
+        }
+        Some(line)
+    };
+    if let Some(line) = round(v) {
+        return vec![line];
+    }
+    let mut out = Vec::new();
+    if let Some(p) = v.get("path").and_then(|p| p.as_str()) {
+        out.push(format!("path {p}"));
+    }
+    if let Some(rounds) = v.get("rounds").and_then(|r| r.as_array()) {
+        out.extend(rounds.iter().filter_map(round));
+    }
+    for key in ["reason", "error"] {
+        if let Some(t) = v.get(key).and_then(|t| t.as_str()) {
+            out.push(format!("{key}: {t}"));
+        }
+    }
+    if out.is_empty() {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("cdf");
+        }
+        out.push(v.to_string());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -471,5 +527,27 @@ mod tests {
         let v = serde_json::to_value(&h).unwrap();
         assert_eq!(v["point"], "sessions_up");
         assert_eq!(v["sessions"], 6);
+    }
+
+    #[test]
+    fn user_plane_lines_summarise_rounds_and_reasons() {
+        let v = serde_json::json!({
+            "path": "xdp+tun",
+            "rounds": [{"kind": "udp", "packet_size": 256, "sent": 10, "received": 9,
+                "loss_ratio": 0.1, "achieved_pps": 100.0, "inner_gbps": 0.001,
+                "latency": {"p50_us": 5, "p99_us": 9, "max_us": 12}, "cdf": []}],
+        });
+        let lines = user_plane_lines(&v);
+        assert_eq!(lines[0], "path xdp+tun");
+        assert!(
+            lines[1].starts_with("udp 256 B: 10 sent, 9 back (10.00 % lost)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].ends_with("p50 5 µs, p99 9 µs, max 12 µs"),
+            "{lines:?}"
+        );
+        let skipped = serde_json::json!({"skipped": true, "reason": "no root"});
+        assert_eq!(user_plane_lines(&skipped), ["reason: no root"]);
     }
 }

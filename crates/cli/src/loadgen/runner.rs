@@ -619,6 +619,9 @@ impl Runner {
                 let ue_streams = outbound_streams.saturating_sub(1).max(1);
                 let mut gues = GnbUes::new(g.gnb.config(), 1, ue_streams);
                 gues.set_n3_address(self.n3);
+                // Every emulated gNB announces the same N3 address and downlink arrives
+                // on one socket: give each its own 2^20 TEIDs (index 0 starts at 1).
+                gues.set_first_teid(u32::try_from(gi).unwrap_or(0).wrapping_shl(20));
                 g.ues = Some(gues);
                 let pdu = g.gnb.ng_setup_request();
                 if let Err(e) = self

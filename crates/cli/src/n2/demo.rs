@@ -10,9 +10,10 @@
 //! went through every stage and the UPF holds no rule at the end.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use ran::userplane::traffic::TrafficPlan;
 use ran::userplane::UpSession;
 use rand::rngs::OsRng;
 use sbi::{NfType, StaticDirectory};
@@ -21,12 +22,13 @@ use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, SmfOptions, StateMode, UpfOptions};
 use upf::datapath::Datapath as _;
 
-use crate::cli::{DemoArgs, DemoSbi, DemoState, Global, NetworkArgs};
+use crate::cli::{DemoArgs, DemoSbi, DemoState, DemoUserPlane, Global, NetworkArgs};
 use crate::exit::CliError;
 use crate::loadgen::driver::MAX_PDU_SESSIONS;
 use crate::loadgen::schedule::{Limit, Load};
 use crate::loadgen::{run_load, suci_scheme, LoadPlan, LoadReport, Mode, SessionPlan, SuciArg};
 use crate::report::SctpCounters;
+use crate::userplane::{BedReport, PathKind, UserPlaneBed};
 
 /// The SBI port of every NF on the loopback plan (DESIGN.md Conventions).
 const SBI_PORT: u16 = 7777;
@@ -36,6 +38,11 @@ const UPF_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
 /// How long the UPF may take to drop the last sessions' rules once the UEs are gone (the
 /// SMF deletes them after the N2 side is done).
 const RULES_SETTLE: Duration = Duration::from_secs(5);
+/// How long the user-plane stage waits for the UPF to forward every session's downlink.
+const FORWARDING_WAIT: Duration = Duration::from_secs(5);
+/// Largest share of probes a user-plane round may lose and still pass: the path is local
+/// veths, so anything lost is a fault, but one late reply should not fail a demo.
+const MAX_LOSS: f64 = 0.01;
 
 #[derive(Serialize)]
 struct DemoReport<'a> {
@@ -55,6 +62,9 @@ struct DemoReport<'a> {
     /// The SMF's and UPF's side (absent without sessions).
     #[serde(skip_serializing_if = "Option::is_none")]
     sessions: Option<SessionSummary>,
+    /// The user-plane bed's path counters (absent when the demo ran the control plane only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_plane_bed: Option<BedReport>,
 }
 
 /// One stage of the demo.
@@ -99,33 +109,137 @@ struct SessionSummary {
     upf_rules_left: u64,
 }
 
-/// Where the user-plane stage finds the network: the lead's traffic stage needs these.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct UserPlaneContext {
-    /// The UPF's N3 address.
-    pub(crate) upf_n3: Ipv4Addr,
-    /// The gNBs' N3 address (their DL F-TEIDs).
-    pub(crate) gnb_n3: Option<Ipv4Addr>,
+/// What the demo's user-plane stage has to work with.
+enum UserPlaneSetup {
+    /// Namespaces with a UPF on a real path, the DN echo host and the gNB's N3 socket.
+    Bed(Box<Mutex<UserPlaneBed>>),
+    /// No traffic, and why.
+    Skipped(String),
 }
 
-/// The demo's user-plane stage, run once while every UE holds its sessions: not wired yet
-/// (the in-process UPF forwards nothing), so it reports itself skipped. The traffic stage
-/// replaces this function.
-pub(crate) fn user_plane_stage(
-    ctx: &UserPlaneContext,
+/// The probes of the user-plane stage: a UDP round (echoed by the DN host), then an ICMP
+/// round (answered by the DN's kernel), each `count` packets at `rate_pps`.
+#[derive(Debug, Clone, Copy)]
+struct Probes {
+    udp: TrafficPlan,
+    icmp: TrafficPlan,
+}
+
+impl Probes {
+    fn new(args: &DemoArgs) -> Result<Self, CliError> {
+        if !(args.traffic_duration.is_finite() && args.traffic_duration > 0.0) {
+            return Err(CliError::Usage(
+                "--traffic-duration must be a positive number of seconds".into(),
+            ));
+        }
+        if args.rate == 0 {
+            return Err(CliError::Usage("--rate must be at least 1".into()));
+        }
+        // Saturating float-to-int conversion; a huge product is capped by max_duration.
+        let count = (args.rate as f64 * args.traffic_duration).ceil().max(1.0) as u64;
+        let mut udp = TrafficPlan::udp(Ipv4Addr::UNSPECIFIED, args.packet_size, args.rate, count);
+        udp.max_duration = Duration::from_secs_f64(args.traffic_duration * 2.0 + 1.0);
+        udp.validate()
+            .map_err(|e| CliError::Usage(format!("user-plane probes: {e}")))?;
+        Ok(Probes {
+            udp,
+            icmp: udp.icmp(),
+        })
+    }
+}
+
+/// The demo's user-plane stage, run once while every UE holds its sessions: UDP and ICMP
+/// probes from the gNB through the UPF to the DN and back, or a note saying why not.
+fn user_plane_stage(
+    setup: &UserPlaneSetup,
+    probes: Probes,
     sessions: &[UpSession],
 ) -> Result<serde_json::Value, CliError> {
+    let bed = match setup {
+        UserPlaneSetup::Skipped(reason) => {
+            return Ok(serde_json::json!({
+                "stage": "user_plane",
+                "skipped": true,
+                "reason": reason,
+                "sessions": sessions.len(),
+            }))
+        }
+        UserPlaneSetup::Bed(b) => b.lock().unwrap_or_else(PoisonError::into_inner),
+    };
+    // The UPF forwards a session's downlink once the modification that follows the gNB's
+    // answer has arrived; probes sent before that would count as lost.
+    let deadline = Instant::now() + FORWARDING_WAIT;
+    while !bed.forwarding(sessions) {
+        if Instant::now() > deadline {
+            return Ok(serde_json::json!({
+                "stage": "user_plane",
+                "skipped": false,
+                "ok": false,
+                "path": bed.path(),
+                "reason": format!("the UPF did not forward every session's downlink within {} s", FORWARDING_WAIT.as_secs()),
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut rounds = Vec::new();
+    for plan in [probes.udp, probes.icmp] {
+        let r = bed
+            .run_traffic(sessions, &plan)
+            .map_err(|e| CliError::Failed(format!("user plane: {e}")))?;
+        tracing::info!(
+            kind = r.kind,
+            sent = r.sent,
+            received = r.received,
+            pps = r.achieved_pps,
+            "user-plane round done"
+        );
+        rounds.push(r);
+    }
+    let ok = rounds
+        .iter()
+        .all(|r| r.sent > 0 && r.bad == 0 && r.loss_ratio <= MAX_LOSS);
     Ok(serde_json::json!({
         "stage": "user_plane",
-        "skipped": true,
-        "reason": "traffic stage not wired",
-        "sessions": sessions.len(),
-        "upf_n3": ctx.upf_n3.to_string(),
-        "gnb_n3": ctx.gnb_n3.map(|a| a.to_string()),
+        "skipped": false,
+        "ok": ok,
+        "path": bed.path(),
+        "max_loss": MAX_LOSS,
+        "rounds": rounds,
     }))
 }
 
-fn session_summary(r: &CoreReport, rules_left: u64) -> SessionSummary {
+/// The bed for `--user-plane`, or why the demo runs without one. Only `auto` falls back;
+/// an explicit path that cannot be set up is a missing privilege (exit 3).
+fn user_plane_setup(args: &DemoArgs) -> Result<UserPlaneSetup, CliError> {
+    let path = match (args.pdu_sessions, args.user_plane) {
+        (0, _) => {
+            return Ok(UserPlaneSetup::Skipped(
+                "no PDU sessions (--pdu-sessions 0)".into(),
+            ))
+        }
+        (_, DemoUserPlane::Off) => return Ok(UserPlaneSetup::Skipped("--user-plane off".into())),
+        (_, DemoUserPlane::Auto | DemoUserPlane::Xdp) => PathKind::Xdp,
+        (_, DemoUserPlane::Tun) => PathKind::Tun,
+    };
+    let tag = format!("demo{}", std::process::id() % 100_000);
+    match UserPlaneBed::start(path, &tag, SocketAddr::from((UPF_ADDR, 0))) {
+        Ok(bed) => {
+            tracing::info!(
+                path = bed.path(),
+                "user plane: UPF datapath in network namespaces"
+            );
+            Ok(UserPlaneSetup::Bed(Box::new(Mutex::new(bed))))
+        }
+        Err(e) if args.user_plane == DemoUserPlane::Auto => {
+            let reason = format!("control plane only: {}", e.0);
+            tracing::warn!("{reason}");
+            Ok(UserPlaneSetup::Skipped(reason))
+        }
+        Err(e) => Err(CliError::Privilege(format!("--user-plane: {e}"))),
+    }
+}
+
+fn session_summary(r: &CoreReport, rules_left: u64, bed: Option<&BedReport>) -> SessionSummary {
     let mut s = SessionSummary {
         upf_rules_left: rules_left,
         ..SessionSummary::default()
@@ -146,7 +260,87 @@ fn session_summary(r: &CoreReport, rules_left: u64) -> SessionSummary {
         s.upf_sessions_deleted = u.stats.sessions_deleted;
         s.upf_sessions_at_stop = u.sessions_at_stop as u64;
     }
+    if let Some(b) = bed {
+        s.pfcp_received = b.pfcp_received;
+        s.pfcp_sent = b.pfcp_sent;
+        s.upf_sessions_established = b.sessions_established;
+        s.upf_sessions_deleted = b.sessions_deleted;
+        s.upf_sessions_at_stop = b.sessions_at_stop as u64;
+        // Entries the path still held after the UPF removed every session.
+        s.upf_rules_left += b.entries_left.map_or(1, |n| n as u64);
+    }
     s
+}
+
+/// The user-plane stage's row: probes answered of probes sent over the UDP and ICMP
+/// rounds, or a skipped row whose note says why (a control-plane-only demo still passes).
+fn user_plane_row(load: &LoadReport, sessions: u64) -> Stage {
+    let mut row = Stage {
+        name: "user_plane",
+        ok: false,
+        done: 0,
+        expected: 0,
+        failed: 0,
+        latency_p50_us: None,
+        latency_p99_us: None,
+        per_second: None,
+        note: Some("not run".into()),
+    };
+    let Some(v) = &load.user_plane else {
+        return row;
+    };
+    if v.get("skipped") == Some(&serde_json::Value::Bool(true)) {
+        row.ok = true;
+        row.expected = sessions;
+        row.note = Some(format!(
+            "skipped: {}",
+            v.get("reason")
+                .and_then(|r| r.as_str())
+                .unwrap_or("no reason")
+        ));
+        return row;
+    }
+    row.ok = v.get("ok") == Some(&serde_json::Value::Bool(true));
+    let rounds: &[serde_json::Value] = v
+        .get("rounds")
+        .and_then(|r| r.as_array())
+        .map_or(&[], Vec::as_slice);
+    let num =
+        |r: &serde_json::Value, k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let real = |r: &serde_json::Value, k: &str| {
+        r.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0)
+    };
+    row.done = rounds.iter().map(|r| num(r, "received")).sum();
+    row.expected = rounds.iter().map(|r| num(r, "sent")).sum();
+    row.failed = rounds.iter().map(|r| num(r, "lost")).sum();
+    // The UDP round's latency: the DN host's echo, the path a data session takes.
+    if let Some(l) = rounds
+        .first()
+        .and_then(|r| r.get("latency"))
+        .filter(|l| !l.is_null())
+    {
+        row.latency_p50_us = Some(num(l, "p50_us"));
+        row.latency_p99_us = Some(num(l, "p99_us"));
+    }
+    row.per_second = rounds.first().map(|r| real(r, "achieved_pps"));
+    let path = v.get("path").and_then(|p| p.as_str()).unwrap_or("?");
+    let mut note = format!("{path} path");
+    for r in rounds {
+        note.push_str(&format!(
+            "; {} {} B: {}/{} back, {:.0} pps, {:.3} Gbit/s",
+            r.get("kind").and_then(|k| k.as_str()).unwrap_or("?"),
+            num(r, "packet_size"),
+            num(r, "received"),
+            num(r, "sent"),
+            real(r, "achieved_pps"),
+            real(r, "inner_gbps")
+        ));
+    }
+    if let Some(reason) = v.get("reason").and_then(|r| r.as_str()) {
+        note.push_str(&format!("; {reason}"));
+    }
+    row.note = Some(note);
+    row
 }
 
 /// The stages of a run of `ues` UEs with `per_ue` sessions each.
@@ -189,35 +383,7 @@ fn stages(load: &LoadReport, ues: u64, per_ue: u8) -> Vec<Stage> {
             .sum();
         e.note = Some(format!("{rejected} rejected"));
         out.push(e);
-        let note = match &load.user_plane {
-            Some(v) if v.get("skipped") == Some(&serde_json::Value::Bool(true)) => format!(
-                "skipped: {}",
-                v.get("reason")
-                    .and_then(|r| r.as_str())
-                    .unwrap_or("no reason")
-            ),
-            Some(v) => v.to_string(),
-            None => "not run".into(),
-        };
-        let up_ok = load
-            .user_plane
-            .as_ref()
-            .is_some_and(|v| v.get("ok") != Some(&serde_json::Value::Bool(false)));
-        out.push(Stage {
-            name: "user_plane",
-            ok: up_ok,
-            done: load
-                .holds
-                .iter()
-                .find(|h| h.point == "sessions_up")
-                .map_or(0, |h| h.sessions),
-            expected: sessions,
-            failed: 0,
-            latency_p50_us: None,
-            latency_p99_us: None,
-            per_second: None,
-            note: Some(note),
-        });
+        out.push(user_plane_row(load, sessions));
         let released = proc("session_release").map_or(0, |p| p.completed);
         out.push(stage(
             "sessions_released",
@@ -380,14 +546,38 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     args.bpf.apply(&mut opts);
     opts.config = cfg.clone();
     opts.directory = directory;
+    let probes = Probes::new(args)?;
+    let setup = Arc::new(user_plane_setup(args)?);
     let datapath = upf::MemoryDatapath::new();
-    if args.pdu_sessions > 0 {
-        opts.smf = Some(SmfOptions::default());
-        opts.upf = Some(UpfOptions {
-            pfcp: SocketAddr::from((UPF_ADDR, 0)),
-            n3: UPF_ADDR,
-            datapath: datapath.clone(),
-        });
+    let mut gnb_n3 = None;
+    match setup.as_ref() {
+        UserPlaneSetup::Bed(bed) => {
+            // The SMF talks PFCP to the bed's UPF and hands out addresses from the pool the
+            // DN routes back through it.
+            let bed = bed.lock().unwrap_or_else(PoisonError::into_inner);
+            let (net, prefix_len) = bed.ue_pool();
+            opts.smf = Some(SmfOptions {
+                upf: bed
+                    .upf_pfcp()
+                    .ok_or_else(|| CliError::Failed("the bed's UPF is not running".into()))?,
+                dnns: vec![steer5g_core::DnnPool {
+                    dnn: "internet".to_owned(),
+                    net,
+                    prefix_len,
+                }],
+                ..SmfOptions::default()
+            });
+            gnb_n3 = Some(bed.gnb_n3());
+        }
+        UserPlaneSetup::Skipped(_) if args.pdu_sessions > 0 => {
+            opts.smf = Some(SmfOptions::default());
+            opts.upf = Some(UpfOptions {
+                pfcp: SocketAddr::from((UPF_ADDR, 0)),
+                n3: UPF_ADDR,
+                datapath: datapath.clone(),
+            });
+        }
+        UserPlaneSetup::Skipped(_) => {}
     }
     let core = Core::start(opts)?;
     crate::core_cmd::log_sbi_listeners(core.listening());
@@ -415,17 +605,17 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         suci_label,
         sessions: SessionPlan {
             per_ue: args.pdu_sessions,
+            gnb_n3,
             ..SessionPlan::default()
         },
         on_sessions_up: None,
         on_hold: None,
     };
-    let ctx = UserPlaneContext {
-        upf_n3: UPF_ADDR,
-        gnb_n3: plan.sessions.gnb_n3,
-    };
+    let hook_setup = Arc::clone(&setup);
     let plan = LoadPlan {
-        on_sessions_up: Some(Arc::new(move |s: &[UpSession]| user_plane_stage(&ctx, s))),
+        on_sessions_up: Some(Arc::new(move |s: &[UpSession]| {
+            user_plane_stage(&hook_setup, probes, s)
+        })),
         ..plan
     };
     let load = tokio::runtime::Builder::new_current_thread()
@@ -436,10 +626,15 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     // The last releases reach the UPF after the UEs are done: give them a bounded while.
     let rules_left = if args.pdu_sessions > 0 {
         let settle = Instant::now() + RULES_SETTLE;
-        let left = || {
-            datapath
+        let left = || match setup.as_ref() {
+            UserPlaneSetup::Bed(b) => b
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
                 .entries()
-                .map_or(u64::MAX, |e| (e.uplink + e.downlink) as u64)
+                .map_or(u64::MAX, |n| n as u64),
+            UserPlaneSetup::Skipped(_) => datapath
+                .entries()
+                .map_or(u64::MAX, |e| (e.uplink + e.downlink) as u64),
         };
         while left() > 0 && Instant::now() < settle {
             std::thread::sleep(Duration::from_millis(10));
@@ -448,10 +643,21 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
     } else {
         0
     };
+    drop(plan);
     let core_report = core.stop()?;
+    // The bed goes after the core, so the SMF never talks to a UPF that has gone.
+    let bed: Option<BedReport> = match Arc::try_unwrap(setup) {
+        Ok(UserPlaneSetup::Bed(b)) => Some(
+            b.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .stop(),
+        ),
+        _ => None,
+    };
     let load = load?;
     let stages = stages(&load, args.ues, args.pdu_sessions);
-    let sessions = (args.pdu_sessions > 0).then(|| session_summary(&core_report, rules_left));
+    let sessions =
+        (args.pdu_sessions > 0).then(|| session_summary(&core_report, rules_left, bed.as_ref()));
     let rules_ok = sessions
         .as_ref()
         .is_none_or(|s| s.upf_rules_left == 0 && s.upf_sessions_at_stop == 0);
@@ -477,6 +683,7 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
             pdu_sessions: args.pdu_sessions,
             stages: &stages,
             sessions: sessions.clone(),
+            user_plane_bed: bed.clone(),
             workers,
             state,
             sbi,
@@ -521,6 +728,9 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
                 s.pfcp_received, s.pfcp_sent, s.upf_sessions_established, s.upf_sessions_deleted, s.upf_rules_left, s.upf_sessions_at_stop
             );
         }
+        if let Some(b) = &bed {
+            println!("{}", path_line(b));
+        }
         println!();
         println!(
             "core: {} registrations, {} deregistrations, {} rejects, {} NG Setups; {} handoffs between workers, {} h2c calls ({} failed), {} lock acquisitions ({} contended), {} SQN writes",
@@ -542,8 +752,15 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
             if !ok {
                 "FAILED".to_string()
             } else if args.pdu_sessions > 0 {
+                let traffic = stages
+                    .iter()
+                    .find(|s| s.name == "user_plane" && s.expected > 0 && s.done == s.expected)
+                    .filter(|_| bed.is_some())
+                    .map_or_else(String::new, |s| {
+                        format!("; {} probes through the UPF and back", s.done)
+                    });
                 format!(
-                    "every UE registered and deregistered, with {} PDU session(s) each established and released; no UPF rule left",
+                    "every UE registered and deregistered, with {} PDU session(s) each established and released{traffic}; no UPF rule left",
                     args.pdu_sessions
                 )
             } else {
@@ -565,6 +782,38 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
             sessions.as_ref().map_or(0, |s| s.upf_rules_left)
         )))
     }
+}
+
+/// Which path carried the user plane, from the paths' own counters.
+fn path_line(b: &BedReport) -> String {
+    let sum = |m: &std::collections::BTreeMap<&'static str, u64>, p: &str| -> u64 {
+        m.iter()
+            .filter(|(k, _)| k.starts_with(p))
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    let get =
+        |m: &std::collections::BTreeMap<&'static str, u64>, k: &str| m.get(k).copied().unwrap_or(0);
+    let mut line = format!("UPF path {}:", b.path);
+    if !b.xdp.is_empty() {
+        line.push_str(&format!(
+            " XDP forwarded {} uplink, {} downlink, passed up {}, dropped {};",
+            get(&b.xdp, "ul_forwarded"),
+            get(&b.xdp, "dl_forwarded"),
+            sum(&b.xdp, "pass_"),
+            sum(&b.xdp, "drop_")
+        ));
+    }
+    line.push_str(&format!(
+        " TUN forwarded {} uplink, {} downlink, dropped {}; DN echoed {}; {} entries left",
+        get(&b.tun, "ul_forwarded"),
+        get(&b.tun, "dl_forwarded"),
+        sum(&b.tun, "drop_"),
+        b.dn_echoed,
+        b.entries_left
+            .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
+    ));
+    line
 }
 
 /// The first SUPI of the demo's range: MCC, MNC, then an MSIN of 1 (15 digits in all).

@@ -69,6 +69,14 @@ impl GnbUes {
         self.sessions.n3 = addr;
     }
 
+    /// Sets the first downlink TEID this gNB hands out. gNBs that share one N3 address
+    /// (emulated gNBs on one host, one N3 socket) need disjoint TEID ranges, since the
+    /// TEID is then all that tells their downlink G-PDUs apart. 0 is reserved and is
+    /// replaced by 1.
+    pub fn set_first_teid(&mut self, teid: u32) {
+        self.sessions.next_teid = teid.max(1);
+    }
+
     /// Every PDU session of every UE.
     pub fn sessions(&self) -> &[GnbSession] {
         &self.sessions.sessions
