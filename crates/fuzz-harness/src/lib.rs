@@ -29,6 +29,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("pfcp_decode", pfcp_decode),
     ("upf_node", upf_node),
     ("sbi_multipart", sbi_multipart),
+    ("userplane_packets", userplane_packets),
 ];
 
 /// The SCTP packet decoder: header, checksum, every chunk and its parameters.
@@ -433,4 +434,80 @@ pub fn upf_node(data: &[u8]) {
 /// what decodes re-encodes to the same parts.
 pub fn sbi_multipart(data: &[u8]) {
     sbi::multipart::fuzz_decode(data);
+}
+
+/// The user-space packet path's per-packet decisions (`upf::userspace::rules`, shared by the
+/// sockets/TUN and AF_XDP paths) on arbitrary bytes taken as an uplink G-PDU and as a
+/// downlink IP packet, with a forwarding rule installed for TEID 7 and its UE; and the
+/// gNB emulator's downlink handler (`ran::userplane`) on the same bytes. Whatever the bytes,
+/// an uplink forward hands back a slice of the input, and every probe reply the emulator
+/// accepts matches one it sent.
+pub fn userplane_packets(data: &[u8]) {
+    use ran::userplane::{Downlink, FlowConfig, UpSession, UserPlane};
+    use upf::datapath::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
+    use upf::userspace::rules::{self, DownlinkVerdict, UplinkVerdict};
+
+    let ue = Ipv4Addr::new(10, 45, 0, 2);
+    let gnb = Ipv4Addr::new(10, 0, 3, 2);
+    let (mut h, mut r) = rules::channel();
+    let installed = h
+        .install_uplink(&UplinkRule {
+            teid: 7,
+            seid: 1,
+            pdr_id: 1,
+            ue_ip: ue,
+            qfi: Some(9),
+            action: UplinkAction::Forward,
+            gate: Gate::OPEN,
+            usage: Some(UsageId(1)),
+        })
+        .and_then(|()| {
+            h.install_downlink(&DownlinkRule {
+                ue_ip: ue,
+                seid: 1,
+                pdr_id: 2,
+                action: DownlinkAction::Forward {
+                    teid: 9,
+                    peer: gnb,
+                    qfi: Some(9),
+                },
+                gate: Gate::OPEN,
+                usage: Some(UsageId(1)),
+            })
+        });
+    assert!(installed.is_ok(), "rules install: {installed:?}");
+    let mut released = Vec::new();
+    r.apply_updates(&mut released);
+    if let UplinkVerdict::Forward(inner) = r.uplink(data) {
+        assert!(
+            data.as_ptr_range().contains(&inner.as_ptr()) || inner.is_empty(),
+            "an uplink forward is a slice of the G-PDU"
+        );
+    }
+    if let DownlinkVerdict::Forward { inner, .. } = r.downlink(data) {
+        assert_eq!(
+            inner.len(),
+            data.len(),
+            "downlink forwards the packet whole"
+        );
+    }
+
+    let session = UpSession {
+        ue_ip: ue,
+        upf: proto::ngap::GtpTunnel {
+            addr: Ipv4Addr::new(10, 0, 3, 1),
+            teid: 7,
+        },
+        gnb_teid: 9,
+        qfi: 9,
+    };
+    let Ok(mut up) = UserPlane::new(FlowConfig::default(), vec![session]) else {
+        panic!("a default flow on one session is valid");
+    };
+    let mut buf = Vec::new();
+    let sent = up.build_uplink(0, 1_000, &mut buf).is_ok();
+    if let Downlink::Reply { .. } = up.handle_downlink(data, 2_000) {
+        assert!(sent, "a reply to a probe that was never sent");
+    }
+    let _ = up.handle_downlink(&buf, 3_000);
 }
