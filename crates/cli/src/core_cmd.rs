@@ -83,6 +83,18 @@ pub(crate) struct CoreArgs {
     /// packet forwarding): PDU sessions without root. Implies `--smf`.
     #[arg(long)]
     pub(crate) upf_inproc: bool,
+    /// The UPF's PFCP address, for --smf with a UPF of its own (`steer5g upf`).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        requires = "smf",
+        conflicts_with = "upf_inproc"
+    )]
+    pub(crate) upf: Option<std::net::SocketAddr>,
+    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; with --smf; default
+    /// internet=10.45.0.0/16), e.g. the lab's pool the data network routes via the UPF.
+    #[arg(long, value_name = "NAME=NET/LEN")]
+    pub(crate) dnn: Vec<String>,
 }
 
 /// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
@@ -232,8 +244,24 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     args.nas.apply(&cfg.amf, &mut opts)?;
     args.bpf.apply(&mut opts);
     opts.config = cfg;
+    if !args.dnn.is_empty() && !(args.smf || args.upf_inproc) {
+        return Err(CliError::Usage(
+            "--dnn needs --smf (or --upf-inproc)".into(),
+        ));
+    }
     if args.smf || args.upf_inproc {
-        opts.smf = Some(steer5g_core::SmfOptions::default());
+        let mut smf = steer5g_core::SmfOptions::default();
+        if let Some(u) = args.upf {
+            smf.upf = u;
+        }
+        if !args.dnn.is_empty() {
+            smf.dnns = args
+                .dnn
+                .iter()
+                .map(|d| crate::smf_cmd::parse_dnn(d))
+                .collect::<Result<_, _>>()?;
+        }
+        opts.smf = Some(smf);
     }
     if args.upf_inproc {
         opts.upf = Some(steer5g_core::UpfOptions::default());

@@ -351,7 +351,16 @@ pub(crate) fn print_human(r: &LoadReport) {
         );
     }
     if let Some(up) = &r.user_plane {
-        println!("user plane: {up}");
+        // The traffic stage brings its own text lines; other stages print their JSON.
+        match up.get("summary").and_then(serde_json::Value::as_array) {
+            Some(lines) => {
+                println!("user plane:");
+                for l in lines.iter().filter_map(serde_json::Value::as_str) {
+                    println!("  {l}");
+                }
+            }
+            None => println!("user plane: {up}"),
+        }
     }
     if r.late_starts > 0 {
         println!("open loop: {} starts went out late", r.late_starts);
