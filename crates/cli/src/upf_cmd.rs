@@ -346,6 +346,18 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
         .stop()
         .map_err(|e| CliError::Failed(format!("UPF stop: {e}")))?;
     let xdp = probe.as_ref().and_then(XdpProbe::counters);
+    let no_neigh = xdp
+        .as_ref()
+        .and_then(|x| x.get(upf_xdp::Reason::PassNoNeigh.name()))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    if no_neigh > 0 {
+        // Those G-PDUs reached the kernel, which has no GTP-U socket: they were lost.
+        tracing::warn!(
+            "XDP: {no_neigh} packet(s) passed to the kernel for want of a resolved next hop \
+             (lost); give the UPF's namespace neighbour entries for its N3/N6 peers"
+        );
+    }
     let mut json = report_json(&report, args);
     if let (Some(o), Some(x)) = (json.as_object_mut(), &xdp) {
         o.insert("xdp".into(), x.clone());
