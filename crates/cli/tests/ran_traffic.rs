@@ -341,3 +341,43 @@ fn traffic_flags_without_sessions_or_dn_are_usage_errors() {
         assert_eq!(done.code(), Some(2), "{extra:?}: {}", done.stderr);
     }
 }
+
+#[test]
+fn entering_the_n3_namespace_without_cap_sys_admin_is_exit_3() {
+    if !testkit::privilege::require("dropping capabilities with setpriv") {
+        return;
+    }
+    let ns = testkit::netns::Namespace::new("rtpriv").unwrap();
+    let scratch = Scratch::new("ran-traffic-priv");
+    let csv = scratch.0.join("subs.csv");
+    std::fs::write(
+        &csv,
+        "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
+    )
+    .unwrap();
+    // Root without CAP_SYS_ADMIN: the bounding set caps what exec grants; setns fails.
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--bounding-set=-sys_admin", "--", common::bin()])
+        .args(["ran", "--subscribers"])
+        .arg(&csv)
+        .args([
+            "--suci",
+            "null",
+            "--amf",
+            "127.0.0.131:1",
+            "--pdu-sessions",
+            "1",
+        ])
+        .args([
+            "--traffic",
+            "udp",
+            "--dn",
+            "10.0.0.2",
+            "--gnb-n3",
+            "10.0.0.1",
+        ])
+        .args(["--n3-netns", ns.name()]);
+    let done = testkit::process::run_timeout(&mut cmd, RUN_TIMEOUT).unwrap();
+    assert_eq!(done.code(), Some(3), "{}", done.stderr);
+    assert!(done.stderr.contains("CAP_SYS_ADMIN"), "{}", done.stderr);
+}
