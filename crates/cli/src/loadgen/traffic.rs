@@ -34,6 +34,8 @@ pub(crate) const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// How long the readiness probes may take in all.
 const WARMUP_LIMIT: Duration = Duration::from_secs(10);
+/// The receive buffer the gNB's N3 socket asks for.
+const RECV_BUFFER: usize = 8 << 20;
 /// Wait for late replies after the last probe.
 const DRAIN: Duration = Duration::from_secs(1);
 
@@ -150,7 +152,13 @@ impl TrafficOptions {
         let bound =
             upf::userspace::netns::run_in(self.netns.as_deref(), move || UdpSocket::bind(addr));
         match bound {
-            Ok(Ok(s)) => Ok(s),
+            Ok(Ok(s)) => {
+                // Replies of every session arrive in bursts on this one socket; the default
+                // buffer (rmem_default) overflows at tens of kpps. The kernel caps the ask
+                // at rmem_max; what it granted goes into the report.
+                let _ = socket2::SockRef::from(&s).set_recv_buffer_size(RECV_BUFFER);
+                Ok(s)
+            }
             Err(e) | Ok(Err(e)) => Err(match e.kind() {
                 io::ErrorKind::PermissionDenied => CliError::Privilege(format!(
                     "gNB N3 socket {where_}: {e} (entering a network namespace needs CAP_SYS_ADMIN: run as root)"
@@ -229,7 +237,7 @@ fn stage(
     );
     let report = traffic::run(&opts.plan, sessions, sock)
         .map_err(|e| CliError::Failed(format!("traffic: {e}")))?;
-    let json = report_json(opts, &report, rounds, ready)?;
+    let json = report_json(opts, sock, &report, rounds, ready)?;
     if let Some(dir) = &opts.out {
         write_out(dir, &report, &json)?;
     }
@@ -240,6 +248,7 @@ fn stage(
 /// text lines of the human report (`summary`).
 fn report_json(
     opts: &TrafficOptions,
+    sock: &UdpSocket,
     r: &TrafficReport,
     rounds: u32,
     ready: bool,
@@ -250,6 +259,10 @@ fn report_json(
         o.insert("dn".into(), opts.plan.dn.to_string().into());
         o.insert("n3_socket".into(), opts.n3.to_string().into());
         o.insert("n3_netns".into(), opts.netns.clone().into());
+        o.insert(
+            "n3_recv_buffer".into(),
+            socket2::SockRef::from(sock).recv_buffer_size().ok().into(),
+        );
         o.insert("readiness_rounds".into(), rounds.into());
         o.insert("ready".into(), ready.into());
         o.insert("max_loss".into(), opts.max_loss.into());
