@@ -196,6 +196,50 @@ pub(crate) struct RanArgs {
     pub(crate) timeout: f64,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
+    #[command(flatten)]
+    pub(crate) traffic: RanTrafficArgs,
+}
+
+/// `steer5g ran --traffic`: UE traffic through the UPF once every UE holds its sessions.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct RanTrafficArgs {
+    /// Send UE traffic over GTP-U when every UE holds its PDU sessions (needs
+    /// --pdu-sessions, --dn and --gnb-n3): UDP to the DN's echo port or ICMP echo.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) traffic: Option<crate::loadgen::traffic::TrafficArg>,
+    /// Inner IP packet length in octets (64 to 1400).
+    #[arg(long, value_name = "N", default_value_t = 512, requires = "traffic")]
+    pub(crate) packet_size: usize,
+    /// Probes per second over all sessions together (`--rate` is the UE start rate).
+    #[arg(long, value_name = "PPS", default_value_t = 1000, requires = "traffic")]
+    pub(crate) traffic_rate: u64,
+    /// Send for this many seconds (default 5 without --packets; at most 3600).
+    #[arg(long, value_name = "SECS", requires = "traffic")]
+    pub(crate) traffic_duration: Option<f64>,
+    /// Send at most this many probes.
+    #[arg(long, value_name = "N", requires = "traffic")]
+    pub(crate) packets: Option<u64>,
+    /// The DN host the probes go to (e.g. the lab's dn N6 address).
+    #[arg(long, value_name = "ADDR", requires = "traffic")]
+    pub(crate) dn: Option<Ipv4Addr>,
+    /// The DN's UDP echo port, for --traffic udp.
+    #[arg(long, value_name = "PORT", default_value_t = 7, requires = "traffic")]
+    pub(crate) echo_port: u16,
+    /// Bind the gNB's N3 socket (--gnb-n3, port 2152) inside this network namespace,
+    /// e.g. the lab's `{P}-ran` (needs root); N2 stays in this process's namespace.
+    #[arg(long, value_name = "NS", requires = "traffic")]
+    pub(crate) n3_netns: Option<String>,
+    /// Write traffic.json, traffic-cdf.csv and traffic-cdf.svg into this directory.
+    #[arg(long, value_name = "DIR", requires = "traffic")]
+    pub(crate) out: Option<PathBuf>,
+    /// Fail the run (exit 1) when more than this ratio of probes is lost.
+    #[arg(
+        long,
+        value_name = "RATIO",
+        default_value_t = 0.01,
+        requires = "traffic"
+    )]
+    pub(crate) max_loss: f64,
 }
 
 /// `steer5g ran --subscribers ...`: the UE load generator on top of the gNB emulators.

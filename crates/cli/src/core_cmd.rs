@@ -83,6 +83,18 @@ pub(crate) struct CoreArgs {
     /// packet forwarding): PDU sessions without root. Implies `--smf`.
     #[arg(long)]
     pub(crate) upf_inproc: bool,
+    /// The UPF's PFCP address, for --smf with a UPF of its own (`steer5g upf`).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        requires = "smf",
+        conflicts_with = "upf_inproc"
+    )]
+    pub(crate) upf: Option<std::net::SocketAddr>,
+    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; with --smf; default
+    /// internet=10.45.0.0/16), e.g. the lab's pool the data network routes via the UPF.
+    #[arg(long, value_name = "NAME=NET/LEN")]
+    pub(crate) dnn: Vec<String>,
 }
 
 /// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
@@ -201,6 +213,30 @@ pub(crate) fn parse_nea(s: &str) -> Result<CipheringAlgorithm, String> {
     }
 }
 
+/// The SMF of `--smf`/`--upf-inproc`, with `--upf` and `--dnn`; `--dnn` alone is bad usage.
+fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliError> {
+    if !(args.smf || args.upf_inproc) {
+        if args.dnn.is_empty() {
+            return Ok(None);
+        }
+        return Err(CliError::Usage(
+            "--dnn needs --smf (or --upf-inproc)".into(),
+        ));
+    }
+    let mut smf = steer5g_core::SmfOptions::default();
+    if let Some(u) = args.upf {
+        smf.upf = u;
+    }
+    if !args.dnn.is_empty() {
+        smf.dnns = args
+            .dnn
+            .iter()
+            .map(|d| crate::smf_cmd::parse_dnn(d))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(Some(smf))
+}
+
 /// `steer5g core`.
 pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
@@ -232,9 +268,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     args.nas.apply(&cfg.amf, &mut opts)?;
     args.bpf.apply(&mut opts);
     opts.config = cfg;
-    if args.smf || args.upf_inproc {
-        opts.smf = Some(steer5g_core::SmfOptions::default());
-    }
+    opts.smf = smf_options(args)?;
     if args.upf_inproc {
         opts.upf = Some(steer5g_core::UpfOptions::default());
     }
@@ -326,6 +360,58 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn core_args(args: &[&str]) -> CoreArgs {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct T {
+            #[command(flatten)]
+            a: CoreArgs,
+        }
+        T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    #[test]
+    fn an_external_upf_and_dnn_pools_reach_the_smf() {
+        assert!(smf_options(&core_args(&[])).unwrap().is_none());
+        let smf = smf_options(&core_args(&[
+            "--smf",
+            "--upf",
+            "127.0.0.132:8805",
+            "--dnn",
+            "internet=10.9.64.0/18",
+            "--dnn",
+            "ims=10.46.0.0/24",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(smf.upf, "127.0.0.132:8805".parse().unwrap());
+        let pools: Vec<_> = smf
+            .dnns
+            .iter()
+            .map(|d| (d.dnn.as_str(), d.net, d.prefix_len))
+            .collect();
+        assert_eq!(
+            pools,
+            [
+                ("internet", std::net::Ipv4Addr::new(10, 9, 64, 0), 18),
+                ("ims", std::net::Ipv4Addr::new(10, 46, 0, 0), 24)
+            ]
+        );
+        // The default UPF without --upf.
+        let smf = smf_options(&core_args(&["--smf"])).unwrap().unwrap();
+        assert_eq!(smf.upf, steer5g_core::SmfOptions::default().upf);
+        // --dnn without an SMF, or a bad pool: exit 2.
+        for bad in [
+            &["--dnn", "internet=10.9.64.0/18"][..],
+            &["--smf", "--dnn", "x"],
+        ] {
+            let e = smf_options(&core_args(bad)).unwrap_err();
+            assert_eq!(e.exit_status(), 2, "{bad:?}");
+        }
+    }
 
     #[test]
     fn parses_algorithm_names() {

@@ -47,7 +47,7 @@ pub(crate) struct SmfArgs {
 }
 
 /// `NAME=NET/LEN`, e.g. `internet=10.45.0.0/16`.
-fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
+pub(crate) fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
     let bad = || CliError::Usage(format!("--dnn {s}: expected NAME=A.B.C.D/LEN"));
     let (name, pool) = s.split_once('=').ok_or_else(bad)?;
     let (net, len) = pool.split_once('/').ok_or_else(bad)?;

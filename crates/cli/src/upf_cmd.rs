@@ -9,6 +9,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 
 use clap::{Args, ValueEnum};
+use upf::userspace::shared::SharedDatapath;
 use upf::{Datapath, MemoryDatapath, ServiceOptions, ServiceReport, UpfService};
 
 use crate::cli::Global;
@@ -53,6 +54,11 @@ pub(crate) struct UpfArgs {
     /// table); without it only destinations with their own neighbour entry are reached.
     #[arg(long, value_name = "ADDR")]
     pub(crate) n6_gateway: Option<Ipv4Addr>,
+    /// Network namespace (`ip netns` name, e.g. the lab's `{P}-upf`) of --n3-if/--n6-if
+    /// and of the TUN device: the datapath works there while PFCP stays in this process's
+    /// namespace (needs root).
+    #[arg(long, value_name = "NS")]
+    pub(crate) netns: Option<String>,
     /// Name of the TUN device `--datapath tun` creates.
     #[arg(long, default_value = "upf-tun0", value_name = "IFNAME")]
     pub(crate) tun_name: String,
@@ -90,11 +96,33 @@ fn has_cap(bit: u32) -> bool {
         .is_some_and(|caps| caps & (1u64 << bit) != 0)
 }
 
+/// The XDP program's counters, readable after the service has stopped (the report says
+/// which path carried the packets).
+struct XdpProbe {
+    dp: SharedDatapath<upf_xdp::XdpDatapath>,
+    before: upf_xdp::Counters,
+}
+
+impl XdpProbe {
+    fn counters(&self) -> Option<serde_json::Value> {
+        let now = self.dp.with(upf_xdp::XdpDatapath::counters).ok()?;
+        let map: serde_json::Map<String, serde_json::Value> = now
+            .since(&self.before)
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.into()))
+            .collect();
+        Some(map.into())
+    }
+}
+
 /// The datapath for the CLI choice: checks the flags it needs (exit 2) and the privilege it
-/// needs (exit 3) before building it.
-pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>, CliError> {
+/// needs (exit 3) before building it; with the XDP counters' probe for `--datapath xdp`.
+fn build_datapath(
+    args: &UpfArgs,
+) -> Result<(Box<dyn Datapath + Send>, Option<XdpProbe>), CliError> {
+    check_netns(args)?;
     match args.datapath {
-        DatapathArg::None => Ok(Box::new(MemoryDatapath::new())),
+        DatapathArg::None => Ok((Box::new(MemoryDatapath::new()), None)),
         DatapathArg::Xdp => {
             if args.n3_if.is_none() || args.n6_if.is_none() {
                 return Err(CliError::Usage(
@@ -112,7 +140,7 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 ));
             };
             let opts = upf_xdp::XdpOptions {
-                netns: None,
+                netns: args.netns.clone(),
                 n3_iface,
                 n6_iface,
                 n3_addr: n3_ip(args)?,
@@ -124,7 +152,15 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 opts.n3_iface,
                 opts.n6_iface
             );
-            Ok(Box::new(dp))
+            let before = dp
+                .counters()
+                .map_err(|e| CliError::Failed(format!("XDP counters: {e}")))?;
+            let dp = SharedDatapath::new(dp);
+            let probe = XdpProbe {
+                dp: dp.clone(),
+                before,
+            };
+            Ok((Box::new(dp), Some(probe)))
         }
         DatapathArg::Tun => {
             if !has_cap(CAP_NET_ADMIN) {
@@ -133,7 +169,7 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 ));
             }
             let opts = upf::userspace::TunOptions {
-                netns: None,
+                netns: args.netns.clone(),
                 n3_addr: n3_ip(args)?,
                 tun_name: args.tun_name.clone(),
                 ue_pool: args.ue_pool,
@@ -147,7 +183,7 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 opts.ue_pool.1,
                 opts.tun_name
             );
-            Ok(Box::new(dp))
+            Ok((Box::new(dp), None))
         }
         DatapathArg::Afxdp => {
             let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone()) else {
@@ -165,7 +201,7 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 ));
             }
             let opts = upf_afxdp::AfXdpOptions {
-                netns: None,
+                netns: args.netns.clone(),
                 n3_iface,
                 n6_iface,
                 n3_addr: n3_ip(args)?,
@@ -184,9 +220,38 @@ pub(crate) fn build_datapath(args: &UpfArgs) -> Result<Box<dyn Datapath + Send>,
                 opts.ue_pool.0,
                 opts.ue_pool.1
             );
-            Ok(Box::new(dp))
+            Ok((Box::new(dp), None))
         }
     }
+}
+
+/// `--netns`: a plain name (exit 2), a datapath that has interfaces (exit 2), the
+/// namespace present (exit 2) and the privilege to enter it (exit 3).
+fn check_netns(args: &UpfArgs) -> Result<(), CliError> {
+    let Some(ns) = &args.netns else {
+        return Ok(());
+    };
+    if ns.is_empty() || ns.contains('/') {
+        return Err(CliError::Usage(format!(
+            "--netns {ns:?}: not a namespace name"
+        )));
+    }
+    if args.datapath == DatapathArg::None {
+        return Err(CliError::Usage(
+            "--netns needs a datapath with interfaces (xdp, tun or afxdp)".into(),
+        ));
+    }
+    if !upf::userspace::netns::path(ns).exists() {
+        return Err(CliError::Usage(format!(
+            "--netns {ns}: no such namespace (create the lab with `steer5g lab up`)"
+        )));
+    }
+    if !has_cap(CAP_SYS_ADMIN) {
+        return Err(CliError::Privilege(format!(
+            "--netns {ns}: entering a network namespace needs CAP_SYS_ADMIN (run as root)"
+        )));
+    }
+    Ok(())
 }
 
 /// The N3 address as IPv4 (exit 2 otherwise).
@@ -248,7 +313,7 @@ fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
 pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     let limit = duration_limit(args.duration)?;
     let opts = options(args)?;
-    let dp = build_datapath(args)?;
+    let (dp, probe) = build_datapath(args)?;
     let name = dp.name();
     let svc = UpfService::start(opts, dp)
         .map_err(|e| CliError::Failed(format!("cannot serve PFCP on {}: {e}", args.pfcp)))?;
@@ -266,8 +331,13 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
             args.n6_if.as_deref().unwrap_or("?")
         ),
     };
+    let netns = args
+        .netns
+        .as_ref()
+        .map(|n| format!(" in namespace {n}"))
+        .unwrap_or_default();
     eprintln!(
-        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{carrier}",
+        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{carrier}{netns}",
         svc.local_addr(),
         args.n3,
     );
@@ -275,11 +345,35 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     let report = svc
         .stop()
         .map_err(|e| CliError::Failed(format!("UPF stop: {e}")))?;
-    let json = report_json(&report, args);
+    let xdp = probe.as_ref().and_then(XdpProbe::counters);
+    let no_neigh = xdp
+        .as_ref()
+        .and_then(|x| x.get(upf_xdp::Reason::PassNoNeigh.name()))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    if no_neigh > 0 {
+        // Those G-PDUs reached the kernel, which has no GTP-U socket: they were lost.
+        tracing::warn!(
+            "XDP: {no_neigh} packet(s) passed to the kernel for want of a resolved next hop \
+             (lost); give the UPF's namespace neighbour entries for its N3/N6 peers"
+        );
+    }
+    let mut json = report_json(&report, args);
+    if let (Some(o), Some(x)) = (json.as_object_mut(), &xdp) {
+        o.insert("xdp".into(), x.clone());
+    }
     if global.json {
         println!("{json}");
     } else {
         print_human(&report);
+        if let Some(x) = xdp.as_ref().and_then(serde_json::Value::as_object) {
+            let nonzero: Vec<String> = x
+                .iter()
+                .filter(|(_, v)| v.as_u64() != Some(0))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            println!("  XDP counters: {}", nonzero.join(", "));
+        }
     }
     // The maps must be empty once every session has ended (issue 5).
     match report.entries_after {
@@ -306,6 +400,7 @@ fn report_json(r: &ServiceReport, args: &UpfArgs) -> serde_json::Value {
         "pfcp": args.pfcp.to_string(),
         "n3": args.n3.to_string(),
         "datapath": r.datapath,
+        "netns": args.netns,
         "workers": args.workers,
         "associations": {
             "setup": s.associations_setup,
@@ -412,11 +507,17 @@ mod tests {
         assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--n3", "[::1]:2152"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--datapath", "none", "--netns", "x"]);
+        assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--datapath", "tun", "--netns", "a/b"]);
+        assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--datapath", "tun", "--netns", "steer5g-no-such-ns-xyz"]);
+        assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);
     }
 
     #[test]
     fn none_datapath_is_built_unprivileged() {
         let a = parse(&["--datapath", "none"]);
-        assert_eq!(build_datapath(&a).unwrap().name(), "none");
+        assert_eq!(build_datapath(&a).unwrap().0.name(), "none");
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod driver;
 pub(crate) mod report;
 mod runner;
 pub(crate) mod schedule;
+pub(crate) mod traffic;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
@@ -311,6 +312,30 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         &key_file(la.hn_key_file.as_deref(), &la.data_dir, &cfg),
     )?;
     let sessions = session_plan(la)?;
+    let ta = &args.traffic;
+    let traffic = traffic::TrafficOptions::from_flags(&traffic::TrafficFlags {
+        kind: ta.traffic,
+        packet_size: ta.packet_size,
+        rate: ta.traffic_rate,
+        duration: ta.traffic_duration,
+        packets: ta.packets,
+        dn: ta.dn,
+        echo_port: ta.echo_port,
+        n3_netns: ta.n3_netns.clone(),
+        gnb_n3: la.gnb_n3,
+        out: ta.out.clone(),
+        max_loss: ta.max_loss,
+        pdu_sessions: la.pdu_sessions,
+    })?;
+    // Bound before any NG Setup: a missing privilege or a taken port ends the run early.
+    let on_sessions_up = match traffic {
+        Some(t) => {
+            let sock = t.bind()?;
+            Some(t.hook(sock))
+        }
+        None => None,
+    };
+    let with_traffic = on_sessions_up.is_some();
     let plan = LoadPlan {
         cfg,
         transport,
@@ -327,7 +352,7 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         suci,
         suci_label,
         sessions,
-        on_sessions_up: None,
+        on_sessions_up,
         on_hold: None,
     };
     plan.shape().steps().map_err(CliError::Usage)?;
@@ -342,6 +367,9 @@ pub(crate) fn run(global: &crate::cli::Global, args: &crate::cli::RanArgs) -> Re
         report::print_human(&report);
     }
     if report.ok {
+        if with_traffic {
+            traffic::verdict(report.user_plane.as_ref())?;
+        }
         Ok(())
     } else {
         Err(CliError::Failed(format!(

@@ -351,8 +351,20 @@ pub(crate) fn print_human(r: &LoadReport) {
         );
     }
     if let Some(up) = &r.user_plane {
-        for line in user_plane_lines(up) {
-            println!("user plane: {line}");
+        // The ran traffic stage brings its own text lines; the demo's stage and others are
+        // summarised from their JSON.
+        match up.get("summary").and_then(serde_json::Value::as_array) {
+            Some(lines) => {
+                println!("user plane:");
+                for l in lines.iter().filter_map(serde_json::Value::as_str) {
+                    println!("  {l}");
+                }
+            }
+            None => {
+                for line in user_plane_lines(up) {
+                    println!("user plane: {line}");
+                }
+            }
         }
     }
     if r.late_starts > 0 {
