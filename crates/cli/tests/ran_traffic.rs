@@ -52,19 +52,6 @@ impl Lab {
     }
 }
 
-impl Lab {
-    /// The MAC address of `ifname` in the lab's `role` namespace.
-    fn mac(&self, role: &str, ifname: &str) -> String {
-        let out = Command::new("ip")
-            .args(["-n", &self.ns(role), "-j", "link", "show", "dev", ifname])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v[0]["address"].as_str().unwrap().to_owned()
-    }
-}
-
 impl Drop for Lab {
     fn drop(&mut self) {
         let _ = testkit::process::run_timeout(
@@ -121,24 +108,18 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     // The lab's UE pool is 10.X.64.0/18, X as in every lab subnet.
     let x = ran_n3.split('.').nth(1).unwrap().to_owned();
     let pool = format!("internet=10.{x}.64.0/18");
-    // The XDP program hands frames whose next hop is unresolved to the kernel (lost for
-    // GTP-U): give the UPF both neighbours first, as permanent entries.
-    for (peer, role, ifname) in [(&ran_n3, "ran", "n3"), (&dn, "dn", "n6")] {
-        let mac = lab.mac(role, ifname);
+    // `lab up` installed permanent neighbours on both links: the XDP program forwards only
+    // to a resolved next hop (else `pass_no_neigh`, and the UPF's report would show it).
+    for (peer, ifname) in [(&ran_n3, "n3"), (&dn, "n6")] {
         let out = Command::new("ip")
-            .args([
-                "-n",
-                &lab.ns("upf"),
-                "neigh",
-                "replace",
-                peer,
-                "lladdr",
-                &mac,
-            ])
-            .args(["dev", ifname, "nud", "permanent"])
+            .args(["-n", &lab.ns("upf"), "neigh", "show", peer, "dev", ifname])
             .output()
             .unwrap();
-        assert!(out.status.success(), "neighbour {peer}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("PERMANENT"),
+            "neighbour {peer} on {ifname}: {text}"
+        );
     }
 
     let echo = spawn(
@@ -276,6 +257,8 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     }
     // The XDP program carried every probe and every reply (readiness probes included).
     assert!(num(&uv, "xdp.ul_forwarded") >= forwarded, "{uv}");
+    // Nothing left the fast path for want of a neighbour.
+    assert_eq!(num(&uv, "xdp.pass_no_neigh"), 0, "{uv}");
     assert!(num(&uv, "xdp.dl_forwarded") >= forwarded, "{uv}");
     let e = echo.stop("INT", STOP_TIMEOUT).unwrap();
     assert_eq!(e.code(), Some(0), "lab echo: {}", e.stderr);

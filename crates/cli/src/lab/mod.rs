@@ -235,6 +235,28 @@ fn build(plan: &Plan) -> Result<(), CliError> {
             sys::ip_in(&end.ns, &["link", "set", "dev", end.ifname, "up"])?;
         }
     }
+    // Permanent neighbours both ways on both links: the UPF's XDP program forwards only
+    // to a resolved neighbour and hands the packet to the kernel otherwise (`pass_no_neigh`),
+    // so without them the first packets of every run would leave the fast path.
+    for (a, b) in plan.links() {
+        let (a_mac, b_mac) = (sys::mac(&a.ns, a.ifname)?, sys::mac(&b.ns, b.ifname)?);
+        for (end, peer, peer_mac) in [(&a, &b, &b_mac), (&b, &a, &a_mac)] {
+            sys::ip_in(
+                &end.ns,
+                &[
+                    "neigh",
+                    "replace",
+                    &peer.addr.to_string(),
+                    "lladdr",
+                    peer_mac,
+                    "dev",
+                    end.ifname,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+        }
+    }
     // The UPF routes between N3 and N6; the dn answers UEs through the UPF.
     sys::sysctl_in(&plan.upf(), "net.ipv4.ip_forward=1")?;
     let (pool, len) = plan.ue_pool();

@@ -92,6 +92,22 @@ pub(crate) fn addr_json(ns: Option<&str>) -> Result<Vec<Value>, SysError> {
     }
 }
 
+/// The MAC address of `ifname` in namespace `ns` (`ip -o link show`: "link/ether MAC").
+pub(crate) fn mac(ns: &str, ifname: &str) -> Result<String, SysError> {
+    let out = ip_in(ns, &["-o", "link", "show", "dev", ifname])?;
+    parse_mac(&out).ok_or_else(|| SysError {
+        cmd: format!("ip -n {ns} -o link show dev {ifname}"),
+        reason: format!("no link/ether address in {:?}", out.trim()),
+    })
+}
+
+/// The word after "link/ether" in `ip -o link show` output.
+pub(crate) fn parse_mac(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    words.by_ref().find(|w| *w == "link/ether")?;
+    words.next().map(str::to_owned)
+}
+
 /// `ethtool -K IF tx off` inside `ns`: locally generated packets on a veth otherwise carry
 /// CHECKSUM_PARTIAL and arrive with bad checksums once XDP touched them (KERNEL.md §3).
 pub(crate) fn tx_checksum_off(ns: &str, ifname: &str) -> Result<(), SysError> {
@@ -127,6 +143,13 @@ pub(crate) fn cap_eff() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_is_the_word_after_link_ether() {
+        let line = "7: n3@if6: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000\\    link/ether 2e:8c:01:aa:bb:cc brd ff:ff:ff:ff:ff:ff link-netns x-upf";
+        assert_eq!(parse_mac(line).as_deref(), Some("2e:8c:01:aa:bb:cc"));
+        assert_eq!(parse_mac("1: lo: <LOOPBACK> link/loopback 00:00"), None);
+    }
 
     #[test]
     fn tx_checksumming_line_is_read() {
