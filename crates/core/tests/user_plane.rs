@@ -1,4 +1,4 @@
-//! UE traffic end to end through a real UPF, once per user-plane path (XDP, TUN), in lab
+//! UE traffic end to end through a real UPF, once per user-plane path (XDP, TUN, AF_XDP), in lab
 //! namespaces: a core (AMF, AUSF, UDM, SMF on 2 workers, in-process SBI) whose SMF talks
 //! PFCP over loopback to a `UpfService` whose datapath sits on the test bed's upf
 //! namespace; gNB and UE emulators register 8 UEs and establish one session each; then the
@@ -8,8 +8,9 @@
 //!
 //! Asserted: nothing lost, every reply matched, latency recorded, the paths' own counters
 //! saw exactly that traffic (the TUN test: the TUN path alone, no XDP program attached; the
-//! XDP test: XDP with the TUN path behind it, every packet accounted to the one that
-//! forwarded it), and the datapath holds no entry after the releases.
+//! XDP test: XDP with the TUN path behind it, every packet forwarded by XDP; the AF_XDP
+//! test: its own redirect programs attached and its packet thread forwarding everything),
+//! and the datapath holds no entry after the releases.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -27,6 +28,7 @@ use upf::userspace::testbed::{Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_
 use upf::userspace::tiered::Tiered;
 use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
 use upf::{Datapath, Entries, ServiceOptions, UpfService};
+use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Counters, Reason, XdpDatapath, XdpOptions};
 
 const UES: usize = 8;
@@ -293,5 +295,49 @@ fn traffic_takes_the_tun_path() {
     assert_eq!(c.dropped(), 0, "{c:?}");
     // No XDP program anywhere on the UPF's interfaces: the TUN path carried it all.
     assert!(!xdp_attached(&bed, Host::Upf));
+    assert_eq!(r.dp.entries().unwrap(), Entries::default());
+}
+
+/// The AF_XDP copy-mode path alone: its redirect programs on the UPF's interfaces, its
+/// packet thread forwarding every probe both ways, counted by the path itself.
+#[test]
+fn traffic_takes_the_af_xdp_path() {
+    if !testkit::privilege::require("AF_XDP user plane end to end") {
+        return;
+    }
+    let bed = Testbed::new("upxsk").unwrap();
+    let dp = AfXdpDatapath::start(&AfXdpOptions {
+        netns: Some(bed.ns(Host::Upf).to_owned()),
+        n3_iface: bed.n3_upf.clone(),
+        n6_iface: bed.n6_upf.clone(),
+        n3_addr: N3_UPF,
+        ue_pool: (UE_POOL, UE_POOL_LEN),
+        n6_gateway: None,
+        frames: 1024,
+    })
+    .unwrap();
+    let ids = dp.prog_ids();
+    let r = run(&bed, 93, dp);
+    let (sent, received) = expect_clean(&r);
+    let c: TunCounters = r.dp.with(AfXdpDatapath::counters);
+    assert_eq!(c.get(TunReason::UlForwarded), sent, "{c:?}");
+    assert_eq!(c.get(TunReason::DlForwarded), received, "{c:?}");
+    assert_eq!(c.dropped(), 0, "{c:?}");
+    // The UPF's interfaces run the AF_XDP redirect programs, not the GTP-U fast path.
+    for (iface, id, name) in [
+        (&bed.n3_upf, ids[0], "upf_xsk_n3"),
+        (&bed.n6_upf, ids[1], "upf_xsk_n6"),
+    ] {
+        let out = bed
+            .exec(Host::Upf, "ip")
+            .args(["-d", "link", "show", "dev", iface])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("prog/xdp id {id} name {name} ")),
+            "{iface}: {text}"
+        );
+    }
     assert_eq!(r.dp.entries().unwrap(), Entries::default());
 }
