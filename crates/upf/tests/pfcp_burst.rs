@@ -28,11 +28,19 @@ fn rmem_max() -> usize {
 
 #[test]
 fn a_burst_of_establishments_is_answered_without_retransmission() {
+    // Without CAP_NET_ADMIN the buffers stop at net.core.rmem_max (208 KiB by default),
+    // which a burst this size overflows.
+    if rmem_max() < PFCP_SOCKET_BUFFER
+        && !testkit::privilege::require("SO_RCVBUFFORCE past net.core.rmem_max")
+    {
+        return;
+    }
     let (svc, _dp, mut p) = common::start();
     p.request(None, requests::association_setup(common::smf_node(), 1));
     let upf = p.upf;
-    // The answers are read on a thread of their own as they come, so that this side's
-    // socket is not what drops them.
+    // The answers are read on a thread of their own as they come, into a socket sized as
+    // the SMF's are, so that this side is not what drops them.
+    upf::service::size_pfcp_socket(&p.sock);
     let reader = p.sock.try_clone().unwrap();
     let answers = std::thread::spawn(move || {
         let mut got = BTreeSet::new();
@@ -76,14 +84,9 @@ fn a_burst_of_establishments_is_answered_without_retransmission() {
     assert_eq!(report.stats.sessions_established, u64::from(BURST));
     assert_eq!(report.stats.retransmissions_answered, 0);
     // The kernel reports twice the size asked (its bookkeeping included).
-    let granted = report.buffers.recv / 2;
-    if report.buffers.forced {
-        assert!(granted >= PFCP_SOCKET_BUFFER, "{:?}", report.buffers);
-    } else {
-        assert!(
-            granted >= PFCP_SOCKET_BUFFER.min(rmem_max()),
-            "{:?}",
-            report.buffers
-        );
-    }
+    assert!(
+        report.buffers.recv / 2 >= PFCP_SOCKET_BUFFER,
+        "{:?}",
+        report.buffers
+    );
 }
