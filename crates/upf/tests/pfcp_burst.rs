@@ -15,7 +15,7 @@ use upf::requests::{self, SessionSpec};
 use upf::service::PFCP_SOCKET_BUFFER;
 
 /// Requests in the burst: several times what the default 208 KiB receive buffer holds
-/// (each establishment request costs ~1-2 KiB of it), well within [`PFCP_SOCKET_BUFFER`].
+/// (each establishment request costs over 1 KiB of it), well within [`PFCP_SOCKET_BUFFER`].
 const BURST: u32 = 1500;
 
 /// What `net.core.rmem_max` lets an unprivileged socket have.
