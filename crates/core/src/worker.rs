@@ -817,7 +817,14 @@ where
         // yet: a request sent right after the bind would be dropped unsent.
         if let Err(e) = socket2::SockRef::from(&**s).send(bytes) {
             self.counters.pfcp_send_failed += 1;
-            tracing::warn!(worker = self.id.0, error = %e, "PFCP send failed; sent again after T1");
+            // Loud at the 1st, 2nd, 4th, ... failure: a UPF that is down (ICMP refusals)
+            // fails every send, which must not flood the log.
+            if self.counters.pfcp_send_failed.is_power_of_two() {
+                let n = self.counters.pfcp_send_failed;
+                tracing::warn!(worker = self.id.0, error = %e, failures = n, "PFCP send failed; sent again after T1");
+            } else {
+                tracing::debug!(worker = self.id.0, error = %e, "PFCP send failed");
+            }
         }
     }
 
@@ -1403,7 +1410,7 @@ where
             }
         }
         let c = &self.counters;
-        if c.pfcp_rx_dropped + c.pfcp_send_failed + c.pfcp_retransmitted > 0 {
+        if c.pfcp_rx_dropped > 0 || c.pfcp_send_failed > 0 || c.pfcp_retransmitted > 0 {
             tracing::warn!(
                 worker = self.id.0,
                 rx_dropped = c.pfcp_rx_dropped,
