@@ -267,6 +267,26 @@ impl WorkerCounters {
             "Mesh sends that found the queue full and were retried.",
             self.mesh_retries,
         ));
+        f(c(
+            "pfcp_retransmitted",
+            "PFCP requests sent again after T1 (each a session procedure that waited 3 s).",
+            self.pfcp_retransmitted,
+        ));
+        f(c(
+            "pfcp_timed_out",
+            "PFCP requests given up on after N1 retransmissions.",
+            self.pfcp_timed_out,
+        ));
+        f(c(
+            "pfcp_rx_dropped",
+            "PFCP datagrams the kernel dropped on the worker's socket (receive buffer full).",
+            self.pfcp_rx_dropped,
+        ));
+        f(c(
+            "pfcp_send_failed",
+            "PFCP datagrams the worker's socket refused to send.",
+            self.pfcp_send_failed,
+        ));
     }
 }
 

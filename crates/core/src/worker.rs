@@ -114,6 +114,16 @@ pub struct WorkerCounters {
     /// `sbi_handed_off`): the SUPI in the path does not name the AMF worker, so a transfer
     /// that lands elsewhere goes round the workers until one holds the UE.
     pub namf_handed_off: u64,
+    /// PFCP requests the SMF sent again after T1 (TS 29.244 §6.4): each is a session
+    /// procedure that waited at least 3 s.
+    pub pfcp_retransmitted: u64,
+    /// PFCP requests given up on after N1 retransmissions.
+    pub pfcp_timed_out: u64,
+    /// PFCP datagrams the kernel dropped on this worker's socket (`SO_RXQ_OVFL`: a full
+    /// receive buffer).
+    pub pfcp_rx_dropped: u64,
+    /// PFCP datagrams the socket refused to send (each lost until its retransmission).
+    pub pfcp_send_failed: u64,
 }
 
 impl WorkerCounters {
@@ -145,6 +155,10 @@ impl WorkerCounters {
         self.namf_kernel_steered += o.namf_kernel_steered;
         self.namf_pool_steered += o.namf_pool_steered;
         self.namf_handed_off += o.namf_handed_off;
+        self.pfcp_retransmitted += o.pfcp_retransmitted;
+        self.pfcp_timed_out += o.pfcp_timed_out;
+        self.pfcp_rx_dropped += o.pfcp_rx_dropped;
+        self.pfcp_send_failed += o.pfcp_send_failed;
     }
 }
 
@@ -399,6 +413,8 @@ struct Worker<AM, AP, AC, UR, UQ, SM> {
     pfcp_retx: crate::pfcp_retx::Retransmit,
     /// Receive buffer of the PFCP socket, reused for every datagram.
     pfcp_buf: Vec<u8>,
+    /// Reads the PFCP socket with the kernel's drop count.
+    pfcp_rx: upf::service::PfcpReceiver,
     rx: LocalRx,
     tx: LocalTx,
     client: Rc<SbiClient>,
@@ -540,6 +556,7 @@ where
             pfcp: None,
             pfcp_retx: crate::pfcp_retx::Retransmit::default(),
             pfcp_buf: vec![0u8; PFCP_BUF],
+            pfcp_rx: upf::service::PfcpReceiver::new(),
             rx,
             tx,
             client,
@@ -673,6 +690,8 @@ where
                     for bytes in &resend {
                         self.send_pfcp(bytes);
                     }
+                    self.counters.pfcp_retransmitted = self.pfcp_retx.retransmitted;
+                    self.counters.pfcp_timed_out = self.pfcp_retx.timed_out;
                     if let Some(smf) = self.smf.as_mut() {
                         for seq in expired {
                             smf.pfcp_timeout(seq);
@@ -737,6 +756,13 @@ where
             .and_then(|s| {
                 s.connect(o.upf)?;
                 s.set_nonblocking(true)?;
+                let b = upf::service::size_pfcp_socket(&s);
+                tracing::debug!(
+                    worker = self.id.0,
+                    recv = b.recv,
+                    send = b.send,
+                    "PFCP socket"
+                );
                 Ok(s)
             })
             .and_then(tokio::net::UdpSocket::from_std);
@@ -759,8 +785,8 @@ where
         };
         let mut any = false;
         loop {
-            match s.try_recv(&mut self.pfcp_buf) {
-                Ok(n) => {
+            match self.pfcp_rx.try_recv_from(&s, &mut self.pfcp_buf) {
+                Ok((n, _)) => {
                     any = true;
                     let bytes = self.pfcp_buf.get(..n).unwrap_or_default();
                     self.pfcp_retx.answered(bytes);
@@ -776,18 +802,29 @@ where
                 }
             }
         }
+        self.counters.pfcp_rx_dropped = self.pfcp_rx.dropped();
         any
     }
 
-    fn send_pfcp(&self, bytes: &[u8]) {
+    fn send_pfcp(&mut self, bytes: &[u8]) {
         // Requests are sent again by `pfcp_retx` (TS 29.244 §6.4) when unanswered.
-        match self.pfcp.as_ref() {
-            Some(s) => {
-                if let Err(e) = s.try_send(bytes) {
-                    tracing::debug!(error = %e, "PFCP send");
-                }
+        let Some(s) = self.pfcp.as_ref() else {
+            tracing::debug!("PFCP message without a PFCP socket");
+            return;
+        };
+        // A plain send(2), not `try_send`: Tokio's `try_send` answers WouldBlock without
+        // trying until its reactor has seen the socket writable, which a new socket has not
+        // yet: a request sent right after the bind would be dropped unsent.
+        if let Err(e) = socket2::SockRef::from(&**s).send(bytes) {
+            self.counters.pfcp_send_failed += 1;
+            // Loud at the 1st, 2nd, 4th, ... failure: a UPF that is down (ICMP refusals)
+            // fails every send, which must not flood the log.
+            if self.counters.pfcp_send_failed.is_power_of_two() {
+                let n = self.counters.pfcp_send_failed;
+                tracing::warn!(worker = self.id.0, error = %e, failures = n, "PFCP send failed; sent again after T1");
+            } else {
+                tracing::debug!(worker = self.id.0, error = %e, "PFCP send failed");
             }
-            None => tracing::debug!("PFCP message without a PFCP socket"),
         }
     }
 
@@ -1371,6 +1408,17 @@ where
             if let Ok(mut g) = self.shared.n2_report.lock() {
                 g.push(report);
             }
+        }
+        let c = &self.counters;
+        if c.pfcp_rx_dropped > 0 || c.pfcp_send_failed > 0 || c.pfcp_retransmitted > 0 {
+            tracing::warn!(
+                worker = self.id.0,
+                rx_dropped = c.pfcp_rx_dropped,
+                send_failed = c.pfcp_send_failed,
+                retransmitted = c.pfcp_retransmitted,
+                timed_out = c.pfcp_timed_out,
+                "PFCP datagrams lost on the SMF side"
+            );
         }
         let report = WorkerReport {
             worker: self.id.0,

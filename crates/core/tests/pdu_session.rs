@@ -164,6 +164,15 @@ fn expect_all(o: &Outcome, r: &CoreReport) {
     assert_eq!(smf, (UES as u64, UES as u64, UES as u64, UES as u64));
     let upf = r.upf.as_ref().unwrap();
     assert_eq!(upf.sessions_at_stop, 0);
+    // Every PFCP message got through the first time: nothing dropped by a kernel buffer,
+    // refused by a socket or waited out to T1.
+    let c = r.counters_total();
+    assert_eq!(
+        (c.pfcp_rx_dropped, c.pfcp_send_failed, c.pfcp_retransmitted),
+        (0, 0, 0)
+    );
+    assert_eq!(upf.pfcp_dropped, 0);
+    assert_eq!(upf.stats.retransmissions_answered, 0);
 }
 
 #[test]

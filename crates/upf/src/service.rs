@@ -7,12 +7,18 @@
 //! requests carry SEID 0 and would be placed by a hash of the CP F-SEID, and node messages
 //! (association, heartbeat) would need a shared view of associations. That is not built yet.
 
-use std::io;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use nix::errno::Errno;
+use nix::sys::socket::{
+    getsockopt, recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
+};
 use pfcp::ie::NodeId;
+use tokio::io::Interest;
 use tokio::sync::oneshot;
 
 use crate::datapath::{Datapath, Entries};
@@ -28,6 +34,139 @@ pub fn ntp_now() -> u32 {
         .map_or(0, |d| d.as_secs());
     // NTP era 0 wraps in 2036; the field is 32 bits, so wrap with it.
     u32::try_from(unix.wrapping_add(NTP_UNIX_OFFSET) & 0xffff_ffff).unwrap_or(0)
+}
+
+/// The receive and send buffer asked for every PFCP socket: the UPF's and each SMF
+/// worker's.
+///
+/// A PFCP burst (an SMF with a hundred establishments in flight, several workers sending at
+/// once) can arrive while the one thread reading the socket is descheduled on a loaded
+/// machine. A datagram is charged to the buffer at its `truesize`, not its length: on
+/// loopback 1.3 KiB for 400 bytes, 2.3 KiB for 1000, so the default `rmem_default` (208 KiB)
+/// holds only 90-160 Session Establishment Requests, and a datagram dropped there is only
+/// sent again after T1 (3 s, TS 29.244 §6.4) — the 3 s establishments seen at 5000 UEs in
+/// `bench sessions`. 4 MiB (which the kernel doubles for its bookkeeping) holds thousands,
+/// more than any SMF here keeps in flight, and is little memory for the few PFCP sockets a
+/// core has.
+pub const PFCP_SOCKET_BUFFER: usize = 4 << 20;
+
+/// The buffers a PFCP socket got from [`size_pfcp_socket`], as the kernel reports them
+/// (`SO_RCVBUF`/`SO_SNDBUF`: twice what was asked, the kernel's bookkeeping included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketBuffers {
+    /// The receive buffer, bytes.
+    pub recv: usize,
+    /// The send buffer, bytes.
+    pub send: usize,
+    /// Whether `SO_RCVBUFFORCE` was allowed (`CAP_NET_ADMIN`); without it the kernel caps
+    /// the receive buffer at `net.core.rmem_max`.
+    pub forced: bool,
+}
+
+/// Sizes a PFCP socket's buffers for bursts ([`PFCP_SOCKET_BUFFER`]) and asks the kernel
+/// to tell the datagrams it drops (`SO_RXQ_OVFL`, read by [`PfcpReceiver`]). Nothing here
+/// is fatal: a socket that keeps its defaults still works, so failures are only logged.
+pub fn size_pfcp_socket(sock: &impl AsFd) -> SocketBuffers {
+    if let Err(e) = setsockopt(sock, sockopt::RxqOvfl, &1) {
+        tracing::warn!(error = %e, "PFCP socket: no SO_RXQ_OVFL, drops will not be counted");
+    }
+    // The FORCE variants pass `rmem_max`/`wmem_max` when privileged (socket(7)); the plain
+    // ones are capped there silently.
+    let forced = setsockopt(sock, sockopt::RcvBufForce, &PFCP_SOCKET_BUFFER).is_ok();
+    if !forced {
+        if let Err(e) = setsockopt(sock, sockopt::RcvBuf, &PFCP_SOCKET_BUFFER) {
+            tracing::warn!(error = %e, "PFCP socket: SO_RCVBUF");
+        }
+    }
+    if setsockopt(sock, sockopt::SndBufForce, &PFCP_SOCKET_BUFFER).is_err() {
+        if let Err(e) = setsockopt(sock, sockopt::SndBuf, &PFCP_SOCKET_BUFFER) {
+            tracing::warn!(error = %e, "PFCP socket: SO_SNDBUF");
+        }
+    }
+    let got = SocketBuffers {
+        recv: getsockopt(sock, sockopt::RcvBuf).unwrap_or(0),
+        send: getsockopt(sock, sockopt::SndBuf).unwrap_or(0),
+        forced,
+    };
+    // Half of SO_RCVBUF is what was granted of the request.
+    if got.recv / 2 < PFCP_SOCKET_BUFFER {
+        tracing::warn!(
+            recv = got.recv,
+            asked = PFCP_SOCKET_BUFFER,
+            "PFCP socket: receive buffer capped by net.core.rmem_max (no CAP_NET_ADMIN)"
+        );
+    }
+    got
+}
+
+/// Reads datagrams from a PFCP socket with the kernel's count of the datagrams it dropped
+/// (`SO_RXQ_OVFL` ancillary data, socket(7); [`size_pfcp_socket`] turns it on): a request
+/// lost to a full receive buffer otherwise shows only as a T1 wait at its sender.
+#[derive(Debug)]
+pub struct PfcpReceiver {
+    /// Room for the one `u32` control message, reused for every datagram.
+    cmsg: Vec<u8>,
+    dropped: u32,
+}
+
+impl Default for PfcpReceiver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PfcpReceiver {
+    /// A receiver that has seen no drop yet.
+    pub fn new() -> Self {
+        PfcpReceiver {
+            cmsg: nix::cmsg_space!(u32),
+            dropped: 0,
+        }
+    }
+
+    /// One datagram into `buf` without waiting (`WouldBlock` when there is none; Tokio's
+    /// readiness is cleared then, so `sock.readable()` waits for the next): its length and
+    /// sender.
+    pub fn try_recv_from(
+        &mut self,
+        sock: &tokio::net::UdpSocket,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Option<SocketAddr>)> {
+        let fd = sock.as_raw_fd();
+        let cmsg = &mut self.cmsg;
+        let (n, from, drops) = sock.try_io(Interest::READABLE, || {
+            let mut iov = [IoSliceMut::new(buf)];
+            let m = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(cmsg), MsgFlags::empty())
+                .map_err(|e: Errno| io::Error::from(e))?;
+            // The kernel attaches the count only once it is non-zero.
+            let drops = m.cmsgs().ok().and_then(|mut c| {
+                c.find_map(|c| match c {
+                    ControlMessageOwned::RxqOvfl(d) => Some(d),
+                    _ => None,
+                })
+            });
+            Ok((m.bytes, m.address.and_then(socket_addr), drops))
+        })?;
+        if let Some(d) = drops {
+            // A count since the socket was made; it only grows (modulo 2^32).
+            self.dropped = d;
+        }
+        Ok((n, from))
+    }
+
+    /// Datagrams the kernel dropped on this socket (a full receive buffer) so far, as of
+    /// the last datagram read.
+    pub fn dropped(&self) -> u64 {
+        u64::from(self.dropped)
+    }
+}
+
+fn socket_addr(a: SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = a.as_sockaddr_in() {
+        return Some(SocketAddr::V4(SocketAddrV4::from(*v4)));
+    }
+    a.as_sockaddr_in6()
+        .map(|v6| SocketAddr::V6(SocketAddrV6::from(*v6)))
 }
 
 /// What the service needs to start.
@@ -67,6 +206,11 @@ pub struct ServiceReport {
     pub entries_after: Option<Entries>,
     /// The datapath's name.
     pub datapath: &'static str,
+    /// PFCP datagrams the kernel dropped on the service's socket (a full receive buffer);
+    /// each is a request its sender waits T1 to send again.
+    pub pfcp_dropped: u64,
+    /// The PFCP socket's buffers.
+    pub buffers: SocketBuffers,
 }
 
 /// A running UPF PFCP service.
@@ -83,6 +227,7 @@ impl UpfService {
     pub fn start(opts: ServiceOptions, datapath: Box<dyn Datapath + Send>) -> io::Result<Self> {
         let sock = UdpSocket::bind(opts.pfcp)?;
         sock.set_nonblocking(true)?;
+        let buffers = size_pfcp_socket(&sock);
         let local = sock.local_addr()?;
         let (tx, rx) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -91,9 +236,14 @@ impl UpfService {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
-                rt.block_on(run(sock, opts.node, datapath, rx))
+                rt.block_on(run(sock, opts.node, datapath, rx, buffers))
             })?;
-        tracing::info!(pfcp = %local, "UPF serving PFCP");
+        tracing::info!(
+            pfcp = %local,
+            recv_buffer = buffers.recv,
+            send_buffer = buffers.send,
+            "UPF serving PFCP"
+        );
         Ok(UpfService {
             local,
             stop: Some(tx),
@@ -135,11 +285,13 @@ async fn run(
     cfg: NodeConfig,
     mut dp: Box<dyn Datapath + Send>,
     mut stop: oneshot::Receiver<()>,
+    buffers: SocketBuffers,
 ) -> io::Result<ServiceReport> {
     let sock = tokio::net::UdpSocket::from_std(sock)?;
     let mut node = UpfNode::new(Instant::now(), cfg);
     // 64 KiB: the largest UDP payload, so no PFCP message is ever truncated.
     let mut buf = vec![0u8; 65_536];
+    let mut rx = PfcpReceiver::new();
     loop {
         while let Some(t) = node.poll_transmit() {
             if let Err(e) = sock.send_to(&t.contents, t.destination).await {
@@ -155,11 +307,14 @@ async fn run(
         };
         tokio::select! {
             _ = &mut stop => break,
-            r = sock.recv_from(&mut buf) => match r {
-                Ok((n, from)) => {
+            // One datagram per turn, so that its response goes out before the next is read.
+            r = sock.readable() => match r.and_then(|()| rx.try_recv_from(&sock, &mut buf)) {
+                Ok((n, Some(from))) => {
                     let data = buf.get(..n).unwrap_or(&[]);
                     node.handle(Instant::now(), from, data, dp.as_mut());
                 }
+                Ok((_, None)) => tracing::debug!("PFCP datagram without a sender address"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // ICMP port unreachable from a peer that went away shows up here on Linux;
                 // it is no reason to stop serving the others.
                 Err(e) => tracing::debug!(error = %e, "PFCP receive error"),
@@ -171,11 +326,82 @@ async fn run(
     let associations_at_stop = node.association_count();
     node.clear(dp.as_mut());
     let entries_after = dp.entries().ok();
+    if rx.dropped() > 0 {
+        tracing::warn!(
+            dropped = rx.dropped(),
+            "PFCP datagrams dropped by the kernel on the UPF's socket (receive buffer full)"
+        );
+    }
     Ok(ServiceReport {
         stats: node.stats().clone(),
         sessions_at_stop,
         associations_at_stop,
         entries_after,
         datapath: dp.name(),
+        pfcp_dropped: rx.dropped(),
+        buffers,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Reads until the socket is empty; the datagrams read (each checked).
+    async fn drain(sock: &tokio::net::UdpSocket, rx: &mut PfcpReceiver, from: SocketAddr) -> u32 {
+        let mut buf = [0u8; 2048];
+        let mut read = 0;
+        loop {
+            sock.readable().await.unwrap();
+            match rx.try_recv_from(sock, &mut buf) {
+                Ok((n, a)) => {
+                    assert_eq!((n, a), (1000, Some(from)));
+                    read += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return read,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    /// A socket with the smallest receive buffer drops most of a burst sent before it is
+    /// read; the next datagram read carries the kernel's count of them.
+    #[test]
+    fn the_receiver_counts_what_the_kernel_dropped() {
+        const SENT: u32 = 100;
+        let wait = Duration::from_secs(10);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        s.set_nonblocking(true).unwrap();
+        setsockopt(&s, sockopt::RxqOvfl, &1).unwrap();
+        // The kernel raises this to its minimum: room for a few datagrams.
+        setsockopt(&s, sockopt::RcvBuf, &1).unwrap();
+        let to = s.local_addr().unwrap();
+        let tx = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let from = tx.local_addr().unwrap();
+        let (read, dropped) = rt.block_on(async {
+            let sock = tokio::net::UdpSocket::from_std(s).unwrap();
+            let mut rx = PfcpReceiver::new();
+            for _ in 0..SENT {
+                tx.send_to(&[7u8; 1000], to).unwrap();
+            }
+            let mut read = tokio::time::timeout(wait, drain(&sock, &mut rx, from))
+                .await
+                .unwrap();
+            assert!(read < SENT, "nothing was dropped: the test proves nothing");
+            assert_eq!(rx.dropped(), 0, "those read were queued before any drop");
+            // One sent now carries the count.
+            tx.send_to(&[7u8; 1000], to).unwrap();
+            read += tokio::time::timeout(wait, drain(&sock, &mut rx, from))
+                .await
+                .unwrap();
+            (read, rx.dropped())
+        });
+        assert_eq!(dropped, u64::from(SENT + 1 - read));
+    }
 }
