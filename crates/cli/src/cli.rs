@@ -360,9 +360,10 @@ pub(crate) struct DemoArgs {
     /// Inner IP packet length of the user-plane stage's probes, in octets (64..=1400).
     #[arg(long, value_name = "OCTETS", default_value_t = 256)]
     pub(crate) packet_size: usize,
-    /// Probes per second over all sessions, for each of the UDP and ICMP rounds.
+    /// Probes per second over all sessions, for each of the UDP and ICMP rounds (the name
+    /// `steer5g ran` uses too, where `--rate` is the UEs' start rate).
     #[arg(long, value_name = "PPS", default_value_t = 2000)]
-    pub(crate) rate: u64,
+    pub(crate) traffic_rate: u64,
     /// Seconds of sending in each of the UDP and ICMP rounds.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub(crate) traffic_duration: f64,

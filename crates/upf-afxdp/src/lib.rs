@@ -30,7 +30,6 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, ObjectBuilder};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use upf::userspace::rules::{self, DownlinkVerdict, RuleHandle, Rules, UplinkVerdict};
 use upf::userspace::{craft, TunCounters, TunReason, GTPU_PORT};
-use upf::{Datapath, DatapathError, DownlinkRule, Entries, UplinkRule, Usage, UsageId};
 
 use frame::{Mac, Tunnel};
 pub use xsk::XskStats;
@@ -340,39 +339,7 @@ impl Drop for AfXdpDatapath {
     }
 }
 
-impl Datapath for AfXdpDatapath {
-    fn name(&self) -> &'static str {
-        "af_xdp"
-    }
-
-    fn install_uplink(&mut self, rule: &UplinkRule) -> Result<(), DatapathError> {
-        self.handle.install_uplink(rule)
-    }
-
-    fn install_downlink(&mut self, rule: &DownlinkRule) -> Result<(), DatapathError> {
-        self.handle.install_downlink(rule)
-    }
-
-    fn remove_uplink(&mut self, teid: u32) -> Result<(), DatapathError> {
-        self.handle.remove_uplink(teid)
-    }
-
-    fn remove_downlink(&mut self, ue_ip: Ipv4Addr) -> Result<(), DatapathError> {
-        self.handle.remove_downlink(ue_ip)
-    }
-
-    fn usage(&self, id: UsageId) -> Result<Usage, DatapathError> {
-        self.handle.usage(id)
-    }
-
-    fn remove_usage(&mut self, id: UsageId) -> Result<(), DatapathError> {
-        self.handle.remove_usage(id)
-    }
-
-    fn entries(&self) -> Result<Entries, DatapathError> {
-        self.handle.entries()
-    }
-}
+upf::datapath_via_rule_handle!(AfXdpDatapath, "af_xdp", handle);
 
 struct Worker {
     n3: xsk::Xsk,

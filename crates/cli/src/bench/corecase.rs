@@ -143,3 +143,33 @@ pub(crate) fn per(x: f64, n: u64) -> f64 {
         0.0
     }
 }
+
+/// What [`median_round`] needs of a case's per-round report.
+pub(crate) trait Round {
+    /// Whether every procedure of the round succeeded.
+    fn ok(&self) -> bool;
+    /// Procedures per second.
+    fn rate(&self) -> f64;
+    /// Core CPU per procedure, µs: the figure the median is taken of.
+    fn cpu_us(&self) -> f64;
+    /// Keeps every round's rates and CPU figures on the round chosen.
+    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>);
+}
+
+/// The round with the median core CPU per procedure (the steadier figure on a shared
+/// machine; the lower middle one for an even count), carrying every round's figures. A
+/// failed round wins, so that a failure is never hidden.
+pub(crate) fn median_round<R: Round>(mut rounds: Vec<R>) -> Option<R> {
+    let rates: Vec<f64> = rounds.iter().map(Round::rate).collect();
+    let cpus: Vec<f64> = rounds.iter().map(Round::cpu_us).collect();
+    let mut m = match rounds.iter().position(|r| !r.ok()) {
+        Some(i) => rounds.swap_remove(i),
+        None => {
+            rounds.sort_by(|a, b| a.cpu_us().total_cmp(&b.cpu_us()));
+            let mid = rounds.len().checked_sub(1)? / 2;
+            rounds.into_iter().nth(mid)?
+        }
+    };
+    m.keep_rounds(rates, cpus);
+    Some(m)
+}

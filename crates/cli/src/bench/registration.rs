@@ -41,8 +41,8 @@ use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, SbiMode, StateMode};
 
 use super::corecase::{
-    counter_delta, first_supi, next_slot, parse_workers, per, state_label, threads_cpu, BenchState,
-    WorkerList, CORE_THREAD_PREFIX,
+    counter_delta, first_supi, median_round, next_slot, parse_workers, per, state_label,
+    threads_cpu, BenchState, WorkerList, CORE_THREAD_PREFIX,
 };
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
@@ -546,29 +546,23 @@ fn case_report(case: Case, ues: u64, o: &Outcome, floor: &CryptoFloor) -> CaseRe
     }
 }
 
-/// The round with the median core CPU per registration (the steadier figure on a shared
-/// machine; the lower middle one for an even count), carrying every round's figures. A
-/// failed round wins, so that a failure is never hidden.
-fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
-    let rates: Vec<f64> = rounds.iter().map(|r| r.registrations_per_s).collect();
-    let cpus: Vec<f64> = rounds
-        .iter()
-        .map(|r| r.core_cpu_us_per_registration)
-        .collect();
-    let mut m = match rounds.iter().position(|r| !r.ok) {
-        Some(i) => rounds.swap_remove(i),
-        None => {
-            rounds.sort_by(|a, b| {
-                a.core_cpu_us_per_registration
-                    .total_cmp(&b.core_cpu_us_per_registration)
-            });
-            let mid = rounds.len().checked_sub(1)? / 2;
-            rounds.into_iter().nth(mid)?
-        }
-    };
-    m.rounds_registrations_per_s = rates;
-    m.rounds_core_cpu_us_per_registration = cpus;
-    Some(m)
+impl super::corecase::Round for CaseReport {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+
+    fn rate(&self) -> f64 {
+        self.registrations_per_s
+    }
+
+    fn cpu_us(&self) -> f64 {
+        self.core_cpu_us_per_registration
+    }
+
+    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>) {
+        self.rounds_registrations_per_s = rates;
+        self.rounds_core_cpu_us_per_registration = cpus;
+    }
 }
 
 /// Ratios between cases that differ in exactly one setting.

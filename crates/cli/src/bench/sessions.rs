@@ -38,8 +38,8 @@ use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, SbiMode, SmfOptions, StateMode, UpfOptions};
 
 use super::corecase::{
-    first_supi, next_slot, parse_workers, per, state_label, threads_cpu, BenchState, WorkerList,
-    CORE_THREAD_PREFIX,
+    first_supi, median_round, next_slot, parse_workers, per, state_label, threads_cpu, BenchState,
+    WorkerList, CORE_THREAD_PREFIX,
 };
 use super::machine::Machine;
 use super::sweepplot::{write_sweep, Panel};
@@ -433,29 +433,23 @@ fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
     }
 }
 
-/// The round with the median core CPU per establishment (the lower middle one for an even
-/// count), carrying every round's figures. A failed round wins, so that a failure is
-/// never hidden.
-fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
-    let rates: Vec<f64> = rounds.iter().map(|r| r.establishments_per_s).collect();
-    let cpus: Vec<f64> = rounds
-        .iter()
-        .map(|r| r.core_cpu_us_per_establishment)
-        .collect();
-    let mut m = match rounds.iter().position(|r| !r.ok) {
-        Some(i) => rounds.swap_remove(i),
-        None => {
-            rounds.sort_by(|a, b| {
-                a.core_cpu_us_per_establishment
-                    .total_cmp(&b.core_cpu_us_per_establishment)
-            });
-            let mid = rounds.len().checked_sub(1)? / 2;
-            rounds.into_iter().nth(mid)?
-        }
-    };
-    m.rounds_establishments_per_s = rates;
-    m.rounds_core_cpu_us_per_establishment = cpus;
-    Some(m)
+impl super::corecase::Round for CaseReport {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+
+    fn rate(&self) -> f64 {
+        self.establishments_per_s
+    }
+
+    fn cpu_us(&self) -> f64 {
+        self.core_cpu_us_per_establishment
+    }
+
+    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>) {
+        self.rounds_establishments_per_s = rates;
+        self.rounds_core_cpu_us_per_establishment = cpus;
+    }
 }
 
 /// Sharded over locked at each worker count, and more workers over fewer per state.

@@ -132,12 +132,19 @@ impl Probes {
                 "--traffic-duration must be a positive number of seconds".into(),
             ));
         }
-        if args.rate == 0 {
-            return Err(CliError::Usage("--rate must be at least 1".into()));
+        if args.traffic_rate == 0 {
+            return Err(CliError::Usage("--traffic-rate must be at least 1".into()));
         }
         // Saturating float-to-int conversion; a huge product is capped by max_duration.
-        let count = (args.rate as f64 * args.traffic_duration).ceil().max(1.0) as u64;
-        let mut udp = TrafficPlan::udp(Ipv4Addr::UNSPECIFIED, args.packet_size, args.rate, count);
+        let count = (args.traffic_rate as f64 * args.traffic_duration)
+            .ceil()
+            .max(1.0) as u64;
+        let mut udp = TrafficPlan::udp(
+            Ipv4Addr::UNSPECIFIED,
+            args.packet_size,
+            args.traffic_rate,
+            count,
+        );
         udp.max_duration = Duration::from_secs_f64(args.traffic_duration * 2.0 + 1.0);
         udp.validate()
             .map_err(|e| CliError::Usage(format!("user-plane probes: {e}")))?;

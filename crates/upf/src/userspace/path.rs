@@ -14,7 +14,6 @@ use std::thread::JoinHandle;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::rules::{self, DownlinkVerdict, RuleHandle, Rules, TunCounters, UplinkVerdict};
-use crate::datapath::{Datapath, DatapathError, DownlinkRule, Entries, UplinkRule, Usage, UsageId};
 use crate::userspace::rules::TunReason;
 
 /// The GTP-U port (TS 29.281 §4.4.2).
@@ -115,39 +114,7 @@ impl Drop for TunDatapath {
     }
 }
 
-impl Datapath for TunDatapath {
-    fn name(&self) -> &'static str {
-        "tun"
-    }
-
-    fn install_uplink(&mut self, rule: &UplinkRule) -> Result<(), DatapathError> {
-        self.handle.install_uplink(rule)
-    }
-
-    fn install_downlink(&mut self, rule: &DownlinkRule) -> Result<(), DatapathError> {
-        self.handle.install_downlink(rule)
-    }
-
-    fn remove_uplink(&mut self, teid: u32) -> Result<(), DatapathError> {
-        self.handle.remove_uplink(teid)
-    }
-
-    fn remove_downlink(&mut self, ue_ip: Ipv4Addr) -> Result<(), DatapathError> {
-        self.handle.remove_downlink(ue_ip)
-    }
-
-    fn usage(&self, id: UsageId) -> Result<Usage, DatapathError> {
-        self.handle.usage(id)
-    }
-
-    fn remove_usage(&mut self, id: UsageId) -> Result<(), DatapathError> {
-        self.handle.remove_usage(id)
-    }
-
-    fn entries(&self) -> Result<Entries, DatapathError> {
-        self.handle.entries()
-    }
-}
+crate::datapath_via_rule_handle!(TunDatapath, "tun", handle);
 
 struct Worker {
     sock: UdpSocket,

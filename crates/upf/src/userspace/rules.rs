@@ -195,6 +195,65 @@ enum Update {
     RemoveDownlink(Ipv4Addr),
 }
 
+/// Implements [`crate::Datapath`] for `$ty` by handing every call to its [`RuleHandle`]
+/// field `$field`, naming it `$name`: the user-space paths (sockets/TUN, AF_XDP) keep their
+/// rules in their packet thread and differ only in their I/O.
+#[macro_export]
+macro_rules! datapath_via_rule_handle {
+    ($ty:ty, $name:literal, $field:ident) => {
+        impl $crate::Datapath for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn install_uplink(
+                &mut self,
+                rule: &$crate::datapath::UplinkRule,
+            ) -> Result<(), $crate::datapath::DatapathError> {
+                self.$field.install_uplink(rule)
+            }
+
+            fn install_downlink(
+                &mut self,
+                rule: &$crate::datapath::DownlinkRule,
+            ) -> Result<(), $crate::datapath::DatapathError> {
+                self.$field.install_downlink(rule)
+            }
+
+            fn remove_uplink(&mut self, teid: u32) -> Result<(), $crate::datapath::DatapathError> {
+                self.$field.remove_uplink(teid)
+            }
+
+            fn remove_downlink(
+                &mut self,
+                ue_ip: ::std::net::Ipv4Addr,
+            ) -> Result<(), $crate::datapath::DatapathError> {
+                self.$field.remove_downlink(ue_ip)
+            }
+
+            fn usage(
+                &self,
+                id: $crate::datapath::UsageId,
+            ) -> Result<$crate::datapath::Usage, $crate::datapath::DatapathError> {
+                self.$field.usage(id)
+            }
+
+            fn remove_usage(
+                &mut self,
+                id: $crate::datapath::UsageId,
+            ) -> Result<(), $crate::datapath::DatapathError> {
+                self.$field.remove_usage(id)
+            }
+
+            fn entries(
+                &self,
+            ) -> Result<$crate::datapath::Entries, $crate::datapath::DatapathError> {
+                self.$field.entries()
+            }
+        }
+    };
+}
+
 /// A new pair of ends: the PFCP side's [`RuleHandle`] and the packet thread's [`Rules`].
 pub fn channel() -> (RuleHandle, Rules) {
     let shared = Arc::new(Shared {
