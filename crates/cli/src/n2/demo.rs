@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ran::userplane::traffic::TrafficPlan;
+use ran::userplane::traffic::{TrafficPlan, TrafficReport};
 use ran::userplane::UpSession;
 use rand::rngs::OsRng;
 use sbi::{NfType, StaticDirectory};
@@ -161,6 +161,7 @@ fn user_plane_stage(
     setup: &UserPlaneSetup,
     probes: Probes,
     sessions: &[UpSession],
+    kept: &Mutex<Vec<TrafficReport>>,
 ) -> Result<serde_json::Value, CliError> {
     let bed = match setup {
         UserPlaneSetup::Skipped(reason) => {
@@ -205,14 +206,17 @@ fn user_plane_stage(
     let ok = rounds
         .iter()
         .all(|r| r.sent > 0 && r.bad == 0 && r.loss_ratio <= MAX_LOSS);
-    Ok(serde_json::json!({
+    let report = serde_json::json!({
         "stage": "user_plane",
         "skipped": false,
         "ok": ok,
         "path": bed.path(),
         "max_loss": MAX_LOSS,
         "rounds": rounds,
-    }))
+    });
+    // The report's own row reads the typed rounds, not this JSON back.
+    *kept.lock().unwrap_or_else(PoisonError::into_inner) = rounds;
+    Ok(report)
 }
 
 /// The bed for `--user-plane`, or why the demo runs without one. Only `auto` falls back;
@@ -281,7 +285,7 @@ fn session_summary(r: &CoreReport, rules_left: u64, bed: Option<&BedReport>) -> 
 
 /// The user-plane stage's row: probes answered of probes sent over the UDP and ICMP
 /// rounds, or a skipped row whose note says why (a control-plane-only demo still passes).
-fn user_plane_row(load: &LoadReport, sessions: u64) -> Stage {
+fn user_plane_row(load: &LoadReport, sessions: u64, rounds: &[TrafficReport]) -> Stage {
     let mut row = Stage {
         name: "user_plane",
         ok: false,
@@ -308,39 +312,21 @@ fn user_plane_row(load: &LoadReport, sessions: u64) -> Stage {
         return row;
     }
     row.ok = v.get("ok") == Some(&serde_json::Value::Bool(true));
-    let rounds: &[serde_json::Value] = v
-        .get("rounds")
-        .and_then(|r| r.as_array())
-        .map_or(&[], Vec::as_slice);
-    let num =
-        |r: &serde_json::Value, k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    let real = |r: &serde_json::Value, k: &str| {
-        r.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0)
-    };
-    row.done = rounds.iter().map(|r| num(r, "received")).sum();
-    row.expected = rounds.iter().map(|r| num(r, "sent")).sum();
-    row.failed = rounds.iter().map(|r| num(r, "lost")).sum();
+    row.done = rounds.iter().map(|r| r.received).sum();
+    row.expected = rounds.iter().map(|r| r.sent).sum();
+    row.failed = rounds.iter().map(|r| r.lost).sum();
     // The UDP round's latency: the DN host's echo, the path a data session takes.
-    if let Some(l) = rounds
-        .first()
-        .and_then(|r| r.get("latency"))
-        .filter(|l| !l.is_null())
-    {
-        row.latency_p50_us = Some(num(l, "p50_us"));
-        row.latency_p99_us = Some(num(l, "p99_us"));
+    if let Some(l) = rounds.first().and_then(|r| r.latency.as_ref()) {
+        row.latency_p50_us = Some(l.p50_us);
+        row.latency_p99_us = Some(l.p99_us);
     }
-    row.per_second = rounds.first().map(|r| real(r, "achieved_pps"));
+    row.per_second = rounds.first().map(|r| r.achieved_pps);
     let path = v.get("path").and_then(|p| p.as_str()).unwrap_or("?");
     let mut note = format!("{path} path");
     for r in rounds {
         note.push_str(&format!(
             "; {} {} B: {}/{} back, {:.0} pps, {:.3} Gbit/s",
-            r.get("kind").and_then(|k| k.as_str()).unwrap_or("?"),
-            num(r, "packet_size"),
-            num(r, "received"),
-            num(r, "sent"),
-            real(r, "achieved_pps"),
-            real(r, "inner_gbps")
+            r.kind, r.packet_size, r.received, r.sent, r.achieved_pps, r.inner_gbps
         ));
     }
     if let Some(reason) = v.get("reason").and_then(|r| r.as_str()) {
@@ -351,7 +337,7 @@ fn user_plane_row(load: &LoadReport, sessions: u64) -> Stage {
 }
 
 /// The stages of a run of `ues` UEs with `per_ue` sessions each.
-fn stages(load: &LoadReport, ues: u64, per_ue: u8) -> Vec<Stage> {
+fn stages(load: &LoadReport, ues: u64, per_ue: u8, rounds: &[TrafficReport]) -> Vec<Stage> {
     let proc = |name: &str| load.procedures.get(name);
     let stage = |name: &'static str, procedure: &str, done: u64, expected: u64| {
         let p = proc(procedure);
@@ -390,7 +376,7 @@ fn stages(load: &LoadReport, ues: u64, per_ue: u8) -> Vec<Stage> {
             .sum();
         e.note = Some(format!("{rejected} rejected"));
         out.push(e);
-        out.push(user_plane_row(load, sessions));
+        out.push(user_plane_row(load, sessions, rounds));
         let released = proc("session_release").map_or(0, |p| p.completed);
         out.push(stage(
             "sessions_released",
@@ -619,9 +605,11 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         on_hold: None,
     };
     let hook_setup = Arc::clone(&setup);
+    let kept: Arc<Mutex<Vec<TrafficReport>>> = Arc::default();
+    let hook_kept = Arc::clone(&kept);
     let plan = LoadPlan {
         on_sessions_up: Some(Arc::new(move |s: &[UpSession]| {
-            user_plane_stage(&hook_setup, probes, s)
+            user_plane_stage(&hook_setup, probes, s, &hook_kept)
         })),
         ..plan
     };
@@ -662,7 +650,8 @@ pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
         _ => None,
     };
     let load = load?;
-    let stages = stages(&load, args.ues, args.pdu_sessions);
+    let rounds = std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner));
+    let stages = stages(&load, args.ues, args.pdu_sessions, &rounds);
     let sessions =
         (args.pdu_sessions > 0).then(|| session_summary(&core_report, rules_left, bed.as_ref()));
     let rules_ok = sessions
