@@ -9,6 +9,7 @@ pkgs=(
   bpftool                               # vmlinux.h for the sockmap program (CO-RE)
   libelf-dev zlib1g-dev libbpf-dev      # libbpf-rs
   iproute2 nftables ethtool             # namespaces, loss injection, offloads
+  procps                                # sysctl in the lab namespaces, kill in the process tests
   tshark tcpdump                        # captures checked against Wireshark's dissectors
   libusrsctp-dev                        # a real SCTP peer that no one here wrote
   valgrind                              # instruction counts
