@@ -236,9 +236,44 @@ fn openapi_directory_is_present() {
 }
 
 #[test]
+fn specs_readme_lists_every_document_with_its_version() {
+    let dir = openapi::openapi_dir();
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    // Rows `| TS....yaml[ *] | TS 29.xxx V18.x.y | `info.version` |`.
+    let listed: BTreeMap<String, String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| TS"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let file = format!("TS{}", cells[0].trim_end_matches(" *"));
+            (file, cells[2].trim_matches('`').to_owned())
+        })
+        .collect();
+    let mut present: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    present.sort();
+    assert_eq!(
+        listed.keys().cloned().collect::<Vec<_>>(),
+        present,
+        "specs/README.md and the files in specs/ disagree"
+    );
+    for (file, version) in &listed {
+        let doc = load(file);
+        assert_eq!(
+            doc.pointer("/info/version").and_then(Value::as_str),
+            Some(version.as_str()),
+            "{file}: info.version"
+        );
+    }
+}
+
+#[test]
 #[should_panic(expected = "OpenAPI documents not found")]
 fn a_missing_openapi_directory_fails_rather_than_skips() {
-    openapi::checked_dir(std::path::PathBuf::from("/nonexistent/shared/openapi"));
+    openapi::checked_dir(std::path::PathBuf::from("/nonexistent/specs"));
 }
 
 #[test]

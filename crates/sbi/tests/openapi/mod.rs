@@ -1,5 +1,5 @@
-//! Test harness: validates JSON bodies against the 3GPP OpenAPI 3.0 documents in
-//! `../shared/openapi/` (relative to the workspace root).
+//! Test harness: validates JSON bodies against the 3GPP OpenAPI 3.0 documents in `specs/` at
+//! the workspace root (the Release 18 files the tests reach; specs/README.md lists them).
 //!
 //! The YAML is read with serde_norway (libyaml's grammar, which accepts the 3GPP files as
 //! published; yaml-rust2 refuses two of them) and turned into `serde_json::Value`s; the OpenAPI 3.0
@@ -19,17 +19,17 @@ use serde_norway::Value as YamlValue;
 /// Base URI under which the documents are served to the validator.
 const BASE: &str = "file:///openapi/";
 
-/// The OpenAPI directory, `../shared/openapi` beside the workspace. Panics (fails the test)
-/// if it is absent: these tests must not pass vacuously.
+/// The OpenAPI directory, `specs/` at the workspace root. Panics (fails the test) if it is
+/// absent: these tests must not pass vacuously.
 pub fn openapi_dir() -> PathBuf {
-    checked_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/openapi"))
+    checked_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../specs"))
 }
 
 /// `dir` if it holds the OpenAPI set; a panic naming it otherwise.
 pub fn checked_dir(dir: PathBuf) -> PathBuf {
     assert!(
         dir.join("TS29571_CommonData.yaml").is_file(),
-        "OpenAPI documents not found at {} (expected ../shared/openapi beside the workspace); \
+        "OpenAPI documents not found at {} (expected specs/ at the workspace root); \
          the schema tests refuse to skip",
         dir.display()
     );
@@ -40,8 +40,12 @@ pub fn checked_dir(dir: PathBuf) -> PathBuf {
 /// schemas closed (see [`close_objects`]).
 pub fn load(file: &str) -> Value {
     let path = openapi_dir().join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "reading {}: {e} (a document the tests reach must be in specs/: see specs/README.md)",
+            path.display()
+        )
+    });
     let doc: serde_norway::Value =
         serde_norway::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
     let mut v = yaml_to_json(&doc);
