@@ -1,6 +1,6 @@
 //! Hand-written serde models of the SBI bodies a registration exchanges.
 //!
-//! Member names follow the Rel-18 OpenAPI files in `specs/` exactly (camelCase,
+//! Member names follow the Rel-18 OpenAPI files in `../shared/openapi/` exactly (camelCase,
 //! `5gAuthData`, `_links`); required members are plain fields, optional ones are `Option`s that
 //! are left out when `None`. Fixed-length hex strings are [`HexBytes`]. The schema tests in
 //! `tests/schema.rs` validate every model against the YAML, so a rename here that drifts from
