@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -243,17 +242,11 @@ fn generate_import_export_100k() {
     let o = run(&dir, &["generate", "--count", "1", csv.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 
-    let start = Instant::now();
     let v = json(&dir, &["import", csv.to_str().unwrap()]);
-    let took = start.elapsed();
-    eprintln!(
-        "import of 100k subscribers: {took:?} (the binary's own count: {} s)",
-        v["seconds"]
-    );
+    // How long it took is the binary's own report (`seconds`), not something to assert here.
+    eprintln!("import of 100k subscribers: {} s", v["seconds"]);
     assert_eq!(v["imported"], 100000);
     assert_eq!(v["total"], 100000);
-    // Debug build on a loaded 2-core machine; measured ~5 s here, release well under 1 s.
-    assert!(took < Duration::from_secs(60), "import took {took:?}");
 
     let v = json(&dir, &["list", "--limit", "3"]);
     assert_eq!(v["total"], 100000);

@@ -1,8 +1,11 @@
 //! 5G AKA end to end on in-memory links: AUSF and UDM workers wired by a small router that
 //! moves each `Action::Call` to the UDM worker a client would pick and each answer back, like
-//! quinn's test `Pair`. The test plays the AMF/SEAF and the UE (its USIM with MILENAGE and
-//! the TS 33.501 Annex A derivations), so every key is checked against an independent
-//! computation. Time is virtual; there are no sockets.
+//! quinn's test `Pair`. The test plays the AMF/SEAF and the UE. The UE (its USIM with
+//! MILENAGE, and the TS 33.501 Annex A derivations) is computed in this file from AES,
+//! HMAC-SHA-256 and SHA-256 alone, never with the `security` crate the UDM and AUSF use, and
+//! that computation is itself pinned to TS 35.208 test set 1 and to published 5G-AKA values;
+//! so a wrong key, RES*, HXRES*, MAC or AUTS in `security` makes these tests fail. Time is
+//! virtual; there are no sockets.
 
 #![allow(clippy::unwrap_used)]
 
@@ -21,10 +24,8 @@ use sbi::model::{
     UeAuthenticationCtx,
 };
 use sbi::{SbiRequest, SbiResponse};
-use security::kdf::{self, ServingNetworkName};
-use security::milenage::Milenage;
+use security::kdf::{self, Abba};
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
-use security::{Autn, Opc, Rand, Sqn, K};
 use steer::owner::{owner_of_auth_ctx_id, owner_of_key};
 use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
@@ -38,6 +39,216 @@ const K1: [u8; 16] = [
 const OPC1: [u8; 16] = [
     0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
 ];
+
+/// The UE's own cryptography, written from the specifications for this test: MILENAGE
+/// (TS 35.206 §4.1) over the `aes` crate, the KDF of TS 33.220 Annex B.2 over `hmac`/`sha2`,
+/// and the TS 33.501 Annex A derivations on top.
+mod oracle {
+    use aes::cipher::{BlockEncrypt, KeyInit};
+    use aes::Aes128;
+    use hmac::{Hmac, Mac};
+    use sha2::{Digest, Sha256};
+
+    /// MILENAGE for one subscriber (K, OPc).
+    pub(super) struct Usim {
+        aes: Aes128,
+        opc: [u8; 16],
+    }
+
+    /// f2..f5 of one RAND.
+    pub(super) struct F2345 {
+        pub(super) res: [u8; 8],
+        pub(super) ck: [u8; 16],
+        pub(super) ik: [u8; 16],
+        pub(super) ak: [u8; 6],
+    }
+
+    fn xor16(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
+        std::array::from_fn(|i| a[i] ^ b[i])
+    }
+
+    /// rot(x, r) of TS 35.206 §4.1: a cyclic left shift by `r` bits (here whole bytes).
+    fn rot(x: &[u8; 16], r_bits: usize) -> [u8; 16] {
+        std::array::from_fn(|i| x[(i + r_bits / 8) % 16])
+    }
+
+    impl Usim {
+        pub(super) fn new(k: &[u8; 16], opc: &[u8; 16]) -> Self {
+            Usim {
+                aes: Aes128::new(k.into()),
+                opc: *opc,
+            }
+        }
+
+        fn e(&self, x: [u8; 16]) -> [u8; 16] {
+            let mut b = x.into();
+            self.aes.encrypt_block(&mut b);
+            b.into()
+        }
+
+        fn temp(&self, rand: &[u8; 16]) -> [u8; 16] {
+            self.e(xor16(rand, &self.opc))
+        }
+
+        /// OUT2..OUT5: E_K(rot(TEMP xor OPc, r) xor c) xor OPc, with (r, c) =
+        /// (0, 1), (32, 2), (64, 4), (96, 8).
+        fn out(&self, temp: &[u8; 16], r_bits: usize, c: u8) -> [u8; 16] {
+            let mut x = rot(&xor16(temp, &self.opc), r_bits);
+            x[15] ^= c;
+            xor16(&self.e(x), &self.opc)
+        }
+
+        /// OUT1 = E_K(TEMP xor rot(IN1 xor OPc, 64) xor c1) xor OPc, c1 = 0, with
+        /// IN1 = SQN || AMF || SQN || AMF: MAC-A (f1) is its first half, MAC-S (f1*) the
+        /// second.
+        fn out1(&self, rand: &[u8; 16], sqn: &[u8; 6], amf: &[u8; 2]) -> [u8; 16] {
+            let mut in1 = [0u8; 16];
+            for half in [0, 8] {
+                in1[half..half + 6].copy_from_slice(sqn);
+                in1[half + 6..half + 8].copy_from_slice(amf);
+            }
+            let x = xor16(&self.temp(rand), &rot(&xor16(&in1, &self.opc), 64));
+            xor16(&self.e(x), &self.opc)
+        }
+
+        pub(super) fn f1(&self, rand: &[u8; 16], sqn: &[u8; 6], amf: &[u8; 2]) -> [u8; 8] {
+            self.out1(rand, sqn, amf)[..8].try_into().unwrap()
+        }
+
+        pub(super) fn f1_star(&self, rand: &[u8; 16], sqn: &[u8; 6], amf: &[u8; 2]) -> [u8; 8] {
+            self.out1(rand, sqn, amf)[8..].try_into().unwrap()
+        }
+
+        pub(super) fn f2345(&self, rand: &[u8; 16]) -> F2345 {
+            let temp = self.temp(rand);
+            let out2 = self.out(&temp, 0, 1);
+            F2345 {
+                res: out2[8..].try_into().unwrap(),
+                ak: out2[..6].try_into().unwrap(),
+                ck: self.out(&temp, 32, 2),
+                ik: self.out(&temp, 64, 4),
+            }
+        }
+
+        pub(super) fn f5_star(&self, rand: &[u8; 16]) -> [u8; 6] {
+            self.out(&self.temp(rand), 96, 8)[..6].try_into().unwrap()
+        }
+    }
+
+    /// TS 33.220 Annex B.2: HMAC-SHA-256(key, FC || P0 || L0 || P1 || L1 ...), each Li the
+    /// two-byte length of Pi.
+    pub(super) fn kdf(key: &[u8], fc: u8, params: &[&[u8]]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap();
+        mac.update(&[fc]);
+        for p in params {
+            mac.update(p);
+            mac.update(&u16::try_from(p.len()).unwrap().to_be_bytes());
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    fn low128(x: &[u8]) -> [u8; 16] {
+        x[x.len() - 16..].try_into().unwrap()
+    }
+
+    /// The 5G-AKA keys one side derives from CK, IK and the run's inputs.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) struct Chain {
+        pub(super) kausf: [u8; 32],
+        pub(super) res_star: [u8; 16],
+        pub(super) hres_star: [u8; 16],
+        pub(super) kseaf: [u8; 32],
+        pub(super) kamf: [u8; 32],
+    }
+
+    pub(super) struct Inputs<'a> {
+        pub(super) ck: &'a [u8; 16],
+        pub(super) ik: &'a [u8; 16],
+        pub(super) res: &'a [u8],
+        pub(super) rand: &'a [u8; 16],
+        pub(super) sqn_xor_ak: &'a [u8; 6],
+        pub(super) snn: &'a str,
+        pub(super) supi_digits: &'a str,
+        pub(super) abba: &'a [u8],
+    }
+
+    pub(super) fn chain(i: &Inputs<'_>) -> Chain {
+        let ck_ik = [&i.ck[..], &i.ik[..]].concat();
+        let snn = i.snn.as_bytes();
+        // A.2: KAUSF, FC 0x6A, P0 = serving network name, P1 = SQN xor AK.
+        let kausf = kdf(&ck_ik, 0x6a, &[snn, i.sqn_xor_ak]);
+        // A.4: RES*, FC 0x6B, P0 = SN name, P1 = RAND, P2 = RES; the 128 low bits.
+        let res_star = low128(&kdf(&ck_ik, 0x6b, &[snn, i.rand, i.res]));
+        // A.5: HRES* (and HXRES*), the 128 low bits of SHA-256(RAND || RES*).
+        let hres_star = low128(&Sha256::digest([&i.rand[..], &res_star[..]].concat()));
+        // A.6: KSEAF, FC 0x6C, P0 = SN name.
+        let kseaf = kdf(&kausf, 0x6c, &[snn]);
+        // A.7: KAMF, FC 0x6D, P0 = SUPI (the IMSI's digits), P1 = ABBA.
+        let kamf = kdf(&kseaf, 0x6d, &[i.supi_digits.as_bytes(), i.abba]);
+        Chain {
+            kausf,
+            res_star,
+            hres_star,
+            kseaf,
+            kamf,
+        }
+    }
+
+    /// HRES* (A.5) of a RES* the SEAF received.
+    pub(super) fn hres_star(rand: &[u8; 16], res_star: &[u8; 16]) -> [u8; 16] {
+        low128(&Sha256::digest([&rand[..], &res_star[..]].concat()))
+    }
+
+    pub(super) fn xor6(a: &[u8], b: &[u8; 6]) -> [u8; 6] {
+        std::array::from_fn(|i| a[i] ^ b[i])
+    }
+}
+
+fn unhex<const N: usize>(s: &str) -> [u8; N] {
+    assert_eq!(s.len(), 2 * N, "{s}");
+    std::array::from_fn(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+}
+
+/// The oracle itself, against numbers that do not come from this repository: TS 35.208
+/// §4.3 test set 1 for MILENAGE, and for the 5G-AKA chain the values other 5GC
+/// implementations print for set 1 in 5G:mnc093.mcc208.3gppnetwork.org with
+/// imsi-208930000000001 and ABBA 0000 (crates/security/tests/kdf_chain.rs holds the same).
+#[test]
+fn the_ue_oracle_matches_ts_35_208_set_1_and_published_5g_aka_values() {
+    let usim = oracle::Usim::new(&K1, &OPC1);
+    let rand = unhex::<16>("23553cbe9637a89d218ae64dae47bf35");
+    let sqn = unhex::<6>("ff9bb4d0b607");
+    let amf = unhex::<2>("b9b9");
+    assert_eq!(usim.f1(&rand, &sqn, &amf), unhex("4a9ffac354dfafb3"));
+    assert_eq!(usim.f1_star(&rand, &sqn, &amf), unhex("01cfaf9ec4e871e9"));
+    let f = usim.f2345(&rand);
+    assert_eq!(f.res, unhex("a54211d5e3ba50bf"));
+    assert_eq!(f.ck, unhex("b40ba9a3c58b2a05bbf0d987b21bf8cb"));
+    assert_eq!(f.ik, unhex("f769bcd751044604127672711c6d3441"));
+    assert_eq!(f.ak, unhex("aa689c648370"));
+    assert_eq!(usim.f5_star(&rand), unhex("451e8beca43b"));
+
+    let chain = oracle::chain(&oracle::Inputs {
+        ck: &f.ck,
+        ik: &f.ik,
+        res: &f.res,
+        rand: &rand,
+        sqn_xor_ak: &oracle::xor6(&sqn, &f.ak),
+        snn: "5G:mnc093.mcc208.3gppnetwork.org",
+        supi_digits: "208930000000001",
+        abba: &[0, 0],
+    });
+    assert_eq!(
+        chain,
+        oracle::Chain {
+            kausf: unhex("f2e35260f85194d4f891504d02111e56689ac23dd393bee3abbcc5bfbc013ef9"),
+            res_star: unhex("5cc9527f4d21c43bee83a15443acf1c4"),
+            hres_star: unhex("6970075e3c8245fdc2073003cf166279"),
+            kseaf: unhex("cfddde483bd1318a412e98870f556410905be4fb7500abed93ee16af71bbb3fa"),
+            kamf: unhex("9d63b519775a92ca861ca6a50d848fa8ebf160ea7b73735a85b33737e73c55b4"),
+        }
+    );
+}
 
 fn supi(n: u32) -> String {
     format!("imsi-00101{n:010}")
@@ -57,26 +268,29 @@ fn req(method: Method, path: &str, body: &str) -> SbiRequest {
     }
 }
 
-/// The UE side: a USIM with K, OPc and its SQN_MS.
+/// The UE side: a USIM with K, OPc and its SQN_MS, computed by [`oracle`] only.
 struct Ue {
     supi: String,
-    usim: Milenage,
+    usim: oracle::Usim,
     sqn_ms: u64,
     seen: Vec<u64>,
 }
 
 enum Answer {
-    /// RES* and the KSEAF the UE derives.
-    Ok([u8; 16], [u8; 32]),
+    /// The UE accepted the challenge: its RES* and key chain.
+    Ok(oracle::Chain),
     /// Synchronisation failure with this AUTS.
     Sync([u8; 14]),
 }
+
+/// The ABBA of TS 33.501 §A.7.1 in a 5G-AKA run with no feature needing another value.
+const ABBA: [u8; 2] = [0, 0];
 
 impl Ue {
     fn new(n: u32) -> Self {
         Ue {
             supi: supi(n),
-            usim: Milenage::new(&K::from_bytes(&K1), &Opc::from_bytes(&OPC1)),
+            usim: oracle::Usim::new(&K1, &OPC1),
             sqn_ms: 0,
             seen: Vec::new(),
         }
@@ -105,21 +319,39 @@ impl Ue {
     /// TS 33.102 §6.3.3 / TS 33.501 §6.1.3.2 step 7, with the simplest freshness rule:
     /// SQN must exceed the highest accepted so far.
     fn challenge(&mut self, rand: [u8; 16], autn: [u8; 16]) -> Answer {
-        let rand = Rand::from_bytes(rand);
-        let autn = Autn::from_bytes(autn);
-        let r = self.usim.check_autn(&rand, &autn).unwrap();
-        let sqn = r.sqn.to_u64();
+        // AUTN = SQN xor AK (6) || AMF (2) || MAC-A (8).
+        let sqn_xor_ak: [u8; 6] = autn[..6].try_into().unwrap();
+        let amf: [u8; 2] = autn[6..8].try_into().unwrap();
+        let f = self.usim.f2345(&rand);
+        let sqn_bytes = oracle::xor6(&sqn_xor_ak, &f.ak);
+        assert_eq!(
+            self.usim.f1(&rand, &sqn_bytes, &amf),
+            autn[8..],
+            "MAC-A of the UDM's AUTN is not MILENAGE's f1"
+        );
+        let mut be = [0u8; 8];
+        be[2..].copy_from_slice(&sqn_bytes);
+        let sqn = u64::from_be_bytes(be);
         if sqn <= self.sqn_ms {
-            let auts = self.usim.auts(&rand, &Sqn::from_u64(self.sqn_ms).unwrap());
-            return Answer::Sync(*auts.as_bytes());
+            // TS 33.102 §6.3.3: AUTS = SQN_MS xor AK* || MAC-S, MAC-S with AMF 0000.
+            let sqn_ms: [u8; 6] = self.sqn_ms.to_be_bytes()[2..].try_into().unwrap();
+            let mut auts = [0u8; 14];
+            auts[..6].copy_from_slice(&oracle::xor6(&sqn_ms, &self.usim.f5_star(&rand)));
+            auts[6..].copy_from_slice(&self.usim.f1_star(&rand, &sqn_ms, &[0, 0]));
+            return Answer::Sync(auts);
         }
         self.sqn_ms = sqn;
         self.seen.push(sqn);
-        let snn = ServingNetworkName::new(SNN).unwrap();
-        let res_star = kdf::res_star(&r.ck, &r.ik, &snn, &rand, &r.res).unwrap();
-        let kausf = kdf::kausf(&r.ck, &r.ik, &snn, &autn.sqn_xor_ak()).unwrap();
-        let kseaf = kdf::kseaf(&kausf, &snn).unwrap();
-        Answer::Ok(*res_star.as_bytes(), *kseaf.as_bytes())
+        Answer::Ok(oracle::chain(&oracle::Inputs {
+            ck: &f.ck,
+            ik: &f.ik,
+            res: &f.res,
+            rand: &rand,
+            sqn_xor_ak: &sqn_xor_ak,
+            snn: SNN,
+            supi_digits: self.supi.trim_start_matches("imsi-"),
+            abba: &ABBA,
+        }))
     }
 }
 
@@ -203,8 +435,13 @@ enum Outcome {
     Confirmed {
         result: AuthResult,
         supi: Option<String>,
+        /// The AUSF's KSEAF is the UE's.
         kseaf_matches: bool,
+        /// The UDM's HXRES* is the UE's HRES*.
         hres_matches: bool,
+        /// The KAMF the SEAF derives from the AUSF's KSEAF (with `security`, as the AMF
+        /// does) is the UE's.
+        kamf_matches: bool,
     },
 }
 
@@ -392,13 +629,11 @@ where
                     };
                     r = self.start(id, Some(info));
                 }
-                Answer::Ok(mut res_star, kseaf) => {
+                Answer::Ok(ue_keys) => {
                     // The SEAF's own check (TS 33.501 §6.1.3.2 step 9).
-                    let hres = kdf::hres_star(
-                        &Rand::from_bytes(av.rand.0),
-                        &security::ResStar::from_bytes(&res_star),
-                    );
-                    let hres_matches = hres.as_bytes() == av.hxres_star.as_bytes();
+                    let hres_matches =
+                        oracle::hres_star(&av.rand.0, &ue_keys.res_star) == av.hxres_star.0;
+                    let mut res_star = ue_keys.res_star;
                     if corrupt {
                         res_star[0] ^= 1;
                     }
@@ -417,11 +652,21 @@ where
                         return problem(&c);
                     }
                     let c: ConfirmationDataResponse = serde_json::from_slice(&c.body).unwrap();
+                    let kamf_matches = match (&c.kseaf, &c.supi) {
+                        (Some(kseaf), Some(supi)) => {
+                            let kseaf = security::Kseaf::from_bytes(&kseaf.0);
+                            let supi = kdf::Supi::parse(supi).unwrap();
+                            let abba = Abba::new(&ABBA).unwrap();
+                            kdf::kamf(&kseaf, &supi, &abba).unwrap().as_bytes() == &ue_keys.kamf
+                        }
+                        _ => false,
+                    };
                     return Outcome::Confirmed {
                         result: c.auth_result,
                         supi: c.supi,
-                        kseaf_matches: c.kseaf == Some(HexBytes(kseaf)),
+                        kseaf_matches: c.kseaf == Some(HexBytes(ue_keys.kseaf)),
                         hres_matches,
+                        kamf_matches,
                     };
                 }
             }
@@ -435,6 +680,7 @@ fn success(n: u32) -> Outcome {
         supi: Some(supi(n)),
         kseaf_matches: true,
         hres_matches: true,
+        kamf_matches: true,
     }
 }
 
@@ -476,6 +722,7 @@ fn wrong_res_star_fails_and_is_reported() {
             supi: None,
             kseaf_matches: false,
             hres_matches: true,
+            kamf_matches: false,
         }
     );
     assert_eq!(net.ausfs[0].stats().failures, 1);

@@ -1,7 +1,8 @@
 //! NAS integrity (128-NIA1/2/3) and ciphering (NEA0, 128-NEA1/2/3) on oxirush-security.
 //!
 //! TS 33.501 §6.4.3: the algorithms are those of TS 33.401 Annex B with COUNT (32 bits),
-//! BEARER (5 bits; for NAS the connection identifier: 0 for 3GPP access, 1 for non-3GPP)
+//! BEARER (5 bits; for NAS the NAS connection identifier, TS 33.501 §6.4.3.1 and Annex D:
+//! 1 for 3GPP access, 2 for non-3GPP, the values other cores and UEs use, see [`Bearer`])
 //! and DIRECTION (0 uplink, 1 downlink). The NAS COUNT and replay state belong to the
 //! caller (the AMF's UE context, the UE emulator).
 
