@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::ausf::owner_of_auth_ctx_id;
+use ids::owner_of_key;
+use ids::{WorkerId, Workers};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
 use nf::state::{ContextMap, LockedMap, ShardMap};
 use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
@@ -25,8 +28,6 @@ use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Opc, Rand, Sqn, K};
-use steer::owner::{owner_of_auth_ctx_id, owner_of_key};
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";

@@ -62,8 +62,9 @@ pub use sink::SharedSteering;
 pub use stream::{StreamCounters, StreamSteering};
 
 /// Most workers a group may have: worker numbers travel in 8-bit identifier fields
-/// (crates/steer, owner.rs), and the program's socket array has this many slots.
-pub const MAX_WORKERS: u16 = 256;
+/// ([`ids::Workers::MAX`]), and the program's socket array has this many slots
+/// (`STEER5G_MAX_WORKERS`, generated from the same constant).
+pub const MAX_WORKERS: u16 = ids::Workers::MAX;
 
 /// The worker that owns `app_id` in a group of `workers` when no exception names another:
 /// `app_id % workers`, exactly as the BPF program computes it. `None` for zero workers.

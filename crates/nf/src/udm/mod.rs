@@ -11,7 +11,7 @@
 //!
 //! # Ownership
 //!
-//! A subscriber's SQN and UECM state belong to the worker [`steer::owner::owner_of_supi`]
+//! A subscriber's SQN and UECM state belong to the worker [`ids::udm::owner_of_supi`]
 //! names. Requests naming a SUPI in the path are expected at the owner already (the client
 //! hashes the SUPI). A generate-auth-data with a concealed SUCI cannot be routed that way:
 //! the SUPI exists only after deconcealment, so the worker that received it deconceals it and
@@ -25,6 +25,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use http::StatusCode;
+use ids::udm::owner_of_supi;
+use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use sbi::model::{
@@ -40,8 +42,6 @@ use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
 use security::{Amf, Auts, Opc, Rand, Sqn, K};
-use steer::owner::owner_of_supi;
-use steer::{WorkerId, Workers};
 use store::sqn::{PersistRequest, DEFAULT_BLOCK};
 use store::{SqnError, SqnShard, Subscriber, SubscriberStore};
 

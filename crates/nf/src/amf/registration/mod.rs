@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::amf::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
+use ids::{WorkerId, Workers};
 use proto::ids::{Guami, Snssai, Tai};
 use proto::nas::{
     self, AccessType, AuthenticationReject, AuthenticationRequest, CipheringAlgorithm,
@@ -72,8 +74,6 @@ use sbi::problem::GmmCause;
 use sbi::server::decode_json;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::{HxresStar, Kseaf, Rand, ResStar};
-use steer::owner::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
-use steer::{WorkerId, Workers};
 use tracing::{debug, warn};
 
 use crate::state::ContextMap;

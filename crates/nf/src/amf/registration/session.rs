@@ -697,7 +697,7 @@ mod tests {
     use super::*;
     use crate::amf::registration::AmfConfig;
     use crate::state::ShardMap;
-    use steer::{WorkerId, Workers};
+    use ids::{WorkerId, Workers};
 
     type TestAmf = Amf<ShardMap<u64, UeContext>, ShardMap<u32, super::super::IdleUe>>;
 
