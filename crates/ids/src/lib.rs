@@ -19,6 +19,7 @@
 //! | UPF session | UP SEID ([`upf`]) | 64 | bits 63..48 |
 //! | UPF session, user plane | GTP-U TEID ([`upf`]) | 32 | bits 31..24 |
 //! | gNB's SCTP association | core-wide N2 association id ([`n2`]) | 32 | bits 31..24 |
+//! | a connection or datagram steered in the kernel | app id ([`app`]): TCP source port, or bytes of the UDP payload | 32 | `id % workers`, unless an exception names another |
 //!
 //! Worker numbers are at most 8 bits wide inside identifiers, so a process has at most
 //! [`Workers::MAX`] workers. The SEIDs keep 16 bits for the worker: `IdSpec::PFCP_SEID_TOP16`
@@ -27,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod amf;
+pub mod app;
 pub mod ausf;
 mod c;
 pub mod n2;

@@ -33,13 +33,13 @@ use http::{Method, StatusCode};
 use ids::ausf::{auth_ctx_id, owner_of_auth_ctx_id};
 use ids::{WorkerId, Workers};
 use sbi::discovery::NfType;
+use sbi::message::{decode_json, parse_json};
 use sbi::model::{
     AuthEvent, AuthResult, AuthType, AuthenticationInfo, AuthenticationInfoRequest,
     AuthenticationInfoResult, AuthenticationVector, Av5gAka, ConfirmationData,
     ConfirmationDataResponse, HexBytes, ProblemDetails, UeAuthenticationCtx,
 };
 use sbi::paths::{build, resolve, Route};
-use sbi::server::{decode_json, parse_json};
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::{Kausf, Kseaf, Rand, ResStar, XresStar};

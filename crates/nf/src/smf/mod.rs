@@ -53,6 +53,7 @@ use pfcp::ie::{FTeid, NodeId};
 use pfcp::message::{SessionEstablishmentRequest, SessionModificationRequest};
 use pfcp::requests::{self, SessionSpec, UL_PDR};
 use pfcp::{Cause as PfcpCause, Message, PfcpMessage};
+use sbi::message::decode_json;
 use sbi::model::{
     N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
     N2SmInformation, ProblemDetails, RefToBinaryData, SessionManagementSubscriptionData,
@@ -61,7 +62,6 @@ use sbi::model::{
 };
 use sbi::multipart::{self, Part};
 use sbi::problem::Cause;
-use sbi::server::decode_json;
 use sbi::{NfType, SbiRequest, SbiResponse};
 use serde::Serialize;
 use thiserror::Error;

@@ -29,6 +29,7 @@ use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
+use sbi::message::parse_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, Arp, AuthEvent, AuthType,
     AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
@@ -37,7 +38,6 @@ use sbi::model::{
     SmfSelectionSubscriptionData, Snssai, SnssaiInfo, SscModes, SubscribedDefaultQos,
 };
 use sbi::paths::{resolve, Route};
-use sbi::server::parse_json;
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;

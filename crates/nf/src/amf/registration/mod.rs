@@ -64,6 +64,7 @@ use proto::ngap::{
     UplinkNasTransport,
 };
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthData5g, AuthResult,
     AuthenticationInfo, ConfirmationData, ConfirmationDataResponse, HexBytes, PlmnId,
@@ -71,7 +72,6 @@ use sbi::model::{
 };
 use sbi::paths::build;
 use sbi::problem::GmmCause;
-use sbi::server::decode_json;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::{HxresStar, Kseaf, Rand, ResStar};
 use tracing::{debug, warn};
