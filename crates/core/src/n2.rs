@@ -17,8 +17,8 @@
 //!   handed off from there.
 //!
 //! Association ids are core-wide: the owning worker sits in the top 8 bits
-//! ([`ids::n2::assoc_owner`]), so a reply produced on any worker goes straight to the worker that
-//! owns the association.
+//! ([`ids::n2::assoc_owner`]), so a reply produced on any worker goes straight to the worker
+//! that owns the association.
 //!
 //! Known gap: each worker's [`AmfN2`] sees only its own gNBs, so nothing compares Global
 //! gNB IDs across associations on different workers (two associations announcing the same

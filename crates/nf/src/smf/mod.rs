@@ -31,9 +31,9 @@
 //!
 //! SM context refs and CP SEIDs carry the worker that created them in their top 16 bits
 //! (their layout is in [`ids::smf`]), so the SBI and PFCP transports can steer later messages
-//! to the owner without a table. In the sharded mode a request for a context
-//! of another worker is handed over ([`Action::Forward`]); in the locked baseline every worker
-//! sees every context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
+//! to the owner without a table. In the sharded mode a request for a context of another
+//! worker is handed over ([`Action::Forward`]); in the locked baseline every worker sees every
+//! context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
 //! that made them: replies come back to their sender.
 
 pub mod n2;
