@@ -21,7 +21,7 @@
 //
 // Counters are per-CPU (one slot per worker core, no atomics on the hot path).
 //
-// Build: clang -O2 -g -target bpf -c upf_xdp.c (crates/upf-xdp/build.rs does it).
+// Build: crates/upf-xdp/build.rs (with -I for the generated steer5g_ids.h).
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -128,6 +128,9 @@ struct config {
 	__u32 pad;
 };
 
+// Keyed by the whole TEID: the worker in its top bits (ids::upf) is not read here, so this
+// program uses no identifier layout; build.rs still writes steer5g_ids.h (generated from
+// crates/ids) for any program that needs one, rather than a repeated value.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

@@ -8,9 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use pfcp::ie::NodeId;
+use pfcp::requests::{self, SessionSpec};
 use pfcp::{Message, PfcpMessage};
 use testkit::process::ChildGuard;
-use upf::requests::{self, SessionSpec};
 
 fn request(
     sock: &UdpSocket,

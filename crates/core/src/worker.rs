@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::ausf::owner_of_auth_ctx_id;
+use ids::udm::owner_of_supi;
 use nf::amf::n2::AmfN2Config;
 use nf::amf::registration::{self, Amf, AmfConfig, IdleUe, UeContext};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext, WallClock};
@@ -21,14 +23,14 @@ use nf::state::{ContextMap, ShardMap};
 use nf::udm::{self, Forwarded, SidfKeys, Udm, UdmConfig, UeRecord};
 use sbi::paths::{resolve, Route};
 use sbi::{NfType, ProblemDetails, SbiClient, SbiRequest, SbiResponse, StaticDirectory};
-use steer::owner::{owner_of_auth_ctx_id, owner_of_supi};
 use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
 use steer5g_config::N2Config;
 use store::{SqnShard, SubscriberStore};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
 use crate::metrics::{Live, WakeCause, WakeCounters};
-use crate::n2::{assoc_owner, N2Side, UeMessage};
+use crate::n2::{N2Side, UeMessage};
+use ids::n2::assoc_owner;
 
 use crate::persist::Job;
 use crate::{
@@ -1475,7 +1477,7 @@ pub(crate) fn request_owner(
             .strip_prefix(smf::NSMF_PDUSESSION)
             .and_then(|p| p.strip_prefix("/sm-contexts/"))
             .and_then(|p| p.split('/').next())
-            .and_then(smf::owner_of_sm_context_ref)
+            .and_then(ids::smf::owner_of_sm_context_ref)
             .filter(|w| workers.contains(*w)),
         _ => None,
     }

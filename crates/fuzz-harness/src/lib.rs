@@ -339,8 +339,8 @@ pub fn pfcp_decode(data: &[u8]) {
 /// Input: a sequence of ops `[op, len_hi, len_lo, bytes...]`.
 pub fn upf_node(data: &[u8]) {
     use pfcp::ie::NodeId;
+    use pfcp::requests::{self, SessionSpec};
     use pfcp::{Message, PfcpMessage};
-    use upf::requests::{self, SessionSpec};
     use upf::{Datapath, Entries, MemoryDatapath, NodeConfig, UpfNode, Usage, UsageId};
 
     let smf = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 4, 1), 8805));

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::ausf::owner_of_auth_ctx_id;
+use ids::owner_of_key;
+use ids::{WorkerId, Workers};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
 use nf::state::{ContextMap, LockedMap, ShardMap};
 use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
@@ -26,8 +29,6 @@ use sbi::model::{
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, Abba};
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
-use steer::owner::{owner_of_auth_ctx_id, owner_of_key};
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";

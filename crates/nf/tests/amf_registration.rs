@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
+use ids::{WorkerId, Workers};
 use nf::amf::registration::{
     route, Action, Amf, AmfConfig, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS,
 };
@@ -35,8 +37,6 @@ use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Kamf, Opc, Rand, Sqn, K};
-use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
@@ -1159,7 +1159,7 @@ fn malformed_initial_registration_is_rejected_and_released() {
         amf_region: defaults::AMF_REGION_ID,
         amf_set: defaults::AMF_SET_ID,
         amf_pointer: defaults::AMF_POINTER,
-        tmsi: steer::owner::tmsi(WORKER, 4242),
+        tmsi: ids::amf::tmsi(WORKER, 4242),
     };
     let req =
         stranger.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g));
@@ -1245,9 +1245,9 @@ fn routing_uses_the_self_routing_ids() {
         panic!("not a new UE")
     };
     assert_eq!((gnb_id, ran_ue_ngap_id), (GNB, 100));
-    assert_eq!(worker, steer::owner::owner_of_new_ue(GNB, 100, workers()));
+    assert_eq!(worker, ids::amf::owner_of_new_ue(GNB, 100, workers()));
     let mut ue = ue;
-    ue.amf_id = Some(steer::owner::amf_ue_ngap_id(WorkerId(3), 17));
+    ue.amf_id = Some(ids::amf::amf_ue_ngap_id(WorkerId(3), 17));
     let ul = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
     assert_eq!(route(&ul, GNB, workers()), Route::ToWorker(WorkerId(3)));
     assert_eq!(route(&[1, 2, 3], GNB, workers()), Route::ErrorIndication);

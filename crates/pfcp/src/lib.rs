@@ -6,6 +6,10 @@
 //! input gives a typed error, never a panic. PFCP decode errors map to the PFCP Cause (and
 //! Offending IE) that the receiver answers with, so the SMF and UPF cores need no second table.
 //!
+//! [`requests`] builds the requests an SMF sends a UPF for one PDU session: the SMF (crate `nf`)
+//! sends them, and the UPF's tests and the load generators drive a UPF with them, so they sit
+//! beside the codec rather than in either NF.
+//!
 //! GTP-U lives here as a module rather than a crate of its own: the UPF is the one user of both,
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
 //! entry and one build on this 2-core machine.
@@ -15,6 +19,7 @@ pub mod gtpu;
 pub mod header;
 pub mod ie;
 pub mod message;
+pub mod requests;
 
 pub use error::{Cause, DecodeError};
 pub use header::{HeaderRepr, Packet};

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use cpu_time::ThreadTime;
+use ids::stable_hash;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use steer::owner::stable_hash;
 use steer::policy::{imbalance, Policy, PolicyConfig};
 use steer::steered::{
     IntervalReport, LoadBoard, Rebalancer, Shard, SteeredOptions, SteeredStats, SteeredWorker,

@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use clap::Args;
 use cpu_time::ThreadTime;
+use ids::{WorkerId, Workers};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use socket2::SockRef;
 use steer::mesh::Mesh;
-use steer::owner::{WorkerId, Workers};
 use steer_bpf::stream::{encode_header, FrameReader, HEADER_LEN};
 use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, StreamSteering};
 

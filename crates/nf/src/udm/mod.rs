@@ -11,7 +11,7 @@
 //!
 //! # Ownership
 //!
-//! A subscriber's SQN and UECM state belong to the worker [`steer::owner::owner_of_supi`]
+//! A subscriber's SQN and UECM state belong to the worker [`ids::udm::owner_of_supi`]
 //! names. Requests naming a SUPI in the path are expected at the owner already (the client
 //! hashes the SUPI). A generate-auth-data with a concealed SUCI cannot be routed that way:
 //! the SUPI exists only after deconcealment, so the worker that received it deconceals it and
@@ -25,8 +25,11 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use http::StatusCode;
+use ids::udm::owner_of_supi;
+use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
+use sbi::message::parse_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, Arp, AuthEvent, AuthType,
     AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
@@ -35,13 +38,10 @@ use sbi::model::{
     SmfSelectionSubscriptionData, Snssai, SnssaiInfo, SscModes, SubscribedDefaultQos,
 };
 use sbi::paths::{resolve, Route};
-use sbi::server::parse_json;
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
 use security::{Amf, Auts, Opc, Rand, Sqn, K};
-use steer::owner::owner_of_supi;
-use steer::{WorkerId, Workers};
 use store::sqn::{PersistRequest, DEFAULT_BLOCK};
 use store::{SqnError, SqnShard, Subscriber, SubscriberStore};
 

@@ -53,7 +53,7 @@ pub struct NodeConfig {
     pub pfcp_ip: Ipv4Addr,
     /// The N3 (GTP-U) address put in F-TEIDs we choose.
     pub n3_ip: Ipv4Addr,
-    /// This worker's number, written into SEIDs and TEIDs (see [`crate::ids`]).
+    /// This worker's number, written into SEIDs and TEIDs (see [`ids::upf`]).
     pub worker: u8,
     /// Our Recovery Time Stamp (§8.2.65): NTP seconds when the UPF started.
     pub recovery_time_stamp: u32,
@@ -782,8 +782,8 @@ impl UpfNode {
 
     fn new_seid(&mut self) -> u64 {
         loop {
-            self.next_seid = (self.next_seid + 1) & crate::ids::SEID_COUNTER_MASK;
-            let s = crate::ids::seid(self.cfg.worker, self.next_seid);
+            self.next_seid = (self.next_seid + 1) & ids::upf::SEID_COUNTER_MASK;
+            let s = ids::upf::seid(self.cfg.worker, self.next_seid);
             // SEID 0 means "no session" in headers (§7.2.2.4.2); 2^48 live sessions cannot
             // exist, so a free one is found.
             if s != 0 && !self.sessions.contains_key(&s) {

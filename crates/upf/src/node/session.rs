@@ -155,9 +155,9 @@ impl Alloc<'_> {
     fn teid(&mut self) -> Result<u32, Reject> {
         // The counter walks the 24-bit space once at most, skipping TEIDs in use; 0 is never
         // handed out (TS 29.281 §5.1: TEID 0 is for signalling such as Echo).
-        for _ in 0..=crate::ids::TEID_COUNTER_MASK {
-            *self.next_teid = (*self.next_teid).wrapping_add(1) & crate::ids::TEID_COUNTER_MASK;
-            let t = crate::ids::teid(self.worker, *self.next_teid);
+        for _ in 0..=ids::upf::TEID_COUNTER_MASK {
+            *self.next_teid = (*self.next_teid).wrapping_add(1) & ids::upf::TEID_COUNTER_MASK;
+            let t = ids::upf::teid(self.worker, *self.next_teid);
             if t != 0 && !self.teid_owner.contains_key(&t) && !self.fresh_teids.contains(&t) {
                 self.fresh_teids.insert(t);
                 return Ok(t);

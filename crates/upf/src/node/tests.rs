@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use pfcp::ie::{ty, GateStatus, NodeId, Triggers};
 use pfcp::message::{SessionModificationRequest, SessionResponse};
+use pfcp::requests::{self, SessionSpec};
 use pfcp::{Cause, Message, PfcpMessage};
 
 use super::{NodeConfig, UpfNode};
 use crate::datapath::{Datapath, DownlinkAction, Entries, UplinkAction, Usage, UsageId};
 use crate::memory::MemoryDatapath;
-use crate::requests::{self, SessionSpec};
 
 const SMF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
 const UPF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
@@ -174,8 +174,8 @@ fn session_life_cycle_installs_and_removes_rules() {
     spec.mbr_kbps = Some((1000, 2000));
     let (seid, teid) = h.establish(&spec);
     // The worker is in the top 16 bits of the SEID and the top 8 of the TEID.
-    assert_eq!(crate::ids::owner_of_seid(seid), u16::from(WORKER));
-    assert_eq!(crate::ids::owner_of_teid(teid), WORKER);
+    assert_eq!(ids::upf::owner_of_seid(seid), u16::from(WORKER));
+    assert_eq!(ids::upf::owner_of_teid(teid), WORKER);
     let ul = h.dp.uplink(teid).unwrap();
     assert_eq!(ul.action, UplinkAction::Forward);
     assert_eq!(ul.ue_ip, UE);

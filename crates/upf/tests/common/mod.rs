@@ -148,7 +148,7 @@ impl Peer {
 /// Used by the plain test and by the tshark test (which captures it).
 pub fn life_cycle(svc: UpfService, dp: MemoryDatapath, mut p: Peer) -> upf::ServiceReport {
     use pfcp::ie::{ty, FTeid, Triggers};
-    use upf::requests::{self, SessionSpec};
+    use pfcp::requests::{self, SessionSpec};
     use upf::{Datapath, DownlinkAction, Entries, Usage};
 
     let ue = Ipv4Addr::new(10, 45, 0, 9);
@@ -192,12 +192,12 @@ pub fn life_cycle(svc: UpfService, dp: MemoryDatapath, mut p: Peer) -> upf::Serv
     };
     assert_eq!(e.cause, Cause::REQUEST_ACCEPTED, "{e:?}");
     let up_seid = e.up_f_seid.unwrap().seid;
-    assert_eq!(upf::ids::owner_of_seid(up_seid), 5, "worker 5 in the SEID");
+    assert_eq!(ids::upf::owner_of_seid(up_seid), 5, "worker 5 in the SEID");
     let Some(FTeid::Assigned { teid, ipv4, .. }) = e.created_pdr[0].f_teid else {
         panic!("{e:?}")
     };
     assert_eq!(ipv4, Some(Ipv4Addr::new(127, 0, 0, 7)));
-    assert_eq!(upf::ids::owner_of_teid(teid), 5, "worker 5 in the TEID");
+    assert_eq!(ids::upf::owner_of_teid(teid), 5, "worker 5 in the TEID");
     let ul = dp.uplink(teid).unwrap();
     assert_eq!(dp.downlink(ue).unwrap().action, DownlinkAction::Buffer);
 

@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::amf::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
+use ids::{WorkerId, Workers};
 use proto::ids::{Guami, Snssai, Tai};
 use proto::nas::{
     self, AccessType, AuthenticationReject, AuthenticationRequest, CipheringAlgorithm,
@@ -62,6 +64,7 @@ use proto::ngap::{
     UplinkNasTransport,
 };
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthData5g, AuthResult,
     AuthenticationInfo, ConfirmationData, ConfirmationDataResponse, HexBytes, PlmnId,
@@ -69,11 +72,8 @@ use sbi::model::{
 };
 use sbi::paths::build;
 use sbi::problem::GmmCause;
-use sbi::server::decode_json;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::{HxresStar, Kseaf, Rand, ResStar};
-use steer::owner::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
-use steer::{WorkerId, Workers};
 use tracing::{debug, warn};
 
 use crate::state::ContextMap;

@@ -4,9 +4,9 @@
 //! The answer only picks a worker. It proves nothing: the owner still checks the
 //! association and the RAN-UE-NGAP-ID against the context before it acts.
 
+use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_new_ue, owner_of_tmsi};
+use ids::{WorkerId, Workers};
 use proto::ngap::{self, InitialUeMessage, MessageKind};
-use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_new_ue, owner_of_tmsi};
-use steer::{WorkerId, Workers};
 
 /// Where the runtime delivers one NGAP message read from an association.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -23,13 +23,13 @@ use proto::ngap::{
     PduSessionTransferItem,
 };
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     HexBytes, N1N2MessageTransferReqData, N1N2MessageTransferRspData, PlmnId, ProblemDetails,
     RefToBinaryData, SmContextCreateData, SmContextReleaseData, SmContextUpdateData,
     SmContextUpdatedData,
 };
 use sbi::multipart::{self, Part};
-use sbi::server::decode_json;
 use sbi::{SbiRequest, SbiResponse};
 use tracing::debug;
 
@@ -697,7 +697,7 @@ mod tests {
     use super::*;
     use crate::amf::registration::AmfConfig;
     use crate::state::ShardMap;
-    use steer::{WorkerId, Workers};
+    use ids::{WorkerId, Workers};
 
     type TestAmf = Amf<ShardMap<u64, UeContext>, ShardMap<u32, super::super::IdleUe>>;
 

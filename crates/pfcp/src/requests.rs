@@ -3,20 +3,21 @@
 //! a downlink PDR (UE IP) buffering until the gNB's F-TEID is known; then a modification that
 //! turns the downlink FAR to forwarding with an outer header.
 //!
-//! Used by the tests and fit for a load generator or the SMF; the values follow TS 29.244 §7.5.
+//! Used by the SMF (crate `nf`), the UPF's tests and the load generators; the values follow
+//! TS 29.244 §7.5.
 
 use std::net::Ipv4Addr;
 
-use pfcp::ie::{
+use crate::ie::{
     ApplyAction, CreatePdr, FSeid, FTeid, Far, ForwardingParameters, GateStatus, Interface, Mbr,
     MeasurementMethod, NodeId, OuterHeaderCreation, OuterHeaderRemoval, Pdi, Qer, Triggers,
     UeIpAddress, Urr, Volume,
 };
-use pfcp::message::{
+use crate::message::{
     AssociationRelease, AssociationSetup, Heartbeat, SessionEstablishmentRequest,
     SessionModificationRequest,
 };
-use pfcp::Message;
+use crate::Message;
 
 /// PDR, FAR ids of the uplink rules.
 pub const UL_PDR: u16 = 1;
@@ -241,4 +242,76 @@ pub fn set_gate(gate: GateStatus) -> SessionModificationRequest {
 /// Session Deletion Request (§7.5.6): no IEs.
 pub fn deletion() -> Message {
     Message::SessionDeletionRequest(Vec::new())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::PfcpMessage;
+
+    const SMF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
+    const UE: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
+
+    fn round_trip(seid: Option<u64>, m: Message) -> Message {
+        let sent = PfcpMessage::new(9, seid, m);
+        let got = PfcpMessage::parse(&sent.emit()).unwrap();
+        assert_eq!(got, sent);
+        got.message
+    }
+
+    #[test]
+    fn every_request_decodes_as_built() {
+        let node = NodeId::Ipv4(SMF);
+        let mut spec = SessionSpec::new(node.clone(), 0x0003_0000_0000_0001, SMF, UE);
+        spec.mbr_kbps = Some((1000, 2000));
+        spec.volume_threshold = Some(1 << 20);
+        spec.time_threshold = Some(60);
+        round_trip(None, association_setup(node.clone(), 7));
+        round_trip(None, association_release(node));
+        round_trip(None, heartbeat(7));
+        round_trip(Some(1), deletion());
+        round_trip(
+            Some(1),
+            Message::SessionModificationRequest(forward_downlink(0x1234, SMF)),
+        );
+        round_trip(
+            Some(1),
+            Message::SessionModificationRequest(set_gate(GateStatus { ul: 1, dl: 0 })),
+        );
+        let Message::SessionEstablishmentRequest(est) = round_trip(
+            Some(0),
+            Message::SessionEstablishmentRequest(establishment(&spec)),
+        ) else {
+            panic!("not an establishment");
+        };
+        assert_eq!(est.cp_f_seid.seid, 0x0003_0000_0000_0001);
+        let pdrs: Vec<_> = est
+            .create_pdr
+            .iter()
+            .map(|p| (p.pdr_id, p.far_id))
+            .collect();
+        assert_eq!(pdrs, [(UL_PDR, Some(UL_FAR)), (DL_PDR, Some(DL_FAR))]);
+        assert_eq!(est.create_urr.len(), 1);
+        assert_eq!(est.create_qer.len(), 1);
+    }
+
+    #[test]
+    fn establishment_buffers_downlink_until_the_gnb_is_known() {
+        let spec = SessionSpec::new(NodeId::Ipv4(SMF), 1, SMF, UE);
+        let est = establishment(&spec);
+        // §5.2.3.1: no gNB tunnel yet.
+        let dl = est.create_far.iter().find(|f| f.far_id == DL_FAR).unwrap();
+        assert_eq!(
+            dl.apply_action,
+            Some(ApplyAction(ApplyAction::BUFF | ApplyAction::NOCP))
+        );
+        // No thresholds, no URR.
+        assert!(est.create_urr.is_empty());
+        let m = forward_downlink(0x1234, SMF);
+        assert_eq!(
+            m.update_far[0].apply_action,
+            Some(ApplyAction(ApplyAction::FORW))
+        );
+    }
 }

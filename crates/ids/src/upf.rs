@@ -1,10 +1,9 @@
-//! Identifier layouts of the UPF (DESIGN.md "Identifiers and ownership"): the UP SEID carries
-//! the owning worker in its top 16 bits and the GTP-U TEID in its top 8 bits, so that a PFCP
-//! message (by its header SEID) and an uplink G-PDU (by its TEID) can be steered to the worker
-//! that holds the session without a lookup table.
+//! UPF identifiers: the UP SEID carries the owning worker in its top 16 bits and the GTP-U
+//! TEID in its top 8 bits, so that a PFCP message (by its header SEID) and an uplink G-PDU (by
+//! its TEID) can be steered to the worker that holds the session without a lookup table.
 //!
-//! The layout lives here until `steer::owner` grows SEID/TEID helpers; the BPF side must use
-//! the same shifts (`IdSpec::PFCP_SEID_TOP16` in `steer-bpf` already reads the top 16 bits).
+//! The BPF side reads the same fields: `IdSpec::PFCP_SEID_TOP16` and `IdSpec::GTPU_TEID_TOP8`
+//! in `steer-bpf`, and the `STEER5G_UPF_*` names of [`crate::c_header`].
 
 /// Bits of the SEID below the worker field.
 pub const SEID_WORKER_SHIFT: u32 = 48;
