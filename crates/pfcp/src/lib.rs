@@ -6,6 +6,9 @@
 //! input gives a typed error, never a panic. PFCP decode errors map to the PFCP Cause (and
 //! Offending IE) that the receiver answers with, so the SMF and UPF cores need no second table.
 //!
+//! [`txn`] holds the transaction layer both PFCP ends share: retransmission of requests and
+//! the cache that answers retransmitted ones (TS 29.244 §6.4).
+//!
 //! GTP-U lives here as a module rather than a crate of its own: the UPF is the one user of both,
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
 //! entry and one build on this 2-core machine.
@@ -15,6 +18,7 @@ pub mod gtpu;
 pub mod header;
 pub mod ie;
 pub mod message;
+pub mod txn;
 
 pub use error::{Cause, DecodeError};
 pub use header::{HeaderRepr, Packet};
