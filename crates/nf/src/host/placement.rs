@@ -12,7 +12,7 @@
 //! | an SQN write completed | told to the worker that asked | told to every worker (any may have parked a request behind it) |
 //!
 //! A host is generic over one [`Placement`] and monomorphic per mode: no dynamic dispatch
-//! per message. A new NF with per-UE state adds its maps to [`Stores`] (and its row to
+//! per message. A new NF with per-UE state adds its maps to [`Stores`] (and their rows to
 //! [`Locked::lock_stats`]); nothing else changes with the mode.
 
 use std::hash::Hash;
@@ -137,18 +137,34 @@ impl std::fmt::Debug for Locked {
 }
 
 impl Locked {
-    /// Each shared map's lock counters, with the NF owning it and its name (the `/metrics`
-    /// labels).
+    /// Each shared map: the NF owning it and its name (the `/metrics` labels), in
+    /// [`Locked::lock_stats`] order.
+    pub const MAPS: [(&'static str, &'static str); 6] = [
+        ("amf", "ue_contexts"),
+        ("amf", "idle_ues"),
+        ("ausf", "auth_contexts"),
+        ("udm", "ue_records"),
+        ("udm", "sqn"),
+        ("smf", "sm_contexts"),
+    ];
+
+    /// Each shared map's lock counters, with its NF and name ([`Locked::MAPS`]).
     pub fn lock_stats(&self) -> [(&'static str, &'static str, LockStats); 6] {
         let s = &self.shared;
-        [
-            ("amf", "ue_contexts", s.amf_ues.stats()),
-            ("amf", "idle_ues", s.amf_idle.stats()),
-            ("ausf", "auth_contexts", s.ausf_contexts.stats()),
-            ("udm", "ue_records", s.udm_records.stats()),
-            ("udm", "sqn", s.udm_sqn.stats()),
-            ("smf", "sm_contexts", s.smf_contexts.stats()),
-        ]
+        let stats = [
+            s.amf_ues.stats(),
+            s.amf_idle.stats(),
+            s.ausf_contexts.stats(),
+            s.udm_records.stats(),
+            s.udm_sqn.stats(),
+            s.smf_contexts.stats(),
+        ];
+        let mut i = 0;
+        Self::MAPS.map(|(nf, map)| {
+            let st = stats.get(i).copied().unwrap_or_default();
+            i += 1;
+            (nf, map, st)
+        })
     }
 
     /// The lock counters summed over every shared map.
