@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use nf::amf::n2::AmfN2Config;
 use nf::host::{
     CallFailed, CallReply, CallToken, Hop, Host, HostConfig, Input, IoEvent, Locked, Output,
-    Placement, ServerToken, Sharded, UeNgap,
+    Placement, Sharded, UeNgap,
 };
-use sbi::{NfType, ProblemDetails, SbiClient, SbiRequest, SbiResponse};
+use sbi::{NfType, SbiClient, SbiRequest, SbiResponse};
 use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
 use steer5g_config::N2Config;
 use tokio::sync::{mpsc as tmpsc, oneshot};
@@ -28,6 +28,11 @@ use crate::metrics::{Live, WakeCause, WakeCounters};
 use crate::n2::N2Side;
 use crate::persist::Job;
 use crate::{CoreError, N2WorkerReport, NfSet, WorkerReport};
+
+mod pfcp;
+mod sbi_io;
+
+use sbi_io::{serve, Replies};
 
 /// Longest a turn waits on the N2 socket(s) before looking at everything else.
 const N2_TICK: Duration = Duration::from_millis(50);
@@ -113,41 +118,6 @@ pub(crate) async fn run(ctx: WorkerCtx<Hop>, shared: Arc<Shared>) {
     match shared.locked.clone() {
         Some(locked) => Worker::new(ctx, shared, rx, &locked).run(listeners).await,
         None => Worker::new(ctx, shared, rx, &Sharded).run(listeners).await,
-    }
-}
-
-/// The reply channels of the requests this worker's h2c server read, by
-/// [`ServerToken`] (a slab: tokens are reused once answered).
-#[derive(Default)]
-struct Replies {
-    slots: Vec<Option<oneshot::Sender<SbiResponse>>>,
-    free: Vec<usize>,
-}
-
-impl Replies {
-    fn hold(&mut self, reply: oneshot::Sender<SbiResponse>) -> ServerToken {
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(None);
-                self.slots.len() - 1
-            }
-        };
-        if let Some(slot) = self.slots.get_mut(i) {
-            *slot = Some(reply);
-        }
-        ServerToken(i as u64)
-    }
-
-    fn answer(&mut self, token: ServerToken, response: SbiResponse) {
-        let Ok(i) = usize::try_from(token.0) else {
-            return;
-        };
-        if let Some(reply) = self.slots.get_mut(i).and_then(Option::take) {
-            self.free.push(i);
-            // The client may have gone; nothing to do then.
-            let _ = reply.send(response);
-        }
     }
 }
 
@@ -449,140 +419,6 @@ impl<P: Placement> Worker<P> {
         self.host.handle(now, input);
     }
 
-    /// An h2c call of the host, made by a task of its own; its outcome comes back on the
-    /// local channel. Every call is answered (a transport failure as [`CallFailed`]).
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &self,
-        call: CallToken,
-        nf: NfType,
-        method: http::Method,
-        path: String,
-        content_type: &'static str,
-        body: bytes::Bytes,
-        owner: Option<sbi::Owner>,
-    ) {
-        let uri = self.shared.host.directory.uri(nf, &path);
-        let client = self.client.clone();
-        let tx = self.tx.clone();
-        tokio::task::spawn_local(async move {
-            let got = match uri {
-                Some(uri) => client
-                    .request_typed(
-                        method,
-                        &uri,
-                        (!body.is_empty()).then_some(body),
-                        content_type,
-                        owner,
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
-                None => Err(format!("no {nf} in the directory")),
-            };
-            let reply = match got {
-                Ok(r) => {
-                    let header = |h| {
-                        r.headers
-                            .get(h)
-                            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-                            .map(str::to_owned)
-                    };
-                    Ok(CallReply {
-                        status: r.status,
-                        location: header(http::header::LOCATION),
-                        content_type: header(http::header::CONTENT_TYPE),
-                        body: r.body,
-                    })
-                }
-                Err(e) => {
-                    tracing::debug!(%nf, error = %e, "SBI call failed");
-                    Err(CallFailed)
-                }
-            };
-            let _ = tx.send(Local::Reply { call, reply });
-        });
-    }
-
-    // ---- PFCP ----
-
-    /// Binds this worker's PFCP socket (connected to the UPF) and starts the association.
-    fn open_pfcp(&mut self) {
-        let Some(smf) = self.shared.host.smf.as_ref() else {
-            return;
-        };
-        let (ip, upf) = (smf.pfcp_ip, smf.upf);
-        let sock = std::net::UdpSocket::bind((ip, 0))
-            .and_then(|s| {
-                s.connect(upf)?;
-                s.set_nonblocking(true)?;
-                let b = upf::service::size_pfcp_socket(&s);
-                tracing::debug!(
-                    worker = self.id.0,
-                    recv = b.recv,
-                    send = b.send,
-                    "PFCP socket"
-                );
-                Ok(s)
-            })
-            .and_then(tokio::net::UdpSocket::from_std);
-        match sock {
-            Ok(s) => {
-                self.pfcp = Some(Rc::new(s));
-                self.host.pfcp_open(Instant::now(), upf::service::ntp_now());
-            }
-            Err(e) => tracing::error!(worker = self.id.0, error = %e, "PFCP socket"),
-        }
-    }
-
-    /// Hands every datagram the UPF has sent to the host, without waiting; false when
-    /// there was none (a spurious readiness).
-    fn drain_pfcp(&mut self) -> bool {
-        let Some(s) = self.pfcp.clone() else {
-            return false;
-        };
-        let mut any = false;
-        loop {
-            match self.pfcp_rx.try_recv_from(&s, &mut self.pfcp_buf) {
-                Ok((n, _)) => {
-                    any = true;
-                    let bytes = self.pfcp_buf.get(..n).unwrap_or_default();
-                    self.host.handle(Instant::now(), Input::Pfcp(bytes));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    // ICMP port unreachable before the UPF is up surfaces here.
-                    tracing::debug!(error = %e, "PFCP receive");
-                    break;
-                }
-            }
-        }
-        self.host
-            .record_io(IoEvent::PfcpRxDropped(self.pfcp_rx.dropped()));
-        any
-    }
-
-    fn send_pfcp(&mut self, bytes: &[u8]) {
-        // Requests come out of the host again (TS 29.244 §6.4) when unanswered.
-        let Some(s) = self.pfcp.as_ref() else {
-            tracing::debug!("PFCP message without a PFCP socket");
-            return;
-        };
-        // A plain send(2), not `try_send`: Tokio's `try_send` answers WouldBlock without
-        // trying until its reactor has seen the socket writable, which a new socket has not
-        // yet: a request sent right after the bind would be dropped unsent.
-        if let Err(e) = socket2::SockRef::from(&**s).send(bytes) {
-            self.host.record_io(IoEvent::PfcpSendFailed);
-            let n = self.host.counters().pfcp_send_failed;
-            // Loud at the 1st, 2nd, 4th, ... failure: a UPF that is down (ICMP refusals)
-            // fails every send, which must not flood the log.
-            if n.is_power_of_two() {
-                tracing::warn!(worker = self.id.0, error = %e, failures = n, "PFCP send failed; sent again after T1");
-            } else {
-                tracing::debug!(worker = self.id.0, error = %e, "PFCP send failed");
-            }
-        }
-    }
-
     // ---- N2 ----
 
     fn open_n2(&mut self) -> Result<(), CoreError> {
@@ -661,22 +497,4 @@ impl<P: Placement> Worker<P> {
             }
         }
     }
-}
-
-/// One request read by a worker's h2c server: handed to the worker's loop, answered when
-/// the host answers it.
-async fn serve(tx: LocalTx, nf: NfType, steered: bool, req: SbiRequest) -> SbiResponse {
-    let (reply, answer) = oneshot::channel();
-    let serve = Local::Serve {
-        nf,
-        steered,
-        req,
-        reply,
-    };
-    if tx.send(serve).is_err() {
-        return SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("NF stopping"));
-    }
-    answer.await.unwrap_or_else(|_| {
-        SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("request dropped"))
-    })
 }

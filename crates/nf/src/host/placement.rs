@@ -151,20 +151,16 @@ impl Locked {
     /// Each shared map's lock counters, with its NF and name ([`Locked::MAPS`]).
     pub fn lock_stats(&self) -> [(&'static str, &'static str, LockStats); 6] {
         let s = &self.shared;
-        let stats = [
-            s.amf_ues.stats(),
-            s.amf_idle.stats(),
-            s.ausf_contexts.stats(),
-            s.udm_records.stats(),
-            s.udm_sqn.stats(),
-            s.smf_contexts.stats(),
-        ];
-        let mut i = 0;
-        Self::MAPS.map(|(nf, map)| {
-            let st = stats.get(i).copied().unwrap_or_default();
-            i += 1;
-            (nf, map, st)
-        })
+        let [ues, idle, auth, records, sqn, sm] = Self::MAPS;
+        let row = |(nf, map): (&'static str, &'static str), stats| (nf, map, stats);
+        [
+            row(ues, s.amf_ues.stats()),
+            row(idle, s.amf_idle.stats()),
+            row(auth, s.ausf_contexts.stats()),
+            row(records, s.udm_records.stats()),
+            row(sqn, s.udm_sqn.stats()),
+            row(sm, s.smf_contexts.stats()),
+        ]
     }
 
     /// The lock counters summed over every shared map.
