@@ -8,7 +8,7 @@
 //! [`Input`]s with [`Host::handle`] and the time with [`Host::handle_timeout`], and carries
 //! out every [`Output`] of [`Host::poll_output`]: NGAP to send, hops to other workers,
 //! h2c calls and answers, PFCP datagrams, SQN writes. It owns no socket, thread or clock,
-//! so the runtime in `steer5g-core`, the unit tests below and a simulator in virtual time
+//! so the runtime in `steer5g-core`, the unit tests beside it and a simulator in virtual time
 //! drive the same thing; given the same inputs and instants it does the same.
 //!
 //! Requests travel under tags: a request the host holds (read by its server, made
