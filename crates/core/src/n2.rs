@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use ids::n2::{assoc_id, ASSOC_COUNTER_MASK};
 use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
 use nf::amf::registration::{self, Route};
+use nf::host::UeNgap;
 use proto::ids::GlobalRanNodeId;
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
@@ -43,17 +44,6 @@ use crate::{BpfPolicy, CoreError, N2Placement, N2WorkerReport};
 
 /// SCTP Payload Protocol Identifier of NGAP (TS 38.412 §7).
 const NGAP_PPID: u32 = 60;
-
-/// One UE-associated NGAP message read from an association.
-#[derive(Debug)]
-pub(crate) struct UeMessage {
-    pub(crate) route: Route,
-    pub(crate) assoc: u32,
-    pub(crate) stream: u16,
-    pub(crate) ready: bool,
-    pub(crate) gnb_id: u32,
-    pub(crate) pdu: Vec<u8>,
-}
 
 /// The UDP encapsulation sockets of every worker, bound before the workers start so that a
 /// bind error is reported synchronously.
@@ -318,7 +308,7 @@ impl N2Side {
 
     /// Handles every SCTP event: association state and non-UE NGAP here, UE-associated
     /// messages appended to `ue` with their route. Returns the NGAP messages read.
-    pub(crate) fn poll(&mut self, workers: Workers, ue: &mut Vec<UeMessage>) -> u64 {
+    pub(crate) fn poll(&mut self, workers: Workers, ue: &mut Vec<UeNgap>) -> u64 {
         let mut read = 0u64;
         for i in 0..self.socks.len() {
             loop {
@@ -367,7 +357,7 @@ impl N2Side {
                             }
                             continue;
                         }
-                        ue.push(UeMessage {
+                        ue.push(UeNgap {
                             route,
                             assoc,
                             stream: m.stream,

@@ -9,6 +9,8 @@
 //! [`requests`] builds the requests an SMF sends a UPF for one PDU session: the SMF (crate `nf`)
 //! sends them, and the UPF's tests and the load generators drive a UPF with them, so they sit
 //! beside the codec rather than in either NF.
+//! [`txn`] holds the transaction layer both PFCP ends share: retransmission of requests and
+//! the cache that answers retransmitted ones (TS 29.244 §6.4).
 //!
 //! GTP-U lives here as a module rather than a crate of its own: the UPF is the one user of both,
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
@@ -20,6 +22,7 @@ pub mod header;
 pub mod ie;
 pub mod message;
 pub mod requests;
+pub mod txn;
 
 pub use error::{Cause, DecodeError};
 pub use header::{HeaderRepr, Packet};

@@ -12,7 +12,8 @@
 //!   Request is sent when a URR's volume or time threshold is reached (§5.2.2.3);
 //! - errors answered with the Cause of §7.6 and, where an IE or rule is to blame, Offending IE
 //!   or Failed Rule ID; a retransmitted request is answered from a cache of responses
-//!   (§6.4), never processed twice.
+//!   (§6.4, [`pfcp::txn::ResponseCache`]), never processed twice; our own requests are
+//!   retransmitted after T1 up to N1 times ([`pfcp::txn::Requester`]).
 
 mod session;
 
@@ -27,6 +28,7 @@ use pfcp::message::{
     SessionEstablishmentResponse, SessionModificationRequest, SessionReportRequest,
     SessionResponse,
 };
+use pfcp::txn::{CacheConfig, Due, Requester, ResponseCache, Retransmission};
 use pfcp::{Cause, DecodeError, Message, PfcpMessage};
 
 use crate::datapath::{Datapath, UsageId};
@@ -82,11 +84,11 @@ impl NodeConfig {
             worker: 0,
             recovery_time_stamp: recovery,
             heartbeat_interval: Some(Duration::from_secs(10)),
-            t1: Duration::from_secs(3),
-            n1: 3,
+            t1: pfcp::txn::DEFAULT_T1,
+            n1: pfcp::txn::DEFAULT_N1,
             usage_poll: Duration::from_secs(1),
-            response_cache: Duration::from_secs(60),
-            response_cache_max: 65_536,
+            response_cache: pfcp::txn::DEFAULT_CACHE_LIFETIME,
+            response_cache_max: pfcp::txn::DEFAULT_CACHE_MAX,
         }
     }
 }
@@ -165,12 +167,10 @@ enum PendingKind {
     Report,
 }
 
-#[derive(Debug)]
+/// What the node attaches to each of its requests in flight.
+#[derive(Debug, Clone, Copy)]
 struct Pending {
     peer: SocketAddr,
-    bytes: Vec<u8>,
-    deadline: Instant,
-    retries_left: u32,
     kind: PendingKind,
 }
 
@@ -188,9 +188,8 @@ pub struct UpfNode {
     next_teid: u32,
     next_usage: u32,
     next_seq: u32,
-    pending: HashMap<u32, Pending>,
-    cache: HashMap<(SocketAddr, u32), Vec<u8>>,
-    cache_order: VecDeque<(Instant, SocketAddr, u32)>,
+    pending: Requester<Pending>,
+    cache: ResponseCache<(SocketAddr, u32)>,
     next_usage_poll: Instant,
     transmits: VecDeque<Transmit>,
     stats: Stats,
@@ -235,6 +234,14 @@ fn is_request(t: u8) -> bool {
 impl UpfNode {
     /// A node with no association, started at `now`.
     pub fn new(now: Instant, cfg: NodeConfig) -> Self {
+        let pending = Requester::new(Retransmission {
+            t1: cfg.t1,
+            n1: cfg.n1,
+        });
+        let cache = ResponseCache::new(CacheConfig {
+            lifetime: cfg.response_cache,
+            max: cfg.response_cache_max,
+        });
         UpfNode {
             next_usage_poll: now + cfg.usage_poll,
             cfg,
@@ -248,9 +255,8 @@ impl UpfNode {
             next_teid: 0,
             next_usage: 0,
             next_seq: 0,
-            pending: HashMap::new(),
-            cache: HashMap::new(),
-            cache_order: VecDeque::new(),
+            pending,
+            cache,
             transmits: VecDeque::new(),
             stats: Stats::default(),
         }
@@ -278,14 +284,16 @@ impl UpfNode {
 
     /// When [`UpfNode::handle_timeout`] wants to run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let pending = self.pending.values().map(|p| p.deadline);
+        let pending = self.pending.poll_timeout();
         let hb = self.associations.values().filter_map(|a| a.next_heartbeat);
         let usage = (!self.sessions.is_empty()).then_some(self.next_usage_poll);
-        let cache = self
-            .cache_order
-            .front()
-            .map(|(t, _, _)| *t + self.cfg.response_cache);
-        pending.chain(hb).chain(usage).chain(cache).min()
+        let cache = self.cache.poll_timeout();
+        pending
+            .into_iter()
+            .chain(hb)
+            .chain(usage)
+            .chain(cache)
+            .min()
     }
 
     /// NTP seconds at `now` (§8.2.65 format), from the recovery time stamp and the time
@@ -375,7 +383,7 @@ impl UpfNode {
                 tracing::debug!(%from, seq = header.sequence, "retransmission answered from cache");
                 self.transmits.push_back(Transmit {
                     destination: from,
-                    contents: rsp.clone(),
+                    contents: rsp.to_vec(),
                 });
                 return;
             }
@@ -423,10 +431,10 @@ impl UpfNode {
                 if !is_request(t) {
                     let ours = self
                         .pending
-                        .get(&header.sequence)
+                        .get(header.sequence)
                         .is_some_and(|p| p.peer == from);
                     if ours {
-                        self.pending.remove(&header.sequence);
+                        self.pending.remove(header.sequence);
                         for a in self.associations.values_mut() {
                             if a.heartbeat_pending == Some(header.sequence) {
                                 a.heartbeat_pending = None;
@@ -513,14 +521,7 @@ impl UpfNode {
         bytes: Vec<u8>,
     ) {
         self.count_sent(t, cause);
-        if self.cache.len() >= self.cfg.response_cache_max {
-            if let Some((_, p, s)) = self.cache_order.pop_front() {
-                self.cache.remove(&(p, s));
-            }
-        }
-        if self.cache.insert((to, seq), bytes.clone()).is_none() {
-            self.cache_order.push_back((now, to, seq));
-        }
+        self.cache.insert(now, (to, seq), bytes.clone());
         self.transmits.push_back(Transmit {
             destination: to,
             contents: bytes,
@@ -540,16 +541,8 @@ impl UpfNode {
         let t = m.msg_type().value();
         let bytes = PfcpMessage::new(seq, seid, m).emit();
         self.count_sent(t, None);
-        self.pending.insert(
-            seq,
-            Pending {
-                peer: to,
-                bytes: bytes.clone(),
-                deadline: now + self.cfg.t1,
-                retries_left: self.cfg.n1,
-                kind,
-            },
-        );
+        self.pending
+            .sent(now, seq, bytes.clone(), Pending { peer: to, kind });
         self.transmits.push_back(Transmit {
             destination: to,
             contents: bytes,
@@ -694,7 +687,7 @@ impl UpfNode {
         h: &Heartbeat,
         dp: &mut dyn Datapath,
     ) {
-        let Some(p) = self.pending.get(&seq) else {
+        let Some(p) = self.pending.get(seq) else {
             self.stats.unexpected += 1;
             return;
         };
@@ -702,7 +695,7 @@ impl UpfNode {
             self.stats.unexpected += 1;
             return;
         }
-        self.pending.remove(&seq);
+        self.pending.remove(seq);
         let restarted = self
             .associations
             .iter_mut()
@@ -728,9 +721,9 @@ impl UpfNode {
         seid: Option<u64>,
         r: &SessionResponse,
     ) {
-        match self.pending.get(&seq) {
+        match self.pending.get(seq) {
             Some(p) if p.peer == from && p.kind == PendingKind::Report => {
-                self.pending.remove(&seq);
+                self.pending.remove(seq);
                 if !r.cause.is_accepted() {
                     tracing::warn!(%from, ?seid, cause = r.cause.0, "session report rejected");
                 }
@@ -1102,38 +1095,21 @@ impl UpfNode {
             self.next_usage_poll = now + self.cfg.usage_poll;
             self.check_usage(now, dp);
         }
-        while let Some(&(t, p, s)) = self.cache_order.front() {
-            if now < t + self.cfg.response_cache {
-                break;
-            }
-            self.cache_order.pop_front();
-            self.cache.remove(&(p, s));
-        }
+        self.cache.handle_timeout(now);
     }
 
     fn retransmit(&mut self, now: Instant, dp: &mut dyn Datapath) {
-        let due: Vec<u32> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(s, _)| *s)
-            .collect();
-        for seq in due {
-            let Some(p) = self.pending.get_mut(&seq) else {
-                continue;
-            };
-            if p.retries_left > 0 {
-                p.retries_left -= 1;
-                p.deadline = now + self.cfg.t1;
-                self.stats.requests_retransmitted += 1;
-                self.transmits.push_back(Transmit {
-                    destination: p.peer,
-                    contents: p.bytes.clone(),
-                });
-                continue;
-            }
-            let Some(p) = self.pending.remove(&seq) else {
-                continue;
+        while let Some(due) = self.pending.poll_due(now) {
+            let (seq, p) = match due {
+                Due::Retransmit { bytes, meta, .. } => {
+                    self.stats.requests_retransmitted += 1;
+                    self.transmits.push_back(Transmit {
+                        destination: meta.peer,
+                        contents: bytes.to_vec(),
+                    });
+                    continue;
+                }
+                Due::GaveUp { sequence, meta } => (sequence, meta),
             };
             self.stats.requests_timed_out += 1;
             if p.kind == PendingKind::Heartbeat {
