@@ -1738,3 +1738,24 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
     assert_eq!(w.amf.stats().releases, 4);
     assert_eq!(w.amf.stats().registrations, 2);
 }
+
+/// In the locking baseline a registration takes the UE map's lock once per message or
+/// reply that touches the context: the INITIAL UE MESSAGE, the AUSF's two answers, the
+/// AUTHENTICATION RESPONSE, the SECURITY MODE COMPLETE, the UDM's two answers, the INITIAL
+/// CONTEXT SETUP RESPONSE and the REGISTRATION COMPLETE.
+#[test]
+fn a_registration_takes_the_ue_lock_once_per_message() {
+    let ues = LockedMap::new();
+    let idle = LockedMap::new();
+    let mut w = World::build(Amf::new(amf_cfg(false), ues.clone(), idle.clone()));
+    let mut ue = TestUe::new(1, 100);
+    register_until_ics(&mut w, &mut ue);
+    w.ngap(&ue.ics_response());
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationComplete(RegistrationComplete),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    assert_eq!(w.amf.stats().registrations, 1);
+    assert_eq!(ues.stats().acquisitions, 9);
+    assert_eq!(idle.stats().acquisitions, 0);
+}
