@@ -90,6 +90,8 @@ struct World<M, P> {
     smf_calls: VecDeque<(u64, String, Bytes)>,
     /// The AMF's answers to SBI requests: (request id, status).
     answers: Vec<(u64, http::StatusCode)>,
+    /// The kinds of the NGAP messages handed to the AMF.
+    routed: std::collections::BTreeSet<String>,
 }
 
 type Sharded = World<ShardMap<u64, UeContext>, ShardMap<u32, IdleUe>>;
@@ -187,6 +189,7 @@ where
             calls: Vec::new(),
             smf_calls: VecDeque::new(),
             answers: Vec::new(),
+            routed: Default::default(),
         }
     }
 
@@ -285,9 +288,16 @@ where
     }
 
     /// One NGAP message from the gNB on `assoc`, NG Setup done or not.
+    /// Routed as the reading worker would, then handled: the message is decoded once.
     fn ngap_on(&mut self, assoc: u32, ready: bool, pdu: &[u8]) {
+        let before = ngap::decode_count();
+        let _ = route(pdu, GNB, workers());
+        assert_eq!(ngap::decode_count(), before, "routing decodes nothing");
         self.amf
             .handle_ngap(self.now, assoc, STREAM, ready, GNB, pdu);
+        assert_eq!(ngap::decode_count(), before + 1, "one decode per message");
+        self.routed
+            .extend(ngap::peek(pdu).ok().map(|p| format!("{:?}", p.kind)));
         self.run();
     }
 
@@ -1758,4 +1768,74 @@ fn a_registration_takes_the_ue_lock_once_per_message() {
     assert_eq!(w.amf.stats().registrations, 1);
     assert_eq!(ues.stats().acquisitions, 9);
     assert_eq!(idle.stats().acquisitions, 0);
+}
+
+/// Each UE-associated message kind the AMF routes is routed without a decode and decoded
+/// once by the AMF (checked in `World::ngap_on` for every message of every test here).
+#[test]
+fn every_ue_message_kind_is_decoded_once() {
+    let mut w = sharded(false);
+    let mut a = TestUe::new(1, 100);
+    register(&mut w, &mut a);
+    let (amf, ran) = (a.amf_id.unwrap(), a.ran_id);
+    let non_delivery = ngap::NasNonDeliveryIndication {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        nas_pdu: vec![0x7e, 0x00, 0x45],
+        cause: RadioNetworkCause::Unspecified.into(),
+    };
+    w.ngap(&non_delivery.encode().unwrap());
+    let setup = ngap::PduSessionResourceSetupResponse {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        setup: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![0],
+        }],
+        failed: Vec::new(),
+    };
+    w.ngap(&setup.encode().unwrap());
+    let released = ngap::PduSessionResourceReleaseResponse {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        released: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![0],
+        }],
+    };
+    w.ngap(&released.encode().unwrap());
+    let request = ngap::UeContextReleaseRequest {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        cause: RadioNetworkCause::UserInactivity.into(),
+    };
+    w.ngap(&request.encode().unwrap());
+    expect_release(&mut w, RadioNetworkCause::UserInactivity.into());
+    w.ngap(&a.release_complete());
+    let mut b = TestUe::new(2, 101);
+    register_until_ics(&mut w, &mut b);
+    let failure = ngap::InitialContextSetupFailure {
+        amf_ue_ngap_id: b.amf_id.unwrap(),
+        ran_ue_ngap_id: b.ran_id,
+        cause: RadioNetworkCause::Unspecified.into(),
+        criticality_diagnostics: None,
+    };
+    w.ngap(&failure.encode().unwrap());
+    // Undecodable octets are decoded once too, by the AMF that answers them.
+    w.ngap(&[0x00, 0x2e, 0x40, 0x05, 0xff]);
+    let kinds: Vec<&str> = w.routed.iter().map(String::as_str).collect();
+    assert_eq!(
+        kinds,
+        [
+            "InitialContextSetupFailure",
+            "InitialContextSetupResponse",
+            "InitialUeMessage",
+            "NasNonDeliveryIndication",
+            "PduSessionResourceReleaseResponse",
+            "PduSessionResourceSetupResponse",
+            "UeContextReleaseComplete",
+            "UeContextReleaseRequest",
+            "UplinkNasTransport",
+        ]
+    );
 }
