@@ -67,9 +67,16 @@ fn main() {
     let Some(workers) = Workers::new(2) else {
         return;
     };
-    let f = if how == "decode" { decoding_route } else { route };
+    let f = if how == "decode" {
+        decoding_route
+    } else {
+        route
+    };
     // Both agree on the route.
-    assert_eq!(route(&bytes, 1, workers), decoding_route(&bytes, 1, workers));
+    assert_eq!(
+        route(&bytes, 1, workers),
+        decoding_route(&bytes, 1, workers)
+    );
     let mut last = Route::NonUe;
     for _ in 0..n {
         last = f(black_box(&bytes), black_box(1), workers);
