@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("sctp_packet", sctp_packet),
     ("sctp_endpoint", sctp_endpoint),
     ("ngap_decode", ngap_decode),
+    ("ngap_peek", ngap_peek),
     ("amf_n2", amf_n2),
     ("nas_decode", nas_decode),
     ("nas_unprotect", nas_unprotect),
@@ -180,6 +181,35 @@ pub fn ngap_decode(data: &[u8]) {
         let _ = n::UeContextReleaseCommand::parse(&pdu);
         let _ = n::UeContextReleaseComplete::parse(&pdu);
         let _ = n::UeContextReleaseRequest::parse(&pdu);
+    }
+}
+
+/// The routing peek at an NGAP PDU: total on any input, and for every input the full decoder
+/// accepts it gives what the full decode gives (message kind, procedure code, the first
+/// AMF-UE-NGAP-ID and RAN-UE-NGAP-ID, and the 5G-S-TMSI of an INITIAL UE MESSAGE that
+/// parses).
+pub fn ngap_peek(data: &[u8]) {
+    use proto::ngap as n;
+    let peek = n::peek(data);
+    let Ok(pdu) = n::decode(data) else {
+        return;
+    };
+    let p = match peek {
+        Ok(p) => p,
+        Err(e) => panic!("peek refuses a PDU that decodes: {e}"),
+    };
+    assert_eq!(p.kind, pdu.kind(), "kind");
+    assert_eq!(p.procedure_code, pdu.procedure_code(), "procedure code");
+    if n::Peek::walks(p.kind) {
+        assert_eq!(
+            (p.amf_ue_ngap_id, p.ran_ue_ngap_id),
+            pdu.ue_ngap_ids(),
+            "ids"
+        );
+        if let Ok(m) = n::InitialUeMessage::parse(&pdu) {
+            assert_eq!(p.five_g_s_tmsi, m.five_g_s_tmsi, "5G-S-TMSI");
+            assert_eq!(p.ran_ue_ngap_id, Some(m.ran_ue_ngap_id), "RAN-UE-NGAP-ID");
+        }
     }
 }
 

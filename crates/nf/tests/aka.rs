@@ -1101,3 +1101,24 @@ fn sharded_and_locked_give_identical_outcomes() {
         assert_eq!(s.contended, 0);
     }
 }
+
+/// In the locking baseline a vector takes the shared SQN shard's lock once: loading the
+/// stored SQN, taking the next one and collecting the persist requests are one access.
+#[test]
+fn a_vector_takes_the_sqn_lock_once() {
+    let (a, u, q) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
+    let sqn = q.clone();
+    let mut net = Net::build(
+        Workers::new(1).unwrap(),
+        store_with(20),
+        move || a.clone(),
+        move || u.clone(),
+        move || q.clone(),
+    );
+    let mut ue = Ue::new(1);
+    assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
+    // The first vector waited for its reservation; the second is within it.
+    let before = sqn.stats().acquisitions;
+    assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
+    assert_eq!(sqn.stats().acquisitions - before, 1);
+}

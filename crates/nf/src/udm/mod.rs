@@ -374,26 +374,18 @@ where
                 )
             }
         };
-        let stored = sub.sqn;
-        let supi = job.supi.clone();
-        self.with_shard(|s| {
-            if !s.is_loaded(&supi) {
-                s.load(&supi, stored);
-            }
-        });
-        if let Some(r) = &job.resync {
-            let m = milenage(&sub);
-            // TS 33.102 §6.3.5: take SQN_MS only if MAC-S verifies. A wrong MAC-S means the
-            // AUTS did not come from this USIM, and we refuse rather than hand out a vector
-            // that the UE would reject again.
-            match m.resync(&Rand::from_bytes(r.rand.0), &Auts::from_bytes(r.auts.0)) {
+        // TS 33.102 §6.3.5: take SQN_MS only if MAC-S verifies. A wrong MAC-S means the
+        // AUTS did not come from this USIM, and we refuse rather than hand out a vector
+        // that the UE would reject again. Checked before the shard is touched, so that the
+        // shard is accessed once for the whole request.
+        let resync = match &job.resync {
+            None => None,
+            Some(r) => match milenage(&sub)
+                .resync(&Rand::from_bytes(r.rand.0), &Auts::from_bytes(r.auts.0))
+            {
                 Ok(sqn_ms) => {
                     self.stats.resyncs += 1;
-                    let res = self.with_shard(|s| s.resync(&supi, sqn_ms.to_u64()));
-                    if let Err(e) = res {
-                        return self
-                            .problem(req_id, ProblemDetails::av_generation_problem(e.to_string()));
-                    }
+                    Some(sqn_ms.to_u64())
                 }
                 Err(_) => {
                     self.stats.resync_failures += 1;
@@ -402,17 +394,46 @@ where
                         ProblemDetails::authentication_rejected("AUTS MAC-S does not verify"),
                     );
                 }
-            }
-        }
-        self.issue(Parked { req_id, snn, sub });
+            },
+        };
+        let stored = sub.sqn;
+        self.issue(Parked { req_id, snn, sub }, Some((stored, resync)));
     }
 
     /// Takes the next SQN and answers with a vector, or parks the request until the SQN
-    /// reservation is durable.
-    fn issue(&mut self, p: Parked) {
+    /// reservation is durable. `first` is set on a new request: the subscriber's stored
+    /// SQN (loaded if the shard has not seen it yet) and the SQN_MS of a verified
+    /// resynchronisation. The SQN shard is accessed once.
+    fn issue(&mut self, p: Parked, first: Option<(u64, Option<u64>)>) {
         let supi = p.sub.supi.clone();
-        let next = self.with_shard(|s| s.next(&supi));
-        self.drain_persist();
+        // The outer error is a failed resynchronisation, the inner one a failed take.
+        let (taken, persist) = self.with_shard(|s| {
+            let mut taken = Ok(());
+            if let Some((stored, resync)) = first {
+                if !s.is_loaded(&supi) {
+                    s.load(&supi, stored);
+                }
+                if let Some(sqn_ms) = resync {
+                    taken = s.resync(&supi, sqn_ms);
+                }
+            }
+            let taken = taken.map(|()| s.next(&supi));
+            (
+                taken,
+                std::iter::from_fn(|| s.poll_persist()).collect::<Vec<_>>(),
+            )
+        });
+        self.actions
+            .extend(persist.into_iter().map(Action::PersistSqn));
+        let next = match taken {
+            Ok(next) => next,
+            Err(e) => {
+                return self.problem(
+                    p.req_id,
+                    ProblemDetails::av_generation_problem(e.to_string()),
+                )
+            }
+        };
         match next {
             Ok(sqn) => {
                 let response = match self.vector(&p.sub, &p.snn, sqn) {
@@ -429,12 +450,6 @@ where
                 p.req_id,
                 ProblemDetails::av_generation_problem(e.to_string()),
             ),
-        }
-    }
-
-    fn drain_persist(&mut self) {
-        while let Some(req) = self.with_shard(|s| s.poll_persist()) {
-            self.actions.push_back(Action::PersistSqn(req));
         }
     }
 
@@ -477,7 +492,7 @@ where
     pub fn sqn_persisted(&mut self, supi: &str, high_water: u64) {
         self.with_shard(|s| s.persisted(supi, high_water));
         for p in self.parked.remove(supi).unwrap_or_default() {
-            self.issue(p);
+            self.issue(p, None);
         }
     }
 
