@@ -15,6 +15,7 @@ pub mod gtpu;
 pub mod header;
 pub mod ie;
 pub mod message;
+pub mod presence;
 
 pub use error::{Cause, DecodeError};
 pub use header::{HeaderRepr, Packet};
