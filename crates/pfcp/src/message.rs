@@ -2,8 +2,8 @@
 //!
 //! Parsing checks the header, walks the IEs once, and applies the message's presence rules
 //! (M/C per the §7.4/§7.5 tables; those of the grouped IEs of session requests are the table
-//! in [`crate::presence`]); an error names the IE at fault so the response can carry Cause and
-//! Offending IE. Unknown IEs are kept per message and emitted back in place order
+//! in [`crate::presence`], which the receiver applies with its own context); an error names
+//! the IE at fault so the response can carry Cause and Offending IE. Unknown IEs are kept per message and emitted back in place order
 //! after the known ones; vendor IEs are dropped.
 
 use crate::error::{Cause, DecodeError};
@@ -537,7 +537,7 @@ fn parse_est_req(ies: &[u8]) -> Result<SessionEstablishmentRequest, DecodeError>
             ie_type: ty::CREATE_FAR,
         });
     }
-    let r = SessionEstablishmentRequest {
+    Ok(SessionEstablishmentRequest {
         node_id,
         cp_f_seid,
         create_pdr: pdr,
@@ -545,9 +545,7 @@ fn parse_est_req(ies: &[u8]) -> Result<SessionEstablishmentRequest, DecodeError>
         create_urr: urr,
         create_qer: qer,
         unknown,
-    };
-    crate::presence::establishment(&r)?;
-    Ok(r)
+    })
 }
 
 fn parse_est_rsp(ies: &[u8]) -> Result<SessionEstablishmentResponse, DecodeError> {
@@ -607,7 +605,6 @@ fn parse_mod_req(ies: &[u8]) -> Result<SessionModificationRequest, DecodeError> 
             _ => keep_unknown(&mut r.unknown, &ie),
         }
     }
-    crate::presence::modification(&r)?;
     Ok(r)
 }
 

@@ -4,11 +4,11 @@
 //! Each row names a grouped IE, an IE inside it and what the table of the clause says:
 //! mandatory (absent → cause 66), conditional with the condition that makes it required
 //! (absent while the condition holds → cause 67), or a value the IE may not carry (→ cause
-//! 69). Every violation names the IE in Offending IE (§8.2.22). The decoder applies the table
-//! to every request it decodes ([`establishment`], [`modification`]), so a request that breaks
-//! a row fails like any malformed request. The rows on a rule as it stands after a
-//! modification (`Resulting*`) need the receiver's state: the UP function builds their
-//! [`View`] from its rules and calls [`check`].
+//! 69). Every violation names the IE in Offending IE (§8.2.22). The receiver applies the table
+//! to a decoded request ([`establishment`], [`modification`]) with its [`Context`] (what its
+//! own addressing allows of a peer); the decoder itself checks only what its types need. The
+//! rows on a rule as it stands after a modification (`Resulting*`) need the receiver's state:
+//! the UP function builds their [`View`] from its rules and calls [`check`].
 //!
 //! The IDs and the Create PDR's Precedence and PDI are mandatory too, but the codec's types
 //! cannot leave them out: the decoder refuses a group without them before this table runs.
@@ -79,6 +79,15 @@ pub enum Group {
     ResultingUrr,
 }
 
+/// What the receiver's own addressing allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Whether a peer may have a loopback address (127/8, ::1): only when the receiver's own
+    /// user-plane address is a loopback one too, so that every peer lives on the same host
+    /// (a test rig); a packet to a loopback address never leaves the host otherwise.
+    pub loopback_peers: bool,
+}
+
 /// What a row requires of its IE.
 #[derive(Debug, Clone, Copy)]
 pub enum Check {
@@ -87,7 +96,7 @@ pub enum Check {
     /// "C": present whenever the condition holds (cause 67 when absent then).
     Conditional(fn(&View) -> bool),
     /// When present, its value passes (cause 69 when it does not).
-    Value(fn(&View) -> bool),
+    Value(fn(&View, &Context) -> bool),
 }
 
 /// One row of the table.
@@ -238,7 +247,7 @@ const IPMA: u16 = 0x20;
 const IPMD: u16 = 0x40;
 
 /// §8.2.26: one and only one of DROP, FORW, BUFF, IPMA and IPMD; NOCP only with BUFF.
-fn apply_action_valid(v: &View) -> bool {
+fn apply_action_valid(v: &View, _: &Context) -> bool {
     let Some(a) = v.apply_action else {
         return true;
     };
@@ -248,7 +257,7 @@ fn apply_action_valid(v: &View) -> bool {
 }
 
 /// §8.2.3: a CHOOSE asks for at least one address family.
-fn f_teid_valid(v: &View) -> bool {
+fn f_teid_valid(v: &View, _: &Context) -> bool {
     !matches!(
         v.f_teid,
         Some(FTeid::Choose {
@@ -260,20 +269,22 @@ fn f_teid_valid(v: &View) -> bool {
 }
 
 /// Whether `a` can be the address of a GTP-U (or UDP/IP) peer: not unspecified ("this
-/// network", 0/8, RFC 1122 §3.2.1.3), not loopback (127/8), not multicast (224/4), not
-/// reserved (240/4, which holds the limited broadcast 255.255.255.255, RFC 1112 §4).
-pub fn usable_peer_ipv4(a: Ipv4Addr) -> bool {
+/// network", 0/8, RFC 1122 §3.2.1.3), not multicast (224/4), not reserved (240/4, which
+/// holds the limited broadcast 255.255.255.255, RFC 1112 §4), and loopback (127/8) only
+/// where [`Context::loopback_peers`] allows it.
+pub fn usable_peer_ipv4(a: Ipv4Addr, ctx: &Context) -> bool {
     let first = a.octets()[0];
-    first != 0 && !a.is_loopback() && !a.is_multicast() && first < 240
+    first != 0 && (ctx.loopback_peers || !a.is_loopback()) && !a.is_multicast() && first < 240
 }
 
-/// The IPv6 counterpart of [`usable_peer_ipv4`]: not ::, ::1 or multicast (ff00::/8).
-pub fn usable_peer_ipv6(a: Ipv6Addr) -> bool {
-    !a.is_unspecified() && !a.is_loopback() && !a.is_multicast()
+/// The IPv6 counterpart of [`usable_peer_ipv4`]: not ::, not multicast (ff00::/8), ::1 only
+/// where the context allows loopback peers.
+pub fn usable_peer_ipv6(a: Ipv6Addr, ctx: &Context) -> bool {
+    !a.is_unspecified() && (ctx.loopback_peers || !a.is_loopback()) && !a.is_multicast()
 }
 
 /// §8.2.56: a description with at least one outer header, and addresses a peer can have.
-fn ohc_valid(v: &View) -> bool {
+fn ohc_valid(v: &View, ctx: &Context) -> bool {
     let Some(o) = v.ohc else {
         return true;
     };
@@ -284,8 +295,8 @@ fn ohc_valid(v: &View) -> bool {
         | OuterHeaderCreation::IPV4
         | OuterHeaderCreation::IPV6;
     o.description & headers != 0
-        && o.ipv4.is_none_or(usable_peer_ipv4)
-        && o.ipv6.is_none_or(usable_peer_ipv6)
+        && o.ipv4.is_none_or(|a| usable_peer_ipv4(a, ctx))
+        && o.ipv6.is_none_or(|a| usable_peer_ipv6(a, ctx))
 }
 
 /// The table.
@@ -487,7 +498,7 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// Applies every row of `group` to `view`, in table order; the first violation.
-pub fn check(group: Group, view: &View) -> Result<(), DecodeError> {
+pub fn check(group: Group, view: &View, ctx: &Context) -> Result<(), DecodeError> {
     for r in RULES.iter().filter(|r| r.group == group) {
         let ie_type = r.ie;
         match r.check {
@@ -497,7 +508,7 @@ pub fn check(group: Group, view: &View) -> Result<(), DecodeError> {
             Check::Conditional(when) if when(view) && !view.has(ie_type) => {
                 return Err(DecodeError::ConditionalIeMissing { ie_type })
             }
-            Check::Value(valid) if view.has(ie_type) && !valid(view) => {
+            Check::Value(valid) if view.has(ie_type) && !valid(view, ctx) => {
                 return Err(DecodeError::IeIncorrect { ie_type })
             }
             _ => {}
@@ -506,62 +517,62 @@ pub fn check(group: Group, view: &View) -> Result<(), DecodeError> {
     Ok(())
 }
 
-fn create_pdrs(pdrs: &[CreatePdr]) -> Result<(), DecodeError> {
+fn create_pdrs(pdrs: &[CreatePdr], ctx: &Context) -> Result<(), DecodeError> {
     for p in pdrs {
-        check(Group::CreatePdr, &View::of_create_pdr(p))?;
-        check(Group::Pdi, &View::of_pdi(&p.pdi))?;
+        check(Group::CreatePdr, &View::of_create_pdr(p), ctx)?;
+        check(Group::Pdi, &View::of_pdi(&p.pdi), ctx)?;
     }
     Ok(())
 }
 
-fn fars(fars: &[Far], create: bool) -> Result<(), DecodeError> {
+fn fars(fars: &[Far], create: bool, ctx: &Context) -> Result<(), DecodeError> {
     let (group, fp_group) = if create {
         (Group::CreateFar, Group::ForwardingParameters)
     } else {
         (Group::UpdateFar, Group::UpdateForwardingParameters)
     };
     for f in fars {
-        check(group, &View::of_far(f))?;
+        check(group, &View::of_far(f), ctx)?;
         if let Some(fp) = &f.forwarding_parameters {
-            check(fp_group, &View::of_forwarding(fp))?;
+            check(fp_group, &View::of_forwarding(fp), ctx)?;
         }
     }
     Ok(())
 }
 
-fn create_urrs(urrs: &[Urr]) -> Result<(), DecodeError> {
+fn create_urrs(urrs: &[Urr], ctx: &Context) -> Result<(), DecodeError> {
     urrs.iter()
-        .try_for_each(|u| check(Group::CreateUrr, &View::of_urr(u)))
+        .try_for_each(|u| check(Group::CreateUrr, &View::of_urr(u), ctx))
 }
 
-fn create_qers(qers: &[Qer]) -> Result<(), DecodeError> {
+fn create_qers(qers: &[Qer], ctx: &Context) -> Result<(), DecodeError> {
     qers.iter()
-        .try_for_each(|q| check(Group::CreateQer, &View::of_qer(q)))
+        .try_for_each(|q| check(Group::CreateQer, &View::of_qer(q), ctx))
 }
 
-fn update_pdrs(pdrs: &[UpdatePdr]) -> Result<(), DecodeError> {
+fn update_pdrs(pdrs: &[UpdatePdr], ctx: &Context) -> Result<(), DecodeError> {
     pdrs.iter()
         .filter_map(|p| p.pdi.as_ref())
-        .try_for_each(|pdi| check(Group::Pdi, &View::of_pdi(pdi)))
+        .try_for_each(|pdi| check(Group::Pdi, &View::of_pdi(pdi), ctx))
 }
 
 /// The rows on the groups of a Session Establishment Request.
-pub fn establishment(r: &SessionEstablishmentRequest) -> Result<(), DecodeError> {
-    create_pdrs(&r.create_pdr)?;
-    fars(&r.create_far, true)?;
-    create_urrs(&r.create_urr)?;
-    create_qers(&r.create_qer)
+pub fn establishment(r: &SessionEstablishmentRequest, ctx: &Context) -> Result<(), DecodeError> {
+    create_pdrs(&r.create_pdr, ctx)?;
+    fars(&r.create_far, true, ctx)?;
+    create_urrs(&r.create_urr, ctx)?;
+    create_qers(&r.create_qer, ctx)
 }
 
 /// The rows on the groups of a Session Modification Request (those on the resulting rules
 /// need the receiver's state and are its to check).
-pub fn modification(r: &SessionModificationRequest) -> Result<(), DecodeError> {
-    create_pdrs(&r.create_pdr)?;
-    fars(&r.create_far, true)?;
-    create_urrs(&r.create_urr)?;
-    create_qers(&r.create_qer)?;
-    update_pdrs(&r.update_pdr)?;
-    fars(&r.update_far, false)
+pub fn modification(r: &SessionModificationRequest, ctx: &Context) -> Result<(), DecodeError> {
+    create_pdrs(&r.create_pdr, ctx)?;
+    fars(&r.create_far, true, ctx)?;
+    create_urrs(&r.create_urr, ctx)?;
+    create_qers(&r.create_qer, ctx)?;
+    update_pdrs(&r.update_pdr, ctx)?;
+    fars(&r.update_far, false, ctx)
 }
 
 #[cfg(test)]

@@ -64,17 +64,24 @@ struct Case {
     what: &'static str,
     group: Group,
     view: View,
+    ctx: Context,
     want: Result<(), DecodeError>,
 }
 
+/// A case under the strict context (a receiver on a routable address).
 fn case(what: &'static str, group: Group, view: View, want: Result<(), DecodeError>) -> Case {
     Case {
         what,
         group,
         view,
+        ctx: Context::default(),
         want,
     }
 }
+
+const LOOPBACK_RIG: Context = Context {
+    loopback_peers: true,
+};
 
 fn missing(ie_type: u16) -> Result<(), DecodeError> {
     Err(DecodeError::MandatoryIeMissing { ie_type })
@@ -276,6 +283,28 @@ fn cases() -> Vec<Case> {
             Ok(()),
         ));
     }
+    // A loopback gNB is a peer only where the receiver's own N3 address is loopback too;
+    // the other bad addresses stay bad there.
+    v.push(Case {
+        ctx: LOOPBACK_RIG,
+        ..case(
+            "OHC to loopback in a loopback rig",
+            G::UpdateForwardingParameters,
+            View::of_forwarding(&forwarding(gtpu([127, 0, 0, 1]))),
+            Ok(()),
+        )
+    });
+    for addr in [[0, 0, 0, 0], [255, 255, 255, 255], [224, 0, 0, 1]] {
+        v.push(Case {
+            ctx: LOOPBACK_RIG,
+            ..case(
+                "OHC to no peer in a loopback rig",
+                G::ForwardingParameters,
+                View::of_forwarding(&forwarding(gtpu(addr))),
+                incorrect(ty::OUTER_HEADER_CREATION),
+            )
+        });
+    }
 
     // Create URR.
     let mut no_method = urr(MeasurementMethod::VOLUM, 0);
@@ -407,7 +436,7 @@ fn cases() -> Vec<Case> {
 #[test]
 fn every_case_gets_its_answer() {
     for c in cases() {
-        assert_eq!(check(c.group, &c.view), c.want, "{}", c.what);
+        assert_eq!(check(c.group, &c.view, &c.ctx), c.want, "{}", c.what);
     }
 }
 
@@ -433,9 +462,11 @@ fn every_row_has_a_failing_case() {
 
 #[test]
 fn causes_are_those_of_the_tables() {
+    let strict = Context::default();
     let e = check(
         Group::CreateFar,
         &View::of_far(&far(ApplyAction::FORW, None)),
+        &strict,
     )
     .unwrap_err();
     assert_eq!(
@@ -448,6 +479,7 @@ fn causes_are_those_of_the_tables() {
     let e = check(
         Group::ForwardingParameters,
         &View::of_forwarding(&forwarding(gtpu([255, 255, 255, 255]))),
+        &strict,
     )
     .unwrap_err();
     assert_eq!(
@@ -476,19 +508,28 @@ fn establishment(pdr: CreatePdr, far: Far) -> Vec<u8> {
     PfcpMessage::new(1, Some(0), Message::SessionEstablishmentRequest(r)).emit()
 }
 
-/// The decoder applies the table: a request that breaks a row does not decode.
+/// The table on whole requests, as they come out of the decoder.
 #[test]
-fn the_decoder_applies_the_table() {
+fn requests_are_checked_group_by_group() {
+    let strict = Context::default();
+    let decoded = |bytes: &[u8]| PfcpMessage::parse(bytes).unwrap().message;
     let mut no_far = pdr();
     no_far.far_id = None;
     let drop = far(ApplyAction::DROP, None);
+    let Message::SessionEstablishmentRequest(r) = decoded(&establishment(no_far, drop.clone()))
+    else {
+        panic!("not an establishment")
+    };
     assert_eq!(
-        PfcpMessage::parse(&establishment(no_far, drop.clone())),
+        super::establishment(&r, &strict),
         Err(DecodeError::ConditionalIeMissing {
             ie_type: ty::FAR_ID
         })
     );
-    assert!(PfcpMessage::parse(&establishment(pdr(), drop)).is_ok());
+    let Message::SessionEstablishmentRequest(r) = decoded(&establishment(pdr(), drop)) else {
+        panic!("not an establishment")
+    };
+    assert_eq!(super::establishment(&r, &strict), Ok(()));
     let m = SessionModificationRequest {
         update_far: vec![far(
             ApplyAction::FORW,
@@ -497,8 +538,11 @@ fn the_decoder_applies_the_table() {
         ..SessionModificationRequest::default()
     };
     let bytes = PfcpMessage::new(2, Some(9), Message::SessionModificationRequest(m)).emit();
+    let Message::SessionModificationRequest(r) = decoded(&bytes) else {
+        panic!("not a modification")
+    };
     assert_eq!(
-        PfcpMessage::parse(&bytes),
+        super::modification(&r, &LOOPBACK_RIG),
         Err(DecodeError::IeIncorrect {
             ie_type: ty::OUTER_HEADER_CREATION
         })

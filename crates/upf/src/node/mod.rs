@@ -579,6 +579,32 @@ impl UpfNode {
         }
     }
 
+    /// What our own addressing allows of the peers a request names: loopback gNBs only when
+    /// our N3 address is a loopback one (a rig on one host).
+    fn presence_context(&self) -> pfcp::presence::Context {
+        pfcp::presence::Context {
+            loopback_peers: self.cfg.n3_ip.is_loopback(),
+        }
+    }
+
+    /// Answers a request of type `t` that breaks the presence table (TS 29.244 §7.6) like a
+    /// malformed one: its Cause and Offending IE, counted as malformed.
+    fn refuse_erroneous(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u32,
+        t: u8,
+        seid: Option<u64>,
+        e: &DecodeError,
+    ) {
+        self.stats.malformed += 1;
+        tracing::info!(%from, msg_type = t, error = %e, "PFCP request refused");
+        if let Some(body) = rejection(t, e, &self.cfg.node_id, self.cfg.recovery_time_stamp) {
+            self.respond(now, from, seq, seid, body);
+        }
+    }
+
     /// Answers session request type `t` with `cause` alone, header SEID 0 (§7.2.2.4.2: the
     /// sender's SEID is not to be trusted or not known).
     fn refuse_session_request(
@@ -994,6 +1020,9 @@ impl UpfNode {
             };
             return self.est_reject(now, from, seq, rej);
         }
+        if let Err(e) = pfcp::presence::establishment(&r, &self.presence_context()) {
+            return self.refuse_erroneous(now, from, seq, 50, Some(0), &e);
+        }
         if self.sessions.len() >= self.cfg.max_sessions {
             // §8.2.1 cause 75: the configured limit holds on every datapath, not only where a
             // table fills up.
@@ -1111,6 +1140,10 @@ impl UpfNode {
         };
         let cp_seid = r.cp_f_seid.map_or(s.cp_seid, |f| f.seid);
         let reply_seid = s.cp_seid;
+        if let Err(e) = pfcp::presence::modification(&r, &self.presence_context()) {
+            return self.refuse_erroneous(now, from, seq, 52, Some(reply_seid), &e);
+        }
+        let ctx = self.presence_context();
         let mut a = Alloc {
             worker: self.cfg.worker,
             next_teid: &mut self.next_teid,
@@ -1152,13 +1185,13 @@ impl UpfNode {
                 rules.create_pdr(p, &mut a)?;
             }
             for f in &r.update_far {
-                rules.update_far(f)?;
+                rules.update_far(f, &ctx)?;
             }
             for q in &r.update_qer {
                 rules.update_qer(q)?;
             }
             for u in &r.update_urr {
-                rules.update_urr(u)?;
+                rules.update_urr(u, &ctx)?;
             }
             for p in &r.update_pdr {
                 rules.update_pdr(p, &mut a)?;

@@ -14,7 +14,7 @@ use pfcp::ie::{
     ty, ApplyAction, CreatePdr, FTeid, Far, GateStatus, IeIter, Interface, Mbr, MeasurementMethod,
     OuterHeaderCreation, Pdi, Qer, Triggers, UpdatePdr, Urr, Volume,
 };
-use pfcp::presence::{self, Group, View};
+use pfcp::presence::{self, Context, Group, View};
 use pfcp::{Cause, DecodeError};
 
 use crate::datapath::{
@@ -304,7 +304,7 @@ impl Rules {
         Ok(())
     }
 
-    pub(crate) fn update_far(&mut self, f: &Far) -> Result<(), Reject> {
+    pub(crate) fn update_far(&mut self, f: &Far, ctx: &Context) -> Result<(), Reject> {
         let Some(s) = self.fars.get_mut(&f.far_id) else {
             return Err(Reject::rule(RuleKind::Far, f.far_id));
         };
@@ -326,7 +326,7 @@ impl Rules {
             ..View::default()
         };
         v.mark(ty::UPDATE_FORWARDING_PARAMETERS, s.destination.is_some());
-        presence::check(Group::ResultingFar, &v).map_err(|e| Reject::presence(&e))
+        presence::check(Group::ResultingFar, &v, ctx).map_err(|e| Reject::presence(&e))
     }
 
     pub(crate) fn create_qer(&mut self, q: &Qer) -> Result<(), Reject> {
@@ -378,7 +378,7 @@ impl Rules {
         Ok(())
     }
 
-    pub(crate) fn update_urr(&mut self, u: &Urr) -> Result<(), Reject> {
+    pub(crate) fn update_urr(&mut self, u: &Urr, ctx: &Context) -> Result<(), Reject> {
         let Some(s) = self.urrs.get_mut(&u.urr_id) else {
             return Err(Reject::rule(RuleKind::Urr, u.urr_id));
         };
@@ -406,7 +406,7 @@ impl Rules {
         v.mark(presence::ie::MEASUREMENT_PERIOD, s.period.is_some());
         v.mark(ty::VOLUME_THRESHOLD, s.volume_threshold.is_some());
         v.mark(ty::TIME_THRESHOLD, s.time_threshold.is_some());
-        presence::check(Group::ResultingUrr, &v).map_err(|e| Reject::presence(&e))
+        presence::check(Group::ResultingUrr, &v, ctx).map_err(|e| Reject::presence(&e))
     }
 
     pub(crate) fn remove(&mut self, kind: RuleKind, id: u32) -> Result<(), Reject> {

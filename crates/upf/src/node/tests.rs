@@ -29,8 +29,13 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
+        Self::with_n3(UPF)
+    }
+
+    /// A node whose N3 address (in the F-TEIDs it chooses) is `n3`.
+    fn with_n3(n3: Ipv4Addr) -> Self {
         let now = Instant::now();
-        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF), UPF, UPF, 1000);
+        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF), UPF, n3, 1000);
         cfg.worker = WORKER;
         Harness {
             node: UpfNode::new(now, cfg),
@@ -143,7 +148,7 @@ impl Harness {
         let Some(pfcp::ie::FTeid::Assigned { teid, ipv4, .. }) = e.created_pdr[0].f_teid else {
             panic!("{e:?}")
         };
-        assert_eq!(ipv4, Some(UPF));
+        assert_eq!(ipv4, Some(self.node.cfg.n3_ip));
         (up.seid, teid)
     }
 
@@ -1025,10 +1030,18 @@ fn a_create_pdr_without_far_id_is_refused() {
 }
 
 /// An Outer Header Creation towards an address no gNB can have is refused with 69 naming
-/// it, and the downlink keeps its rule.
+/// it, and the downlink keeps its rule. Loopback gNBs are refused by a UPF on a routable N3
+/// address; one whose N3 address is loopback itself (a rig on one host) takes them.
 #[test]
 fn outer_header_creation_towards_no_peer_is_refused() {
-    let mut h = Harness::new();
+    let mut rig = Harness::new();
+    rig.associate();
+    let spec = rig.spec();
+    let (seid, _) = rig.establish(&spec);
+    let m = rig.modify(seid, requests::forward_downlink(7, Ipv4Addr::LOCALHOST));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+
+    let mut h = Harness::with_n3(Ipv4Addr::new(10, 1, 0, 7));
     h.associate();
     let spec = h.spec();
     let (seid, _) = h.establish(&spec);
