@@ -21,6 +21,7 @@ pub mod gtpu;
 pub mod header;
 pub mod ie;
 pub mod message;
+pub mod presence;
 pub mod requests;
 pub mod txn;
 
@@ -34,6 +35,24 @@ pub use message::{Message, MessageType, PfcpMessage};
 /// decoding to the same value after re-encoding.
 pub fn fuzz_decode(data: &[u8]) {
     if let Ok(msg) = PfcpMessage::parse(data) {
+        // The presence table on whatever decoded, under both contexts: it may refuse, never
+        // panic.
+        for ctx in [
+            presence::Context::default(),
+            presence::Context {
+                loopback_peers: true,
+            },
+        ] {
+            match &msg.message {
+                Message::SessionEstablishmentRequest(r) => {
+                    let _ = presence::establishment(r, &ctx);
+                }
+                Message::SessionModificationRequest(r) => {
+                    let _ = presence::modification(r, &ctx);
+                }
+                _ => {}
+            }
+        }
         let bytes = msg.emit();
         // Re-encoding may normalise short fields upwards (a 1-octet Reporting Triggers becomes
         // 2); past 65535 octets a length would saturate, so only compare what fits.

@@ -39,17 +39,22 @@ pub fn start() -> (UpfService, MemoryDatapath, Peer) {
     opts.node.worker = 5;
     let dp = MemoryDatapath::new();
     let svc = UpfService::start(opts, Box::new(dp.clone())).unwrap();
+    let peer = peer(svc.local_addr());
+    (svc, dp, peer)
+}
+
+/// A peer on a loopback socket of its own, talking to the UPF at `upf`.
+pub fn peer(upf: SocketAddr) -> Peer {
     let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let peer = Peer {
+    Peer {
         sock,
-        upf: svc.local_addr(),
+        upf,
         seq: 0,
         from_upf: Vec::new(),
         wire: Vec::new(),
-    };
-    (svc, dp, peer)
+    }
 }
 
 impl Peer {
