@@ -64,7 +64,7 @@ pub(crate) enum Command {
     /// Print the effective configuration (file < environment < flags) as TOML.
     Config(ConfigArgs),
     /// Create or remove the user-plane lab: namespaces ran, upf and dn with veth links.
-    Lab(crate::lab::LabArgs),
+    Lab(crate::lab_cmd::LabArgs),
     /// Run the UPF: PFCP (N4) on 127.0.0.7:8805, sessions installed into a user-plane
     /// datapath (`--datapath none` keeps rules only and forwards nothing).
     Upf(crate::upf_cmd::UpfArgs),
@@ -206,7 +206,7 @@ pub(crate) struct RanTrafficArgs {
     /// Send UE traffic over GTP-U when every UE holds its PDU sessions (needs
     /// --pdu-sessions, --dn and --gnb-n3): UDP to the DN's echo port or ICMP echo.
     #[arg(long, value_enum, value_name = "KIND")]
-    pub(crate) traffic: Option<crate::loadgen::traffic::TrafficArg>,
+    pub(crate) traffic: Option<ran::load::traffic::TrafficArg>,
     /// Inner IP packet length in octets (64 to 1400).
     #[arg(long, value_name = "N", default_value_t = 512, requires = "traffic")]
     pub(crate) packet_size: usize,
@@ -276,8 +276,8 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "SECS", requires = "subscribers")]
     pub(crate) duration: Option<f64>,
     /// What each UE run does.
-    #[arg(long, value_enum, default_value_t = crate::loadgen::Mode::RegisterDeregister)]
-    pub(crate) procedure: crate::loadgen::Mode,
+    #[arg(long, value_enum, default_value_t = ran::load::Mode::RegisterDeregister)]
+    pub(crate) procedure: ran::load::Mode,
     /// PDU sessions per UE (IDs 1..=N, at most 15): with register-deregister, each UE
     /// registers, establishes N sessions, holds them until every UE of the run holds its
     /// sessions, releases them (UE-requested), then deregisters. 0: registration only.
@@ -297,8 +297,8 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "ADDR", requires = "subscribers")]
     pub(crate) gnb_n3: Option<std::net::Ipv4Addr>,
     /// SUCI protection scheme of the UEs.
-    #[arg(long, value_enum, default_value_t = crate::loadgen::SuciArg::A)]
-    pub(crate) suci: crate::loadgen::SuciArg,
+    #[arg(long, value_enum, default_value_t = ran::load::SuciArg::A)]
+    pub(crate) suci: ran::load::SuciArg,
     /// Home network key file (for the public key and its id); default `<data-dir>/hn-keys.toml`.
     #[arg(long, value_name = "FILE")]
     pub(crate) hn_key_file: Option<PathBuf>,
@@ -411,7 +411,7 @@ pub(crate) enum DemoSbi {
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     #[command(subcommand)]
-    pub(crate) scenario: crate::bench::Scenario,
+    pub(crate) scenario: bench::Scenario,
 }
 
 /// `steer5g config`.
