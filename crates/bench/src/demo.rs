@@ -31,7 +31,7 @@ use lab::bed::{BedReport, PathKind, UserPlaneBed};
 use ran::load::driver::MAX_PDU_SESSIONS;
 use ran::load::report::SctpCounters;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{run_load, suci_scheme, LoadPlan, LoadReport, Mode, SessionPlan, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SessionPlan, SuciArg};
 
 /// The SBI port of every NF on the loopback plan (DESIGN.md Conventions).
 const SBI_PORT: u16 = 7777;
@@ -639,15 +639,17 @@ pub fn run(json: bool, args: &DemoConfig) -> Result<(), BenchError> {
         TransportKind::Raw => SocketAddrV4::new(cfg.n2.addr, cfg.n2.sctp_port),
         TransportKind::Udp => SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
     };
-    let plan = LoadPlan {
-        identity: crate::corecase::gnb_identity(&cfg)?,
-        transport,
-        amf,
-        sctp_port: cfg.n2.sctp_port,
-        local_addr: None,
-        gnbs: args.gnbs,
-        gnb_id_base: 1,
-        timeout: Duration::from_secs_f64(args.timeout),
+    let plan = LoadConfig {
+        ran: RanConfig {
+            identity: crate::corecase::gnb_identity(&cfg)?,
+            transport,
+            amf,
+            sctp_port: cfg.n2.sctp_port,
+            local_addr: None,
+            gnbs: args.gnbs,
+            gnb_id_base: 1,
+            timeout: Duration::from_secs_f64(args.timeout),
+        },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency.max(1),
@@ -667,18 +669,13 @@ pub fn run(json: bool, args: &DemoConfig) -> Result<(), BenchError> {
     let hook_setup = Arc::clone(&setup);
     let kept: Arc<Mutex<Vec<TrafficReport>>> = Arc::default();
     let hook_kept = Arc::clone(&kept);
-    let plan = LoadPlan {
+    let plan = LoadConfig {
         on_sessions_up: Some(Arc::new(move |s: &[UpSession]| {
-            user_plane_stage(&hook_setup, probes, s, &hook_kept)
-                .map_err(|e| ran::load::LoadError::Failed(e.to_string()))
+            user_plane_stage(&hook_setup, probes, s, &hook_kept).map_err(Into::into)
         })),
         ..plan
     };
-    let load = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::Failed(format!("cannot start a runtime: {e}")))
-        .and_then(|rt| Ok(rt.block_on(run_load(&plan))?));
+    let load = ran::load::run(&plan);
     // The last releases reach the UPF after the UEs are done: give them a bounded while.
     let rules_left = if args.pdu_sessions > 0 {
         let settle = Instant::now() + RULES_SETTLE;

@@ -49,7 +49,7 @@ use super::machine::Machine;
 
 use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{run_load, suci_scheme, LoadPlan, LoadReport, Mode, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SuciArg};
 
 /// The target: core CPU per Profile A registration with the in-process SBI at most
 /// this many times its crypto floor.
@@ -77,7 +77,7 @@ pub(crate) enum BenchConnections {
 
 /// `steer5g bench registration`.
 #[derive(Debug, Args)]
-pub struct RegistrationArgs {
+pub(crate) struct RegistrationArgs {
     /// Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`,
     /// `all`: the cores here) sweeps them.
     #[arg(
@@ -420,15 +420,17 @@ fn run_case_rt(
         }
     };
 
-    let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadPlan {
-        identity: identity.clone(),
-        transport: TransportKind::Udp,
-        amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-        sctp_port: cfg.n2.sctp_port,
-        local_addr: None,
-        gnbs: args.gnbs,
-        gnb_id_base,
-        timeout: Duration::from_secs_f64(args.timeout),
+    let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadConfig {
+        ran: RanConfig {
+            identity: identity.clone(),
+            transport: TransportKind::Udp,
+            amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
+            sctp_port: cfg.n2.sctp_port,
+            local_addr: None,
+            gnbs: args.gnbs,
+            gnb_id_base,
+            timeout: Duration::from_secs_f64(args.timeout),
+        },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency.max(1),
@@ -442,12 +444,8 @@ fn run_case_rt(
         on_hold: None,
     };
     let result = (|| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| BenchError::Failed(format!("cannot start a runtime: {e}")))?;
         if !warm.is_empty() {
-            let w = rt.block_on(run_load(&plan(warm, 1)))?;
+            let w = ran::load::run(&plan(warm, 1))?;
             if !w.ok {
                 return Err(BenchError::Failed(format!(
                     "{}: warm-up failed: {} procedure(s) failed, {:?}",
@@ -462,7 +460,7 @@ fn run_case_rt(
         let live0 = core.live_totals();
         let cpu0 = threads_cpu(CORE_THREAD_PREFIX);
         let t0 = Instant::now();
-        let load = rt.block_on(run_load(&p))?;
+        let load = ran::load::run(&p)?;
         let wall = t0.elapsed();
         let core_cpu = threads_cpu(CORE_THREAD_PREFIX).saturating_sub(cpu0);
         let counters = counter_delta(&live0, &core.live_totals());

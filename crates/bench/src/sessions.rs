@@ -48,7 +48,7 @@ use crate::BenchError;
 use ran::load::driver::MAX_PDU_SESSIONS;
 use ran::load::schedule::{Limit, Load};
 use ran::load::{
-    run_load, suci_scheme, HoldPoint, LoadPlan, LoadReport, Mode, SessionPlan, SuciArg,
+    suci_scheme, HoldPoint, LoadConfig, LoadReport, Mode, RanConfig, SessionPlan, SuciArg,
 };
 
 /// The SBI port of the NFs on each case's loopback addresses.
@@ -325,15 +325,17 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
 
     let marks: Arc<Mutex<BTreeMap<HoldPoint, Mark>>> = Arc::default();
     let seen = marks.clone();
-    let plan = LoadPlan {
-        identity: identity.clone(),
-        transport: TransportKind::Udp,
-        amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-        sctp_port: cfg.n2.sctp_port,
-        local_addr: None,
-        gnbs: args.gnbs,
-        gnb_id_base: 1,
-        timeout: Duration::from_secs_f64(args.timeout),
+    let plan = LoadConfig {
+        ran: RanConfig {
+            identity: identity.clone(),
+            transport: TransportKind::Udp,
+            amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
+            sctp_port: cfg.n2.sctp_port,
+            local_addr: None,
+            gnbs: args.gnbs,
+            gnb_id_base: 1,
+            timeout: Duration::from_secs_f64(args.timeout),
+        },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency,
@@ -357,11 +359,7 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
             }
         })),
     };
-    let result = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::Failed(format!("cannot start a runtime: {e}")))
-        .and_then(|rt| Ok(rt.block_on(run_load(&plan))?));
+    let result = ran::load::run(&plan);
     let stopped = core.stop();
     let load = result?;
     let upf = stopped?.upf;

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ran::load::schedule::{Limit, Load};
-use ran::load::setup::{run_plan, RanPlan};
 use ran::load::{
-    driver, load_subscribers, report, run_load, suci_scheme, traffic, GnbIdentity, LoadPlan,
+    driver, load_subscribers, report, suci_scheme, traffic, GnbIdentity, LoadConfig, RanConfig,
     SessionPlan,
 };
 use steer5g_config::{Config, Transport as TransportKind};
@@ -99,20 +98,9 @@ fn target(global: &Global, args: &RanArgs) -> Result<Target, CliError> {
     })
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))
-}
-
-/// `steer5g ran`.
-pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
-    if args.load.subscribers.is_some() {
-        return run_ues(global, args);
-    }
-    let t = target(global, args)?;
-    let plan = RanPlan {
+/// The gNBs of `args` against the AMF of `t`.
+fn ran_config(args: &RanArgs, t: &Target) -> Result<RanConfig, CliError> {
+    Ok(RanConfig {
         identity: gnb_identity(&t.cfg)?,
         transport: t.transport,
         amf: t.amf,
@@ -121,8 +109,16 @@ pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
         gnbs: args.gnbs,
         gnb_id_base: args.gnb_id_base,
         timeout: Duration::from_secs_f64(args.timeout),
-    };
-    let report = runtime()?.block_on(run_plan(&plan))?;
+    })
+}
+
+/// `steer5g ran`.
+pub(crate) fn run(global: &Global, args: &RanArgs) -> Result<(), CliError> {
+    if args.load.subscribers.is_some() {
+        return run_ues(global, args);
+    }
+    let t = target(global, args)?;
+    let report = ran::load::ng_setup(&ran_config(args, &t)?)?;
     if global.json {
         crate::report::print_json(&report)?;
     } else {
@@ -205,15 +201,8 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
         None => None,
     };
     let with_traffic = on_sessions_up.is_some();
-    let plan = LoadPlan {
-        identity: gnb_identity(&t.cfg)?,
-        transport: t.transport,
-        amf: t.amf,
-        sctp_port: t.sctp_port,
-        local_addr: args.local_addr,
-        gnbs: args.gnbs,
-        gnb_id_base: args.gnb_id_base,
-        timeout: Duration::from_secs_f64(args.timeout),
+    let plan = LoadConfig {
+        ran: ran_config(args, &t)?,
         mode: la.procedure,
         load,
         limit,
@@ -225,7 +214,7 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
         on_hold: None,
     };
     plan.shape().steps().map_err(CliError::Usage)?;
-    let report = runtime()?.block_on(run_load(&plan))?;
+    let report = ran::load::run(&plan)?;
     if global.json {
         crate::report::print_json(&report)?;
     } else {

@@ -66,11 +66,13 @@ pub struct BedReport {
     /// Datapath entries (uplink + downlink + usage) left after the UPF removed every
     /// session; `None` if they could not be read.
     pub entries_left: Option<usize>,
-    /// PFCP messages the UPF received and sent (first transmissions).
+    /// PFCP messages the UPF received (first transmissions).
     pub pfcp_received: u64,
+    /// PFCP messages the UPF sent (first transmissions).
     pub pfcp_sent: u64,
-    /// PFCP sessions the UPF established and deleted over its life.
+    /// PFCP sessions the UPF established over its life.
     pub sessions_established: u64,
+    /// PFCP sessions the UPF deleted over its life.
     pub sessions_deleted: u64,
 }
 

@@ -1,11 +1,17 @@
-//! `steer5g ran --subscribers`: the UE load generator.
+//! The load generator of `steer5g ran`, the demo and the benches: gNB and UE emulators over
+//! real SCTP sockets.
 //!
 //! N gNB emulators share one SCTP endpoint (one socket, one thread) and, once NG Setup is
 //! done, carry the UEs of a subscriber CSV through registration, de-registration and
 //! re-registration, closed loop (K UEs in flight) or open loop (R starts per second). SUCIs
 //! are concealed before the measured window (the UE may compute them whenever it likes), and
 //! the report gives throughput, latency percentiles per procedure, failures by cause and the
-//! generator's own CPU time per procedure.
+//! generator's own CPU time per procedure. Without UEs ([`ng_setup`]) the same loop only
+//! sets the gNBs up.
+//!
+//! [`run`] and [`ng_setup`] are the entry points; `runner` holds the one I/O loop, the
+//! [`driver`] and the [`schedule`] decide what each UE does and when, [`report`] and
+//! [`setup`] hold what comes out, and [`traffic`] the user-plane stage of `--traffic`.
 
 pub mod driver;
 mod error;
@@ -30,8 +36,8 @@ use store::hn_keys::{HnKeys, Profile as KeyProfile};
 pub use driver::{HoldPoint, Mode, RunShape};
 pub use error::LoadError;
 pub use report::LoadReport;
-pub use runner::run_load;
 use schedule::{Limit, Load};
+pub use setup::SetupReport;
 pub use socket::{endpoint_config, GnbIdentity, LOCAL_PORT_BASE, MAX_GNBS, NGAP_PPID};
 
 /// SUCI protection the UEs use (TS 33.501 §6.12.2).
@@ -49,8 +55,11 @@ pub enum SuciArg {
 /// or failed), with the sessions that are up; what it returns goes into the load report
 /// under `user_plane`. It runs on a thread of its own while the N2 side stays served.
 pub type SessionsUpHook = Arc<
-    dyn Fn(&[crate::userplane::UpSession]) -> Result<serde_json::Value, LoadError> + Send + Sync,
+    dyn Fn(&[crate::userplane::UpSession]) -> Result<serde_json::Value, HookError> + Send + Sync,
 >;
+
+/// Why the user-plane stage failed; its text goes into the report.
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Called (on the generator's thread, so it must be quick) when the UEs are let go from
 /// a barrier, before any goes on: the session bench reads the core's CPU clocks there.
@@ -73,25 +82,42 @@ pub struct SessionPlan {
     pub gnb_n3: Option<Ipv4Addr>,
 }
 
-/// Everything a load run needs.
-#[derive(Clone)]
-pub struct LoadPlan {
+/// The gNB emulators of a run and the AMF they connect to: all of an NG-Setup-only run
+/// ([`ng_setup`]), and the N2 side of a load run ([`run`]).
+#[derive(Debug, Clone)]
+pub struct RanConfig {
     /// What every gNB broadcasts.
     pub identity: GnbIdentity,
+    /// SCTP over raw IP or over UDP encapsulation.
     pub transport: TransportKind,
     /// The AMF's transport address (UDP encapsulation port for udp; port unused for raw).
     pub amf: SocketAddrV4,
     /// The AMF's SCTP port.
     pub sctp_port: u16,
+    /// Local address (default: the address the kernel would use to reach the AMF).
     pub local_addr: Option<Ipv4Addr>,
+    /// Number of gNB emulators, each with its own SCTP association.
     pub gnbs: u32,
+    /// First gNB ID; the emulators use consecutive IDs from it.
     pub gnb_id_base: u32,
     /// NG Setup and per-procedure timeout.
     pub timeout: Duration,
+}
+
+/// Everything a load run needs.
+#[derive(Clone)]
+pub struct LoadConfig {
+    /// The gNBs and the AMF.
+    pub ran: RanConfig,
+    /// What each UE run does.
     pub mode: Mode,
+    /// Closed or open loop.
     pub load: Load,
+    /// How many runs, or for how long.
     pub limit: Limit,
+    /// The UEs' subscriptions; a run takes them in turn.
     pub subscribers: Vec<store::Subscriber>,
+    /// The UEs' SUCI protection.
     pub suci: SuciScheme,
     /// How the report names the SUCI scheme.
     pub suci_label: String,
@@ -103,12 +129,10 @@ pub struct LoadPlan {
     pub on_hold: Option<HoldHook>,
 }
 
-impl std::fmt::Debug for LoadPlan {
+impl std::fmt::Debug for LoadConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadPlan")
-            .field("transport", &self.transport)
-            .field("amf", &self.amf)
-            .field("gnbs", &self.gnbs)
+        f.debug_struct("LoadConfig")
+            .field("ran", &self.ran)
             .field("mode", &self.mode)
             .field("load", &self.load)
             .field("limit", &self.limit)
@@ -121,7 +145,7 @@ impl std::fmt::Debug for LoadPlan {
     }
 }
 
-impl LoadPlan {
+impl LoadConfig {
     /// What each run does.
     pub fn shape(&self) -> RunShape {
         RunShape {
@@ -130,6 +154,25 @@ impl LoadPlan {
             phase_holds: self.sessions.phase_holds,
         }
     }
+}
+
+/// Runs `config` on a runtime of its own: the UEs prepared, NG Setup of every gNB, the
+/// measured window, the associations shut down; then the report.
+pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
+    runtime()?.block_on(runner::run(config))
+}
+
+/// NG Setup alone: every gNB of `ran` connects and sets up (or fails, or times out), then
+/// the associations are shut down; the same loop as [`run`] with no UEs.
+pub fn ng_setup(ran: &RanConfig) -> Result<SetupReport, LoadError> {
+    runtime()?.block_on(runner::ng_setup(ran))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, LoadError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Failed(format!("cannot start a runtime: {e}")))
 }
 
 /// The SUCI scheme of `choice`, with the home network public key from `key_file` (for the

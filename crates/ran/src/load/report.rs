@@ -138,10 +138,15 @@ pub fn per_second(count: u64, elapsed: Duration) -> f64 {
 /// Latency percentiles of one procedure, µs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LatencyUs {
+    /// 50th percentile.
     pub p50: u64,
+    /// 90th percentile.
     pub p90: u64,
+    /// 99th percentile.
     pub p99: u64,
+    /// Largest sample.
     pub max: u64,
+    /// Mean.
     pub mean: f64,
 }
 
@@ -163,9 +168,13 @@ impl LatencyUs {
 /// One procedure in the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcedureReport {
+    /// Procedures completed.
     pub completed: u64,
+    /// Procedures failed.
     pub failed: u64,
+    /// Completed per second of the measured window.
     pub per_second: f64,
+    /// Latency of the completed ones, µs.
     pub latency_us: LatencyUs,
 }
 
@@ -238,37 +247,63 @@ pub struct HoldReport {
 /// The report of `steer5g ran --subscribers`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadReport {
+    /// Every procedure and run succeeded, and every gNB was set up.
     pub ok: bool,
+    /// What each run did (e.g. `register-deregister`, with its sessions).
     pub mode: String,
     /// PDU sessions each UE establishes and releases.
     pub pdu_sessions: u8,
+    /// Closed or open loop, and its bound.
     pub load: LoadShape,
+    /// The UEs' SUCI protection.
     pub suci: String,
+    /// The SCTP transport.
     pub transport: String,
+    /// The AMF as reached.
     pub amf: String,
+    /// The generator's local address.
     pub local: String,
+    /// Subscribers the runs cycled through.
     pub subscribers: usize,
+    /// gNB emulators.
     pub gnbs: u32,
+    /// gNBs that completed NG Setup.
     pub ng_setup_ok: u32,
+    /// gNBs that did not.
     pub ng_setup_failed: u32,
+    /// UE runs started.
     pub runs_started: u64,
+    /// Runs whose every step succeeded.
     pub runs_ok: u64,
+    /// Runs that ended with a failure.
     pub runs_failed: u64,
     /// Runs that a count asked for but that never started (no gNB was up, or the time ran out).
     pub runs_not_started: u64,
     /// Distinct UEs that completed an initial registration / a de-registration.
     pub ues_registered: u64,
+    /// UEs that completed a de-registration.
     pub ues_deregistered: u64,
+    /// Length of the measured window, s.
     pub elapsed_s: f64,
+    /// Procedures completed in the window.
     pub procedures_completed: u64,
+    /// Procedures failed in the window.
     pub procedures_failed: u64,
+    /// Completed procedures per second.
     pub procedures_per_second: f64,
+    /// Per procedure: counts, rate and latency.
     pub procedures: BTreeMap<&'static str, ProcedureReport>,
+    /// Failures by cause.
     pub failures: BTreeMap<String, u64>,
+    /// Open loop: starts that came later than scheduled.
     pub late_starts: u64,
+    /// DEREGISTRATION ACCEPTs not followed by an N2 release in time.
     pub releases_missing: u64,
+    /// UE-associated downlink messages the gNBs could not place.
     pub n2_anomalies: u64,
+    /// The generator's own CPU time.
     pub generator_cpu: GeneratorCpu,
+    /// The generator's SCTP endpoint and socket counters.
     pub sctp: SctpCounters,
     /// The gNBs' N3 address in their DL F-TEIDs (PDU session runs).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -435,28 +470,48 @@ pub fn user_plane_lines(v: &serde_json::Value) -> Vec<String> {
 /// SCTP and socket counters of one endpoint.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct SctpCounters {
+    /// SCTP packets received.
     pub packets_received: u64,
+    /// SCTP packets sent.
     pub packets_sent: u64,
+    /// Packets dropped for a bad CRC32c.
     pub bad_checksum: u64,
+    /// Packets dropped for a wrong verification tag.
     pub bad_vtag: u64,
+    /// Packets that did not parse.
     pub malformed: u64,
+    /// Out-of-the-blue packets (no association).
     pub out_of_the_blue: u64,
+    /// Packets to a port no association uses.
     pub foreign_port: u64,
+    /// Chunks of unknown type.
     pub unknown_chunks: u64,
+    /// Expired state cookies.
     pub stale_cookies: u64,
+    /// State cookies whose MAC did not verify.
     pub forged_cookies: u64,
+    /// Retransmitted DATA chunks (timeouts).
     pub retransmissions: u64,
+    /// Fast retransmits.
     pub fast_retransmits: u64,
+    /// Associations established.
     pub associations_established: u64,
+    /// Associations closed.
     pub associations_closed: u64,
+    /// ABORTs sent.
     pub aborts_sent: u64,
+    /// ABORTs received.
     pub aborts_received: u64,
+    /// Duplicate TSNs received.
     pub duplicate_tsns: u64,
+    /// Times the socket woke the loop.
     pub socket_wakeups: u64,
+    /// Sends the socket refused.
     pub socket_send_errors: u64,
 }
 
 impl SctpCounters {
+    /// The counters of `s` and of the socket `io`.
     pub fn from_parts(s: &sctp::EndpointStats, io: sctp_io::IoStats) -> Self {
         SctpCounters {
             packets_received: s.packets_received,
@@ -508,9 +563,13 @@ impl SctpCounters {
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Latency {
+    /// 50th percentile.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// Largest sample.
     pub max: f64,
 }
 

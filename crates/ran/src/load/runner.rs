@@ -1,6 +1,7 @@
-//! The load generator's I/O loop: one SCTP socket, one thread, N gNB associations, and the
-//! UEs of the plan driven through [`super::driver::Driver`] on the schedule of
-//! [`super::schedule::Scheduler`].
+//! The load generator's one I/O loop: one SCTP socket, one thread, N gNB associations, and
+//! the UEs of the run driven through [`super::driver::Driver`] on the schedule of
+//! [`super::schedule::Scheduler`]. A run without UEs ([`ng_setup`]) is the same loop
+//! stopped after NG Setup.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -16,13 +17,14 @@ use sctp::{AssocId, Event, SendError};
 use sctp_io::SctpSocket;
 use steer5g_config::Transport as TransportKind;
 
-use super::driver::{Driver, HoldPoint, Input, Procedure, Reaction, Step};
-use super::report::SctpCounters;
-use super::report::{per_second, GeneratorCpu, HoldReport, LoadReport, LoadShape, Stats};
+use super::driver::{Driver, HoldPoint, Input, Mode, Procedure, Reaction, RunShape, Step};
+use super::report::{
+    per_second, GeneratorCpu, HoldReport, Latency, LoadReport, LoadShape, SctpCounters, Stats,
+};
 use super::schedule::{Limit, Load, Scheduler};
+use super::setup::{Failure, SetupReport};
 use super::socket::{check_gnbs, gnb_socket, LOCAL_PORT_BASE, NGAP_PPID};
-use super::LoadError;
-use super::{HoldHook, LoadPlan, SessionsUpHook};
+use super::{HoldHook, HookError, LoadConfig, LoadError, RanConfig, SessionsUpHook};
 
 /// How often in-flight UEs are checked for timeouts, and the longest the loop sleeps.
 const TICK: Duration = Duration::from_millis(10);
@@ -37,6 +39,10 @@ struct GnbSlot {
     ready: bool,
     failed: bool,
     started: Instant,
+    /// Connect to NG Setup Response, when it came.
+    setup_latency: Option<Duration>,
+    /// Why NG Setup did not succeed.
+    failure: Option<String>,
     /// Messages refused with "send buffer full" (stream, NGAP), sent in order once there
     /// is room.
     backlog: VecDeque<(u16, Bytes)>,
@@ -54,10 +60,11 @@ struct UeSlot {
 }
 
 /// The user-plane hook under way on a thread of its own.
-type HookTask = tokio::task::JoinHandle<Result<serde_json::Value, LoadError>>;
+type HookTask = tokio::task::JoinHandle<Result<serde_json::Value, HookError>>;
 
 struct Runner {
     sock: SctpSocket,
+    remote: SocketAddr,
     gnbs: Vec<GnbSlot>,
     by_assoc: HashMap<AssocId, usize>,
     ues: Vec<UeSlot>,
@@ -66,7 +73,7 @@ struct Runner {
     stats: Stats,
     sched: Scheduler,
     timeout: Duration,
-    shape: super::RunShape,
+    shape: RunShape,
     steps: Arc<[Step]>,
     /// The gNBs' N3 address.
     n3: Ipv4Addr,
@@ -85,34 +92,86 @@ struct Runner {
     t0: Instant,
 }
 
-/// Runs the plan: UEs prepared, NG Setup of every gNB, then the measured window.
-pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
-    check_gnbs(plan.gnbs)?;
-    let identity = &plan.identity;
-    let plmn = identity.plmn;
-    let shape = plan.shape();
-    let steps: Arc<[Step]> = shape.steps().map_err(LoadError::Invalid)?.into();
+/// How the AMF is named in reports: the SCTP port with raw IP, the UDP port with UDP
+/// encapsulation.
+fn amf_label(ran: &RanConfig) -> String {
+    match ran.transport {
+        TransportKind::Raw => format!("{}:{}", ran.amf.ip(), ran.sctp_port),
+        TransportKind::Udp => ran.amf.to_string(),
+    }
+}
+
+/// NG Setup of every gNB of `ran`, then the associations shut down.
+pub(crate) async fn ng_setup(ran: &RanConfig) -> Result<SetupReport, LoadError> {
+    let mut r = Runner::new(ran, Vec::new(), None)?;
+    let local = r.sock.transport().local();
+    let start = Instant::now();
+    // One tick per gNB that finished NG Setup, either way; indicatif hides the bar when
+    // standard error is not a terminal, so scripts and CI see only the report.
+    let progress = indicatif::ProgressBar::new(u64::from(ran.gnbs));
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("NG Setup {bar:40} {pos}/{len} gNBs {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    r.ng_setup(ran, Some(&progress)).await?;
+    let elapsed = start.elapsed();
+    progress.finish_and_clear();
+    r.shutdown().await?;
+
+    let mut latencies: Vec<Duration> = r.gnbs.iter().filter_map(|g| g.setup_latency).collect();
+    let mut failures: Vec<Failure> = r
+        .gnbs
+        .iter()
+        .filter_map(|g| {
+            g.failure.as_ref().map(|cause| Failure {
+                gnb_id: g.gnb_id,
+                cause: cause.clone(),
+            })
+        })
+        .collect();
+    failures.sort_by_key(|f| f.gnb_id);
+    Ok(SetupReport {
+        transport: ran.transport.to_string(),
+        amf: amf_label(ran),
+        local: local.to_string(),
+        gnbs: ran.gnbs,
+        ng_setup_ok: latencies.len() as u32,
+        ng_setup_failed: failures.len() as u32,
+        failures,
+        elapsed_ms: elapsed.as_secs_f64() * 1e3,
+        setup_latency_ms: Latency::from_durations(&mut latencies),
+        sctp: SctpCounters::from_parts(r.sock.endpoint().stats(), r.sock.io_stats()),
+    })
+}
+
+/// Runs `config`: UEs prepared, NG Setup of every gNB, then the measured window.
+pub(crate) async fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
+    let ran = &config.ran;
+    check_gnbs(ran.gnbs)?;
+    let plmn = ran.identity.plmn;
+    let shape = config.shape();
+    shape.steps().map_err(LoadError::Invalid)?;
 
     // SUCI concealment is allowed ahead of time: do it before the window opens.
     let prep_cpu = ThreadTime::now();
-    let mut ues = Vec::with_capacity(plan.subscribers.len());
-    for (i, sub) in plan.subscribers.iter().enumerate() {
+    let mut ues = Vec::with_capacity(config.subscribers.len());
+    for (i, sub) in config.subscribers.iter().enumerate() {
         let mut cfg = UeConfig::from_subscriber(sub, plmn)
             .map_err(|e| LoadError::Invalid(format!("subscriber {}: {e}", sub.supi)))?;
-        cfg.suci = plan.suci.clone();
+        cfg.suci = config.suci.clone();
         let mut ue = Ue::new(cfg)
             .map_err(|e| LoadError::Invalid(format!("subscriber {}: {e}", sub.supi)))?;
         ue.prepare()
             .map_err(|e| LoadError::Invalid(format!("subscriber {}: {e}", sub.supi)))?;
         let session = SessionRequest {
             pdu_session_id: 1,
-            dnn: plan
+            dnn: config
                 .sessions
                 .dnn
                 .clone()
                 .or_else(|| sub.dnns.first().cloned())
                 .unwrap_or_else(|| SessionRequest::default().dnn),
-            snssai: plan
+            snssai: config
                 .sessions
                 .snssai
                 .or_else(|| ue.config().requested_nssai.first().copied())
@@ -120,7 +179,7 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
         };
         ues.push(UeSlot {
             ue,
-            gnb: i % plan.gnbs as usize,
+            gnb: i % ran.gnbs as usize,
             key: 0,
             driver: None,
             registered: false,
@@ -130,62 +189,20 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
     }
     let prepare_cpu = prep_cpu.elapsed();
 
-    let (sock, remote) = gnb_socket(plan.transport, plan.amf, plan.local_addr)?;
-    let local = sock.transport().local();
-    let n3 = match plan.sessions.gnb_n3 {
-        Some(a) => a,
-        None if !local.ip().is_unspecified() => *local.ip(),
-        None => plan.local_addr.unwrap_or(Ipv4Addr::LOCALHOST),
-    };
-    let mut gnbs = Vec::with_capacity(plan.gnbs as usize);
-    for i in 0..plan.gnbs {
-        let (gnb_id, gnb) = identity.gnb(plan.gnb_id_base, i)?;
-        gnbs.push(GnbSlot {
-            gnb,
-            gnb_id,
-            assoc: None,
-            ues: None,
-            ready: false,
-            failed: false,
-            started: Instant::now(),
-            backlog: VecDeque::new(),
-        });
-    }
+    let mut r = Runner::new(ran, ues, Some(config))?;
+    let local = r.sock.transport().local();
     // A subscriber runs once at a time, so the CSV bounds what can be in flight anyway.
-    let load = match plan.load {
+    let load = match config.load {
         Load::Open {
             rate,
             max_in_flight,
         } => Load::Open {
             rate,
-            max_in_flight: max_in_flight.min(ues.len()),
+            max_in_flight: max_in_flight.min(r.ues.len()),
         },
         l => l,
     };
-    let mut r = Runner {
-        sock,
-        gnbs,
-        by_assoc: HashMap::new(),
-        by_key: HashMap::new(),
-        next_key: 1,
-        stats: Stats::new().map_err(|e| LoadError::Failed(format!("histogram: {e}")))?,
-        sched: Scheduler::new(load, plan.limit, ues.len(), Instant::now()),
-        ues,
-        timeout: plan.timeout,
-        shape,
-        steps,
-        n3,
-        held: VecDeque::new(),
-        to_release: 0,
-        hook: plan.on_sessions_up.clone(),
-        hook_task: None,
-        on_hold: plan.on_hold.clone(),
-        user_plane: None,
-        user_plane_failed: false,
-        holds: Vec::new(),
-        t0: Instant::now(),
-    };
-    r.ng_setup(plan, remote).await?;
+    r.ng_setup(ran, None).await?;
     let ng_setup_ok = r.gnbs.iter().filter(|g| g.ready).count() as u32;
     // UEs go round robin over the gNBs that are up (a failed NG Setup is reported already).
     let ready: Vec<usize> = (0..r.gnbs.len()).filter(|&i| r.gnbs[i].ready).collect();
@@ -199,14 +216,14 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
     let t0 = Instant::now();
     let cpu0 = ThreadTime::now();
     r.t0 = t0;
-    r.sched = Scheduler::new(load, plan.limit, r.ues.len(), t0);
+    r.sched = Scheduler::new(load, config.limit, r.ues.len(), t0);
     if ng_setup_ok > 0 {
         r.run_window().await?;
     }
     let elapsed = t0.elapsed();
     let cpu = cpu0.elapsed();
 
-    let runs_not_started = match plan.limit {
+    let runs_not_started = match config.limit {
         Limit::Count(c) => c.saturating_sub(r.sched.started()),
         Limit::Duration(_) => 0,
     };
@@ -222,12 +239,12 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
         && runs_not_started == 0
         && r.stats.runs_failed == 0
         && !r.user_plane_failed
-        && ng_setup_ok == plan.gnbs;
-    let (kind, concurrency, rate) = match plan.load {
+        && ng_setup_ok == ran.gnbs;
+    let (kind, concurrency, rate) = match config.load {
         Load::Closed { concurrency } => ("closed", Some(concurrency), None),
         Load::Open { rate, .. } => ("open", None, Some(rate)),
     };
-    let (count, duration_s) = match plan.limit {
+    let (count, duration_s) = match config.limit {
         Limit::Count(c) => (Some(c), None),
         Limit::Duration(d) => (None, Some(d.as_secs_f64())),
     };
@@ -242,17 +259,14 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
             count,
             duration_s,
         },
-        suci: plan.suci_label.clone(),
-        transport: plan.transport.to_string(),
-        amf: match plan.transport {
-            TransportKind::Raw => format!("{}:{}", plan.amf.ip(), plan.sctp_port),
-            TransportKind::Udp => plan.amf.to_string(),
-        },
+        suci: config.suci_label.clone(),
+        transport: ran.transport.to_string(),
+        amf: amf_label(ran),
         local: local.to_string(),
         subscribers: r.ues.len(),
-        gnbs: plan.gnbs,
+        gnbs: ran.gnbs,
         ng_setup_ok,
-        ng_setup_failed: plan.gnbs - ng_setup_ok,
+        ng_setup_failed: ran.gnbs - ng_setup_ok,
         runs_started: r.sched.started(),
         runs_ok: r.stats.runs_ok,
         runs_failed: r.stats.runs_failed,
@@ -277,43 +291,139 @@ pub async fn run_load(plan: &LoadPlan) -> Result<LoadReport, LoadError> {
 }
 
 impl Runner {
+    /// The gNBs' socket and slots, and the UEs of `config` (none for NG Setup alone).
+    fn new(
+        ran: &RanConfig,
+        ues: Vec<UeSlot>,
+        config: Option<&LoadConfig>,
+    ) -> Result<Self, LoadError> {
+        check_gnbs(ran.gnbs)?;
+        let (sock, remote) = gnb_socket(ran.transport, ran.amf, ran.local_addr)?;
+        let local = sock.transport().local();
+        let n3 = match config.and_then(|c| c.sessions.gnb_n3) {
+            Some(a) => a,
+            None if !local.ip().is_unspecified() => *local.ip(),
+            None => ran.local_addr.unwrap_or(Ipv4Addr::LOCALHOST),
+        };
+        let mut gnbs = Vec::with_capacity(ran.gnbs as usize);
+        for i in 0..ran.gnbs {
+            let (gnb_id, gnb) = ran.identity.gnb(ran.gnb_id_base, i)?;
+            gnbs.push(GnbSlot {
+                gnb,
+                gnb_id,
+                assoc: None,
+                ues: None,
+                ready: false,
+                failed: false,
+                started: Instant::now(),
+                setup_latency: None,
+                failure: None,
+                backlog: VecDeque::new(),
+            });
+        }
+        let shape = config.map_or(
+            RunShape {
+                mode: Mode::RegisterDeregister,
+                pdu_sessions: 0,
+                phase_holds: false,
+            },
+            LoadConfig::shape,
+        );
+        let steps: Arc<[Step]> = match config {
+            Some(_) => shape.steps().map_err(LoadError::Invalid)?.into(),
+            None => Arc::from(Vec::new()),
+        };
+        let subscribers = ues.len();
+        Ok(Runner {
+            sock,
+            remote,
+            gnbs,
+            by_assoc: HashMap::new(),
+            by_key: HashMap::new(),
+            next_key: 1,
+            stats: Stats::new().map_err(|e| LoadError::Failed(format!("histogram: {e}")))?,
+            sched: Scheduler::new(
+                config.map_or(Load::Closed { concurrency: 1 }, |c| c.load),
+                config.map_or(Limit::Count(0), |c| c.limit),
+                subscribers,
+                Instant::now(),
+            ),
+            ues,
+            timeout: ran.timeout,
+            shape,
+            steps,
+            n3,
+            held: VecDeque::new(),
+            to_release: 0,
+            hook: config.and_then(|c| c.on_sessions_up.clone()),
+            hook_task: None,
+            on_hold: config.and_then(|c| c.on_hold.clone()),
+            user_plane: None,
+            user_plane_failed: false,
+            holds: Vec::new(),
+            t0: Instant::now(),
+        })
+    }
+
     /// Connects every gNB and waits until each has finished NG Setup, either way.
-    async fn ng_setup(&mut self, plan: &LoadPlan, remote: SocketAddr) -> Result<(), LoadError> {
+    async fn ng_setup(
+        &mut self,
+        ran: &RanConfig,
+        progress: Option<&indicatif::ProgressBar>,
+    ) -> Result<(), LoadError> {
         let now = Instant::now();
-        for (i, g) in self.gnbs.iter_mut().enumerate() {
+        for i in 0..self.gnbs.len() {
             let local_port = LOCAL_PORT_BASE + i as u16;
-            g.started = now;
+            if let Some(g) = self.gnbs.get_mut(i) {
+                g.started = now;
+            }
             match self
                 .sock
                 .endpoint_mut()
-                .connect(now, remote, local_port, plan.sctp_port)
+                .connect(now, self.remote, local_port, ran.sctp_port)
             {
                 Ok(id) => {
-                    g.assoc = Some(id);
+                    if let Some(g) = self.gnbs.get_mut(i) {
+                        g.assoc = Some(id);
+                    }
                     self.by_assoc.insert(id, i);
                 }
-                Err(e) => {
-                    g.failed = true;
-                    self.stats
-                        .other_failure(format!("NG Setup: SCTP connect: {e}"));
-                }
+                Err(e) => self.setup_failed(i, format!("SCTP connect: {e}")),
             }
         }
-        let deadline = now + plan.timeout;
-        while Instant::now() < deadline && self.gnbs.iter().any(|g| !g.ready && !g.failed) {
+        let deadline = now + ran.timeout;
+        let pending = |r: &Self| r.gnbs.iter().filter(|g| !g.ready && !g.failed).count();
+        while Instant::now() < deadline && pending(self) > 0 {
+            if let Some(p) = progress {
+                p.set_position((self.gnbs.len() - pending(self)) as u64);
+            }
             self.sock.drive(Some(deadline)).await?;
             while let Some((id, ev)) = self.sock.endpoint_mut().poll_event() {
                 self.on_sctp_event(id, ev);
             }
         }
-        for g in &mut self.gnbs {
-            if !g.ready && !g.failed {
-                g.failed = true;
-                self.stats
-                    .other_failure(format!("NG Setup: timeout after {:?}", plan.timeout));
-            }
+        for i in 0..self.gnbs.len() {
+            self.setup_failed(i, format!("timeout after {:?}", ran.timeout));
         }
         Ok(())
+    }
+
+    /// gNB `gi` did not get through NG Setup, unless it is done already (either way).
+    fn setup_failed(&mut self, gi: usize, cause: String) {
+        let Some(g) = self.gnbs.get_mut(gi) else {
+            return;
+        };
+        if g.ready || g.failed {
+            return;
+        }
+        g.failed = true;
+        // The load report counts these among its failures, named as NG Setup's.
+        self.stats.other_failure(if cause.starts_with("NG Setup") {
+            cause.clone()
+        } else {
+            format!("NG Setup: {cause}")
+        });
+        g.failure = Some(cause);
     }
 
     async fn run_window(&mut self) -> Result<(), LoadError> {
@@ -629,20 +739,15 @@ impl Runner {
                     .endpoint_mut()
                     .send(id, 0, NGAP_PPID, false, pdu.into())
                 {
-                    g.failed = true;
-                    self.stats
-                        .other_failure(format!("NG Setup: SCTP send: {e}"));
+                    self.setup_failed(gi, format!("SCTP send: {e}"));
                 }
             }
             Event::Message(m) => self.on_ngap(gi, m.stream, &m.data),
             Event::Closed { reason } => {
+                self.setup_failed(gi, format!("SCTP association closed: {reason:?}"));
                 let Some(g) = self.gnbs.get_mut(gi) else {
                     return;
                 };
-                if !g.ready && !g.failed {
-                    self.stats
-                        .other_failure(format!("NG Setup: SCTP association closed: {reason:?}"));
-                }
                 g.failed = true;
                 g.ready = false;
                 g.assoc = None;
@@ -672,14 +777,14 @@ impl Runner {
         };
         if !g.ready {
             match g.gnb.handle(stream, data) {
-                GnbEvent::SetupOk => {
+                GnbEvent::SetupOk if !g.failed => {
                     g.ready = true;
-                    tracing::debug!(gnb = g.gnb_id, latency = ?g.started.elapsed(), "NG Setup done");
+                    let latency = g.started.elapsed();
+                    g.setup_latency = Some(latency);
+                    tracing::debug!(gnb = g.gnb_id, ?latency, "NG Setup done");
                 }
                 GnbEvent::SetupFailed { cause, .. } => {
-                    g.failed = true;
-                    self.stats
-                        .other_failure(format!("NG Setup Failure: {cause}"));
+                    self.setup_failed(gi, format!("NG Setup Failure: {cause}"));
                 }
                 other => {
                     tracing::warn!(gnb = g.gnb_id, event = ?other, "NGAP message during NG Setup")
@@ -859,7 +964,7 @@ impl Runner {
         };
         let result = match task.await {
             Ok(r) => r,
-            Err(e) => Err(LoadError::Failed(format!("user-plane stage panicked: {e}"))),
+            Err(e) => Err(format!("user-plane stage panicked: {e}").into()),
         };
         self.user_plane = Some(match result {
             Ok(v) => v,

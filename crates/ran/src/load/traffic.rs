@@ -57,17 +57,29 @@ pub struct TrafficOptions {
 /// The `ran` flags of the traffic stage, as parsed.
 #[derive(Debug, Clone, Default)]
 pub struct TrafficFlags {
+    /// `--traffic`: no stage without it.
     pub kind: Option<TrafficArg>,
+    /// `--packet-size`.
     pub packet_size: usize,
+    /// `--traffic-rate`.
     pub rate: u64,
+    /// `--traffic-duration`.
     pub duration: Option<f64>,
+    /// `--packets`.
     pub packets: Option<u64>,
+    /// `--dn`.
     pub dn: Option<Ipv4Addr>,
+    /// `--echo-port`.
     pub echo_port: u16,
+    /// `--n3-netns`.
     pub n3_netns: Option<String>,
+    /// `--gnb-n3`.
     pub gnb_n3: Option<Ipv4Addr>,
+    /// `--out`.
     pub out: Option<PathBuf>,
+    /// `--max-loss`.
     pub max_loss: f64,
+    /// `--pdu-sessions`.
     pub pdu_sessions: u8,
 }
 
@@ -177,7 +189,7 @@ impl TrafficOptions {
     pub fn hook(self, sock: UdpSocket) -> SessionsUpHook {
         let opts = Arc::new(self);
         let sock = Arc::new(sock);
-        Arc::new(move |sessions: &[UpSession]| stage(&opts, &sock, sessions))
+        Arc::new(move |sessions: &[UpSession]| stage(&opts, &sock, sessions).map_err(Into::into))
     }
 }
 
