@@ -1,5 +1,5 @@
 //! What the benches that start an in-process core per case share (`bench registration`,
-//! `bench sessions`): the `--workers` and `--state` sweeps, the core's thread CPU clocks,
+//! `bench sessions`): the core's thread CPU clocks,
 //! the live counters' deltas, the loopback slot of each case, the subscriber range and the
 //! data directory each case provisions.
 
@@ -7,67 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::ValueEnum;
-
 use crate::BenchError;
 
 /// Thread names of the core: the runtime's `core-w{i}` workers and the `core-sqn`
 /// persister.
 pub(crate) const CORE_THREAD_PREFIX: &str = "core-";
-
-/// One item of `--workers`: a count, a range `A..B`, `A..all` or `all` (the cores this
-/// process may run on).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct WorkerList(pub(crate) Vec<u16>);
-
-/// The cores this process may run on (at least 1, at most 64).
-pub(crate) fn all_cores() -> u16 {
-    std::thread::available_parallelism()
-        .map(|n| u16::try_from(n.get()).unwrap_or(64).min(64))
-        .unwrap_or(1)
-}
-
-pub(crate) fn parse_workers(s: &str) -> Result<WorkerList, String> {
-    let one = |t: &str| -> Result<u16, String> {
-        let n = match t.trim() {
-            "all" => all_cores(),
-            t => t
-                .parse::<u16>()
-                .map_err(|_| format!("{t:?}: a worker count, a range A..B, or all"))?,
-        };
-        if (1..=64).contains(&n) {
-            Ok(n)
-        } else {
-            Err(format!("{n}: each worker count must be 1 to 64"))
-        }
-    };
-    match s.split_once("..") {
-        Some((a, b)) => {
-            let (a, b) = (one(a)?, one(b)?);
-            if a > b {
-                return Err(format!("{s}: empty range"));
-            }
-            Ok(WorkerList((a..=b).collect()))
-        }
-        None => Ok(WorkerList(vec![one(s)?])),
-    }
-}
-
-/// Where the core keeps per-UE and per-subscriber state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum BenchState {
-    /// Each worker owns its UEs and subscribers (shared nothing).
-    Sharded,
-    /// One map behind a lock, shared by every worker (the baseline).
-    Locked,
-}
-
-pub(crate) fn state_label(s: BenchState) -> &'static str {
-    match s {
-        BenchState::Sharded => "sharded",
-        BenchState::Locked => "locked",
-    }
-}
 
 /// CPU time of one thread of this process, from its /proc directory: the scheduler's
 /// nanosecond runtime, else utime + stime in clock ticks (assumed 100 Hz).
@@ -145,36 +89,6 @@ pub(crate) fn per(x: f64, n: u64) -> f64 {
     } else {
         0.0
     }
-}
-
-/// What [`median_round`] needs of a case's per-round report.
-pub(crate) trait Round {
-    /// Whether every procedure of the round succeeded.
-    fn ok(&self) -> bool;
-    /// Procedures per second.
-    fn rate(&self) -> f64;
-    /// Core CPU per procedure, µs: the figure the median is taken of.
-    fn cpu_us(&self) -> f64;
-    /// Keeps every round's rates and CPU figures on the round chosen.
-    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>);
-}
-
-/// The round with the median core CPU per procedure (the steadier figure on a shared
-/// machine; the lower middle one for an even count), carrying every round's figures. A
-/// failed round wins, so that a failure is never hidden.
-pub(crate) fn median_round<R: Round>(mut rounds: Vec<R>) -> Option<R> {
-    let rates: Vec<f64> = rounds.iter().map(Round::rate).collect();
-    let cpus: Vec<f64> = rounds.iter().map(Round::cpu_us).collect();
-    let mut m = match rounds.iter().position(|r| !r.ok()) {
-        Some(i) => rounds.swap_remove(i),
-        None => {
-            rounds.sort_by(|a, b| a.cpu_us().total_cmp(&b.cpu_us()));
-            let mid = rounds.len().checked_sub(1)? / 2;
-            rounds.into_iter().nth(mid)?
-        }
-    };
-    m.keep_rounds(rates, cpus);
-    Some(m)
 }
 
 /// Provisions a data directory for a run that starts its own core (the demo, the

@@ -20,6 +20,7 @@ mod regplot;
 mod sctp;
 mod sessions;
 mod steering;
+mod sweep;
 mod sweepplot;
 mod upf;
 mod usl;
@@ -34,6 +35,7 @@ pub use self::registration::RegistrationCmd;
 pub use self::sctp::SctpArgs;
 pub use self::sessions::SessionsArgs;
 pub use self::steering::SteeringArgs;
+pub use self::sweep::SweepArgs;
 pub use self::upf::UpfArgs;
 pub use self::usl::UslArgs;
 

@@ -14,7 +14,7 @@
 //! per-interval loads) and `DIR/rebalance.svg` (max/mean load per interval, both cases).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -35,6 +35,7 @@ use steer::table::{AppId, SteeringTable};
 use steer::{Runtime, RuntimeOptions, WorkerId, Workers};
 
 use super::machine::Machine;
+use super::sweep::{self, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
@@ -46,10 +47,14 @@ const COLD_BASE: u32 = 100_000;
 
 /// `steer5g bench rebalance`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, Some("2"), "Workers (pinned threads).")
+    .value_name("WORKERS")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("3"),
+    "Measure both cases this many times, interleaved; the ratios reported are the medians \
+     of the rounds' ratios (a shared machine's load comes in bursts).").value_name("ROUNDS")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for rebalance.json, rebalance.csv and rebalance.svg.")))]
 pub struct RebalanceArgs {
-    /// Workers (pinned threads).
-    #[arg(long, default_value_t = 2)]
-    pub(crate) workers: u16,
     /// Messages in the stream, over all readers.
     #[arg(long, default_value_t = 2_000_000)]
     pub(crate) messages: u64,
@@ -65,16 +70,12 @@ pub struct RebalanceArgs {
     /// Rounds of hashing a 64-byte buffer per message at its owner.
     #[arg(long, default_value_t = 20)]
     pub(crate) work: u32,
-    /// Measure both cases this many times, interleaved; the ratios reported are the medians
-    /// of the rounds' ratios (a shared machine's load comes in bursts).
-    #[arg(long, default_value_t = 3)]
-    pub(crate) rounds: u32,
     /// Policy intervals: one every this many routed messages.
     #[arg(long, default_value_t = 20_000)]
     pub(crate) interval: u64,
-    /// Directory for rebalance.json, rebalance.csv and rebalance.svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--workers`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// One case measured.
@@ -461,7 +462,9 @@ fn run_case(
 
 /// `steer5g bench rebalance`.
 pub(crate) fn run(json: bool, args: &RebalanceArgs) -> Result<(), BenchError> {
-    let workers = Workers::new(args.workers)
+    args.sweep
+        .only("rebalance", &[Axis::Workers, Axis::Rounds, Axis::Out])?;
+    let workers = Workers::new(args.sweep.one_worker()?)
         .filter(|w| w.count() >= 2)
         .ok_or_else(|| BenchError::Invalid("--workers must be between 2 and 256".into()))?;
     if args.hot.iter().sum::<u32>() > 100 || args.hot.contains(&0) {
@@ -485,29 +488,26 @@ pub(crate) fn run(json: bool, args: &RebalanceArgs) -> Result<(), BenchError> {
         .enumerate()
         .map(|(i, &p)| (AppId(n * (i as u32 + 1)), p))
         .collect();
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
-    let machine = Machine::probe();
-    if machine.build == "debug" {
-        tracing::warn!("this is a debug build: the figures will not mean much");
-    }
-    if args.rounds == 0 || args.rounds > 50 {
-        return Err(BenchError::Invalid(
-            "--rounds must be between 1 and 50".into(),
-        ));
-    }
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
+    let machine = sweep::machine();
+    let rounds = args.sweep.rounds(50)?;
+    // Each case shows a bar of its own.
+    let per_case = Sweep::new(&[false, true], rounds).quiet().run(
+        |&rebalance| if rebalance { "rebalanced" } else { "static" }.to_owned(),
+        |v| run_case(args, workers, &hot, *v.case, v.round),
+    )?;
     let mut cases = Vec::new();
     let mut ratios = Vec::new();
     let mut cpu_ratios = Vec::new();
-    for round in 0..args.rounds {
-        let fixed = run_case(args, workers, &hot, false, round)?;
-        let moved = run_case(args, workers, &hot, true, round)?;
-        if fixed.msgs_per_s > 0.0 && moved.max_worker_cpu_s > 0.0 {
-            ratios.push(moved.msgs_per_s / fixed.msgs_per_s);
-            cpu_ratios.push(fixed.max_worker_cpu_s / moved.max_worker_cpu_s);
+    if let [statics, moved] = &per_case[..] {
+        for (fixed, moved) in statics.iter().zip(moved) {
+            if fixed.msgs_per_s > 0.0 && moved.max_worker_cpu_s > 0.0 {
+                ratios.push(moved.msgs_per_s / fixed.msgs_per_s);
+                cpu_ratios.push(fixed.max_worker_cpu_s / moved.max_worker_cpu_s);
+            }
+            cases.push(fixed.clone());
+            cases.push(moved.clone());
         }
-        cases.push(fixed);
-        cases.push(moved);
     }
     let report = RebalanceBenchReport {
         scenario: "rebalance",
@@ -520,22 +520,14 @@ pub(crate) fn run(json: bool, args: &RebalanceArgs) -> Result<(), BenchError> {
         work: args.work,
         interval: args.interval,
         policy: format!("{:?}", policy(true)),
-        rounds: args.rounds,
+        rounds,
         cases,
         ratio: median(&mut ratios),
         cpu_ratio: median(&mut cpu_ratios),
     };
-    let json_path = args.out.join("rebalance.json");
-    let csv_path = args.out.join("rebalance.csv");
-    let svg_path = args.out.join("rebalance.svg");
-    let pretty = serde_json::to_string_pretty(&report)
-        .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-    std::fs::write(&json_path, format!("{pretty}\n"))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
-    std::fs::write(&csv_path, csv(&report))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", csv_path.display())))?;
-    write_svg(&svg_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    out.json("rebalance.json", &report)?;
+    out.text("rebalance.csv", csv(&report))?;
+    out.plot("rebalance.svg", |p| write_svg(p, &report))?;
     if json {
         crate::print_json(&report)?;
     } else {
@@ -557,12 +549,7 @@ pub(crate) fn run(json: bool, args: &RebalanceArgs) -> Result<(), BenchError> {
             "median over rounds: rate rebalanced/static {:.2}, busiest-worker CPU static/rebalanced {:.2}",
             report.ratio, report.cpu_ratio
         );
-        println!(
-            "wrote {}, {} and {}",
-            json_path.display(),
-            csv_path.display(),
-            svg_path.display()
-        );
+        println!("wrote {}", out.list());
     }
     Ok(())
 }
@@ -674,13 +661,11 @@ mod tests {
     #[test]
     fn both_cases_handle_every_message() {
         let args = RebalanceArgs {
-            workers: 2,
             messages: 20_000,
             hot: vec![30, 20],
             work: 1,
-            rounds: 1,
             interval: 1000,
-            out: PathBuf::from("unused"),
+            sweep: SweepArgs::default(),
         };
         let workers = Workers::new(2).unwrap();
         let hot = [(AppId(2), 30), (AppId(4), 20)];

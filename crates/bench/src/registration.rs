@@ -29,23 +29,19 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::OsRng;
 use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, SbiMode, StateMode};
 
-use super::corecase::{
-    counter_delta, first_supi, median_round, next_slot, parse_workers, per, state_label,
-    threads_cpu, BenchState, WorkerList, CORE_THREAD_PREFIX,
-};
+use super::corecase::{counter_delta, first_supi, next_slot, per, threads_cpu, CORE_THREAD_PREFIX};
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
+use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
@@ -77,17 +73,17 @@ pub(crate) enum BenchConnections {
 
 /// `steer5g bench registration`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, Some("1..all"),
+    "Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`, \
+     `all`: the cores here) sweeps them.")))]
+#[command(mut_arg("state", |a| shown(a, Some("sharded"),
+    "State mode of the core; a list sweeps them.")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("1"),
+    "Measure every case this many times, interleaved, and report each case's median round.")
+    .value_name("R")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for registration.json, .csv, .svg and registration-sweep.svg.")))]
 pub(crate) struct RegistrationArgs {
-    /// Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`,
-    /// `all`: the cores here) sweeps them.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "1..all",
-        value_name = "LIST",
-        value_parser = parse_workers
-    )]
-    pub(crate) workers: Vec<WorkerList>,
     /// SUCI protection of the UEs; a list sweeps them.
     #[arg(
         long,
@@ -106,15 +102,6 @@ pub(crate) struct RegistrationArgs {
         value_name = "LIST"
     )]
     pub(crate) sbi: Vec<BenchSbi>,
-    /// State mode of the core; a list sweeps them.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "sharded",
-        value_name = "LIST"
-    )]
-    pub(crate) state: Vec<BenchState>,
     /// SBI connections of the core's h2c clients; a list sweeps them (short ones only with
     /// `--sbi h2c`: the in-process SBI has no connections).
     #[arg(
@@ -137,15 +124,12 @@ pub(crate) struct RegistrationArgs {
     /// UEs of the warm-up run before each measured run (subscribers of their own).
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub(crate) warmup_ues: u64,
-    /// Measure every case this many times, interleaved, and report each case's median round.
-    #[arg(long, default_value_t = 1, value_name = "R")]
-    pub(crate) rounds: u32,
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub(crate) timeout: f64,
-    /// Directory for registration.json, .csv, .svg and registration-sweep.svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--workers`, `--state`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// `steer5g bench registration` as the command line gives it: the sweep's arguments and
@@ -545,22 +529,21 @@ fn case_report(case: Case, ues: u64, o: &Outcome, floor: &CryptoFloor) -> CaseRe
     }
 }
 
-impl super::corecase::Round for CaseReport {
+/// The median of a case's rounds is by core CPU per registration: the steadier figure on a
+/// shared machine.
+impl sweep::Round for CaseReport {
     fn ok(&self) -> bool {
         self.ok
     }
 
-    fn rate(&self) -> f64 {
-        self.registrations_per_s
-    }
-
-    fn cpu_us(&self) -> f64 {
+    fn key(&self) -> f64 {
         self.core_cpu_us_per_registration
     }
 
-    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>) {
-        self.rounds_registrations_per_s = rates;
-        self.rounds_core_cpu_us_per_registration = cpus;
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_registrations_per_s = all.iter().map(|r| r.registrations_per_s).collect();
+        self.rounds_core_cpu_us_per_registration =
+            all.iter().map(|r| r.core_cpu_us_per_registration).collect();
     }
 }
 
@@ -635,20 +618,20 @@ fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
 
 /// Checks the arguments; the matrix of cases in run order.
 fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, BenchError> {
-    let workers: Vec<u16> = args.workers.iter().flat_map(|l| l.0.clone()).collect();
+    args.sweep.only(
+        "registration",
+        &[Axis::Workers, Axis::State, Axis::Rounds, Axis::Out],
+    )?;
+    let workers = args.sweep.workers(64)?;
+    let states = args.sweep.states();
     if workers.is_empty()
         || args.suci.is_empty()
         || args.sbi.is_empty()
-        || args.state.is_empty()
+        || states.is_empty()
         || args.connections.is_empty()
     {
         return Err(BenchError::Invalid(
             "--workers, --suci, --sbi, --state and --connections need at least one value".into(),
-        ));
-    }
-    if workers.iter().any(|&w| w == 0 || w > 64) {
-        return Err(BenchError::Invalid(
-            "--workers: each must be 1 to 64".into(),
         ));
     }
     if !args.sbi.contains(&BenchSbi::H2c)
@@ -666,11 +649,7 @@ fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, BenchError> {
             "--concurrency must be at least 1".into(),
         ));
     }
-    if args.rounds == 0 || args.rounds > 100 {
-        return Err(BenchError::Invalid(
-            "--rounds must be between 1 and 100".into(),
-        ));
-    }
+    let rounds = args.sweep.rounds(100)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(BenchError::Invalid(
             "--timeout must be a positive number of seconds, at most 3600".into(),
@@ -685,7 +664,7 @@ fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, BenchError> {
                 if sbi == BenchSbi::Inproc && connections == BenchConnections::Short {
                     continue;
                 }
-                for &state in &args.state {
+                for &state in &states {
                     for &workers in &workers {
                         let c = Case {
                             workers,
@@ -702,7 +681,7 @@ fn matrix(args: &RegistrationArgs) -> Result<Vec<Case>, BenchError> {
             }
         }
     }
-    if cases.len() * args.rounds as usize > 250 {
+    if cases.len() * rounds as usize > 250 {
         return Err(BenchError::Invalid(
             "at most 250 cases times rounds (one loopback address each)".into(),
         ));
@@ -724,63 +703,41 @@ pub(crate) fn measure_rt(
         super::lockecho::probe_realtime()?;
     }
     let cases = matrix(args)?;
-    let machine = Machine::probe();
-    if machine.build == "debug" {
-        tracing::warn!(
-            "this is a debug build: the figures will not mean much; \
-             build with `cargo build --release -p steer5g`"
-        );
-    }
+    let rounds = args.sweep.rounds(100)?;
+    let machine = sweep::machine();
     let mut sucis: Vec<SuciArg> = Vec::new();
     for &s in &args.suci {
         if !sucis.contains(&s) {
             sucis.push(s);
         }
     }
-    let bar = ProgressBar::new((cases.len() * args.rounds as usize) as u64);
-    if let Ok(style) = ProgressStyle::with_template("{prefix:>22} [{bar:30}] {pos}/{len} {msg}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    let mut measured_floors = Vec::new();
-    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); cases.len()];
-    for round in 0..args.rounds {
-        // The floor of this round, on this thread, between the cases' runs.
-        bar.set_prefix(format!("round {} crypto floor", round + 1));
-        let prims = floor::measure(&sucis)?;
-        for (i, &case) in cases.iter().enumerate() {
-            bar.set_prefix(format!("round {} {}", round + 1, case.label()));
-            let outcome = if realtime {
-                run_case_rt(case, args, next_slot(), true)
-            } else {
-                run_case(case, args, next_slot())
-            };
-            let outcome = match outcome {
-                Ok(o) => o,
-                Err(e) => {
-                    bar.abandon_with_message("failed");
-                    return Err(e);
-                }
-            };
-            let report = case_report(case, args.ues, &outcome, &prims.floor(case.suci));
-            bar.set_message(format!(
-                "{:.0} reg/s, {:.0} µs/reg",
-                report.registrations_per_s, report.core_cpu_us_per_registration
-            ));
-            bar.inc(1);
-            if let Some(v) = rounds.get_mut(i) {
-                v.push(report);
-            }
+    let mut measured_floors: Vec<Primitives> = Vec::new();
+    let per_case = Sweep::new(&cases, rounds).run(Case::label, |v| {
+        if v.first {
+            // The floor of this round, on this thread, between the cases' runs.
+            measured_floors.push(floor::measure(&sucis)?);
         }
-        measured_floors.push(prims);
-    }
-    bar.finish();
-    if !bar.is_hidden() {
-        eprintln!();
-    }
+        let case = *v.case;
+        let outcome = if realtime {
+            run_case_rt(case, args, next_slot(), true)
+        } else {
+            run_case(case, args, next_slot())
+        }?;
+        let floor = measured_floors
+            .last()
+            .map(|p| p.floor(case.suci))
+            .ok_or_else(|| BenchError::Failed("no crypto floor measured".into()))?;
+        let report = case_report(case, args.ues, &outcome, &floor);
+        v.say(format!(
+            "{:.0} reg/s, {:.0} µs/reg",
+            report.registrations_per_s, report.core_cpu_us_per_registration
+        ));
+        Ok(report)
+    })?;
     let primitives = Primitives::median(&measured_floors)
         .ok_or_else(|| BenchError::Failed("no crypto floor measured".into()))?;
     let floors: Vec<CryptoFloor> = sucis.iter().map(|&s| primitives.floor(s)).collect();
-    let mut cases: Vec<CaseReport> = rounds.into_iter().filter_map(median_round).collect();
+    let mut cases: Vec<CaseReport> = per_case.into_iter().filter_map(median).collect();
     // The median round's ratio, against the floor of every round's median primitives.
     for c in &mut cases {
         if let Some(f) = floors.iter().find(|f| f.suci == c.suci) {
@@ -817,7 +774,7 @@ pub(crate) fn measure_rt(
             warmup_ues: args.warmup_ues,
             concurrency: args.concurrency,
             gnbs: args.gnbs,
-            rounds: args.rounds,
+            rounds,
             procedure: "register-deregister",
             n2_transport: "sctp over udp (RFC 6951)",
             nas_algorithms: "NIA2 + NEA2",
@@ -931,38 +888,25 @@ fn run_rt(json: bool, args: &RegistrationArgs, realtime: bool) -> Result<(), Ben
     if realtime {
         super::lockecho::probe_realtime()?;
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
     let report = if realtime {
         measure_rt(args, true)?
     } else {
         measure(args)?
     };
-    let json_path = args.out.join("registration.json");
-    let svg_path = args.out.join("registration.svg");
-    let csv_path = args.out.join("registration.csv");
-    let sweep_path = args.out.join("registration-sweep.svg");
-    let pretty = serde_json::to_string_pretty(&report)
-        .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-    std::fs::write(&json_path, format!("{pretty}\n"))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
-    super::regplot::write_svg(&svg_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
-    std::fs::write(&csv_path, csv(&report))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", csv_path.display())))?;
-    super::regplot::write_sweep_svg(&sweep_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", sweep_path.display())))?;
+    out.json("registration.json", &report)?;
+    out.text("registration.csv", csv(&report))?;
+    out.plot("registration.svg", |p| {
+        super::regplot::write_svg(p, &report)
+    })?;
+    out.plot("registration-sweep.svg", |p| {
+        super::regplot::write_sweep_svg(p, &report)
+    })?;
     if json {
         crate::print_json(&report)?;
     } else {
         print!("{}", table(&report));
-        println!(
-            "wrote {}, {}, {} and {}",
-            json_path.display(),
-            csv_path.display(),
-            svg_path.display(),
-            sweep_path.display()
-        );
+        println!("wrote {}", out.list());
     }
     if report.ok {
         Ok(())
@@ -1117,23 +1061,26 @@ fn table(r: &RegistrationBenchReport) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::corecase::all_cores;
+    use super::super::sweep::{parse_workers, WorkerList};
     use super::*;
 
     fn args(ues: u64) -> RegistrationArgs {
         RegistrationArgs {
-            workers: vec![WorkerList(vec![1])],
             connections: vec![BenchConnections::Persistent],
             suci: vec![SuciArg::A],
             sbi: vec![BenchSbi::Inproc],
-            state: vec![BenchState::Sharded],
             ues,
             concurrency: 5,
             gnbs: 1,
             warmup_ues: 5,
-            rounds: 1,
             timeout: 20.0,
-            out: std::env::temp_dir(),
+            sweep: SweepArgs {
+                workers: vec![WorkerList(vec![1])],
+                state: vec![BenchState::Sharded],
+                rounds: Some(1),
+                out: Some(std::env::temp_dir()),
+                ..SweepArgs::default()
+            },
         }
     }
 
@@ -1180,8 +1127,8 @@ mod tests {
     #[test]
     fn locked_and_sharded_cases_fill_the_contention_and_wakeup_tables() {
         let mut a = args(20);
-        a.workers = vec![WorkerList(vec![2])];
-        a.state = vec![BenchState::Locked, BenchState::Sharded];
+        a.sweep.workers = vec![WorkerList(vec![2])];
+        a.sweep.state = vec![BenchState::Locked, BenchState::Sharded];
         let r = measure(&a).unwrap();
         assert!(r.ok, "{r:?}");
         let locked = r.cases.iter().find(|c| c.state == "locked").unwrap();
@@ -1218,21 +1165,15 @@ mod tests {
     }
 
     #[test]
-    fn worker_lists_take_counts_ranges_and_all() {
-        assert_eq!(parse_workers("3").unwrap().0, vec![3]);
-        assert_eq!(parse_workers("1..3").unwrap().0, vec![1, 2, 3]);
-        let all = all_cores();
-        assert_eq!(parse_workers("all").unwrap().0, vec![all]);
-        assert_eq!(parse_workers("1..all").unwrap().0.len(), usize::from(all));
-        for bad in ["0", "65", "3..1", "x", "1..", ""] {
-            assert!(parse_workers(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn bad_matrices_are_usage_errors() {
         let mut a = args(10);
-        a.workers = vec![WorkerList(vec![0])];
+        a.sweep.workers = vec![WorkerList(vec![0])];
+        assert!(matches!(matrix(&a), Err(BenchError::Invalid(_))));
+        a.sweep.workers = vec![WorkerList(vec![65])];
+        assert!(matches!(matrix(&a), Err(BenchError::Invalid(_))));
+        // A flag this scenario does not take.
+        let mut a = args(10);
+        a.sweep.warmup = Some(1.0);
         assert!(matches!(matrix(&a), Err(BenchError::Invalid(_))));
         let mut a = args(10);
         a.connections = vec![BenchConnections::Short];
@@ -1246,7 +1187,7 @@ mod tests {
         assert!(matches!(matrix(&a), Err(BenchError::Invalid(_))));
         a.ues = 1;
         a.sbi = vec![BenchSbi::Inproc, BenchSbi::H2c, BenchSbi::Inproc];
-        a.workers = vec![parse_workers("1..2").unwrap()];
+        a.sweep.workers = vec![parse_workers("1..2").unwrap()];
         assert_eq!(matrix(&a).unwrap().len(), 4);
     }
 
@@ -1295,7 +1236,7 @@ mod tests {
         let sl = cmp.iter().find(|c| c.what == "sharded/locked").unwrap();
         assert!((sl.cpu_ratio - 100.0 / 110.0).abs() < 1e-9);
         assert_eq!(cmp.len(), 2);
-        let m = median_round(vec![cs[1].clone(), cs[0].clone(), cs[2].clone()]).unwrap();
+        let m = median(vec![cs[1].clone(), cs[0].clone(), cs[2].clone()]).unwrap();
         assert_eq!(m.core_cpu_us_per_registration, 110.0);
         assert_eq!(m.rounds_core_cpu_us_per_registration.len(), 3);
     }

@@ -6,7 +6,6 @@
 //! machine state. Results go to `DIR/sctp.json` and `DIR/sctp.svg`, and to standard output
 //! (a table, or with `--json` the same object as the file).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -16,6 +15,7 @@ use serde::Serialize;
 
 use super::echo::{self, CaseConfig, CaseOutcome, Kind, Payloads, HEADER_LEN, MAX_ASSOCS};
 use super::machine::Machine;
+use super::sweep::{self, seconds, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
@@ -41,6 +41,15 @@ pub(crate) enum BenchTransport {
 
 /// `steer5g bench sctp`.
 #[derive(Debug, Args)]
+#[command(mut_arg("duration", |a| shown(a, Some("3"),
+    "Length of each measured window, in seconds.")))]
+#[command(mut_arg("warmup", |a| shown(a, Some("0.5"),
+    "Traffic before each measured window, in seconds.")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("1"),
+    "Measure every case this many times, interleaved, and report each case's median round \
+     (a shared machine's load comes in bursts).")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for sctp.json and sctp.svg.")))]
 pub struct SctpArgs {
     /// SCTP transports to measure (default: both when raw sockets can be opened, else udp).
     #[arg(long, value_enum)]
@@ -62,19 +71,9 @@ pub struct SctpArgs {
     /// Messages in flight per association (closed loop).
     #[arg(long, default_value_t = 32, value_name = "W")]
     pub(crate) window: u32,
-    /// Length of each measured window, in seconds.
-    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
-    pub(crate) duration: f64,
-    /// Traffic before each measured window, in seconds.
-    #[arg(long, default_value_t = 0.5, value_name = "SECS")]
-    pub(crate) warmup: f64,
-    /// Measure every case this many times, interleaved, and report each case's median round
-    /// (a shared machine's load comes in bursts).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub(crate) rounds: u32,
-    /// Directory for sctp.json and sctp.svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--duration`, `--warmup`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// The settings every case shared.
@@ -165,15 +164,6 @@ pub(crate) fn bench_association() -> AssociationConfig {
     }
 }
 
-fn seconds(what: &str, v: f64, max: f64) -> Result<Duration, BenchError> {
-    if !(v.is_finite() && v >= 0.0 && v <= max) {
-        return Err(BenchError::Invalid(format!(
-            "--{what} must be between 0 and {max} seconds"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 /// Whether this process may open raw protocol-132 sockets.
 fn raw_available() -> Result<bool, BenchError> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -205,16 +195,16 @@ pub(crate) fn run(json: bool, args: &SctpArgs) -> Result<(), BenchError> {
             "--window must be between 1 and 65536".into(),
         ));
     }
-    let duration = seconds("duration", args.duration, 3600.0)?;
+    args.sweep.only(
+        "sctp",
+        &[Axis::Duration, Axis::Warmup, Axis::Rounds, Axis::Out],
+    )?;
+    let duration = seconds("duration", args.sweep.duration_s(), 3600.0)?;
     if duration.is_zero() {
         return Err(BenchError::Invalid("--duration must be positive".into()));
     }
-    let warmup = seconds("warmup", args.warmup, 60.0)?;
-    if args.rounds == 0 || args.rounds > 100 {
-        return Err(BenchError::Invalid(
-            "--rounds must be between 1 and 100".into(),
-        ));
-    }
+    let warmup = seconds("warmup", args.sweep.warmup_s(), 60.0)?;
+    let rounds = args.sweep.rounds(100)?;
 
     let (transports, choice) = match args.transport {
         Some(t) => {
@@ -259,7 +249,7 @@ pub(crate) fn run(json: bool, args: &SctpArgs) -> Result<(), BenchError> {
         window: args.window,
         duration_s: duration.as_secs_f64(),
         warmup_s: warmup.as_secs_f64(),
-        rounds: args.rounds,
+        rounds,
         ppid: ran::load::NGAP_PPID,
         sctp_pmtu: association.pmtu,
         sctp_a_rwnd: association.a_rwnd,
@@ -267,50 +257,44 @@ pub(crate) fn run(json: bool, args: &SctpArgs) -> Result<(), BenchError> {
         sctp_sack_delay_ms: association.sack_delay.as_secs_f64() * 1e3,
         cores: cores.map(|(a, b)| [a.id, b.id]),
     };
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
-
-    let machine = Machine::probe();
-    if machine.build == "debug" {
-        tracing::warn!(
-            "this is a debug build: the figures will not mean much; \
-             build with `cargo build --release -p steer5g`"
-        );
-    }
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
+    let machine = sweep::machine();
     let payloads = Payloads::new(args.min_size, args.max_size);
-    // Rounds interleave the cases (UDP, then SCTP, per association count) so that a burst of
-    // load from other jobs hits every case alike; each case reports its median round.
-    let mut rounds: Vec<Vec<CaseReport>> = Vec::new();
-    for round in 0..args.rounds {
-        if args.rounds > 1 {
-            tracing::info!("round {} of {}", round + 1, args.rounds);
-        }
-        let mut slot = 0;
-        for &assocs in &args.assocs {
-            for kind in std::iter::once(Kind::PlainUdp).chain(transports.iter().copied()) {
-                let cfg = CaseConfig {
-                    kind,
-                    assocs,
-                    window: args.window,
-                    payloads: payloads.clone(),
-                    warmup,
-                    duration,
-                    association: association.clone(),
-                    cores,
-                    keep_samples: 0,
-                    stall: echo::STALL,
-                };
-                let outcome = measure(&cfg)?;
-                let report = case_report(&cfg, &outcome);
-                match rounds.get_mut(slot) {
-                    Some(v) => v.push(report),
-                    None => rounds.push(vec![report]),
-                }
-                slot += 1;
+    // The plain UDP baseline first, then SCTP over each transport, per association count.
+    let plan: Vec<(u32, Kind)> = args
+        .assocs
+        .iter()
+        .flat_map(|&n| {
+            std::iter::once(Kind::PlainUdp)
+                .chain(transports.iter().copied())
+                .map(move |k| (n, k))
+        })
+        .collect();
+    // Each case shows a bar of its own.
+    let per_case = Sweep::new(&plan, rounds).quiet().run(
+        |(n, k)| format!("{} x{n}", k.label()),
+        |v| {
+            if v.first && rounds > 1 {
+                tracing::info!("round {} of {rounds}", v.round + 1);
             }
-        }
-    }
-    let cases: Vec<CaseReport> = rounds.into_iter().filter_map(median_round).collect();
+            let &(assocs, kind) = v.case;
+            let cfg = CaseConfig {
+                kind,
+                assocs,
+                window: args.window,
+                payloads: payloads.clone(),
+                warmup,
+                duration,
+                association: association.clone(),
+                cores,
+                keep_samples: 0,
+                stall: echo::STALL,
+            };
+            let outcome = measure(&cfg)?;
+            Ok(case_report(&cfg, &outcome))
+        },
+    )?;
+    let cases: Vec<CaseReport> = per_case.into_iter().filter_map(sweep::median).collect();
     let mut comparisons = Vec::new();
     for c in &cases {
         if c.case == Kind::PlainUdp.label() {
@@ -335,19 +319,13 @@ pub(crate) fn run(json: bool, args: &SctpArgs) -> Result<(), BenchError> {
         target_ratio: TARGET_RATIO,
         meets_target,
     };
-    let json_path = args.out.join("sctp.json");
-    let svg_path = args.out.join("sctp.svg");
-    let pretty = serde_json::to_string_pretty(&report)
-        .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-    std::fs::write(&json_path, format!("{pretty}\n"))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
-    super::plot::write_svg(&svg_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    out.json("sctp.json", &report)?;
+    out.plot("sctp.svg", |p| super::plot::write_svg(p, &report))?;
     if json {
         crate::print_json(&report)?;
     } else {
         print!("{}", table(&report));
-        println!("wrote {} and {}", json_path.display(), svg_path.display());
+        println!("wrote {}", out.list());
     }
     if !meets_target {
         tracing::warn!("SCTP echo is below {TARGET_RATIO} of the plain UDP echo rate");
@@ -456,14 +434,15 @@ fn case_report(cfg: &CaseConfig, o: &CaseOutcome) -> CaseReport {
 }
 
 /// The round with the median rate (the lower middle one for an even count), carrying the
-/// rates of all rounds.
-fn median_round(mut rounds: Vec<CaseReport>) -> Option<CaseReport> {
-    let all: Vec<f64> = rounds.iter().map(|r| r.msgs_per_s).collect();
-    rounds.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
-    let mid = rounds.len().checked_sub(1)? / 2;
-    let mut m = rounds.into_iter().nth(mid)?;
-    m.rounds_msgs_per_s = all;
-    Some(m)
+/// The median of a case's rounds is by rate (the lower middle one of an even count).
+impl sweep::Round for CaseReport {
+    fn key(&self) -> f64 {
+        self.msgs_per_s
+    }
+
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_msgs_per_s = all.iter().map(|r| r.msgs_per_s).collect();
+    }
 }
 
 fn compare(sctp: &CaseReport, udp: &CaseReport) -> Comparison {
@@ -655,10 +634,10 @@ mod tests {
             mk("sctp/raw", 1.0, 8.0),
             mk("sctp/raw", 2.0, 7.0),
         ];
-        let m = median_round(rounds).unwrap();
+        let m = sweep::median(rounds).unwrap();
         assert_eq!(m.msgs_per_s, 2.0);
         assert_eq!(m.cpu_us_per_msg, 7.0);
         assert_eq!(m.rounds_msgs_per_s, vec![3.0, 1.0, 2.0]);
-        assert!(median_round(Vec::new()).is_none());
+        assert!(sweep::median(Vec::<CaseReport>::new()).is_none());
     }
 }

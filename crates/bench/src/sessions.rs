@@ -25,23 +25,19 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::OsRng;
 use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, SbiMode, SmfOptions, StateMode, UpfOptions};
 
-use super::corecase::{
-    first_supi, median_round, next_slot, parse_workers, per, state_label, threads_cpu, BenchState,
-    WorkerList, CORE_THREAD_PREFIX,
-};
+use super::corecase::{first_supi, next_slot, per, threads_cpu, CORE_THREAD_PREFIX};
 use super::machine::Machine;
+use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
 use super::sweepplot::{write_sweep, Panel};
 
 use crate::BenchError;
@@ -58,26 +54,17 @@ const UPF_THREAD_PREFIX: &str = "upf-pfcp";
 
 /// `steer5g bench sessions`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, Some("1..all"),
+    "Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`, \
+     `all`: the cores here) sweeps them.")))]
+#[command(mut_arg("state", |a| shown(a, Some("sharded,locked"),
+    "State mode of the core; a list sweeps them.")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("1"),
+    "Measure every case this many times, interleaved, and report each case's median round.")
+    .value_name("R")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for sessions.json, .csv and .svg.")))]
 pub struct SessionsArgs {
-    /// Core worker threads; a comma-separated list of counts and ranges (`1..4`, `1..all`,
-    /// `all`: the cores here) sweeps them.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "1..all",
-        value_name = "LIST",
-        value_parser = parse_workers
-    )]
-    pub(crate) workers: Vec<WorkerList>,
-    /// State mode of the core; a list sweeps them.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "sharded,locked",
-        value_name = "LIST"
-    )]
-    pub(crate) state: Vec<BenchState>,
     /// UEs (subscribers) of each case.
     #[arg(long, default_value_t = 500, value_name = "N")]
     pub(crate) ues: u64,
@@ -90,15 +77,12 @@ pub struct SessionsArgs {
     /// gNBs the UEs are spread over.
     #[arg(long, default_value_t = 4, value_name = "G")]
     pub(crate) gnbs: u32,
-    /// Measure every case this many times, interleaved, and report each case's median round.
-    #[arg(long, default_value_t = 1, value_name = "R")]
-    pub(crate) rounds: u32,
     /// Give up on NG Setup, and on each procedure, after this many seconds.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub(crate) timeout: f64,
-    /// Directory for sessions.json, .csv and .svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--workers`, `--state`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// One case of the matrix.
@@ -237,8 +221,13 @@ struct Outcome {
 
 /// Checks the arguments; the matrix of cases in run order.
 fn matrix(args: &SessionsArgs) -> Result<Vec<Case>, BenchError> {
-    let workers: Vec<u16> = args.workers.iter().flat_map(|l| l.0.clone()).collect();
-    if workers.is_empty() || args.state.is_empty() {
+    args.sweep.only(
+        "sessions",
+        &[Axis::Workers, Axis::State, Axis::Rounds, Axis::Out],
+    )?;
+    let workers = args.sweep.workers(64)?;
+    let states = args.sweep.states();
+    if workers.is_empty() || states.is_empty() {
         return Err(BenchError::Invalid(
             "--workers and --state need at least one value".into(),
         ));
@@ -259,11 +248,7 @@ fn matrix(args: &SessionsArgs) -> Result<Vec<Case>, BenchError> {
     if args.gnbs == 0 {
         return Err(BenchError::Invalid("--gnbs must be at least 1".into()));
     }
-    if args.rounds == 0 || args.rounds > 100 {
-        return Err(BenchError::Invalid(
-            "--rounds must be between 1 and 100".into(),
-        ));
-    }
+    args.sweep.rounds(100)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(BenchError::Invalid(
             "--timeout must be a positive number of seconds, at most 3600".into(),
@@ -271,7 +256,7 @@ fn matrix(args: &SessionsArgs) -> Result<Vec<Case>, BenchError> {
     }
     let mut cases = Vec::new();
     for &w in &workers {
-        for &state in &args.state {
+        for &state in &states {
             let c = Case { workers: w, state };
             if !cases.contains(&c) {
                 cases.push(c);
@@ -436,22 +421,23 @@ fn case_report(case: Case, args: &SessionsArgs, o: &Outcome) -> CaseReport {
     }
 }
 
-impl super::corecase::Round for CaseReport {
+/// The median of a case's rounds is by core CPU per establishment: the steadier figure on a
+/// shared machine.
+impl sweep::Round for CaseReport {
     fn ok(&self) -> bool {
         self.ok
     }
 
-    fn rate(&self) -> f64 {
-        self.establishments_per_s
-    }
-
-    fn cpu_us(&self) -> f64 {
+    fn key(&self) -> f64 {
         self.core_cpu_us_per_establishment
     }
 
-    fn keep_rounds(&mut self, rates: Vec<f64>, cpus: Vec<f64>) {
-        self.rounds_establishments_per_s = rates;
-        self.rounds_core_cpu_us_per_establishment = cpus;
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_establishments_per_s = all.iter().map(|r| r.establishments_per_s).collect();
+        self.rounds_core_cpu_us_per_establishment = all
+            .iter()
+            .map(|r| r.core_cpu_us_per_establishment)
+            .collect();
     }
 }
 
@@ -486,41 +472,18 @@ fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
 /// Measures every case, rounds interleaved.
 pub(crate) fn measure(args: &SessionsArgs) -> Result<SessionsBenchReport, BenchError> {
     let cases = matrix(args)?;
-    let machine = Machine::probe();
-    if machine.build == "debug" {
-        tracing::warn!(
-            "this is a debug build: the figures will not mean much; \
-             build with `cargo build --release -p steer5g`"
-        );
-    }
-    let bar = ProgressBar::new((cases.len() * args.rounds as usize) as u64);
-    if let Ok(style) = ProgressStyle::with_template("{prefix:>18} [{bar:30}] {pos}/{len} {msg}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); cases.len()];
-    for round in 0..args.rounds {
-        for (i, &case) in cases.iter().enumerate() {
-            bar.set_prefix(format!("round {} {}", round + 1, case.label()));
-            let outcome = match run_case(case, args, next_slot()) {
-                Ok(o) => o,
-                Err(e) => {
-                    bar.abandon_with_message("failed");
-                    return Err(e);
-                }
-            };
-            let report = case_report(case, args, &outcome);
-            bar.set_message(format!(
-                "{:.0} est/s, {:.0} µs/est",
-                report.establishments_per_s, report.core_cpu_us_per_establishment
-            ));
-            bar.inc(1);
-            if let Some(v) = rounds.get_mut(i) {
-                v.push(report);
-            }
-        }
-    }
-    bar.finish_and_clear();
-    let cases: Vec<CaseReport> = rounds.into_iter().filter_map(median_round).collect();
+    let rounds = args.sweep.rounds(100)?;
+    let machine = sweep::machine();
+    let per_case = Sweep::new(&cases, rounds).run(Case::label, |v| {
+        let outcome = run_case(*v.case, args, next_slot())?;
+        let report = case_report(*v.case, args, &outcome);
+        v.say(format!(
+            "{:.0} est/s, {:.0} µs/est",
+            report.establishments_per_s, report.core_cpu_us_per_establishment
+        ));
+        Ok(report)
+    })?;
+    let cases: Vec<CaseReport> = per_case.into_iter().filter_map(median).collect();
     let ok = cases.iter().all(|c| c.ok);
     Ok(SessionsBenchReport {
         scenario: "sessions",
@@ -531,7 +494,7 @@ pub(crate) fn measure(args: &SessionsArgs) -> Result<SessionsBenchReport, BenchE
             pdu_sessions: args.pdu_sessions,
             concurrency: args.concurrency,
             gnbs: args.gnbs,
-            rounds: args.rounds,
+            rounds,
             n2_transport: "sctp over udp (RFC 6951)",
             sbi: "inproc",
             upf: "in-process, memory datapath (PFCP over loopback UDP)",
@@ -674,30 +637,16 @@ fn table(r: &SessionsBenchReport) -> String {
 pub(crate) fn run(json: bool, args: &SessionsArgs) -> Result<(), BenchError> {
     // Usage errors first, before the output directory is made.
     matrix(args)?;
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
     let report = measure(args)?;
-    let json_path = args.out.join("sessions.json");
-    let csv_path = args.out.join("sessions.csv");
-    let svg_path = args.out.join("sessions.svg");
-    let pretty = serde_json::to_string_pretty(&report)
-        .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-    std::fs::write(&json_path, format!("{pretty}\n"))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
-    std::fs::write(&csv_path, csv(&report))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", csv_path.display())))?;
-    write_svg(&svg_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    out.json("sessions.json", &report)?;
+    out.text("sessions.csv", csv(&report))?;
+    out.plot("sessions.svg", |p| write_svg(p, &report))?;
     if json {
         crate::print_json(&report)?;
     } else {
         print!("{}", table(&report));
-        println!(
-            "wrote {}, {} and {}",
-            json_path.display(),
-            csv_path.display(),
-            svg_path.display()
-        );
+        println!("wrote {}", out.list());
     }
     if report.ok {
         Ok(())
@@ -718,19 +667,23 @@ pub(crate) fn run(json: bool, args: &SessionsArgs) -> Result<(), BenchError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::sweep::WorkerList;
     use super::*;
 
     fn args() -> SessionsArgs {
         SessionsArgs {
-            workers: vec![WorkerList(vec![1, 2])],
-            state: vec![BenchState::Sharded, BenchState::Locked],
             ues: 10,
             pdu_sessions: 1,
             concurrency: 5,
             gnbs: 1,
-            rounds: 1,
             timeout: 20.0,
-            out: PathBuf::from("x"),
+            sweep: SweepArgs {
+                workers: vec![WorkerList(vec![1, 2])],
+                state: vec![BenchState::Sharded, BenchState::Locked],
+                rounds: Some(1),
+                out: Some("x".into()),
+                ..SweepArgs::default()
+            },
         }
     }
 
@@ -752,11 +705,24 @@ mod tests {
             },
             SessionsArgs { ues: 0, ..args() },
             SessionsArgs {
-                rounds: 0,
+                sweep: SweepArgs {
+                    rounds: Some(0),
+                    ..args().sweep
+                },
                 ..args()
             },
             SessionsArgs {
-                state: vec![],
+                sweep: SweepArgs {
+                    state: vec![],
+                    ..args().sweep
+                },
+                ..args()
+            },
+            SessionsArgs {
+                sweep: SweepArgs {
+                    duration: Some(1.0),
+                    ..args().sweep
+                },
                 ..args()
             },
         ] {
@@ -778,7 +744,7 @@ mod tests {
 
     #[test]
     fn median_round_and_comparisons() {
-        let m = median_round(vec![
+        let m = median(vec![
             case(1, "sharded", 100.0, 30.0, true),
             case(1, "sharded", 300.0, 10.0, true),
             case(1, "sharded", 200.0, 20.0, true),
@@ -786,7 +752,7 @@ mod tests {
         .unwrap();
         assert_eq!(m.core_cpu_us_per_establishment, 20.0);
         assert_eq!(m.rounds_establishments_per_s, vec![100.0, 300.0, 200.0]);
-        let failed = median_round(vec![
+        let failed = median(vec![
             case(1, "sharded", 100.0, 30.0, true),
             case(1, "sharded", 5.0, 90.0, false),
         ])

@@ -27,7 +27,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,7 @@ use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, StreamSteering};
 use super::lockecho::mmsg;
 use super::lockecho::{RealtimeGuard, REALTIME_CLIENT, REALTIME_WORKER};
 use super::machine::Machine;
+use super::sweep::{self, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
@@ -65,6 +66,12 @@ const NGAP_PPID: u32 = 60;
 
 /// `steer5g bench steering`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, Some("2"), "Workers each message is steered among.")
+    .value_name("WORKERS")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("3"),
+    "Measure everything this many times, interleaved; each case reports its median round.")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.")))]
 pub struct SteeringArgs {
     /// Messages per case.
     #[arg(long, default_value_t = 200_000, value_name = "N")]
@@ -82,9 +89,6 @@ pub struct SteeringArgs {
         value_name = "LIST"
     )]
     pub(crate) batch: Vec<usize>,
-    /// Workers each message is steered among.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) workers: u16,
     /// The paths to measure, comma-separated (kernel-udp, one-hop-udp, pool-tcp,
     /// one-hop-tcp, sockmap-tcp); default all. A ratio needs both of its cases.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -97,21 +101,18 @@ pub struct SteeringArgs {
         value_name = "LIST"
     )]
     pub(crate) sctp_k: Vec<usize>,
-    /// Measure everything this many times, interleaved; each case reports its median round.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub(crate) rounds: u32,
     /// Give up on a case that has not finished after this many seconds.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub(crate) timeout: f64,
-    /// Directory for steering.json, steering.csv, steering-sctp.csv and steering.svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
     /// Run every case's workers SCHED_FIFO (priority 1) and its sender above them (2), as
     /// `bench echo --realtime`: ordinary jobs cannot take their cores, and a batch the
     /// sender writes leaves whole. Needs CAP_SYS_NICE (exit 3). Each case stays bounded by
     /// `--timeout`.
     #[arg(long)]
     pub(crate) realtime: bool,
+    /// `--workers`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// The settings every case shared.
@@ -1615,11 +1616,51 @@ fn sctp_report(k: usize, handoff: bool, o: &Outcome) -> SctpReport {
     }
 }
 
-/// The median element by `key` (the lower middle for an even count).
-fn median_by<T>(mut v: Vec<T>, key: impl Fn(&T) -> f64) -> Option<T> {
-    v.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    let mid = v.len().checked_sub(1)? / 2;
-    v.into_iter().nth(mid)
+/// One case of the sweep: a path at a batch, or SCTP at K messages per packet, with or
+/// without the hand-off.
+#[derive(Debug, Clone, Copy)]
+enum Visit {
+    Path(Route, usize),
+    Sctp(usize, bool),
+}
+
+impl Visit {
+    fn label(&self) -> String {
+        match *self {
+            Visit::Path(r, batch) => format!("{} b{batch}", r.label()),
+            Visit::Sctp(k, handoff) => {
+                format!("sctp k={k} {}", if handoff { "hand-off" } else { "local" })
+            }
+        }
+    }
+}
+
+/// What a visit measured.
+enum Measured {
+    Path(CaseReport),
+    Sctp(SctpReport),
+}
+
+/// The median of a path's rounds is by CPU per message.
+impl sweep::Round for CaseReport {
+    fn key(&self) -> f64 {
+        self.cpu_ns_per_msg
+    }
+
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_cpu_ns_per_msg = all.iter().map(|c| c.cpu_ns_per_msg).collect();
+    }
+}
+
+/// The median of an SCTP case's rounds is by the workers' CPU per message.
+impl sweep::Round for SctpReport {
+    fn key(&self) -> f64 {
+        self.workers_cpu_ns_per_msg
+    }
+
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_workers_cpu_ns_per_msg = all.iter().map(|c| c.workers_cpu_ns_per_msg).collect();
+    }
 }
 
 fn ratio(
@@ -1680,6 +1721,9 @@ fn finish(bar: &ProgressBar, r: &Result<Outcome, BenchError>) {
 
 /// `steer5g bench steering`.
 pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
+    args.sweep
+        .only("steering", &[Axis::Workers, Axis::Rounds, Axis::Out])?;
+    let workers = args.sweep.one_worker()?;
     if args.messages == 0 || args.messages > 50_000_000 {
         return Err(BenchError::Invalid(
             "--messages must be 1..=50000000".into(),
@@ -1708,7 +1752,7 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
     if batches.is_empty() || batches.len() > 16 {
         return Err(BenchError::Invalid("--batch takes 1 to 16 values".into()));
     }
-    if args.workers < 2 || args.workers > 64 {
+    if !(2..=64).contains(&workers) {
         return Err(BenchError::Invalid("--workers must be 2..=64".into()));
     }
     if args.sctp_k.iter().any(|&k| k == 0 || k > 64) {
@@ -1716,9 +1760,7 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
             "--sctp-k: each K must be 1..=64".into(),
         ));
     }
-    if args.rounds == 0 || args.rounds > 20 {
-        return Err(BenchError::Invalid("--rounds must be 1..=20".into()));
-    }
+    let rounds = args.sweep.rounds(20)?;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(BenchError::Invalid(
             "--timeout must be in (0, 3600] seconds".into(),
@@ -1743,35 +1785,40 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
     if args.realtime {
         super::lockecho::probe_realtime()?;
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| failed(format!("cannot create {}: {e}", args.out.display())))?;
-    let machine = Machine::probe();
-    if machine.build == "debug" {
-        tracing::warn!("debug build: build with --release for figures that mean anything");
-    }
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
+    let machine = sweep::machine();
     let msgs = Messages::new(args.messages, args.size);
     let case_args = |batch: usize| CaseArgs {
-        workers: args.workers,
+        workers,
         batch,
         timeout: Duration::from_secs_f64(args.timeout),
         realtime: args.realtime,
     };
 
-    let slots = batches.len() * routes.len();
-    let mut rounds: Vec<Vec<CaseReport>> = vec![Vec::new(); slots];
-    let mut sctp_rounds: Vec<Vec<SctpReport>> = vec![Vec::new(); args.sctp_k.len() * 2];
-    for round in 0..args.rounds {
-        for (bi, &batch) in batches.iter().enumerate() {
-            let ca = case_args(batch);
-            for (i, p) in routes.iter().enumerate() {
-                let b = bar(format!("{} b{batch} r{}", p.label(), round + 1), msgs.count);
-                let r = {
-                    // Threads of the case inherit the workers' priority; the guard puts
-                    // this thread back to normal between cases (progress, files).
-                    let _rt = args
-                        .realtime
-                        .then(|| RealtimeGuard::enter(REALTIME_WORKER))
-                        .transpose()?;
+    // Every path at every batch; then SCTP, which bundles by K, not by the write batch.
+    let plan: Vec<Visit> = batches
+        .iter()
+        .flat_map(|&b| routes.iter().map(move |&r| Visit::Path(r, b)))
+        .chain(
+            args.sctp_k
+                .iter()
+                .flat_map(|&k| [Visit::Sctp(k, false), Visit::Sctp(k, true)]),
+        )
+        .collect();
+    // Each case shows a bar of its own.
+    let per_case = Sweep::new(&plan, rounds).quiet().run(Visit::label, |v| {
+        let label = format!("{} r{}", v.case.label(), v.round + 1);
+        let b = bar(label, msgs.count);
+        let r = {
+            // Threads of the case inherit the workers' priority; the guard puts this
+            // thread back to normal between cases (progress, files).
+            let _rt = args
+                .realtime
+                .then(|| RealtimeGuard::enter(REALTIME_WORKER))
+                .transpose()?;
+            match *v.case {
+                Visit::Path(p, batch) => {
+                    let ca = case_args(batch);
                     match p {
                         Route::KernelUdp => kernel_udp(&msgs, &ca, &b),
                         Route::OneHopUdp => one_hop_udp(&msgs, &ca, &b),
@@ -1779,57 +1826,33 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
                         Route::OneHopTcp => one_hop_tcp(&msgs, &ca, &b),
                         Route::SockmapTcp => sockmap_tcp(&msgs, &ca, &b),
                     }
-                };
-                finish(&b, &r);
-                let o = r?;
-                if let Some(v) = rounds.get_mut(bi * routes.len() + i) {
-                    v.push(case_report(*p, batch, &o));
                 }
-            }
-        }
-        // SCTP bundles by K, not by the write batch: measured once per round.
-        let ca = case_args(batches.first().copied().unwrap_or(1));
-        for (j, &k) in args.sctp_k.iter().enumerate() {
-            for (m, handoff) in [false, true].into_iter().enumerate() {
-                let label = format!(
-                    "sctp k={k} {} r{}",
-                    if handoff { "hand-off" } else { "local" },
-                    round + 1
-                );
-                let b = bar(label, msgs.count);
-                let r = {
-                    let _rt = args
-                        .realtime
-                        .then(|| RealtimeGuard::enter(REALTIME_WORKER))
-                        .transpose()?;
+                Visit::Sctp(k, handoff) => {
+                    let ca = case_args(batches.first().copied().unwrap_or(1));
                     sctp_case(&msgs, &ca, k, handoff, &b)
-                };
-                finish(&b, &r);
-                let o = r?;
-                if let Some(v) = sctp_rounds.get_mut(j * 2 + m) {
-                    v.push(sctp_report(k, handoff, &o));
                 }
             }
+        };
+        finish(&b, &r);
+        let o = r?;
+        Ok(match *v.case {
+            Visit::Path(p, batch) => Measured::Path(case_report(p, batch, &o)),
+            Visit::Sctp(k, handoff) => Measured::Sctp(sctp_report(k, handoff, &o)),
+        })
+    })?;
+    let mut cases: Vec<CaseReport> = Vec::new();
+    let mut sctp: Vec<SctpReport> = Vec::new();
+    for rounds in per_case {
+        let (mut paths, mut ks) = (Vec::new(), Vec::new());
+        for m in rounds {
+            match m {
+                Measured::Path(c) => paths.push(c),
+                Measured::Sctp(c) => ks.push(c),
+            }
         }
+        cases.extend(sweep::median(paths));
+        sctp.extend(sweep::median(ks));
     }
-    let cases: Vec<CaseReport> = rounds
-        .into_iter()
-        .filter_map(|v| {
-            let all: Vec<f64> = v.iter().map(|c| c.cpu_ns_per_msg).collect();
-            let mut m = median_by(v, |c| c.cpu_ns_per_msg)?;
-            m.rounds_cpu_ns_per_msg = all;
-            Some(m)
-        })
-        .collect();
-    let sctp: Vec<SctpReport> = sctp_rounds
-        .into_iter()
-        .filter_map(|v| {
-            let all: Vec<f64> = v.iter().map(|c| c.workers_cpu_ns_per_msg).collect();
-            let mut m = median_by(v, |c| c.workers_cpu_ns_per_msg)?;
-            m.rounds_workers_cpu_ns_per_msg = all;
-            Some(m)
-        })
-        .collect();
     let sctp_handoff = args
         .sctp_k
         .iter()
@@ -1903,9 +1926,9 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
             batch: batches,
             paths: routes.iter().map(|r| r.label()).collect(),
             realtime: args.realtime,
-            workers: args.workers,
+            workers,
             sctp_k: args.sctp_k.clone(),
-            rounds: args.rounds,
+            rounds,
             udp_window: UDP_WINDOW,
             mesh_capacity: MESH_CAPACITY,
         },
@@ -1917,14 +1940,17 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
         meets_target,
         met_at_batches,
     };
-    write_outputs(&args.out, &report)?;
+    out.json("steering.json", &report)?;
+    out.text("steering.csv", cases_csv(&report))?;
+    out.text("steering-sctp.csv", sctp_csv(&report))?;
+    out.plot("steering.svg", |p| plot(p, &report))?;
     if json {
         crate::print_json(&report)?;
     } else {
         print!("{}", table(&report));
         println!(
             "wrote steering.json, steering.csv, steering-sctp.csv and steering.svg in {}",
-            args.out.display()
+            out.dir().display()
         );
     }
     if meets_target {
@@ -1936,19 +1962,6 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
             report.met_at_batches
         )))
     }
-}
-
-fn write_outputs(dir: &Path, r: &SteeringReport) -> Result<(), BenchError> {
-    let write = |name: &str, text: String| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| failed(format!("cannot write {}: {e}", p.display())))
-    };
-    let json = serde_json::to_string_pretty(r).map_err(|e| failed(format!("JSON: {e}")))?;
-    write("steering.json", format!("{json}\n"))?;
-    write("steering.csv", cases_csv(r))?;
-    write("steering-sctp.csv", sctp_csv(r))?;
-    let svg = dir.join("steering.svg");
-    plot(&svg, r).map_err(|e| failed(format!("cannot write {}: {e}", svg.display())))
 }
 
 fn cases_csv(r: &SteeringReport) -> String {
@@ -2451,6 +2464,9 @@ mod tests {
         assert!(ratio(&cases, 8, "x", "nope", "kernel-udp", true).is_none());
         // Cases of another batch are not compared.
         assert!(ratio(&cases, 1, "x", "one-hop-udp", "kernel-udp", true).is_none());
-        assert_eq!(median_by(vec![3.0, 1.0, 2.0], |x| *x), Some(2.0));
+        // The median round by CPU per message, with every round's figure.
+        let m = sweep::median(vec![mk("a", 3.0), mk("a", 1.0), mk("a", 2.0)]).unwrap();
+        assert_eq!(m.cpu_ns_per_msg, 2.0);
+        assert_eq!(m.rounds_cpu_ns_per_msg, vec![3.0, 1.0, 2.0]);
     }
 }

@@ -18,7 +18,7 @@
 //! otherwise the whole report goes to `DIR/upf.json`, `DIR/upf.csv` and `DIR/upf_*.svg`.
 
 use std::net::{SocketAddrV4, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde::Serialize;
 use upf::userspace::testbed::{
@@ -38,6 +37,7 @@ use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Ceiling, XdpDatapath, XdpOptions};
 
 use super::machine::Machine;
+use super::sweep::{shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
@@ -115,6 +115,11 @@ impl PathKind {
 
 /// `steer5g bench upf`.
 #[derive(Debug, Args)]
+#[command(mut_arg("duration", |a| shown(a, Some("2"), "Measured window per case, seconds.")))]
+#[command(mut_arg("warmup", |a| shown(a, Some("0.3"),
+    "Traffic before each measured window, seconds.")))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for upf.json, upf.csv and the SVG plots.")))]
 pub struct UpfArgs {
     /// Measure one inner IPv4 packet size (bytes, 64..=1400); with --json prints the single
     /// line {"packet_size","direction","xdp_pps","user_pps","xdp_ns_per_packet",
@@ -133,18 +138,12 @@ pub struct UpfArgs {
         value_name = "LIST"
     )]
     pub(crate) sessions: Vec<u32>,
-    /// Measured window per case, seconds.
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
-    pub(crate) duration: f64,
-    /// Traffic before each measured window, seconds.
-    #[arg(long, default_value_t = 0.3, value_name = "SECS")]
-    pub(crate) warmup: f64,
     /// Paced packets per case for the latency CDF.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub(crate) latency_samples: u32,
-    /// Directory for upf.json, upf.csv and the SVG plots.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--duration`, `--warmup`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// One measured case.
@@ -255,6 +254,8 @@ fn need_root() -> Result<(), BenchError> {
 
 /// `steer5g bench upf`.
 pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
+    args.sweep
+        .only("upf", &[Axis::Duration, Axis::Warmup, Axis::Out])?;
     let sizes: Vec<usize> = match args.packet_size {
         Some(n) if (64..=1400).contains(&n) => vec![n],
         Some(n) => {
@@ -279,8 +280,8 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
             "--sessions: each count must be between 1 and 16000 (the UE pool is a /18)".to_owned(),
         ));
     }
-    let duration = secs("duration", args.duration, 60.0)?;
-    let warmup = secs("warmup", args.warmup, 10.0)?;
+    let duration = secs("duration", args.sweep.duration_s(), 60.0)?;
+    let warmup = secs("warmup", args.sweep.warmup_s(), 10.0)?;
     if args.latency_samples > 100_000 {
         return Err(BenchError::Invalid(
             "--latency-samples: at most 100000".to_owned(),
@@ -297,56 +298,53 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
         args.sessions.iter().skip(1).copied().collect()
     };
     let sessions0 = args.sessions.first().copied().unwrap_or(64);
-    let per_path = sizes.len() * directions.len() + extra_sessions.len() * directions.len();
-    let total = (per_path * 3 + sizes.len() * directions.len()) as u64;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
     let cfg = CaseCfg {
         duration,
         warmup,
         latency_samples: args.latency_samples,
     };
-    let result = (|| -> Result<Vec<CaseReport>, BenchError> {
-        let mut cases = Vec::new();
-        for path in [
-            PathKind::Ceiling,
-            PathKind::Xdp,
-            PathKind::Tun,
-            PathKind::Afxdp,
-        ] {
-            let mut plan: Vec<(u32, usize, Direction)> = Vec::new();
-            for &d in &directions {
-                for &s in &sizes {
-                    plan.push((sessions0, s, d));
-                }
-            }
-            if path != PathKind::Ceiling {
-                for &n in &extra_sessions {
-                    for &d in &directions {
-                        plan.push((n, TARGET_SIZE, d));
-                    }
-                }
-            }
-            let mut lab = Lab::new(path, sessions0)?;
-            for (n, size, d) in plan {
-                bar.set_message(format!(
-                    "{} {} {size} B, {n} sessions",
-                    path.label(),
-                    d.label()
-                ));
-                lab.set_sessions(n)?;
-                cases.push(lab.run_case(d, size, &cfg)?);
-                bar.inc(1);
+    // Every size and direction per path (the bare redirect ceiling first), then the growth
+    // with sessions at 128 B; one lab per path, made when its first case comes.
+    let mut plan: Vec<(PathKind, u32, usize, Direction)> = Vec::new();
+    for path in [
+        PathKind::Ceiling,
+        PathKind::Xdp,
+        PathKind::Tun,
+        PathKind::Afxdp,
+    ] {
+        for &d in &directions {
+            for &s in &sizes {
+                plan.push((path, sessions0, s, d));
             }
         }
-        Ok(cases)
-    })();
-    bar.finish_and_clear();
+        if path != PathKind::Ceiling {
+            for &n in &extra_sessions {
+                for &d in &directions {
+                    plan.push((path, n, TARGET_SIZE, d));
+                }
+            }
+        }
+    }
+    let mut lab: Option<(PathKind, Lab)> = None;
+    let result = Sweep::new(&plan, 1).run(
+        |(path, n, size, d)| format!("{} {} {size} B, {n} sessions", path.label(), d.label()),
+        |v| {
+            let &(path, n, size, d) = v.case;
+            if lab.as_ref().map(|(p, _)| *p) != Some(path) {
+                // The previous path's lab goes before the next one is made.
+                lab = None;
+                lab = Some((path, Lab::new(path, sessions0)?));
+            }
+            let Some((_, l)) = lab.as_mut() else {
+                return Err(BenchError::Failed("no lab".into()));
+            };
+            l.set_sessions(n)?;
+            l.run_case(d, size, &cfg)
+        },
+    );
+    drop(lab);
     let _ = upf_xdp::set_bpf_stats(was_on);
-    let cases = result?;
+    let cases: Vec<CaseReport> = result?.into_iter().flatten().collect();
 
     let lines = lines_of(&cases, sessions0);
     let target_ratios: Vec<(Direction, f64)> = lines
@@ -389,14 +387,15 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
             serde_json::to_string(l).map_err(|e| failed("json", e))?
         );
     } else {
-        write_outputs(&args.out, &report)?;
+        let out = args.sweep.out_or("bench-results");
+        write_outputs(&out, &report)?;
         if json {
             println!(
                 "{}",
                 serde_json::to_string(&report).map_err(|e| failed("json", e))?
             );
         } else {
-            print_table(&report, &args.out);
+            print_table(&report, &out);
         }
     }
     match report.meets_target {
@@ -961,9 +960,8 @@ fn print_table(r: &UpfBenchReport, out: &Path) {
 }
 
 fn write_outputs(dir: &Path, r: &UpfBenchReport) -> Result<(), BenchError> {
-    std::fs::create_dir_all(dir).map_err(|e| failed(&dir.display().to_string(), e))?;
-    let json = serde_json::to_string_pretty(r).map_err(|e| failed("json", e))?;
-    std::fs::write(dir.join("upf.json"), json).map_err(|e| failed("upf.json", e))?;
+    let mut out = Out::create(dir)?;
+    out.json("upf.json", r)?;
     let mut csv = String::from(
         "path,direction,packet_size,sessions,pps,ns_per_packet,system_ns_per_packet,forwarded,passed,dropped,p50_us,p99_us\n",
     );
@@ -985,17 +983,14 @@ fn write_outputs(dir: &Path, r: &UpfBenchReport) -> Result<(), BenchError> {
             opt(c.latency_us.as_ref().map(|l| l.p99)),
         ));
     }
-    std::fs::write(dir.join("upf.csv"), csv).map_err(|e| failed("upf.csv", e))?;
-    plot_by_size(&dir.join("upf_pps.svg"), r, "packets/s", |c| Some(c.pps))
-        .map_err(|e| failed("upf_pps.svg", e))?;
-    plot_by_size(
-        &dir.join("upf_cpu.svg"),
-        r,
-        "CPU ns per packet (path's own)",
-        |c| c.ns_per_packet,
-    )
-    .map_err(|e| failed("upf_cpu.svg", e))?;
-    plot_latency(&dir.join("upf_latency.svg"), r).map_err(|e| failed("upf_latency.svg", e))?;
+    out.text("upf.csv", csv)?;
+    out.plot("upf_pps.svg", |p| {
+        plot_by_size(p, r, "packets/s", |c| Some(c.pps))
+    })?;
+    out.plot("upf_cpu.svg", |p| {
+        plot_by_size(p, r, "CPU ns per packet (path's own)", |c| c.ns_per_packet)
+    })?;
+    out.plot("upf_latency.svg", |p| plot_latency(p, r))?;
     Ok(())
 }
 

@@ -20,7 +20,6 @@
 //! (the fit residual) before it is extended; the result is labelled a projection
 //! everywhere it is printed, since nothing was run on 16 or 64 cores.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -29,6 +28,7 @@ use steer::{Mesh, WorkerId, Workers};
 
 use super::lockecho::{self, EchoSettingsArgs, PointReport, Settings};
 use super::machine::Machine;
+use super::sweep::{shown, Axis, Out, SweepArgs};
 
 use crate::BenchError;
 
@@ -204,6 +204,16 @@ pub(crate) fn measure_handoff() -> Result<Handoff, BenchError> {
 
 /// `steer5g bench usl`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, None,
+    "Worker counts to measure, a list of counts and ranges (`1..4`, `all`); the same as \
+     --max-workers N for 1..N (default: 1..all).").conflicts_with("max_workers")))]
+#[command(mut_arg("duration", |a| shown(a, Some("3"),
+    "Length of each measured window, in seconds.")))]
+#[command(mut_arg("warmup", |a| shown(a, Some("0.5"),
+    "Traffic before each measured window, in seconds.")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("1"), lockecho::ROUNDS_HELP)))]
+#[command(mut_arg("out", |a| shown(a, Some("bench-results"),
+    "Directory for usl.json and usl.svg.")))]
 pub struct UslArgs {
     /// Measure 1..=N workers (default: every core).
     #[arg(long, value_name = "N")]
@@ -213,9 +223,9 @@ pub struct UslArgs {
     pub(crate) lock_share: f64,
     #[command(flatten)]
     pub(crate) settings: EchoSettingsArgs,
-    /// Directory for usl.json and usl.svg.
-    #[arg(long, default_value = "bench-results", value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    /// `--workers`, `--duration`, `--warmup`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
 
 /// One design's model and projection.
@@ -320,19 +330,35 @@ pub(crate) fn project(
 
 /// `steer5g bench usl`.
 pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let max = args
-        .max_workers
-        .unwrap_or_else(|| u16::try_from(cores).unwrap_or(u16::MAX));
-    if max == 0 || max > 64 {
-        return Err(BenchError::Invalid("--max-workers must be 1..=64".into()));
-    }
+    args.sweep.only(
+        "usl",
+        &[
+            Axis::Workers,
+            Axis::Duration,
+            Axis::Warmup,
+            Axis::Rounds,
+            Axis::Out,
+        ],
+    )?;
+    let workers: Vec<u16> = if args.sweep.workers.is_empty() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let max = args
+            .max_workers
+            .unwrap_or_else(|| u16::try_from(cores).unwrap_or(u16::MAX));
+        if max == 0 || max > 64 {
+            return Err(BenchError::Invalid("--max-workers must be 1..=64".into()));
+        }
+        (1..=max).collect()
+    } else {
+        args.sweep.workers(64)?
+    };
+    let max = workers.iter().copied().max().unwrap_or(1);
     if !(args.lock_share.is_finite() && (0.0..=1.0).contains(&args.lock_share)) {
         return Err(BenchError::Invalid(
             "--lock-share must be between 0 and 1".into(),
         ));
     }
-    let settings = Settings::from_args(&args.settings)?;
+    let settings = Settings::from_args(&args.settings, &args.sweep)?;
     let machine = Machine::probe();
     lockecho::warn_about(&machine, max);
     let handoff = measure_handoff()?;
@@ -341,10 +367,8 @@ pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
         cross_core = handoff.cross_core,
         "hand-off cost measured"
     );
-    let mut measured = Vec::new();
-    for n in 1..=max {
-        measured.push(lockecho::measure_point(n, args.lock_share, &settings)?);
-    }
+    let points: Vec<(u16, f64)> = workers.iter().map(|&n| (n, args.lock_share)).collect();
+    let measured = lockecho::measure_points(&points, &settings)?;
     let one = measured
         .first()
         .ok_or_else(|| BenchError::Failed("nothing measured".into()))?;
@@ -447,21 +471,14 @@ pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
         projections,
         projected_ratio,
     };
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", args.out.display())))?;
-    let json_path = args.out.join("usl.json");
-    let svg_path = args.out.join("usl.svg");
-    let pretty = serde_json::to_string_pretty(&report)
-        .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-    std::fs::write(&json_path, format!("{pretty}\n"))
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", json_path.display())))?;
-    write_svg(&svg_path, &report)
-        .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg_path.display())))?;
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
+    out.json("usl.json", &report)?;
+    out.plot("usl.svg", |p| write_svg(p, &report))?;
     if json {
         crate::print_json(&report)?;
     } else {
         print!("{}", table(&report));
-        println!("wrote {} and {}", json_path.display(), svg_path.display());
+        println!("wrote {}", out.list());
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ use self::client::{ClientConfig, ClientOutcome};
 use self::server::{Delivery, LockedRx, Mode, Plan, Server, ServerTotals};
 use self::work::{Calibration, Variant};
 use super::machine::Machine;
+use super::sweep::{self, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
@@ -110,12 +111,6 @@ pub(crate) struct EchoSettingsArgs {
     /// compute: the work is CPU; io: the work is system calls (pipe round trips).
     #[arg(long, value_enum, default_value_t = Variant::Compute)]
     pub(crate) variant: Variant,
-    /// Length of each measured window, in seconds.
-    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
-    pub(crate) duration: f64,
-    /// Traffic before each measured window, in seconds.
-    #[arg(long, default_value_t = 0.5, value_name = "SECS")]
-    pub(crate) warmup: f64,
     /// Client sockets (flows); default 2 per worker.
     #[arg(long, value_name = "N")]
     pub(crate) client_sockets: Option<u32>,
@@ -154,18 +149,20 @@ pub(crate) struct EchoSettingsArgs {
     /// a worker's core).
     #[arg(long, value_enum, default_value_t = ClientPriority::Above)]
     pub(crate) client_priority: ClientPriority,
-    /// Measure each point this many times, alternating which design goes first, and report
-    /// each design's median round (a shared machine's load comes in bursts).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub(crate) rounds: u32,
 }
 
 /// `steer5g bench echo`.
 #[derive(Debug, Args)]
+#[command(mut_arg("workers", |a| shown(a, Some("2"),
+    "Server worker threads (each pinned to a core).").value_name("N")))]
+#[command(mut_arg("duration", |a| shown(a, Some("3"),
+    "Length of each measured window, in seconds.")))]
+#[command(mut_arg("warmup", |a| shown(a, Some("0.5"),
+    "Traffic before each measured window, in seconds.")))]
+#[command(mut_arg("rounds", |a| shown(a, Some("1"), ROUNDS_HELP)))]
+#[command(mut_arg("out", |a| shown(a, None,
+    "Directory for lockecho.json, .csv and .svg (default for a sweep: bench-results).")))]
 pub struct LockEchoArgs {
-    /// Server worker threads (each pinned to a core).
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub(crate) workers: u16,
     /// Share of each request's work done under the lock (0..=1); a comma-separated list
     /// sweeps.
     #[arg(
@@ -177,10 +174,15 @@ pub struct LockEchoArgs {
     pub(crate) lock_share: Vec<f64>,
     #[command(flatten)]
     pub(crate) settings: EchoSettingsArgs,
-    /// Directory for lockecho.json, .csv and .svg (default for a sweep: bench-results).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    /// `--workers`, `--duration`, `--warmup`, `--rounds`, `--out`.
+    #[command(flatten)]
+    pub(crate) sweep: SweepArgs,
 }
+
+/// `--rounds` of `bench echo` and `bench usl`.
+pub(crate) const ROUNDS_HELP: &str = "Measure each point this many times, alternating which \
+    design goes first, and report each design's median round (a shared machine's load comes in \
+    bursts).";
 
 /// The validated settings of a series of runs.
 #[derive(Debug, Clone, Serialize)]
@@ -209,7 +211,7 @@ pub(crate) struct Settings {
 
 impl Settings {
     /// Checks the flags and calibrates the work.
-    pub(crate) fn from_args(a: &EchoSettingsArgs) -> Result<Self, BenchError> {
+    pub(crate) fn from_args(a: &EchoSettingsArgs, sweep: &SweepArgs) -> Result<Self, BenchError> {
         if !(a.work_us.is_finite() && a.work_us > 0.0 && a.work_us <= 100_000.0) {
             return Err(BenchError::Invalid(
                 "--work-us must be above 0 and at most 100000".into(),
@@ -224,11 +226,11 @@ impl Settings {
                 )))
             }
         };
-        let duration = secs("duration", a.duration, 3600.0)?;
+        let duration = secs("duration", sweep.duration_s(), 3600.0)?;
         if duration <= 0.0 {
             return Err(BenchError::Invalid("--duration must be positive".into()));
         }
-        let warmup = secs("warmup", a.warmup, 60.0)?;
+        let warmup = secs("warmup", sweep.warmup_s(), 60.0)?;
         if a.window == 0 || a.window > 1024 {
             return Err(BenchError::Invalid("--window must be 1..=1024".into()));
         }
@@ -242,9 +244,7 @@ impl Settings {
                 "--client-sockets must be 1..=1024".into(),
             ));
         }
-        if a.rounds == 0 || a.rounds > 50 {
-            return Err(BenchError::Invalid("--rounds must be 1..=50".into()));
-        }
+        let rounds = sweep.rounds(50)?;
         if a.keys == 0 {
             return Err(BenchError::Invalid("--keys must be at least 1".into()));
         }
@@ -272,7 +272,7 @@ impl Settings {
             pin: !a.no_pin,
             realtime: a.realtime,
             client_priority: a.client_priority,
-            rounds: a.rounds,
+            rounds,
             calibration,
         })
     }
@@ -501,55 +501,60 @@ pub(crate) fn measure_mode(
     })
 }
 
-/// The median of `runs` by rate (the upper one of an even count), with every round's rate.
-fn median(mut runs: Vec<ModeReport>) -> Option<ModeReport> {
-    let all: Vec<f64> = runs.iter().map(|r| r.rps).collect();
-    runs.sort_by(|a, b| a.rps.total_cmp(&b.rps));
-    let mid = runs.len() / 2;
-    let mut m = runs.into_iter().nth(mid)?;
-    m.rounds_rps = all;
-    Some(m)
+/// The median of a design's rounds is by rate (the upper one of an even count).
+impl sweep::Round for ModeReport {
+    const UPPER: bool = true;
+
+    fn key(&self) -> f64 {
+        self.rps
+    }
+
+    fn keep_rounds(&mut self, all: &[Self]) {
+        self.rounds_rps = all.iter().map(|r| r.rps).collect();
+    }
 }
 
-/// Both designs at one share, each `rounds` times, alternating which goes first.
-pub(crate) fn measure_point(
-    workers: u16,
-    share: f64,
+/// Both designs at every `(workers, share)` point, each `rounds` times, round-major, with
+/// the design that goes first alternating from round to round.
+pub(crate) fn measure_points(
+    points: &[(u16, f64)],
     s: &Settings,
-) -> Result<PointReport, BenchError> {
-    let mut sharded = Vec::new();
-    let mut locked = Vec::new();
-    for round in 0..s.rounds {
-        let order = if round % 2 == 0 {
-            [Mode::Sharded, Mode::Locked]
-        } else {
-            [Mode::Locked, Mode::Sharded]
-        };
-        for mode in order {
-            let r = measure_mode(mode, workers, share, s)?;
-            match mode {
-                Mode::Sharded => sharded.push(r),
-                Mode::Locked => locked.push(r),
-            }
-        }
-    }
+) -> Result<Vec<PointReport>, BenchError> {
+    let cases: Vec<(u16, f64, Mode)> = points
+        .iter()
+        .flat_map(|&(w, f)| [(w, f, Mode::Sharded), (w, f, Mode::Locked)])
+        .collect();
+    // Each run shows a bar of its own.
+    let per_case = Sweep::new(&cases, s.rounds).alternate().quiet().run(
+        |(w, f, m)| format!("{} x{w} F={f}", m.label()),
+        |v| {
+            let &(workers, share, mode) = v.case;
+            measure_mode(mode, workers, share, s)
+        },
+    )?;
     let none = || BenchError::Failed("no round measured".into());
-    let sharded = median(sharded).ok_or_else(none)?;
-    let locked = median(locked).ok_or_else(none)?;
-    let ratio = if locked.rps > 0.0 {
-        sharded.rps / locked.rps
-    } else {
-        0.0
-    };
-    Ok(PointReport {
-        workers,
-        lock_share: share,
-        sharded_rps: sharded.rps,
-        locked_rps: locked.rps,
-        ratio,
-        sharded,
-        locked,
-    })
+    let mut medians = per_case.into_iter().map(sweep::median);
+    points
+        .iter()
+        .map(|&(workers, share)| {
+            let sharded = medians.next().flatten().ok_or_else(none)?;
+            let locked = medians.next().flatten().ok_or_else(none)?;
+            let ratio = if locked.rps > 0.0 {
+                sharded.rps / locked.rps
+            } else {
+                0.0
+            };
+            Ok(PointReport {
+                workers,
+                lock_share: share,
+                sharded_rps: sharded.rps,
+                locked_rps: locked.rps,
+                ratio,
+                sharded,
+                locked,
+            })
+        })
+        .collect()
 }
 
 /// Warns once about the things that make the figures weaker.
@@ -572,7 +577,18 @@ pub(crate) fn warn_about(machine: &Machine, workers: u16) {
 
 /// `steer5g bench echo`.
 pub(crate) fn run(json: bool, args: &LockEchoArgs) -> Result<(), BenchError> {
-    if args.workers == 0 || args.workers > steer::Workers::MAX {
+    args.sweep.only(
+        "echo",
+        &[
+            Axis::Workers,
+            Axis::Duration,
+            Axis::Warmup,
+            Axis::Rounds,
+            Axis::Out,
+        ],
+    )?;
+    let workers = args.sweep.one_worker()?;
+    if workers == 0 || workers > steer::Workers::MAX {
         return Err(BenchError::Invalid(format!(
             "--workers must be 1..={}",
             steer::Workers::MAX
@@ -588,13 +604,11 @@ pub(crate) fn run(json: bool, args: &LockEchoArgs) -> Result<(), BenchError> {
             "--lock-share: each share must be between 0 and 1".into(),
         ));
     }
-    let settings = Settings::from_args(&args.settings)?;
+    let settings = Settings::from_args(&args.settings, &args.sweep)?;
     let machine = Machine::probe();
-    warn_about(&machine, args.workers);
-    let mut runs = Vec::with_capacity(args.lock_share.len());
-    for &share in &args.lock_share {
-        runs.push(measure_point(args.workers, share, &settings)?);
-    }
+    warn_about(&machine, workers);
+    let points: Vec<(u16, f64)> = args.lock_share.iter().map(|&f| (workers, f)).collect();
+    let runs = measure_points(&points, &settings)?;
     let crossover = crossover(
         &runs
             .iter()
@@ -613,36 +627,26 @@ pub(crate) fn run(json: bool, args: &LockEchoArgs) -> Result<(), BenchError> {
         scenario: "lock-echo",
         command: std::env::args().collect::<Vec<_>>().join(" "),
         machine,
-        workers: args.workers,
+        workers,
         settings,
-        client_core: client_core(args.workers).map(|c| c.id),
+        client_core: client_core(workers).map(|c| c.id),
         runs,
         crossover,
         target,
     };
     let sweep = report.runs.len() > 1;
     let out = args
+        .sweep
         .out
         .clone()
         .or_else(|| sweep.then(|| PathBuf::from("bench-results")));
     let mut wrote = Vec::new();
     if let Some(dir) = out {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| BenchError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-        let write = |name: &str, body: String| {
-            let p = dir.join(name);
-            std::fs::write(&p, body)
-                .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", p.display())))?;
-            Ok::<_, BenchError>(p)
-        };
-        let json = serde_json::to_string_pretty(&report)
-            .map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
-        wrote.push(write("lockecho.json", format!("{json}\n"))?);
-        wrote.push(write("lockecho.csv", csv(&report))?);
-        let svg = dir.join("lockecho.svg");
-        plot::write_svg(&svg, &report)
-            .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", svg.display())))?;
-        wrote.push(svg);
+        let mut out = Out::create(&dir)?;
+        out.json("lockecho.json", &report)?;
+        out.text("lockecho.csv", csv(&report))?;
+        out.plot("lockecho.svg", |p| plot::write_svg(p, &report))?;
+        wrote = out.wrote().to_vec();
     }
     if json {
         match report.runs.as_slice() {
