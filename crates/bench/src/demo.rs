@@ -11,6 +11,9 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use ran::load::args::TransportArg;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -47,54 +50,77 @@ const FORWARDING_WAIT: Duration = Duration::from_secs(5);
 /// veths, so anything lost is a fault, but one late reply should not fail a demo.
 const MAX_LOSS: f64 = 0.01;
 
-/// What `steer5g demo` runs.
-#[derive(Debug, Clone)]
-pub struct DemoConfig {
-    /// The network and N2 addresses; `n2.transports` holds `transport` alone.
-    pub cfg: Config,
-    /// The SCTP transport between the gNBs and the AMF.
-    pub transport: TransportKind,
-    /// UEs (subscribers provisioned in the data directory).
-    pub ues: u64,
-    /// gNB emulators.
-    pub gnbs: u32,
+/// The flags of `steer5g demo` that are the demo's own (the cli adds the N2 listener and
+/// the core's NAS and BPF flags).
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Number of UEs (subscribers provisioned in the fresh data directory).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) ues: u64,
+    /// Number of gNB emulators.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) gnbs: u32,
     /// UEs in flight at once (closed loop).
-    pub concurrency: usize,
+    #[arg(long, value_name = "K", default_value_t = 100)]
+    pub(crate) concurrency: usize,
     /// Where per-UE state lives in the core.
-    pub state: StateMode,
+    #[arg(long, value_enum, default_value_t = DemoState::Sharded)]
+    pub(crate) state: DemoState,
     /// Core worker threads (default: one per CPU).
-    pub workers: Option<u16>,
+    #[arg(long)]
+    pub(crate) workers: Option<u16>,
     /// How the AMF reaches the AUSF and UDM.
-    pub sbi: SbiMode,
+    #[arg(long, value_enum, default_value_t = DemoSbi::H2c)]
+    pub(crate) sbi: DemoSbi,
     /// Data directory (default: a fresh temporary one, removed at the end).
-    pub data_dir: Option<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
+    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
+    pub(crate) transport: TransportArg,
     /// The AUSF's SBI address (h2c).
-    pub ausf_addr: SocketAddrV4,
+    #[arg(long, default_value = "127.0.0.11:7777")]
+    pub(crate) ausf_addr: SocketAddrV4,
     /// The UDM's SBI address (h2c).
-    pub udm_addr: SocketAddrV4,
-    /// PDU sessions per UE, at most 15.
-    pub pdu_sessions: u8,
-    /// The user-plane stage.
-    pub user_plane: UserPlane,
-    /// Inner IP packet length of the user-plane probes, octets.
-    pub packet_size: usize,
-    /// Probes per second over all sessions, in each of the UDP and ICMP rounds.
-    pub traffic_rate: u64,
-    /// Seconds of sending in each round.
-    pub traffic_duration: f64,
+    #[arg(long, default_value = "127.0.0.12:7777")]
+    pub(crate) udm_addr: SocketAddrV4,
+    /// PDU sessions each UE establishes after registering and releases before
+    /// de-registering (through the core's SMF and a UPF), at most 15.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) pdu_sessions: u8,
+    /// The user-plane stage: `auto` sends UE traffic through a UPF with the XDP fast path in
+    /// three network namespaces (ran, upf, dn) when the process may create them (root,
+    /// CAP_BPF) and otherwise runs the control plane only and says why; `xdp` and `tun`
+    /// insist on that path (exit 3 without the privilege); `off` runs no traffic.
+    #[arg(long, value_enum, default_value_t = DemoUserPlane::Auto)]
+    pub(crate) user_plane: DemoUserPlane,
+    /// Inner IP packet length of the user-plane stage's probes, in octets (64..=1400).
+    #[arg(long, value_name = "OCTETS", default_value_t = 256)]
+    pub(crate) packet_size: usize,
+    /// Probes per second over all sessions, for each of the UDP and ICMP rounds (the name
+    /// `steer5g ran` uses too, where `--rate` is the UEs' start rate).
+    #[arg(long, value_name = "PPS", default_value_t = 2000)]
+    pub(crate) traffic_rate: u64,
+    /// Seconds of sending in each of the UDP and ICMP rounds.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub(crate) traffic_duration: f64,
     /// Give up on NG Setup, and on each procedure, after this many seconds.
-    pub timeout: f64,
-    /// NAS integrity algorithms the AMF may select, most preferred first.
-    pub integrity: Vec<IntegrityAlgorithm>,
-    /// NAS ciphering algorithms the AMF may select, most preferred first.
-    pub ciphering: Vec<CipheringAlgorithm>,
-    /// Whether a failed sk_reuseport program load is fatal.
-    pub bpf: BpfPolicy,
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
 }
 
-/// The demo's user-plane stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UserPlane {
+/// `steer5g demo --state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoState {
+    /// Per-worker shards, messages handed to the owner.
+    Sharded,
+    /// One shared map behind locks (the baseline).
+    Locked,
+}
+
+/// `steer5g demo --user-plane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoUserPlane {
     /// The XDP fast path if this process may set it up, else control plane only.
     Auto,
     /// The XDP fast path (with the TUN path behind it for what XDP passes up).
@@ -103,6 +129,28 @@ pub enum UserPlane {
     Tun,
     /// No traffic.
     Off,
+}
+
+/// `steer5g demo --sbi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoSbi {
+    /// HTTP/2 cleartext on loopback.
+    H2c,
+    /// In-process calls between co-located NFs.
+    Inproc,
+}
+
+/// What the demo takes from the cli's reading of the configuration and of the core's flags.
+#[derive(Debug, Clone)]
+pub struct CoreSetup {
+    /// The network and the N2 addresses.
+    pub cfg: Config,
+    /// NAS integrity algorithms the AMF may select, most preferred first.
+    pub integrity: Vec<IntegrityAlgorithm>,
+    /// NAS ciphering algorithms the AMF may select, most preferred first.
+    pub ciphering: Vec<CipheringAlgorithm>,
+    /// Whether a failed sk_reuseport program load is fatal.
+    pub bpf: BpfPolicy,
 }
 
 #[derive(Serialize)]
@@ -187,7 +235,7 @@ struct Probes {
 }
 
 impl Probes {
-    fn new(args: &DemoConfig) -> Result<Self, BenchError> {
+    fn new(args: &DemoArgs) -> Result<Self, BenchError> {
         if !(args.traffic_duration.is_finite() && args.traffic_duration > 0.0) {
             return Err(BenchError::Invalid(
                 "--traffic-duration must be a positive number of seconds".into(),
@@ -284,16 +332,16 @@ fn user_plane_stage(
 
 /// The bed for `--user-plane`, or why the demo runs without one. Only `auto` falls back;
 /// an explicit path that cannot be set up is a missing privilege (exit 3).
-fn user_plane_setup(args: &DemoConfig) -> Result<UserPlaneSetup, BenchError> {
+fn user_plane_setup(args: &DemoArgs) -> Result<UserPlaneSetup, BenchError> {
     let path = match (args.pdu_sessions, args.user_plane) {
         (0, _) => {
             return Ok(UserPlaneSetup::Skipped(
                 "no PDU sessions (--pdu-sessions 0)".into(),
             ))
         }
-        (_, UserPlane::Off) => return Ok(UserPlaneSetup::Skipped("--user-plane off".into())),
-        (_, UserPlane::Auto | UserPlane::Xdp) => PathKind::Xdp,
-        (_, UserPlane::Tun) => PathKind::Tun,
+        (_, DemoUserPlane::Off) => return Ok(UserPlaneSetup::Skipped("--user-plane off".into())),
+        (_, DemoUserPlane::Auto | DemoUserPlane::Xdp) => PathKind::Xdp,
+        (_, DemoUserPlane::Tun) => PathKind::Tun,
     };
     let tag = format!("demo{}", std::process::id() % 100_000);
     match UserPlaneBed::start(path, &tag, SocketAddr::from((UPF_ADDR, 0))) {
@@ -304,7 +352,7 @@ fn user_plane_setup(args: &DemoConfig) -> Result<UserPlaneSetup, BenchError> {
             );
             Ok(UserPlaneSetup::Bed(Box::new(Mutex::new(bed))))
         }
-        Err(e) if args.user_plane == UserPlane::Auto => {
+        Err(e) if args.user_plane == DemoUserPlane::Auto => {
             let reason = format!("control plane only: {}", e.0);
             tracing::warn!("{reason}");
             Ok(UserPlaneSetup::Skipped(reason))
@@ -545,9 +593,10 @@ fn summarise(r: &CoreReport) -> (AmfSummary, CoreSummary) {
 
 /// `steer5g demo`: the run, then its report on standard output (one JSON object with
 /// `json`); an error when a stage lost UEs or sessions.
-pub fn run(json: bool, args: &DemoConfig) -> Result<(), BenchError> {
-    let cfg = args.cfg.clone();
-    let transport = args.transport;
+pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchError> {
+    let mut cfg = core.cfg;
+    let transport: TransportKind = args.transport.into();
+    cfg.n2.transports = vec![transport];
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(BenchError::Invalid(
             "--timeout must be a positive number of seconds".into(),
@@ -590,11 +639,17 @@ pub fn run(json: bool, args: &DemoConfig) -> Result<(), BenchError> {
     directory.set(NfType::Udm, format!("http://{}", args.udm_addr));
     let mut opts = CoreOptions::new(data_dir.clone());
     opts.workers = workers;
-    opts.state = args.state;
-    opts.sbi = args.sbi;
-    opts.integrity = args.integrity.clone();
-    opts.ciphering = args.ciphering.clone();
-    opts.bpf = args.bpf;
+    opts.state = match args.state {
+        DemoState::Sharded => StateMode::Sharded,
+        DemoState::Locked => StateMode::Locked,
+    };
+    opts.sbi = match args.sbi {
+        DemoSbi::H2c => SbiMode::H2c,
+        DemoSbi::Inproc => SbiMode::Inproc,
+    };
+    opts.integrity = core.integrity;
+    opts.ciphering = core.ciphering;
+    opts.bpf = core.bpf;
     opts.config = cfg.clone();
     opts.directory = directory;
     let probes = Probes::new(args)?;
@@ -718,12 +773,12 @@ pub fn run(json: bool, args: &DemoConfig) -> Result<(), BenchError> {
     let ok = load.ok && rules_ok && stages.iter().all(|s| s.ok);
     let (amf_summary, core_summary) = summarise(&core_report);
     let state = match args.state {
-        StateMode::Sharded => "sharded",
-        StateMode::Locked => "locked",
+        DemoState::Sharded => "sharded",
+        DemoState::Locked => "locked",
     };
     let sbi = match args.sbi {
-        SbiMode::H2c => "h2c",
-        SbiMode::Inproc => "inproc",
+        DemoSbi::H2c => "h2c",
+        DemoSbi::Inproc => "inproc",
     };
     if json {
         crate::print_json(&DemoReport {

@@ -5,14 +5,12 @@ use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ran::load::schedule::{Limit, Load};
 use ran::load::{
-    driver, load_subscribers, report, suci_scheme, traffic, GnbIdentity, LoadConfig, RanConfig,
-    SessionPlan,
+    load_subscribers, report, suci_scheme, traffic, GnbIdentity, LoadConfig, RanConfig,
 };
 use steer5g_config::{Config, Transport as TransportKind};
 
-use crate::cli::{parse_host_port, Global, LoadArgs, RanArgs};
+use crate::cli::{parse_host_port, Global, RanArgs};
 use crate::exit::CliError;
 
 /// The key file from `--hn-key-file`, else the configuration's `udm.hn_key_file` (by
@@ -25,40 +23,6 @@ pub(crate) fn key_file(hn_key_file: Option<&Path>, data_dir: &Path, cfg: &Config
 pub(crate) fn gnb_identity(cfg: &Config) -> Result<GnbIdentity, CliError> {
     let (guami, tacs, slices) = steer5g_core::identity(cfg)?;
     Ok(GnbIdentity::new(guami.plmn, &tacs, slices)?)
-}
-
-/// The PDU session options of `steer5g ran`.
-fn session_plan(la: &LoadArgs) -> Result<SessionPlan, CliError> {
-    if la.pdu_sessions > driver::MAX_PDU_SESSIONS {
-        return Err(CliError::Usage(format!(
-            "--pdu-sessions {}: at most {} (PDU session IDs are 1..=15, TS 24.007 §11.2.3.1b)",
-            la.pdu_sessions,
-            driver::MAX_PDU_SESSIONS
-        )));
-    }
-    let sd = match &la.sd {
-        Some(h) => Some(
-            u32::from_str_radix(h, 16)
-                .ok()
-                .filter(|&v| h.len() == 6 && v <= 0xff_ffff)
-                .ok_or_else(|| CliError::Usage(format!("--sd {h}: six hex digits")))?,
-        ),
-        None => None,
-    };
-    let snssai = la.sst.map(|sst| proto::ids::Snssai { sst, sd });
-    if let Some(d) = &la.dnn {
-        // TS 23.003 §9.1: a DNN is at most 100 octets.
-        if d.is_empty() || d.len() > 100 {
-            return Err(CliError::Usage(format!("--dnn {d:?}: 1 to 100 characters")));
-        }
-    }
-    Ok(SessionPlan {
-        per_ue: la.pdu_sessions,
-        phase_holds: false,
-        dnn: la.dnn.clone(),
-        snssai,
-        gnb_n3: la.gnb_n3,
-    })
 }
 
 /// Where the AMF is: its transport address and its SCTP port.
@@ -142,56 +106,13 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
     };
     let t = target(global, args)?;
     let subscribers = load_subscribers(csv)?;
-    let load = match (la.rate, la.ues) {
-        (Some(r), _) if !(r.is_finite() && r > 0.0) => {
-            return Err(CliError::Usage("--rate must be a positive number".into()))
-        }
-        (Some(rate), _) => Load::Open {
-            rate,
-            max_in_flight: match la.max_in_flight {
-                Some(0) => {
-                    return Err(CliError::Usage("--max-in-flight must be at least 1".into()))
-                }
-                Some(n) => n.min(subscribers.len()),
-                None => subscribers.len(),
-            },
-        },
-        (None, Some(0)) => return Err(CliError::Usage("--ues must be at least 1".into())),
-        (None, k) => Load::Closed {
-            concurrency: k.unwrap_or(1),
-        },
-    };
-    let limit = match (la.count, la.duration) {
-        (_, Some(d)) if !(d.is_finite() && d > 0.0) => {
-            return Err(CliError::Usage(
-                "--duration must be a positive number of seconds".into(),
-            ))
-        }
-        (_, Some(d)) => Limit::Duration(Duration::from_secs_f64(d)),
-        (Some(0), None) => return Err(CliError::Usage("--count must be at least 1".into())),
-        (Some(c), None) => Limit::Count(c),
-        (None, None) => Limit::Count(subscribers.len() as u64),
-    };
+    let (load, limit) = la.schedule(subscribers.len())?;
     let (suci, suci_label) = suci_scheme(
         la.suci,
         &key_file(la.hn_key_file.as_deref(), &la.data_dir, &t.cfg),
     )?;
-    let sessions = session_plan(la)?;
-    let ta = &args.traffic;
-    let traffic = traffic::TrafficOptions::from_flags(&traffic::TrafficFlags {
-        kind: ta.traffic,
-        packet_size: ta.packet_size,
-        rate: ta.traffic_rate,
-        duration: ta.traffic_duration,
-        packets: ta.packets,
-        dn: ta.dn,
-        echo_port: ta.echo_port,
-        n3_netns: ta.n3_netns.clone(),
-        gnb_n3: la.gnb_n3,
-        out: ta.out.clone(),
-        max_loss: ta.max_loss,
-        pdu_sessions: la.pdu_sessions,
-    })?;
+    let sessions = la.sessions()?;
+    let traffic = la.traffic(&args.traffic)?;
     // Bound before any NG Setup: a missing privilege or a taken port ends the run early.
     let on_sessions_up = match traffic {
         Some(t) => {

@@ -13,6 +13,7 @@
 //! [`driver`] and the [`schedule`] decide what each UE does and when, [`report`] and
 //! [`setup`] hold what comes out, and [`traffic`] the user-plane stage of `--traffic`.
 
+pub mod args;
 pub mod driver;
 mod error;
 pub mod plot;
