@@ -11,7 +11,8 @@
 //!
 //! [`run`] and [`ng_setup`] are the entry points; `runner` holds the one I/O loop, the
 //! [`driver`] and the [`schedule`] decide what each UE does and when, [`report`] and
-//! [`setup`] hold what comes out, and [`traffic`] the user-plane stage of `--traffic`.
+//! [`setup`] hold what comes out (with [`plot`], the traffic CDF), [`traffic`] the user-plane
+//! stage of `--traffic`, and [`args`] the flags of `steer5g ran` that describe the load.
 
 pub mod args;
 pub mod driver;
