@@ -276,7 +276,7 @@ mod tests {
             &["--subscribers", "s.csv", "--ues", "0"][..],
             &["--subscribers", "s.csv", "--rate", "0"],
             &["--subscribers", "s.csv", "--count", "0"],
-            &["--subscribers", "s.csv", "--duration", "-1"],
+            &["--subscribers", "s.csv", "--duration=-1"],
         ] {
             assert!(matches!(
                 parse(bad).load.schedule(10),
