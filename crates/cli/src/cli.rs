@@ -55,7 +55,7 @@ pub(crate) enum Command {
     Ran(RanArgs),
     /// Run the core and the UE load generator together on loopback: N fresh subscribers
     /// register and deregister, then the report.
-    Demo(DemoArgs),
+    Demo(DemoCmd),
     /// Run a benchmark scenario.
     Bench(BenchArgs),
     /// Manage subscribers in the UDR's store (add, list, show, delete, import CSV).
@@ -186,7 +186,7 @@ pub(crate) struct RanArgs {
 /// `steer5g demo`: the demo's own flags, then the N2 listener and the core's NAS and BPF
 /// flags as `steer5g core` reads them.
 #[derive(Debug, Args)]
-pub(crate) struct DemoArgs {
+pub(crate) struct DemoCmd {
     #[command(flatten)]
     pub(crate) demo: bench::demo::DemoArgs,
     #[command(flatten)]

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use bench::demo::CoreSetup;
 use steer5g_core::CoreOptions;
 
-use crate::cli::{DemoArgs, Global, NetworkArgs};
+use crate::cli::{DemoCmd, Global, NetworkArgs};
 use crate::exit::CliError;
 
 /// `steer5g demo`.
-pub(crate) fn run(global: &Global, args: &DemoArgs) -> Result<(), CliError> {
+pub(crate) fn run(global: &Global, args: &DemoCmd) -> Result<(), CliError> {
     let cfg = crate::cli::load_config(global, &NetworkArgs::default(), Some(&args.listen))?;
     let mut core = CoreOptions::new(PathBuf::new());
     args.nas.apply(&cfg.amf, &mut core)?;
