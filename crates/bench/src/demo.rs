@@ -704,6 +704,7 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
             gnbs: args.gnbs,
             gnb_id_base: 1,
             timeout: Duration::from_secs_f64(args.timeout),
+            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
         },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {

@@ -414,6 +414,7 @@ fn run_case_rt(
             gnbs: args.gnbs,
             gnb_id_base,
             timeout: Duration::from_secs_f64(args.timeout),
+            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
         },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {

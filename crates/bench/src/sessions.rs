@@ -320,6 +320,7 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
             gnbs: args.gnbs,
             gnb_id_base: 1,
             timeout: Duration::from_secs_f64(args.timeout),
+            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
         },
         mode: Mode::RegisterDeregister,
         load: Load::Closed {

@@ -177,6 +177,10 @@ pub(crate) struct RanArgs {
     /// this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
+    /// Give up when no AMF answers for this many seconds, at start or after losing it
+    /// (the gNBs reconnect with backoff meanwhile); a warning names the AMF after 5 s.
+    #[arg(long, value_name = "SECS", default_value_t = ran::load::recovery::DEFAULT_CONNECT_TIMEOUT.as_secs_f64())]
+    pub(crate) connect_timeout: f64,
     #[command(flatten)]
     pub(crate) load: ran::load::args::LoadArgs,
     #[command(flatten)]

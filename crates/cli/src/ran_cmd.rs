@@ -54,6 +54,11 @@ fn target(global: &Global, args: &RanArgs) -> Result<Target, CliError> {
             "--timeout must be a positive number of seconds".into(),
         ));
     }
+    if !(args.connect_timeout.is_finite() && args.connect_timeout > 0.0) {
+        return Err(CliError::Usage(
+            "--connect-timeout must be a positive number of seconds".into(),
+        ));
+    }
     Ok(Target {
         cfg,
         transport,
@@ -73,6 +78,7 @@ fn ran_config(args: &RanArgs, t: &Target) -> Result<RanConfig, CliError> {
         gnbs: args.gnbs,
         gnb_id_base: args.gnb_id_base,
         timeout: Duration::from_secs_f64(args.timeout),
+        connect_timeout: Duration::from_secs_f64(args.connect_timeout),
     })
 }
 

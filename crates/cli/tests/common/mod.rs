@@ -193,3 +193,102 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// A data directory under `scratch` with `n` generated subscribers imported, and their CSV.
+pub fn provision(scratch: &Scratch, n: u32) -> (String, String) {
+    let dir = scratch.0.join("data").display().to_string();
+    let csv = scratch.0.join("subs.csv").display().to_string();
+    let count = n.to_string();
+    for args in [
+        vec![
+            "subscriber",
+            "generate",
+            "--count",
+            &count,
+            "--data-dir",
+            &dir,
+            &csv,
+        ],
+        vec!["subscriber", "import", "--data-dir", &dir, &csv],
+    ] {
+        let done = testkit::process::run_timeout(&mut steer5g(None, &args), STOP_TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
+    }
+    (dir, csv)
+}
+
+/// The sum of every sample of metric family `family` on the Prometheus page at `addr`, or
+/// `None` when the page cannot be read (the process is not up yet) or lacks the family.
+pub fn scrape(addr: &str, family: &str) -> Option<u64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).ok()?;
+    let (_, body) = resp.split_once("\r\n\r\n")?;
+    let mut sum = None;
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        if series.split('{').next() == Some(family) {
+            *sum.get_or_insert(0) += value.parse::<u64>().ok()?;
+        }
+    }
+    sum
+}
+
+/// Polls `cond` every 50 ms until it holds; panics with `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The SQNs of every AUTN each UE received, in order, from the `steer5g::sqn` debug lines
+/// of a `ran` run's standard error (`RUST_LOG=...,steer5g::sqn=debug`).
+pub fn sqns_by_supi(stderr: &str) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let mut out: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    let plain = strip_ansi(stderr);
+    for line in plain.lines().filter(|l| l.contains("AUTN received")) {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .map(str::to_owned)
+        };
+        if let (Some(supi), Some(sqn)) = (field("supi="), field("sqn=")) {
+            if let Ok(sqn) = sqn.parse() {
+                out.entry(supi).or_default().push(sqn);
+            }
+        }
+    }
+    out
+}
+
+/// `text` without ANSI escape sequences (colours of the log lines on a terminal-like
+/// standard error).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ parameters... final letter
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -235,6 +235,9 @@ impl Step {
     }
 }
 
+/// The label of [`FailureCause::AmfLost`], as the report and the outage list give it.
+pub const AMF_LOST: &str = "AMF lost";
+
 /// Why a procedure failed; [`FailureCause::label`] is the key of the report's failure table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FailureCause {
@@ -261,6 +264,9 @@ pub enum FailureCause {
     Timeout,
     /// The generator could not send (SCTP, NAS or NGAP encoding).
     Local(String),
+    /// The SCTP association of the UE's gNB went down while the procedure was under way
+    /// (TS 38.413 §8.7.1: the UE-associated logical NG-connections went with it).
+    AmfLost,
 }
 
 impl FailureCause {
@@ -278,6 +284,7 @@ impl FailureCause {
             FailureCause::ResourceSetupFailed(c) => format!("resource setup failed: {c}"),
             FailureCause::Timeout => "timeout".into(),
             FailureCause::Local(c) => format!("local: {c}"),
+            FailureCause::AmfLost => AMF_LOST.into(),
         }
     }
 
@@ -312,6 +319,8 @@ pub enum Input<'a> {
     Resume,
     /// The runner could not send the step's message.
     SendFailed(String),
+    /// The association of the UE's gNB is gone: the run ends now, whatever it was doing.
+    AmfLost,
     /// The deadline of [`Driver::deadline`] may have passed.
     Tick,
 }
@@ -403,6 +412,14 @@ impl Driver {
         }
     }
 
+    /// The procedure under way, if any.
+    pub fn procedure(&self) -> Option<Procedure> {
+        match self.phase {
+            Phase::Running { procedure, .. } => Some(procedure),
+            _ => None,
+        }
+    }
+
     /// Whether the run is over.
     #[cfg(test)]
     pub fn is_finished(&self) -> bool {
@@ -483,13 +500,19 @@ impl Driver {
                 }
             }
             Phase::Holding(_) => {
-                // Anything that went wrong meanwhile shows when the next step sends.
+                // Anything that went wrong meanwhile shows when the next step sends; a lost
+                // AMF took the UE's sessions and registration with it, so the run is over.
                 if input == Input::Resume {
                     self.advance(now, &mut r);
+                } else if input == Input::AmfLost {
+                    self.phase = Phase::Finished;
+                    r.finished = true;
+                    r.degraded = true;
                 }
             }
             Phase::AwaitRelease => match input {
-                Input::Released(_) => self.advance(now, &mut r),
+                // The release would have ended the N2 connection the association took.
+                Input::Released(_) | Input::AmfLost => self.advance(now, &mut r),
                 Input::Tick if now >= self.deadline => {
                     r.release_missing = true;
                     self.advance(now, &mut r);
@@ -619,6 +642,7 @@ fn common(input: &Input<'_>) -> Option<Result<(), FailureCause>> {
         Input::Released(c) => Some(Err(FailureCause::Released(c.clone()))),
         Input::ErrorIndication(c) => Some(Err(FailureCause::ErrorIndication(c.clone()))),
         Input::SendFailed(c) => Some(Err(FailureCause::Local(c.clone()))),
+        Input::AmfLost => Some(Err(FailureCause::AmfLost)),
         _ => None,
     }
 }
@@ -783,6 +807,35 @@ mod tests {
         assert_eq!(r, Reaction::default());
         let r = d.handle(t0, Input::SendFailed("SCTP: send buffer full".into()));
         assert_eq!(r.failed.unwrap().1.label(), "local: SCTP: send buffer full");
+    }
+
+    #[test]
+    fn a_lost_amf_ends_every_phase_at_once() {
+        let t0 = Instant::now();
+        // Registering: failed now, not at the deadline.
+        let (mut d, _) = start(Mode::RegisterDeregister, t0);
+        let r = d.handle(t0 + ms(1), Input::AmfLost);
+        assert_eq!(
+            r.failed,
+            Some((Procedure::Registration, FailureCause::AmfLost))
+        );
+        assert!(r.finished);
+        assert_eq!(r.failed.unwrap().1.label(), AMF_LOST);
+        // Holding at a barrier: no procedure to blame, but the run is over and not a success.
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        d.handle(t0, Input::Ue(&established(1)));
+        d.handle(t0, Input::SessionSetup(1));
+        assert_eq!(d.holding(), Some(HoldPoint::SessionsUp));
+        let r = d.handle(t0 + ms(2), Input::AmfLost);
+        assert!(r.finished && r.degraded && r.failed.is_none());
+        assert_eq!(d.deadline(), None);
+        // Waiting for the release after DEREGISTRATION ACCEPT: the run is done, and fine.
+        let (mut d, _) = start(Mode::RegisterDeregister, t0);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        d.handle(t0, Input::Ue(&UeEvent::Deregistered));
+        let r = d.handle(t0 + ms(3), Input::AmfLost);
+        assert!(r.finished && !r.degraded && r.failed.is_none() && !r.release_missing);
     }
 
     #[test]

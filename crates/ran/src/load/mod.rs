@@ -12,12 +12,14 @@
 //! [`run`] and [`ng_setup`] are the entry points; `runner` holds the one I/O loop, the
 //! [`driver`] and the [`schedule`] decide what each UE does and when, [`report`] and
 //! [`setup`] hold what comes out (with [`plot`], the traffic CDF), [`traffic`] the user-plane
-//! stage of `--traffic`, and [`args`] the flags of `steer5g ran` that describe the load.
+//! stage of `--traffic`, [`recovery`] what is done when the AMF goes away and comes back,
+//! and [`args`] the flags of `steer5g ran` that describe the load.
 
 pub mod args;
 pub mod driver;
 mod error;
 pub mod plot;
+pub mod recovery;
 pub mod report;
 mod runner;
 pub mod schedule;
@@ -104,6 +106,9 @@ pub struct RanConfig {
     pub gnb_id_base: u32,
     /// NG Setup and per-procedure timeout.
     pub timeout: Duration,
+    /// How long to wait for an AMF that does not answer, at start and after losing it
+    /// ([`recovery::DEFAULT_CONNECT_TIMEOUT`] by default), before giving up.
+    pub connect_timeout: Duration,
 }
 
 /// Everything a load run needs.

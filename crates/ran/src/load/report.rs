@@ -314,6 +314,9 @@ pub struct LoadReport {
     /// What the user-plane stage reported (when one ran at the sessions-up barrier).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_plane: Option<serde_json::Value>,
+    /// Each time the AMF was lost: when, for how long, and the UEs that failed with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<super::recovery::Outage>,
 }
 
 /// The human form on standard output.
@@ -404,6 +407,27 @@ pub fn print_human(r: &LoadReport) {
             "N2: {} releases missing after DEREGISTRATION ACCEPT, {} anomalies",
             r.releases_missing, r.n2_anomalies
         );
+    }
+    for (i, o) in r.outages.iter().enumerate() {
+        let lasted = o
+            .duration_s
+            .map_or_else(|| "not over at the end".to_owned(), |d| format!("{d:.3} s"));
+        println!(
+            "outage {}: AMF lost at {:.3} s ({}), {lasted}; {} gNB(s) lost, {} set up again after {} attempts; {} UE(s) failed",
+            i + 1,
+            o.started_at_s,
+            o.cause,
+            o.gnbs_lost,
+            o.gnbs_recovered,
+            o.reconnect_attempts,
+            o.ues_failed.len()
+        );
+        for u in o.ues_failed.iter().take(20) {
+            println!("  {} ({}): {}", u.supi, u.procedure, u.cause);
+        }
+        if o.ues_failed.len() > 20 {
+            println!("  ... and {} more", o.ues_failed.len() - 20);
+        }
     }
     if !r.failures.is_empty() {
         println!("failures:");

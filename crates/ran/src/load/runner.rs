@@ -1,7 +1,10 @@
 //! The load generator's one I/O loop: one SCTP socket, one thread, N gNB associations, and
 //! the UEs of the run driven through [`super::driver::Driver`] on the schedule of
 //! [`super::schedule::Scheduler`]. A run without UEs ([`ng_setup`]) is the same loop
-//! stopped after NG Setup.
+//! stopped after NG Setup. When the AMF goes away and comes back, [`recovery`] fails the
+//! UEs it took along and reconnects the gNBs.
+
+mod recovery;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -25,6 +28,7 @@ use super::schedule::{Limit, Load, Scheduler};
 use super::setup::{Failure, SetupReport};
 use super::socket::{check_gnbs, gnb_socket, LOCAL_PORT_BASE, NGAP_PPID};
 use super::{HoldHook, HookError, LoadConfig, LoadError, RanConfig, SessionsUpHook};
+use recovery::Recovering;
 
 /// How often in-flight UEs are checked for timeouts, and the longest the loop sleeps.
 const TICK: Duration = Duration::from_millis(10);
@@ -90,6 +94,8 @@ struct Runner {
     user_plane_failed: bool,
     holds: Vec<HoldReport>,
     t0: Instant,
+    /// Losing the AMF and finding it again.
+    recovery: Recovering,
 }
 
 /// How the AMF is named in reports: the SCTP port with raw IP, the UDP port with UDP
@@ -287,6 +293,7 @@ pub(crate) async fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         gnb_n3: (shape.pdu_sessions > 0).then(|| r.n3.to_string()),
         holds: std::mem::take(&mut r.holds),
         user_plane: r.user_plane.take(),
+        outages: r.recovery.take_outages(),
     })
 }
 
@@ -362,6 +369,7 @@ impl Runner {
             user_plane_failed: false,
             holds: Vec::new(),
             t0: Instant::now(),
+            recovery: Recovering::new(ran, amf_label(ran)),
         })
     }
 
@@ -397,13 +405,19 @@ impl Runner {
             if let Some(p) = progress {
                 p.set_position((self.gnbs.len() - pending(self)) as u64);
             }
-            self.sock.drive(Some(deadline)).await?;
+            let contact = self.first_contact(now, Instant::now());
+            if contact.give_up {
+                break;
+            }
+            let wake = contact.wake.map_or(deadline, |w| w.min(deadline));
+            self.sock.drive(Some(wake)).await?;
             while let Some((id, ev)) = self.sock.endpoint_mut().poll_event() {
                 self.on_sctp_event(id, ev);
             }
         }
+        let why = self.first_contact_failure(ran.timeout);
         for i in 0..self.gnbs.len() {
-            self.setup_failed(i, format!("timeout after {:?}", ran.timeout));
+            self.setup_failed(i, why.clone());
         }
         Ok(())
     }
@@ -446,9 +460,16 @@ impl Runner {
         let mut next_scan = Instant::now() + TICK;
         loop {
             let now = Instant::now();
+            self.poll_recovery(now);
+            if self.recovery.gave_up() {
+                break;
+            }
             self.resume_held(now);
             due.clear();
-            self.sched.due(now, &mut due);
+            // While every gNB is down, runs wait rather than fail one after another.
+            if self.any_ready() {
+                self.sched.due(now, &mut due);
+            }
             for &sub in &due {
                 self.start_run(sub, now);
             }
@@ -517,6 +538,10 @@ impl Runner {
         if let Some(gues) = self.gnbs.get_mut(u.gnb).and_then(|g| g.ues.as_mut()) {
             gues.forget(u.key);
         }
+        self.place(sub);
+        let Some(u) = self.ues.get_mut(sub) else {
+            return;
+        };
         let (driver, step) = Driver::start(self.steps.clone(), now, self.timeout);
         u.key = key;
         u.driver = Some(driver);
@@ -743,6 +768,14 @@ impl Runner {
                 }
             }
             Event::Message(m) => self.on_ngap(gi, m.stream, &m.data),
+            Event::Closed { reason } if self.recovering(gi) => {
+                tracing::debug!(assoc = %id, ?reason, "reconnection closed");
+                self.reconnect_closed(gi, Instant::now());
+            }
+            Event::Closed { reason } if self.gnbs.get(gi).is_some_and(|g| g.ready) => {
+                let cause = format!("SCTP association closed: {reason:?}");
+                self.amf_lost(gi, cause, Instant::now());
+            }
             Event::Closed { reason } => {
                 self.setup_failed(gi, format!("SCTP association closed: {reason:?}"));
                 let Some(g) = self.gnbs.get_mut(gi) else {
@@ -772,6 +805,9 @@ impl Runner {
     }
 
     fn on_ngap(&mut self, gi: usize, stream: u16, data: &[u8]) {
+        if self.recovering(gi) && self.gnbs.get(gi).is_some_and(|g| !g.ready) {
+            return self.reconnect_ngap(gi, stream, data, Instant::now());
+        }
         let Some(g) = self.gnbs.get_mut(gi) else {
             return;
         };

@@ -27,6 +27,12 @@ pub fn endpoint_config(listen_port: Option<u16>) -> EndpointConfig {
     }
 }
 
+/// HB.interval of the gNBs' associations (RFC 9260 §8.3). While no UE has anything to send
+/// (every one waits for the AMF), a heartbeat is what finds an AMF that was restarted: the
+/// new process answers it with ABORT (§8.4), and the gNB reconnects (TS 38.413 §8.7.1).
+/// The default 30 s would leave the UEs waiting that long.
+pub(crate) const GNB_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// First local SCTP port of the gNB emulators; gNB `i` of a run uses `LOCAL_PORT_BASE + i`.
 pub const LOCAL_PORT_BASE: u16 = 40_000;
 /// How many emulators one run can start (the local port range above).
@@ -100,10 +106,9 @@ pub(crate) fn gnb_socket(
             SocketAddr::V4(amf),
         ),
     };
-    Ok((
-        SctpSocket::new(t, Endpoint::new(endpoint_config(None))),
-        remote,
-    ))
+    let mut cfg = endpoint_config(None);
+    cfg.association.heartbeat_interval = GNB_HEARTBEAT;
+    Ok((SctpSocket::new(t, Endpoint::new(cfg)), remote))
 }
 
 /// The source address the kernel would pick to reach `dst`: a connected UDP socket learns it

@@ -34,6 +34,10 @@ pub use session::{SessionRequest, SessionState, UeSession};
 use usim::{Usim, UsimCheck};
 pub use usim::{DELTA, IND_BITS};
 
+/// The `tracing` target of the debug event logged for every AUTN whose MAC verified, with
+/// the UE's SUPI and the AUTN's SQN: `RUST_LOG=info,steer5g::sqn=debug` shows them.
+pub const SQN_LOG_TARGET: &str = "steer5g::sqn";
+
 /// How the UE hides its SUPI in an initial registration (TS 33.501 §6.12.2).
 #[derive(Debug, Clone)]
 pub enum SuciScheme {
@@ -768,7 +772,13 @@ impl Ue {
     fn on_authentication_request(&mut self, r: &AuthenticationRequest) -> UeOutput {
         let rand = Rand::from_bytes(r.rand);
         let autn = security::Autn::from_bytes(r.autn);
-        let res = match self.usim.authenticate(&rand, &autn) {
+        let check = self.usim.authenticate(&rand, &autn);
+        if let Some(sqn) = self.usim.last_seen() {
+            // The SQN travels concealed (SQN ⊕ AK) but is no key: tests collect it here to
+            // prove that no SQN is handed out twice, across restarts too (TS 33.102 §C.3).
+            tracing::debug!(target: SQN_LOG_TARGET, supi = %self.cfg.supi, sqn, "AUTN received");
+        }
+        let res = match check {
             UsimCheck::Ok(res) => res,
             UsimCheck::MacFailure => {
                 self.counters.mac_failures += 1;

@@ -39,6 +39,8 @@ pub(crate) struct Usim {
     seq: [u64; SLOTS],
     /// The highest SQN accepted, the SQN_MS that goes into AUTS (Annex C.3.4).
     sqn_ms: u64,
+    /// The SQN of the last AUTN whose MAC verified, fresh or not.
+    last_seen: Option<u64>,
 }
 
 impl core::fmt::Debug for Usim {
@@ -57,6 +59,7 @@ impl Usim {
             milenage: Milenage::new(&K::from_bytes(k), &Opc::from_bytes(opc)),
             seq: [0; SLOTS],
             sqn_ms: 0,
+            last_seen: None,
         };
         usim.set_sqn(sqn);
         usim
@@ -80,6 +83,12 @@ impl Usim {
         self.sqn_ms
     }
 
+    /// The SQN of the last AUTN whose MAC verified (accepted or not): the network handed it
+    /// out, so a restarted UDM that handed it out again shows here.
+    pub(crate) fn last_seen(&self) -> Option<u64> {
+        self.last_seen
+    }
+
     /// TS 33.102 §6.3.3: verify MAC-A, then check SQN freshness; on success the SQN
     /// is recorded as accepted.
     pub(crate) fn authenticate(&mut self, rand: &Rand, autn: &Autn) -> UsimCheck {
@@ -87,6 +96,7 @@ impl Usim {
             return UsimCheck::MacFailure;
         };
         let sqn = res.sqn.to_u64();
+        self.last_seen = Some(sqn);
         let (seq, ind) = (sqn >> IND_BITS, (sqn & IND_MASK) as usize);
         let highest = self.sqn_ms >> IND_BITS;
         let slot = self.seq.get(ind).copied().unwrap_or(u64::MAX);
