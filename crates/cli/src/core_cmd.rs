@@ -95,6 +95,10 @@ pub(crate) struct CoreArgs {
     /// internet=10.45.0.0/16), e.g. the lab's pool the data network routes via the UPF.
     #[arg(long, value_name = "NAME=NET/LEN")]
     pub(crate) dnn: Vec<String>,
+    /// Seconds between the PFCP heartbeats each SMF worker sends the UPF to find out that it
+    /// restarted and restore its sessions (0: none; with --smf).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) pfcp_heartbeat: f64,
 }
 
 /// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
@@ -223,9 +227,15 @@ fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliE
             "--dnn needs --smf (or --upf-inproc)".into(),
         ));
     }
-    let mut smf = steer5g_core::SmfOptions::default();
+    let mut smf = steer5g_core::SmfOptions {
+        heartbeat: crate::smf_cmd::pfcp_heartbeat(args.pfcp_heartbeat)?,
+        ..steer5g_core::SmfOptions::default()
+    };
     if let Some(u) = args.upf {
         smf.upf = u;
+        // With a UPF of its own process, the SMF may be killed and started again while the
+        // UPF lives on: it must announce a new stamp (TS 23.527 §4.4.2).
+        smf.recovery_time_stamp = Some(upf::service::fresh_recovery_time_stamp());
     }
     if !args.dnn.is_empty() {
         smf.dnns = args
@@ -284,10 +294,10 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     }
     crate::nf_cmd::wait_for_stop(limit)?;
     let report = crate::nf_cmd::stop(core)?;
-    print_report(global, &report)
+    print_report(global, &report, args.state == StateArg::Locked)
 }
 
-fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
+fn print_report(global: &Global, r: &CoreReport, locked: bool) -> Result<(), CliError> {
     let amf = r.amf_total();
     let c = r.counters_total();
     if global.json {
@@ -315,6 +325,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "n2_associations": r.n2.associations,
             "n2_associations_per_worker": r.n2.workers.iter().map(|w| w.associations).collect::<Vec<_>>(),
             "counters": bench::live::live_counters(r),
+            "held_at_stop": crate::nf_cmd::held_json(r.held(locked)),
         });
         println!("{v}");
     } else {

@@ -249,6 +249,17 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "lock_acquisitions": r.locks.acquisitions,
         "lock_contended": r.locks.contended,
         "counters": bench::live::live_counters(r),
+        "held_at_stop": held_json(r.held(state == StateArg::Locked)),
+    })
+}
+
+/// The contexts a process held when it stopped, as its `--json` report gives them.
+pub(crate) fn held_json(h: steer5g_core::HeldContexts) -> serde_json::Value {
+    serde_json::json!({
+        "amf_ues": h.amf_ues,
+        "amf_idle": h.amf_idle,
+        "ausf": h.ausf,
+        "smf": h.smf,
     })
 }
 

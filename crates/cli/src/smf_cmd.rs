@@ -44,6 +44,20 @@ pub(crate) struct SmfArgs {
     /// directory address, http://127.0.0.12:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) udm: Option<String>,
+    /// Seconds between the PFCP heartbeats each worker sends the UPF to find out that it
+    /// restarted and restore its sessions (0: none).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) pfcp_heartbeat: f64,
+}
+
+/// `--pfcp-heartbeat SECS`: `None` for 0.
+pub(crate) fn pfcp_heartbeat(secs: f64) -> Result<Option<std::time::Duration>, CliError> {
+    if !(secs.is_finite() && secs >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--pfcp-heartbeat {secs}: must be a non-negative number of seconds"
+        )));
+    }
+    Ok((secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs)))
 }
 
 /// `NAME=NET/LEN`, e.g. `internet=10.45.0.0/16`.
@@ -100,6 +114,10 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     let mut smf = SmfOptions {
         upf: args.upf,
         slices,
+        heartbeat: pfcp_heartbeat(args.pfcp_heartbeat)?,
+        // A new stamp even when killed and started again within a second, so that the UPF
+        // drops the sessions of the SMF that died (TS 23.527 §4.4.2).
+        recovery_time_stamp: Some(upf::service::fresh_recovery_time_stamp()),
         ..SmfOptions::default()
     };
     smf.pfcp_ip = match (args.pfcp_addr, args.sbi_addr) {
@@ -141,6 +159,11 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         s.misrouted += x.misrouted;
         s.stray_pfcp += x.stray_pfcp;
         s.usage_reports += x.usage_reports;
+        s.heartbeats_sent += x.heartbeats_sent;
+        s.heartbeats_unanswered += x.heartbeats_unanswered;
+        s.upf_restarts += x.upf_restarts;
+        s.sessions_restored += x.sessions_restored;
+        s.restore_failed += x.restore_failed;
     }
     let c = r.counters_total();
     if global.json {
@@ -159,7 +182,14 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
                 "misrouted": s.misrouted,
                 "stray_pfcp": s.stray_pfcp,
                 "usage_reports": s.usage_reports,
+                "heartbeats_sent": s.heartbeats_sent,
+                "heartbeats_unanswered": s.heartbeats_unanswered,
+                "upf_restarts": s.upf_restarts,
+                "sessions_restored": s.sessions_restored,
+                "restore_failed": s.restore_failed,
             },
+            "pfcp_retransmitted": c.pfcp_retransmitted,
+            "pfcp_timed_out": c.pfcp_timed_out,
             "nsmf_served": c.nsmf_served,
             "nsmf_kernel_steered": c.nsmf_kernel_steered,
             "nsmf_handed_off": c.nsmf_handed_off,

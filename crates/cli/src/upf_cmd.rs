@@ -365,8 +365,11 @@ fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
 /// Runs `steer5g upf`.
 pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     let limit = duration_limit(args.duration)?;
-    let opts = options(args)?;
+    let mut opts = options(args)?;
     let (dp, probe) = build_datapath(args)?;
+    // A UPF killed and started again at once must still announce a new stamp, or the SMF
+    // would not see that its sessions are gone (TS 23.527 §4.3.2).
+    opts.node.recovery_time_stamp = upf::service::fresh_recovery_time_stamp();
     let name = dp.name();
     let svc = UpfService::start(opts, dp)
         .map_err(|e| CliError::Failed(format!("cannot serve PFCP on {}: {e}", args.pfcp)))?;

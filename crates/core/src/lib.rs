@@ -310,6 +310,13 @@ pub struct SmfOptions {
     pub dnns: Vec<DnnPool>,
     /// Served slices.
     pub slices: Vec<sbi::model::Snssai>,
+    /// How often each worker heartbeats the UPF to find out that it restarted and restore
+    /// its sessions (`nf::smf::restoration`); `None` sends none.
+    pub heartbeat: Option<std::time::Duration>,
+    /// The SMF's Recovery Time Stamp (TS 29.244 §8.2.65); `None`: the time the core
+    /// starts. A process that may restart quickly passes
+    /// `upf::service::fresh_recovery_time_stamp()`, so that the UPF sees the restart.
+    pub recovery_time_stamp: Option<u32>,
 }
 
 impl Default for SmfOptions {
@@ -324,6 +331,8 @@ impl Default for SmfOptions {
                 prefix_len: 16,
             }],
             slices: vec![sbi::model::Snssai { sst: 1, sd: None }],
+            heartbeat: Some(nf::smf::restoration::DEFAULT_HEARTBEAT_INTERVAL),
+            recovery_time_stamp: None,
         }
     }
 }
@@ -430,6 +439,45 @@ pub struct WorkerReport {
     pub counters: WorkerCounters,
     /// Why its loop woke up.
     pub wakes: WakeCounters,
+    /// The contexts its NFs held when it stopped.
+    pub held: HeldContexts,
+}
+
+/// Contexts held at a moment: what a run, a restart or a soak must leave behind (nothing, or
+/// only what a UE still registered owns). In the locked mode every worker sees the shared
+/// maps, so each worker's count is the whole core's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeldContexts {
+    /// AMF UE contexts (CM-CONNECTED or registered).
+    pub amf_ues: u64,
+    /// AMF contexts of registered idle UEs (kept for their 5G-GUTI).
+    pub amf_idle: u64,
+    /// AUSF authentication contexts.
+    pub ausf: u64,
+    /// SMF SM contexts.
+    pub smf: u64,
+}
+
+impl HeldContexts {
+    /// The larger of each count (the locked mode: every worker saw all of them).
+    pub fn max(self, o: HeldContexts) -> HeldContexts {
+        HeldContexts {
+            amf_ues: self.amf_ues.max(o.amf_ues),
+            amf_idle: self.amf_idle.max(o.amf_idle),
+            ausf: self.ausf.max(o.ausf),
+            smf: self.smf.max(o.smf),
+        }
+    }
+
+    /// Both counts added (the sharded mode: each worker holds its own).
+    pub fn plus(self, o: HeldContexts) -> HeldContexts {
+        HeldContexts {
+            amf_ues: self.amf_ues + o.amf_ues,
+            amf_idle: self.amf_idle + o.amf_idle,
+            ausf: self.ausf + o.ausf,
+            smf: self.smf + o.smf,
+        }
+    }
 }
 
 /// The N2 side of every worker, summed; [`N2Report::workers`] has each worker's part.
@@ -613,6 +661,18 @@ impl CoreReport {
         out.push(("lock_contended", self.locks.contended));
         out.extend(metrics::mesh_rows(&self.mesh_total));
         out
+    }
+
+    /// The contexts the core held when it stopped: summed over the workers, or with
+    /// `shared` maps (the locked mode) the largest count any worker saw.
+    pub fn held(&self, shared: bool) -> HeldContexts {
+        self.workers.iter().fold(HeldContexts::default(), |t, w| {
+            if shared {
+                t.max(w.held)
+            } else {
+                t.plus(w.held)
+            }
+        })
     }
 
     /// Messages (NGAP and SBI) handed from one worker to another.

@@ -113,6 +113,10 @@ impl NfSettings {
                 dnns: o.dnns.clone(),
                 slices: o.slices.clone(),
                 urr_volume_threshold: 1 << 30,
+                heartbeat_interval: o.heartbeat,
+                // One stamp for every worker: associations from the same Node ID with two
+                // stamps would read as a restart at the UPF.
+                recovery_time_stamp: o.recovery_time_stamp.unwrap_or_else(upf::service::ntp_now),
             }),
             store,
             sbi: opts.sbi,

@@ -481,6 +481,12 @@ impl<P: Placement> Worker<P> {
             );
         }
         let nf = self.host.nf_stats();
+        let held = crate::HeldContexts {
+            amf_ues: self.host.amf().contexts() as u64,
+            amf_idle: self.host.amf().idle_contexts() as u64,
+            ausf: self.host.ausf().contexts() as u64,
+            smf: self.host.smf().map_or(0, |s| s.context_count()) as u64,
+        };
         let report = WorkerReport {
             worker: self.id.0,
             amf: nf.amf,
@@ -490,6 +496,7 @@ impl<P: Placement> Worker<P> {
             smf: nf.smf,
             counters: c,
             wakes: self.wakes,
+            held,
         };
         if let Ok(mut g) = self.shared.reports.lock() {
             if let Some(slot) = g.get_mut(self.id.index()) {

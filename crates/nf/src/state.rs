@@ -64,6 +64,12 @@ pub trait ContextMap<K, V> {
     /// Number of entries.
     fn len(&self) -> usize;
 
+    /// Every key, in no particular order (for the rare walks over all contexts, such as
+    /// restoring a UPF's sessions; the locked store holds its lock while it copies them).
+    fn keys(&self) -> Vec<K>
+    where
+        K: Clone;
+
     /// Whether there are no entries.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -133,6 +139,13 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for ShardMap<K, V> {
 
     fn len(&self) -> usize {
         self.map.len()
+    }
+
+    fn keys(&self) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.map.keys().cloned().collect()
     }
 }
 
@@ -262,6 +275,13 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for LockedMap<K, V> {
 
     fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    fn keys(&self) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.lock().keys().cloned().collect()
     }
 }
 

@@ -1495,6 +1495,10 @@ impl ContextMap<u64, UeContext> for Watched {
     fn len(&self) -> usize {
         self.map.len()
     }
+
+    fn keys(&self) -> Vec<u64> {
+        self.map.keys()
+    }
 }
 
 type Watching = World<Watched, LockedMap<u32, IdleUe>>;

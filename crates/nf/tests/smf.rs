@@ -87,6 +87,8 @@ fn smf_cfg(worker: u16, workers: Workers) -> SmfConfig {
         ],
         slices: vec![Snssai { sst: 1, sd: None }],
         urr_volume_threshold: 1 << 30,
+        heartbeat_interval: None,
+        recovery_time_stamp: 1,
     }
 }
 
@@ -953,8 +955,9 @@ fn usage_reports_and_heartbeats_are_answered() {
     assert!(ctx.reported_octets >= over, "{ctx:?}");
     assert!(net.smfs[0].stats().usage_reports >= 1);
 
-    // The SMF answers a heartbeat with its recovery time stamp.
-    let hb = pfcp::PfcpMessage::new(77, None, pfcp::requests::heartbeat(5)).emit();
+    // The SMF answers a heartbeat with its recovery time stamp. The heartbeat carries the
+    // UPF's own stamp: another one would say that the UPF restarted.
+    let hb = pfcp::PfcpMessage::new(77, None, pfcp::requests::heartbeat(1000)).emit();
     net.smfs[0].handle_pfcp(&hb);
     let Some(Action::PfcpResponse { bytes, .. }) = net.smfs[0].poll_action() else {
         panic!()

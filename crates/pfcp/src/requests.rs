@@ -207,6 +207,47 @@ pub fn establishment(s: &SessionSpec) -> SessionEstablishmentRequest {
     }
 }
 
+/// PFCPSEReq-Flags IE (type 186): flags of a Session Establishment Request.
+pub const IE_PFCPSEREQ_FLAGS: u16 = 186;
+/// Its RESTI bit (octet 5 bit 1): the request restores a session the UPF lost in a restart,
+/// so the F-TEIDs it carries are the ones the UPF allocated before (TS 23.527 §4.3.2).
+pub const RESTI: u8 = 0x01;
+
+/// Session Establishment Request that restores session `s` on a UPF that restarted (TS 23.527
+/// §4.3.2): the uplink F-TEID the UPF had allocated (`ul`: TEID and N3 address), so the gNB's
+/// uplink keeps working, the downlink forwarding to the gNB's F-TEID when it is known (`dl`),
+/// and the restoration indication set.
+pub fn restoration(
+    s: &SessionSpec,
+    ul: (u32, Ipv4Addr),
+    dl: Option<(u32, Ipv4Addr)>,
+) -> SessionEstablishmentRequest {
+    let mut req = establishment(s);
+    for pdr in &mut req.create_pdr {
+        if pdr.pdr_id == UL_PDR {
+            pdr.pdi.f_teid = Some(FTeid::Assigned {
+                teid: ul.0,
+                ipv4: Some(ul.1),
+                ipv6: None,
+            });
+        }
+    }
+    if let Some((teid, ip)) = dl {
+        let fwd = forward_downlink(teid, ip);
+        if let (Some(far), Some(new)) = (
+            req.create_far.iter_mut().find(|f| f.far_id == DL_FAR),
+            fwd.update_far.into_iter().next(),
+        ) {
+            *far = new;
+        }
+    }
+    req.unknown.push(crate::ie::UnknownIe {
+        ie_type: IE_PFCPSEREQ_FLAGS,
+        value: vec![RESTI],
+    });
+    req
+}
+
 /// Session Modification Request (§7.5.4) after PDU Session Resource Setup: the downlink FAR
 /// forwards to the gNB's F-TEID with a GTP-U/UDP/IPv4 outer header.
 pub fn forward_downlink(gnb_teid: u32, gnb_ip: Ipv4Addr) -> SessionModificationRequest {
@@ -294,6 +335,53 @@ mod tests {
         assert_eq!(pdrs, [(UL_PDR, Some(UL_FAR)), (DL_PDR, Some(DL_FAR))]);
         assert_eq!(est.create_urr.len(), 1);
         assert_eq!(est.create_qer.len(), 1);
+    }
+
+    #[test]
+    fn restoration_keeps_the_tunnels_and_says_so() {
+        let spec = SessionSpec::new(NodeId::Ipv4(SMF), 5, SMF, UE);
+        let upf = Ipv4Addr::new(127, 0, 0, 7);
+        let gnb = Ipv4Addr::new(127, 0, 0, 9);
+        let Message::SessionEstablishmentRequest(r) = round_trip(
+            Some(0),
+            Message::SessionEstablishmentRequest(restoration(
+                &spec,
+                (0x0100_0042, upf),
+                Some((0x77, gnb)),
+            )),
+        ) else {
+            panic!("not an establishment");
+        };
+        let ul = r.create_pdr.iter().find(|p| p.pdr_id == UL_PDR).unwrap();
+        assert_eq!(
+            ul.pdi.f_teid,
+            Some(FTeid::Assigned {
+                teid: 0x0100_0042,
+                ipv4: Some(upf),
+                ipv6: None
+            })
+        );
+        let dl = r.create_far.iter().find(|f| f.far_id == DL_FAR).unwrap();
+        assert_eq!(dl.apply_action, Some(ApplyAction(ApplyAction::FORW)));
+        let ohc = dl
+            .forwarding_parameters
+            .as_ref()
+            .and_then(|f| f.outer_header_creation.clone());
+        assert_eq!(ohc, Some(OuterHeaderCreation::gtpu_ipv4(0x77, gnb)));
+        assert_eq!(
+            r.unknown,
+            vec![crate::ie::UnknownIe {
+                ie_type: IE_PFCPSEREQ_FLAGS,
+                value: vec![RESTI]
+            }]
+        );
+        // Before the gNB answered, the downlink still buffers.
+        let r = restoration(&spec, (1, upf), None);
+        let dl = r.create_far.iter().find(|f| f.far_id == DL_FAR).unwrap();
+        assert_eq!(
+            dl.apply_action,
+            Some(ApplyAction(ApplyAction::BUFF | ApplyAction::NOCP))
+        );
     }
 
     #[test]

@@ -36,6 +36,25 @@ pub fn ntp_now() -> u32 {
     u32::try_from(unix.wrapping_add(NTP_UNIX_OFFSET) & 0xffff_ffff).unwrap_or(0)
 }
 
+/// A Recovery Time Stamp no earlier incarnation of this node can have announced: the next
+/// whole NTP second, waited for (up to a second) before it is returned.
+///
+/// The stamp counts seconds (TS 29.244 §8.2.65), and a peer learns of a restart only from a
+/// stamp that changed (§6.2.2.2, §6.2.6.2.2). A node killed and started again within the
+/// second it first started would announce the same stamp, and its peer would keep the
+/// sessions of the dead one. An earlier incarnation spoke only after its own stamp's second
+/// had begun, and this one starts after that: waiting for the next second makes this
+/// stamp strictly larger.
+pub fn fresh_recovery_time_stamp() -> u32 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let next = now.as_secs().saturating_add(1);
+    let wait = std::time::Duration::from_secs(next).saturating_sub(now);
+    std::thread::sleep(wait);
+    u32::try_from(next.wrapping_add(NTP_UNIX_OFFSET) & 0xffff_ffff).unwrap_or(0)
+}
+
 /// The receive and send buffer asked for every PFCP socket: the UPF's and each SMF
 /// worker's.
 ///

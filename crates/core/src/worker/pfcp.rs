@@ -15,7 +15,7 @@ impl<P: Placement> Worker<P> {
         let Some(smf) = self.shared.host.smf.as_ref() else {
             return;
         };
-        let (ip, upf) = (smf.pfcp_ip, smf.upf);
+        let (ip, upf, stamp) = (smf.pfcp_ip, smf.upf, smf.recovery_time_stamp);
         let sock = std::net::UdpSocket::bind((ip, 0))
             .and_then(|s| {
                 s.connect(upf)?;
@@ -33,7 +33,7 @@ impl<P: Placement> Worker<P> {
         match sock {
             Ok(s) => {
                 self.pfcp = Some(Rc::new(s));
-                self.host.pfcp_open(Instant::now(), upf::service::ntp_now());
+                self.host.pfcp_open(Instant::now(), stamp);
             }
             Err(e) => tracing::error!(worker = self.id.0, error = %e, "PFCP socket"),
         }

@@ -169,6 +169,8 @@ impl<P: Placement> Host<P> {
     pub fn pfcp_open(&mut self, now: Instant, recovery_time_stamp: u32) {
         if let Some(smf) = self.nfs.smf.as_mut() {
             smf.associate(recovery_time_stamp);
+            // Starts its heartbeat timer.
+            smf.handle_timeout(now);
         }
         self.pump(now);
     }
@@ -177,6 +179,9 @@ impl<P: Placement> Host<P> {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.nfs.amf.handle_timeout(now);
         self.nfs.ausf.handle_timeout(now);
+        if let Some(smf) = self.nfs.smf.as_mut() {
+            smf.handle_timeout(now);
+        }
         while let Some(due) = self.pfcp.poll_due(now) {
             match due {
                 Due::Retransmit { bytes, meta, .. } => {
@@ -208,6 +213,7 @@ impl<P: Placement> Host<P> {
             self.nfs.amf.poll_timeout(),
             self.nfs.ausf.poll_timeout(),
             self.pfcp.poll_timeout(),
+            self.nfs.smf.as_ref().and_then(|s| s.poll_timeout()),
         ]
         .into_iter()
         .flatten()

@@ -123,6 +123,8 @@ impl<P: Placement> Net<P> {
                 }],
                 slices: vec![sbi::model::Snssai { sst: 1, sd: None }],
                 urr_volume_threshold: 1 << 30,
+                heartbeat_interval: None,
+                recovery_time_stamp: 1,
             }),
             store: store.clone(),
             sbi: s.sbi,

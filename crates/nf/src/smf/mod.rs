@@ -39,9 +39,11 @@
 pub mod n2;
 pub mod nas;
 pub mod pool;
+pub mod restoration;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -129,6 +131,12 @@ pub struct SmfConfig {
     pub slices: Vec<Snssai>,
     /// URR volume threshold, octets.
     pub urr_volume_threshold: u64,
+    /// How often the SMF heartbeats the UPF to find out that it restarted
+    /// ([`restoration`]); `None` sends none.
+    pub heartbeat_interval: Option<Duration>,
+    /// The SMF's Recovery Time Stamp (TS 29.244 §8.2.65): one per process, so that every
+    /// worker's association says the same.
+    pub recovery_time_stamp: u32,
 }
 
 /// Where an SM context is in its life.
@@ -267,6 +275,16 @@ pub struct SmfStats {
     pub stray_pfcp: u64,
     /// Usage reports received in Session Report Requests.
     pub usage_reports: u64,
+    /// Heartbeats sent to the UPF.
+    pub heartbeats_sent: u64,
+    /// Heartbeats the UPF did not answer (after every retransmission).
+    pub heartbeats_unanswered: u64,
+    /// Restarts of the UPF seen (a new Recovery Time Stamp).
+    pub upf_restarts: u64,
+    /// PFCP sessions established again on a restarted UPF.
+    pub sessions_restored: u64,
+    /// Sessions the restarted UPF did not take back, released here.
+    pub restore_failed: u64,
 }
 
 #[derive(Debug)]
@@ -328,6 +346,8 @@ pub struct Smf<M> {
     associated: bool,
     actions: VecDeque<Action>,
     stats: SmfStats,
+    /// The UPF's life as seen from here ([`restoration`]).
+    n4: restoration::N4Watch,
 }
 
 impl<M> std::fmt::Debug for Smf<M> {
@@ -413,6 +433,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             associated: false,
             actions: VecDeque::new(),
             stats: SmfStats::default(),
+            n4: restoration::N4Watch::default(),
         }
     }
 
@@ -451,6 +472,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     pub fn associate(&mut self, recovery_time_stamp: u32) {
         self.recovery = recovery_time_stamp;
         let m = requests::association_setup(self.cfg.node_id.clone(), recovery_time_stamp);
+        self.associating();
         self.send_pfcp(None, m, PfcpPending::Association);
     }
 
@@ -844,6 +866,9 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             self.stats.stray_pfcp += 1;
             return;
         };
+        if self.n4_watch(&msg) {
+            return;
+        }
         let sequence = msg.header.sequence;
         let msg = match msg.message {
             // §6.2.2: a heartbeat is answered with our recovery time stamp.
@@ -865,7 +890,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         };
         match (p, msg) {
             (PfcpPending::Association, Message::AssociationSetupResponse(a)) => {
-                self.associated = a.cause == Some(PfcpCause::REQUEST_ACCEPTED);
+                self.association_answered(Some(&a));
             }
             (
                 PfcpPending::Establish { req_id, sm_ref },
@@ -984,6 +1009,9 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// The runtime gave up on PFCP request `sequence` (N1 retransmissions unanswered).
     pub fn pfcp_timeout(&mut self, sequence: u32) {
+        if self.n4_timeout(sequence) {
+            return;
+        }
         if let Some(p) = self.pfcp.remove(&sequence) {
             self.pfcp_failed(p);
         }
@@ -991,7 +1019,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     fn pfcp_failed(&mut self, p: PfcpPending) {
         match p {
-            PfcpPending::Association => self.associated = false,
+            PfcpPending::Association => self.association_answered(None),
             PfcpPending::Establish { req_id, sm_ref } => self.abandon(
                 req_id,
                 sm_ref,

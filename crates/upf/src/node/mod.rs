@@ -271,6 +271,16 @@ pub struct UpfNode {
     stats: Stats,
 }
 
+/// Where the SEID and TEID counters of a node with Recovery Time Stamp `stamp` start: far
+/// from where the previous incarnation's did (a stamp is a second later at least). TS 23.527
+/// §4.3.2: a restarted UPF should not reuse at once the F-TEIDs it allocated before, which
+/// the SMF gives back when it restores its sessions; nor its SEIDs, which requests still in
+/// flight from before the restart may name.
+fn counter_seed(stamp: u32) -> u64 {
+    // Fibonacci hashing spreads consecutive stamps over the whole counter space.
+    u64::from(stamp).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16
+}
+
 /// The key of a Node ID in the association map: its encoding.
 fn node_key(n: &NodeId) -> Vec<u8> {
     let mut v = Vec::new();
@@ -310,6 +320,7 @@ fn is_request(t: u8) -> bool {
 impl UpfNode {
     /// A node with no association, started at `now`.
     pub fn new(now: Instant, cfg: NodeConfig) -> Self {
+        let seed = counter_seed(cfg.recovery_time_stamp);
         let pending = Requester::new(Retransmission {
             t1: cfg.t1,
             n1: cfg.n1,
@@ -327,8 +338,8 @@ impl UpfNode {
             teid_owner: HashMap::new(),
             ue_ip_owner: HashMap::new(),
             usage_live: BTreeSet::new(),
-            next_seid: 0,
-            next_teid: 0,
+            next_seid: seed & ids::upf::SEID_COUNTER_MASK,
+            next_teid: seed as u32 & ids::upf::TEID_COUNTER_MASK,
             next_usage: 0,
             next_seq: 0,
             pending,
