@@ -164,6 +164,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         s.upf_restarts += x.upf_restarts;
         s.sessions_restored += x.sessions_restored;
         s.restore_failed += x.restore_failed;
+        s.duplicates_released += x.duplicates_released;
     }
     let c = r.counters_total();
     if global.json {
@@ -187,6 +188,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
                 "upf_restarts": s.upf_restarts,
                 "sessions_restored": s.sessions_restored,
                 "restore_failed": s.restore_failed,
+                "duplicates_released": s.duplicates_released,
             },
             "pfcp_retransmitted": c.pfcp_retransmitted,
             "pfcp_timed_out": c.pfcp_timed_out,

@@ -497,6 +497,11 @@ fn report_json(r: &ServiceReport, args: &UpfArgs) -> serde_json::Value {
             "usage_reports": s.usage_reports,
         },
         "datapath_errors": s.datapath_errors,
+        "entries_at_stop": r.entries_at_stop.map(|e| serde_json::json!({
+            "uplink": e.uplink,
+            "downlink": e.downlink,
+            "usage": e.usage,
+        })),
         "entries_after_stop": r.entries_after.map(|e| serde_json::json!({
             "uplink": e.uplink,
             "downlink": e.downlink,

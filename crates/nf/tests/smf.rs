@@ -1028,3 +1028,41 @@ fn unknown_subscriber_is_refused() {
     assert_eq!(net.smfs[0].context_count(), 0);
     assert_eq!(net.upf.session_count(), 0);
 }
+
+/// A UE whose AMF restarted asks for a PDU session ID the SMF still holds: the old context
+/// and its UPF session go, the new one takes its place.
+#[test]
+fn a_pdu_session_id_asked_for_again_replaces_the_old_session() {
+    if !openapi::present("a_pdu_session_id_asked_for_again_replaces_the_old_session") {
+        return;
+    }
+    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    net.associate();
+    let (o, old) = net.establish(0, &supi(1), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    assert_eq!(
+        net.activate(0, old.as_deref().unwrap(), 0x51),
+        Outcome::Status(200)
+    );
+    // Another UE's session with the same ID is not touched.
+    let (o, other) = net.establish(0, &supi(2), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    let (o, new) = net.establish(0, &supi(1), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    assert_ne!(old, new);
+    assert!(net.smfs[0].context(old.as_deref().unwrap()).is_none());
+    assert!(net.smfs[0].context(other.as_deref().unwrap()).is_some());
+    assert_eq!(net.smfs[0].stats().duplicates_released, 1);
+    assert_eq!(net.smfs[0].context_count(), 2);
+    assert_eq!(net.upf.session_count(), 2);
+    assert_eq!(net.smfs[0].addresses_in_use("internet"), 2);
+    for r in [new, other] {
+        let r = r.unwrap();
+        assert_eq!(
+            net.request(0, release_req(&r)).status,
+            StatusCode::NO_CONTENT
+        );
+    }
+    assert_eq!(net.upf.session_count(), 0);
+    assert_eq!(net.entries(), Entries::default());
+}

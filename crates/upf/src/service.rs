@@ -221,6 +221,9 @@ pub struct ServiceReport {
     pub sessions_at_stop: usize,
     /// Associations held when the stop came.
     pub associations_at_stop: usize,
+    /// Datapath entries when the stop came, before the sessions were removed: what the
+    /// live sessions held (a restart test counts them: nothing stale may be left).
+    pub entries_at_stop: Option<Entries>,
     /// Datapath entries after every session was removed: all zero unless removal failed.
     pub entries_after: Option<Entries>,
     /// The datapath's name.
@@ -343,6 +346,7 @@ async fn run(
     }
     let sessions_at_stop = node.session_count();
     let associations_at_stop = node.association_count();
+    let entries_at_stop = dp.entries().ok();
     node.clear(dp.as_mut());
     let entries_after = dp.entries().ok();
     if rx.dropped() > 0 {
@@ -355,6 +359,7 @@ async fn run(
         stats: node.stats().clone(),
         sessions_at_stop,
         associations_at_stop,
+        entries_at_stop,
         entries_after,
         datapath: dp.name(),
         pfcp_dropped: rx.dropped(),

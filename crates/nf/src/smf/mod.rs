@@ -36,6 +36,7 @@
 //! context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
 //! that made them: replies come back to their sender.
 
+mod duplicate;
 pub mod n2;
 pub mod nas;
 pub mod pool;
@@ -285,6 +286,8 @@ pub struct SmfStats {
     pub sessions_restored: u64,
     /// Sessions the restarted UPF did not take back, released here.
     pub restore_failed: u64,
+    /// SM contexts released because their UE created the same PDU session ID again.
+    pub duplicates_released: u64,
 }
 
 #[derive(Debug)]
@@ -348,6 +351,8 @@ pub struct Smf<M> {
     stats: SmfStats,
     /// The UPF's life as seen from here ([`restoration`]).
     n4: restoration::N4Watch,
+    /// This worker's contexts by SUPI and PDU session ID ([`duplicate`]).
+    index: duplicate::SessionIndex,
 }
 
 impl<M> std::fmt::Debug for Smf<M> {
@@ -434,6 +439,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             actions: VecDeque::new(),
             stats: SmfStats::default(),
             n4: restoration::N4Watch::default(),
+            index: duplicate::SessionIndex::default(),
         }
     }
 
@@ -668,9 +674,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         }
         // The CP SEID is the SM context ref itself: one counter, one layout, and a Session
         // Report from the UPF names its context directly.
+        self.replace_duplicate(&supi, psi);
         let sm_ref = sm_context_ref(self.cfg.worker, self.next_ref);
         self.next_ref = self.next_ref.wrapping_add(1);
         let cp_seid = sm_ref;
+        self.index_session(&supi, psi, sm_ref);
         self.contexts.insert(
             sm_ref,
             SmContext {
@@ -732,6 +740,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             // Released while being established: the creation still gets its answer.
             return self.problem(req_id, problem(r.status, r.cause, r.detail));
         };
+        self.unindex_session(&ctx, sm_ref);
         if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
             pool.release(ip);
         }
@@ -1297,6 +1306,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     fn deleted(&mut self, req_id: Option<u64>, sm_ref: u64, ue_release: Option<u8>) {
         let ctx = self.contexts.remove(&sm_ref);
         if let Some(ctx) = &ctx {
+            self.unindex_session(ctx, sm_ref);
             self.stats.released += 1;
             if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
                 pool.release(ip);

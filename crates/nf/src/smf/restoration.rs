@@ -320,6 +320,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         );
         let ctx = self.contexts.remove(&sm_ref);
         if let Some(ctx) = ctx {
+            self.unindex_session(&ctx, sm_ref);
             if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
                 pool.release(ip);
             }

@@ -15,7 +15,7 @@ use proto::ngap::{
     self, Cause, EncodeError, ErrorIndication, InitialContextSetupRequest,
     InitialContextSetupResponse, InitialUeMessage, MessageKind, NgapPdu, NrCgi, ProtocolCause,
     RadioNetworkCause, RrcEstablishmentCause, UeContextReleaseCommand, UeContextReleaseComplete,
-    UeNgapIds, UplinkNasTransport, UserLocation,
+    UeContextReleaseRequest, UeNgapIds, UplinkNasTransport, UserLocation,
 };
 use security::Kgnb;
 use thiserror::Error;
@@ -149,6 +149,8 @@ struct UeN2 {
     amf_ue_ngap_id: Option<u64>,
     stream: u16,
     kgnb: Option<Kgnb>,
+    /// A UE CONTEXT RELEASE REQUEST went for it: it stays until the AMF's command.
+    releasing: bool,
 }
 
 /// The UE-associated N2 side of one gNB.
@@ -282,6 +284,7 @@ impl GnbUes {
                 amf_ue_ngap_id: None,
                 stream,
                 kgnb: None,
+                releasing: false,
             },
         );
         self.by_key.insert(ue, id);
@@ -309,12 +312,54 @@ impl GnbUes {
         })
     }
 
-    /// Drops a UE's N2 state locally (the runtime gave up on it).
+    /// Drops a UE's N2 state locally (the runtime gave up on it). A UE whose release was
+    /// asked for ([`GnbUes::release_request`]) stays until the AMF's UE CONTEXT RELEASE
+    /// COMMAND, which is answered then.
     pub fn forget(&mut self, ue: UeKey) {
-        if let Some(id) = self.by_key.remove(&ue) {
-            self.by_ran_id.remove(&id);
+        let Some(id) = self.by_key.get(&ue).copied() else {
+            return;
+        };
+        if self.by_ran_id.get(&id).is_some_and(|u| u.releasing) {
+            return;
         }
+        self.by_key.remove(&ue);
+        self.by_ran_id.remove(&id);
         self.sessions.drop_ue(ue);
+    }
+
+    /// TS 38.413 §8.3.2: UE CONTEXT RELEASE REQUEST for a UE the gNB gives up on (its radio
+    /// connection lost), so that the AMF releases its context rather than keep it for a UE
+    /// that is gone. `None` when the AMF does not know the UE yet: its N2 state is dropped
+    /// here (the AMF's own timers end what it holds).
+    pub fn release_request(
+        &mut self,
+        ue: UeKey,
+        cause: RadioNetworkCause,
+    ) -> Result<Option<N2Send>, GnbUeError> {
+        let Some(id) = self.by_key.get(&ue).copied() else {
+            return Ok(None);
+        };
+        let Some(u) = self.by_ran_id.get_mut(&id) else {
+            return Ok(None);
+        };
+        let Some(amf) = u.amf_ue_ngap_id else {
+            self.forget(ue);
+            return Ok(None);
+        };
+        if u.releasing {
+            return Ok(None);
+        }
+        let pdu = UeContextReleaseRequest {
+            amf_ue_ngap_id: amf,
+            ran_ue_ngap_id: id,
+            cause: cause.into(),
+        }
+        .encode()?;
+        u.releasing = true;
+        Ok(Some(N2Send {
+            stream: u.stream,
+            pdu,
+        }))
     }
 
     /// One NGAP message from the AMF. Never panics, whatever `pdu` holds.
@@ -705,5 +750,46 @@ mod tests {
         };
         assert_eq!(nr_cgi.cell_id, (1 << 36) - 1);
         assert_eq!(tai, defaults::TAI);
+    }
+
+    #[test]
+    fn a_ue_given_up_on_is_released_by_request_and_kept_until_the_command() {
+        let mut g = gnb();
+        // Not known to the AMF yet: nothing to ask, the state goes.
+        g.initial_ue_message(4, &[0x7e, 0, 0x41], None).unwrap();
+        assert_eq!(
+            g.release_request(4, RadioNetworkCause::RadioConnectionWithUeLost),
+            Ok(None)
+        );
+        assert!(g.is_empty());
+        g.initial_ue_message(5, &[0x7e, 0, 0x41], None).unwrap();
+        let ran = g.ran_ue_ngap_id(5).unwrap();
+        g.handle_downlink(1, &dl(ran, AMF));
+        let req = g
+            .release_request(5, RadioNetworkCause::RadioConnectionWithUeLost)
+            .unwrap()
+            .unwrap();
+        let m = UeContextReleaseRequest::parse(&ngap::decode(&req.pdu).unwrap()).unwrap();
+        assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (AMF, ran));
+        assert_eq!(
+            m.cause,
+            Cause::RadioNetwork(RadioNetworkCause::RadioConnectionWithUeLost)
+        );
+        // Asked once; forgetting it now keeps it for the AMF's command.
+        assert_eq!(
+            g.release_request(5, RadioNetworkCause::RadioConnectionWithUeLost),
+            Ok(None)
+        );
+        g.forget(5);
+        assert_eq!(g.len(), 1);
+        let rel = UeContextReleaseCommand {
+            ue_ngap_ids: UeNgapIds::Pair { amf: AMF, ran },
+            cause: Cause::RadioNetwork(RadioNetworkCause::RadioConnectionWithUeLost),
+        }
+        .encode()
+        .unwrap();
+        let out = g.handle_downlink(1, &rel);
+        assert_eq!(out.transmit.len(), 1, "the command is answered");
+        assert!(g.is_empty());
     }
 }

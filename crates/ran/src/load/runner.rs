@@ -4,6 +4,7 @@
 //! stopped after NG Setup. When the AMF goes away and comes back, [`recovery`] fails the
 //! UEs it took along and reconnects the gNBs.
 
+mod cleanup;
 mod recovery;
 
 use std::collections::{HashMap, VecDeque};
@@ -714,6 +715,9 @@ impl Runner {
                 tracing::warn!(error = %e, "SUCI concealment failed");
             }
             self.by_key.remove(&key);
+            if r.failed.is_some() {
+                self.release_after_failure(sub);
+            }
             self.sched.finished(sub);
         }
         r.start

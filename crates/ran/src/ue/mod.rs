@@ -500,6 +500,9 @@ impl Ue {
                 self.kamf = None;
                 self.pending = None;
                 self.kgnb_count = None;
+                // A new 5GMM context holds none of the old one's PDU sessions (TS 24.501
+                // §6.1.3.2): after a lost AMF, the UE starts over with none.
+                self.sessions.clear();
                 (RegistrationType::Initial, Ngksi::NO_KEY, self.take_suci()?)
             }
             RegistrationKind::Mobility | RegistrationKind::Periodic => {
