@@ -4,6 +4,8 @@
 //! Each test binary includes this module; not every binary uses every helper.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod nfs;
+
 use std::process::Command;
 use std::time::Duration;
 

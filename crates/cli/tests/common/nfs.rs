@@ -1,0 +1,231 @@
+//! The five NFs as processes of their own (`steer5g udm`, `ausf`, `smf`, `amf`, `upf`),
+//! started, killed and stopped by name, optionally inside a network namespace; the user-plane
+//! lab they may carry traffic through; and the store's SQNs read back.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use testkit::process::ChildGuard;
+
+use super::{json_of, steer5g, LISTEN_TIMEOUT, STOP_TIMEOUT};
+
+/// One NF process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nf {
+    /// `steer5g udm`.
+    Udm,
+    /// `steer5g ausf`.
+    Ausf,
+    /// `steer5g smf`.
+    Smf,
+    /// `steer5g amf`.
+    Amf,
+    /// `steer5g upf`.
+    Upf,
+}
+
+impl Nf {
+    /// Every NF, in start order (the UPF before the SMF that associates with it, the AMF
+    /// last).
+    pub const ALL: [Nf; 5] = [Nf::Upf, Nf::Udm, Nf::Ausf, Nf::Smf, Nf::Amf];
+
+    /// Its subcommand.
+    pub fn name(self) -> &'static str {
+        match self {
+            Nf::Udm => "udm",
+            Nf::Ausf => "ausf",
+            Nf::Smf => "smf",
+            Nf::Amf => "amf",
+            Nf::Upf => "upf",
+        }
+    }
+
+    /// What it logs once it serves.
+    fn ready(self) -> &'static str {
+        match self {
+            Nf::Amf => "N2 listening",
+            Nf::Upf => "steer5g upf: PFCP on",
+            _ => "SBI listening",
+        }
+    }
+}
+
+/// The NFs of a test: each one's command line, and the running processes.
+pub struct Net {
+    netns: Option<String>,
+    args: BTreeMap<&'static str, Vec<String>>,
+    procs: BTreeMap<&'static str, ChildGuard>,
+}
+
+impl Net {
+    /// NFs to run inside `netns` (the test's own namespace when `None`).
+    pub fn new(netns: Option<&str>) -> Net {
+        Net {
+            netns: netns.map(str::to_owned),
+            args: BTreeMap::new(),
+            procs: BTreeMap::new(),
+        }
+    }
+
+    /// How `nf` is started: `steer5g ARGS` (the subcommand included).
+    pub fn set(&mut self, nf: Nf, args: &[&str]) {
+        self.args
+            .insert(nf.name(), args.iter().map(|a| (*a).to_owned()).collect());
+    }
+
+    /// Starts `nf` and waits until it serves.
+    pub fn start(&mut self, nf: Nf) {
+        let args = &self.args[nf.name()];
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = steer5g(self.netns.as_deref(), &argv);
+        let mut child = ChildGuard::spawn(&mut cmd).unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = child.wait_for_stderr(nf.ready(), LISTEN_TIMEOUT) {
+            panic!("{} did not start: {e}", nf.name());
+        }
+        self.procs.insert(nf.name(), child);
+    }
+
+    /// Starts every NF, in [`Nf::ALL`] order.
+    pub fn start_all(&mut self) {
+        for nf in Nf::ALL {
+            self.start(nf);
+        }
+    }
+
+    /// SIGKILL, and the process reaped.
+    pub fn kill(&mut self, nf: Nf) {
+        let child = self
+            .procs
+            .remove(nf.name())
+            .unwrap_or_else(|| panic!("{} is not running", nf.name()));
+        child.signal("KILL").unwrap_or_else(|e| panic!("{e}"));
+        let done = child
+            .wait_timeout(STOP_TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(done.code(), None, "{} ended by SIGKILL", nf.name());
+    }
+
+    /// What `nf` logged so far.
+    pub fn stderr(&self, nf: Nf) -> String {
+        self.procs
+            .get(nf.name())
+            .map(ChildGuard::stderr_so_far)
+            .unwrap_or_default()
+    }
+
+    /// Stops every NF (the RAN-facing side first, the UPF last) and returns their reports by
+    /// name; each must exit 0.
+    pub fn stop(mut self) -> BTreeMap<&'static str, Value> {
+        let mut out = BTreeMap::new();
+        for nf in [Nf::Amf, Nf::Smf, Nf::Ausf, Nf::Udm, Nf::Upf] {
+            let Some(child) = self.procs.remove(nf.name()) else {
+                continue;
+            };
+            let sig = if nf == Nf::Upf { "INT" } else { "TERM" };
+            let done = child
+                .stop(sig, STOP_TIMEOUT)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(done.code(), Some(0), "{}: {}", nf.name(), done.stderr);
+            out.insert(nf.name(), json_of(&done));
+        }
+        out
+    }
+}
+
+/// The user-plane lab (`steer5g lab up`) with a prefix of its own; `lab down` when dropped.
+pub struct Lab(pub String);
+
+impl Lab {
+    /// A lab named after this process and `tag`.
+    pub fn up(tag: &str) -> Lab {
+        let lab = Lab(format!("{tag}{}", std::process::id() % 100_000));
+        let done = testkit::process::run_timeout(
+            &mut steer5g(None, &["lab", "up", "--force", "--prefix", &lab.0]),
+            STOP_TIMEOUT,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(done.code(), Some(0), "lab up: {}", done.stderr);
+        lab
+    }
+
+    /// The namespace of `role` (`ran`, `upf`, `dn`).
+    pub fn ns(&self, role: &str) -> String {
+        format!("{}-{role}", self.0)
+    }
+
+    /// The IPv4 address of `ifname` in the lab's `role` namespace.
+    pub fn addr(&self, role: &str, ifname: &str) -> String {
+        let out = Command::new("ip")
+            .args(["-n", &self.ns(role), "-j", "addr", "show", "dev", ifname])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+        v[0]["addr_info"][0]["local"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no address on {ifname}: {v}"))
+            .to_owned()
+    }
+
+    /// The lab's UE pool as an SMF `--dnn` (10.X.64.0/18, X as in every lab subnet).
+    pub fn dnn_pool(&self) -> String {
+        let ran = self.addr("ran", "n3");
+        let x = ran.split('.').nth(1).unwrap_or("0").to_owned();
+        format!("internet=10.{x}.64.0/18")
+    }
+
+    /// `steer5g lab echo`: the DN's UDP echo, running until dropped or stopped.
+    pub fn echo(&self) -> ChildGuard {
+        let mut c = ChildGuard::spawn(&mut steer5g(
+            None,
+            &["lab", "echo", "--prefix", &self.0, "--duration", "600"],
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        c.wait_for_stderr("echoing UDP", LISTEN_TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        c
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = testkit::process::run_timeout(
+            &mut steer5g(None, &["lab", "down", "--prefix", &self.0]),
+            STOP_TIMEOUT,
+        );
+    }
+}
+
+/// The SQN of every subscriber in the store of `dir`.
+pub fn stored_sqns(dir: &str) -> BTreeMap<String, u64> {
+    let done = testkit::process::run_timeout(
+        &mut steer5g(
+            None,
+            &[
+                "subscriber",
+                "list",
+                "--json",
+                "--data-dir",
+                dir,
+                "--limit",
+                "1000",
+            ],
+        ),
+        STOP_TIMEOUT,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    json_of(&done)["subscribers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| Some((s["supi"].as_str()?.to_owned(), s["sqn"].as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How long a `ran` run of a restart or loss test may take.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(180);
