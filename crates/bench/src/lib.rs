@@ -19,6 +19,7 @@ mod registration;
 mod regplot;
 mod sctp;
 mod sessions;
+mod soak;
 mod steering;
 mod sweep;
 mod sweepplot;
@@ -34,6 +35,7 @@ pub use self::rebalance::RebalanceArgs;
 pub use self::registration::RegistrationCmd;
 pub use self::sctp::SctpArgs;
 pub use self::sessions::SessionsArgs;
+pub use self::soak::{SoakArgs, SoakUserPlane};
 pub use self::steering::SteeringArgs;
 pub use self::sweep::SweepArgs;
 pub use self::upf::UpfArgs;
@@ -68,6 +70,10 @@ pub enum Scenario {
     /// PDU session establishments per second and core CPU per establishment of an
     /// in-process core (SMF and in-process UPF) against workers, sharded vs locked.
     Sessions(SessionsArgs),
+    /// Mixed procedures (register, PDU session, traffic, release, deregister) at a steady
+    /// rate for `--minutes N`, sampling contexts, UPF entries, descriptors and RSS: they
+    /// must come back to where they started (docs/BENCHMARKS.md).
+    Soak(SoakArgs),
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
@@ -82,6 +88,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Steering(a) => steering::run(json, a),
         Scenario::Upf(a) => upf::run(json, a),
         Scenario::Sessions(a) => sessions::run(json, a),
+        Scenario::Soak(a) => soak::run(json, a),
     }
 }
 

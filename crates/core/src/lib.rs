@@ -1011,6 +1011,12 @@ impl CoreHandle {
         self.shared.live.totals()
     }
 
+    /// The contexts the core holds now (each worker's as of its last loop turn), counted as
+    /// [`CoreReport::held`] counts them at stop.
+    pub fn held_now(&self) -> HeldContexts {
+        self.shared.live.held_now()
+    }
+
     /// The `sk_reuseport` program's counters of each kernel-steered SBI listener group
     /// (those whose maps could be read).
     pub fn sbi_kernel_counters(&self) -> Vec<(NfType, steer_bpf::Counters)> {

@@ -20,7 +20,7 @@ use steer_metrics::{Blocks, Exposition, Kind, Sample};
 
 use nf::host::Locked;
 
-use crate::{NfSet, SbiMode, StateMode, WorkerCounters};
+use crate::{HeldContexts, NfSet, SbiMode, StateMode, WorkerCounters};
 
 /// Why a worker's loop woke up, and the wake-ups that found nothing to do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -156,7 +156,16 @@ pub(crate) struct Live {
     mesh: OnceLock<Arc<MeshStats>>,
     locked: Option<Locked>,
     info: Vec<(&'static str, String)>,
+    /// Each worker's held contexts ([`HELD_WIDTH`] gauges), for a soak that watches them
+    /// return to where they started; not on the page.
+    held: Blocks,
+    /// Whether every worker sees the same maps (the locked mode), so held counts are not
+    /// added up.
+    shared: bool,
 }
+
+/// The gauges of [`HeldContexts`], in field order.
+const HELD_WIDTH: usize = 4;
 
 impl Live {
     pub(crate) fn new(
@@ -195,7 +204,34 @@ impl Live {
             mesh: OnceLock::new(),
             locked,
             info,
+            held: Blocks::new(workers, HELD_WIDTH),
+            shared: state == StateMode::Locked,
         }
+    }
+
+    /// A worker's end-of-turn copy of the contexts it holds.
+    pub(crate) fn publish_held(&self, worker: usize, h: HeldContexts) {
+        if let Some(b) = self.held.block(worker) {
+            b.publish([h.amf_ues, h.amf_idle, h.ausf, h.smf]);
+        }
+    }
+
+    /// The contexts held now (each worker's as of its last loop turn), as
+    /// [`crate::CoreReport::held`] counts them at stop.
+    pub(crate) fn held_now(&self) -> HeldContexts {
+        self.held.iter().fold(HeldContexts::default(), |t, b| {
+            let w = HeldContexts {
+                amf_ues: b.load(0),
+                amf_idle: b.load(1),
+                ausf: b.load(2),
+                smf: b.load(3),
+            };
+            if self.shared {
+                t.max(w)
+            } else {
+                t.plus(w)
+            }
+        })
     }
 
     pub(crate) fn set_mesh(&self, m: Arc<MeshStats>) {

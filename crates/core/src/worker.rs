@@ -338,10 +338,22 @@ impl<P: Placement> Worker<P> {
 
     /// Copies the host's counters and this loop's wake-ups into the worker's block of the
     /// live counters (a few relaxed stores; see `crate::metrics`).
-    fn publish(&self) {
+    fn publish(&mut self) {
         self.shared
             .live
             .publish(self.id.index(), self.host.counters(), &self.wakes);
+        let held = self.held();
+        self.shared.live.publish_held(self.id.index(), held);
+    }
+
+    /// The contexts this worker's NFs hold.
+    fn held(&mut self) -> crate::HeldContexts {
+        crate::HeldContexts {
+            amf_ues: self.host.amf().contexts() as u64,
+            amf_idle: self.host.amf().idle_contexts() as u64,
+            ausf: self.host.ausf().contexts() as u64,
+            smf: self.host.smf().map_or(0, |s| s.context_count()) as u64,
+        }
     }
 
     /// Carries out everything the host asked for.
@@ -481,12 +493,7 @@ impl<P: Placement> Worker<P> {
             );
         }
         let nf = self.host.nf_stats();
-        let held = crate::HeldContexts {
-            amf_ues: self.host.amf().contexts() as u64,
-            amf_idle: self.host.amf().idle_contexts() as u64,
-            ausf: self.host.ausf().contexts() as u64,
-            smf: self.host.smf().map_or(0, |s| s.context_count()) as u64,
-        };
+        let held = self.held();
         let report = WorkerReport {
             worker: self.id.0,
             amf: nf.amf,
