@@ -470,7 +470,7 @@ struct Lab {
 }
 
 fn teid(i: u32) -> u32 {
-    // Worker 1 in the top bits (DESIGN.md: TEIDs encode the owning worker).
+    // Worker 1 in the top bits (TEIDs encode the owning worker, `ids::upf`).
     0x0100_0000 | i
 }
 

@@ -180,8 +180,8 @@ fn state_name(s: StateArg) -> &'static str {
     }
 }
 
-/// Starts the core, with its /metrics endpoint as `metrics` says, with exit statuses per
-/// DESIGN.md: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW (or
+/// Starts the core, with its /metrics endpoint as `metrics` says, with the README's exit
+/// statuses: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW (or
 /// no CAP_BPF with `--require-bpf`) 3; says how each SBI listener delivers.
 pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<CoreHandle, CliError> {
     opts.metrics = metrics.resolve(&opts);

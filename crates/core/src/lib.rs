@@ -303,7 +303,7 @@ impl CoreOptions {
 /// How the SMF shards are set up.
 #[derive(Debug, Clone)]
 pub struct SmfOptions {
-    /// The UPF's PFCP address (DESIGN.md: 127.0.0.7:8805).
+    /// The UPF's PFCP address (the loopback plan's 127.0.0.7:8805).
     pub upf: SocketAddr,
     /// The address each worker's PFCP socket binds (port chosen by the OS: one socket per
     /// worker, as each numbers its own requests) and advertises in its CP F-SEID.
