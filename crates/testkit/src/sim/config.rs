@@ -127,7 +127,7 @@ impl SimConfig {
             persist_delay: Duration::from_millis(1),
             sbi_kernel_steered: true,
             record: false,
-            max_steps: 2_000_000,
+            max_steps: 200_000,
         }
     }
 

@@ -24,6 +24,7 @@
 mod config;
 pub mod fleet;
 pub mod link;
+pub mod population;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
