@@ -482,6 +482,11 @@ impl<P: Placement> Sim<P> {
         self.raw_down.get_mut(&assoc).and_then(VecDeque::pop_front)
     }
 
+    /// The NGAP messages waiting on the test's association `assoc`, oldest first.
+    pub fn downlinks(&self, assoc: u32) -> impl Iterator<Item = &(u16, Vec<u8>)> {
+        self.raw_down.get(&assoc).into_iter().flatten()
+    }
+
     /// How many NGAP messages wait on the test's association `assoc`.
     pub fn downlink_len(&self, assoc: u32) -> usize {
         self.raw_down.get(&assoc).map_or(0, VecDeque::len)
@@ -534,6 +539,11 @@ impl<P: Placement> Sim<P> {
     /// The oldest call an external handler held.
     pub fn take_external(&mut self) -> Option<ExternalCall> {
         self.held.pop_front()
+    }
+
+    /// The calls external handlers hold, oldest first.
+    pub fn held_external(&self) -> impl Iterator<Item = &ExternalCall> {
+        self.held.iter()
     }
 
     /// Answers a held call (over the SBI link).
@@ -643,6 +653,12 @@ impl<P: Placement> Sim<P> {
                 self.fleet.summary()
             );
         }
+    }
+
+    /// When the next message is delivered or timer runs, if any.
+    pub fn next_due(&self) -> Option<Instant> {
+        let event = self.queue.first_key_value().map(|((t, _), _)| *t);
+        [event, self.next_timer()].into_iter().flatten().min()
     }
 
     // ---- inside ----
