@@ -520,11 +520,12 @@ impl<P: Placement> Sim<P> {
         self.answers.remove(&id)
     }
 
-    /// Sends `req` to worker `w`'s listener of `nf`, runs until quiet and returns the
-    /// answer. Panics when there is none.
+    /// Sends `req` to worker `w`'s listener of `nf`, runs (timers included) until it is
+    /// answered and then until quiet, and returns the answer. Panics when there is none.
     #[track_caller]
     pub fn sbi(&mut self, w: usize, nf: NfType, req: SbiRequest) -> SbiResponse {
         let id = self.sbi_request(w, nf, req);
+        self.run_until(|s| s.answers.contains_key(&id));
         self.run_until_quiet();
         self.take_answer(id)
             .unwrap_or_else(|| panic!("no answer to the {nf} request on worker {w}"))
