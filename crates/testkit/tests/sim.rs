@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use nf::host::{Placement, SbiMode};
 use upf::datapath::Datapath;
-use proto::ids::defaults;
 use ran::gnb::GnbConfig;
 use ran::ue::UeEvent;
 use security::suci::Profile;
@@ -195,6 +194,12 @@ fn many_ues_on_three_sharded_workers() {
     }
 }
 
+#[test]
+fn many_ues_on_two_locked_workers() {
+    let sim = registrations(Sim::locked(cfg(2, SbiMode::Inproc, 200)), 200);
+    assert!(sim.placement().lock_total().acquisitions > 0);
+}
+
 // ---- sessions ----
 
 fn sessions<P: Placement>(mut sim: Sim<P>) -> Sim<P> {
@@ -373,5 +378,4 @@ fn a_stalled_simulation_says_why() {
     .unwrap_err();
     let msg = e.downcast_ref::<String>().unwrap();
     assert!(msg.contains("within 10 steps"), "{msg}");
-    let _ = defaults::PLMN;
 }
