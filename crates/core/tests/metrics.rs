@@ -103,7 +103,11 @@ async fn drive(local: Ipv4Addr, amf: SocketAddr, ues: Vec<Ue>) -> usize {
         fleet.add_ue(g, ue, UePlan::register_deregister());
     }
     let deadline = Instant::now() + DEADLINE;
-    assert!(common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| f.all_done()).await);
+    assert!(
+        common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| f
+            .all_done())
+        .await
+    );
     common::close(&mut sock, assoc).await;
     let s = fleet.summary();
     assert!(s.failures.is_empty(), "{:?}", s.failures);

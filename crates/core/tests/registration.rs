@@ -172,7 +172,10 @@ async fn drive_ues(
         fleet.add_ue(g, ue, UePlan::register_deregister());
     }
     let deadline = Instant::now() + DEADLINE;
-    let ok = common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| f.all_done()).await;
+    let ok = common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| {
+        f.all_done()
+    })
+    .await;
     common::close(&mut sock, assoc).await;
     let s = fleet.summary();
     let mut failures = s.failures;

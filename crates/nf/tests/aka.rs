@@ -585,11 +585,7 @@ fn five_g_aka_succeeds_and_keys_agree() {
     assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
     assert_eq!(net.ausf_stats(0).successes, 1);
     assert_eq!(net.ausf_stats(0).events_acked, 1);
-    assert_eq!(
-        net.contexts(0),
-        0,
-        "context removed after confirmation"
-    );
+    assert_eq!(net.contexts(0), 0, "context removed after confirmation");
     let rec = net.record(0, &supi(1)).unwrap();
     assert!(rec.last_auth_event.unwrap().success);
     // The first vector waited for its SQN reservation to become durable.

@@ -32,12 +32,12 @@ use proto::ngap::{
     RrcEstablishmentCause, UeContextReleaseCommand, UeContextReleaseComplete, UplinkNasTransport,
     UserLocation,
 };
+use ran::gnb::{Gnb, GnbConfig, GnbEvent};
 use sbi::SbiRequest;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Kamf, Opc, Rand, Sqn, K};
-use ran::gnb::{Gnb, GnbConfig, GnbEvent};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 use testkit::sim::{Link, LinkConfig, Links, Sim, SimConfig};
 
@@ -256,7 +256,9 @@ impl<P: Placement> World<P> {
     }
 
     fn idle_contexts(&mut self) -> usize {
-        Self::map_workers().map(|w| self.amf(w).idle_contexts()).sum()
+        Self::map_workers()
+            .map(|w| self.amf(w).idle_contexts())
+            .sum()
     }
 
     fn ue(&mut self, id: u64) -> Option<UeContext> {
@@ -309,7 +311,8 @@ impl<P: Placement> World<P> {
             .iter()
             .filter(|e| {
                 !(e.nf == sbi::NfType::Udm
-                    && (e.path.contains("/security-information/") || e.path.contains("/auth-events")))
+                    && (e.path.contains("/security-information/")
+                        || e.path.contains("/auth-events")))
             })
             .map(|e| (e.method.to_string(), e.path.clone()))
             .collect()
@@ -738,7 +741,10 @@ fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
         )
         .unwrap();
     let init = ue.initial_ue(nas, true);
-    assert_eq!(route(&init, GNB, workers()), Route::ToWorker(worker_of(100)));
+    assert_eq!(
+        route(&init, GNB, workers()),
+        Route::ToWorker(worker_of(100))
+    );
     w.ngap(&init);
     let mut auths = 0;
     let g2 = if always_auth {
@@ -925,10 +931,7 @@ fn t3560_retransmits_then_aborts() {
     }
     w.advance(Duration::from_secs(6));
     expect_release(&mut w, NasCause::Unspecified.into());
-    assert_eq!(
-        w.stats().retransmissions,
-        u64::from(MAX_RETRANSMISSIONS)
-    );
+    assert_eq!(w.stats().retransmissions, u64::from(MAX_RETRANSMISSIONS));
     assert_eq!(w.stats().aborted, 1);
     // No RELEASE COMPLETE: the guard drops the context anyway.
     assert_eq!(w.contexts(), 1);

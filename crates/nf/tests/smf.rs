@@ -175,7 +175,8 @@ impl<P: Placement> Net<P> {
             NfType::Amf,
             Box::new(move |call| {
                 assert_eq!(call.method, Method::POST);
-                seen.borrow_mut().push((call.path.clone(), call.body.clone()));
+                seen.borrow_mut()
+                    .push((call.path.clone(), call.body.clone()));
                 Some(Ok(CallReply {
                     status: status.get(),
                     location: None,

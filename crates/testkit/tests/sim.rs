@@ -11,14 +11,12 @@
 use std::time::Duration;
 
 use nf::host::{Placement, SbiMode};
-use upf::datapath::Datapath;
 use ran::gnb::GnbConfig;
 use ran::ue::UeEvent;
 use security::suci::Profile;
 use testkit::sim::population::{population, ue};
-use testkit::sim::{
-    Fate, Link, LinkConfig, Links, Sim, SimConfig, UePlan, UeRecord,
-};
+use testkit::sim::{Fate, Link, LinkConfig, Links, Sim, SimConfig, UePlan, UeRecord};
+use upf::datapath::Datapath;
 
 /// `gnbs` gNBs with `per_gnb` UEs each, every UE on `plan`, concealing with Profile A
 /// when `concealed`.
@@ -78,7 +76,13 @@ fn registrations<P: Placement>(mut sim: Sim<P>, ues: usize) -> Sim<P> {
     run_fleet(&mut sim);
     let s = sim.fleet().summary();
     assert_eq!(
-        (s.gnbs_ready, s.registered, s.deregistered, s.released, s.done),
+        (
+            s.gnbs_ready,
+            s.registered,
+            s.deregistered,
+            s.released,
+            s.done
+        ),
         (2, ues, ues, ues, ues)
     );
     let st = sim.nf_stats_all();
@@ -207,7 +211,12 @@ fn sessions<P: Placement>(mut sim: Sim<P>) -> Sim<P> {
     run_fleet(&mut sim);
     let s = sim.fleet().summary();
     assert_eq!(
-        (s.registered, s.established, s.released_sessions, s.deregistered),
+        (
+            s.registered,
+            s.established,
+            s.released_sessions,
+            s.deregistered
+        ),
         (20, 20, 20, 20)
     );
     let upf = sim.upf().unwrap();

@@ -83,8 +83,8 @@ impl SimConfig {
     /// `workers` hosts with the AMF, AUSF and UDM (no SMF), in-process SBI, the project's
     /// network defaults, ideal links of 1 ms, over `store`.
     pub fn new(workers: u16, store: Arc<MemStore>) -> Self {
-        let workers = Workers::new(workers)
-            .unwrap_or_else(|| panic!("{workers} is no worker count"));
+        let workers =
+            Workers::new(workers).unwrap_or_else(|| panic!("{workers} is no worker count"));
         let w0 = WorkerId(0);
         let host = HostConfig {
             worker: w0,

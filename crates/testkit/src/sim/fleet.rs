@@ -365,7 +365,9 @@ impl Fleet {
     fn nas(&mut self, g: usize, u: usize, nas: &[u8]) -> Vec<N2Send> {
         let mut out = Vec::new();
         let Some(fu) = self.ues.get_mut(u) else {
-            self.gnbs[g].failures.push(format!("NAS for unknown UE {u}"));
+            self.gnbs[g]
+                .failures
+                .push(format!("NAS for unknown UE {u}"));
             return out;
         };
         let r = fu.ue.handle_downlink_nas(nas);
@@ -379,9 +381,7 @@ impl Fleet {
                 fu.record.registered += 1;
                 fu.record.guti = fu.ue.guti().copied();
                 let gu = &self.gnbs[g].ues;
-                fu.record.ngap_ids = gu
-                    .ran_ue_ngap_id(u as u64)
-                    .zip(gu.amf_ue_ngap_id(u as u64));
+                fu.record.ngap_ids = gu.ran_ue_ngap_id(u as u64).zip(gu.amf_ue_ngap_id(u as u64));
                 match (&fu.plan.session, fu.plan.deregister) {
                     (Some(s), _) => Some(fu.ue.pdu_session_establishment_request(s)),
                     (None, true) => Some(fu.ue.deregistration_request(false)),

@@ -64,10 +64,21 @@ pub type LockedSim = Sim<Locked>;
 /// A message on a link.
 enum Msg {
     /// gNB → the worker owning `assoc`.
-    N2Up { assoc: u32, stream: u16, pdu: Vec<u8> },
+    N2Up {
+        assoc: u32,
+        stream: u16,
+        pdu: Vec<u8>,
+    },
     /// A worker → the gNB of `assoc`.
-    N2Down { assoc: u32, stream: u16, pdu: Vec<u8> },
-    Hop { to: WorkerId, hop: Hop },
+    N2Down {
+        assoc: u32,
+        stream: u16,
+        pdu: Vec<u8>,
+    },
+    Hop {
+        to: WorkerId,
+        hop: Hop,
+    },
     SbiRequest {
         to: usize,
         nf: NfType,
@@ -80,9 +91,15 @@ enum Msg {
         reply: Result<CallReply, CallFailed>,
     },
     /// SMF worker `from` → the UPF.
-    N4Up { from: usize, bytes: Vec<u8> },
+    N4Up {
+        from: usize,
+        bytes: Vec<u8>,
+    },
     /// The UPF → SMF worker `to`.
-    N4Down { to: usize, bytes: Vec<u8> },
+    N4Down {
+        to: usize,
+        bytes: Vec<u8>,
+    },
     SqnDone {
         to: usize,
         supi: String,
@@ -1007,15 +1024,7 @@ impl<P: Placement> Sim<P> {
             match (self.external[i].1)(&ext) {
                 Some(reply) => {
                     self.log_reply(log, &reply);
-                    self.send(
-                        Link::Sbi,
-                        None,
-                        Msg::SbiReply {
-                            to: w,
-                            call,
-                            reply,
-                        },
-                    );
+                    self.send(Link::Sbi, None, Msg::SbiReply { to: w, call, reply });
                 }
                 None => {
                     if let Some(i) = log {
