@@ -335,7 +335,7 @@ impl Fleet {
                     if let Some(fu) = self.ues.get_mut(ue as usize) {
                         fu.record.released += 1;
                         if fu.record.deregistered
-                            || (fu.plan.deregister && fu.record.registered == 0)
+                            || fu.record.registered == 0
                             || !fu.plan.deregister
                         {
                             fu.record.done = true;
