@@ -9,6 +9,8 @@
 //! - [`server`] / [`client`]: HTTP/2 cleartext with prior knowledge (h2c) over hyper on a
 //!   current-thread runtime; TLS comes later.
 //! - [`paths`]: resource URIs and a router with path variables.
+//! - [`validate`]: checks of request bodies, path variables and query parameters against the
+//!   OpenAPI rules and the 3GPP ranges, and the 400 problem that names what is wrong.
 //! - [`discovery`]: static NF directory (no NRF yet).
 //! - [`pool`]: shard-aware source-port placement, so that each request reaches the server
 //!   worker owning its state through the server's `sk_reuseport` program.
@@ -23,6 +25,7 @@ pub mod paths;
 pub mod pool;
 pub mod problem;
 pub mod server;
+pub mod validate;
 
 pub use client::{ClientConfig, ClientStats, JsonResponse, SbiClient, SbiError};
 pub use discovery::{NfType, StaticDirectory};
