@@ -356,7 +356,7 @@ mod tests {
         })
     }
 
-    fn refused<T: serde::de::DeserializeOwned + Validate>(
+    fn refused<T: serde::de::DeserializeOwned + serde::Serialize + Validate>(
         v: &serde_json::Value,
     ) -> (String, Vec<String>) {
         let p = decode_valid::<T>(v.to_string().as_bytes())
@@ -459,6 +459,17 @@ mod tests {
         b["pduSessionId"] = json!(0);
         assert_eq!(refused::<N1N2MessageTransferReqData>(&b).1.len(), 2);
     }
+
+    #[test]
+    fn arrays_do_not_stand_for_objects() {
+        let mut b = create();
+        b["servingNetwork"] = json!(["001", "01"]);
+        assert_eq!(refused::<SmContextCreateData>(&b).1, ["/servingNetwork"]);
+        let b = json!([SUPI_FOR_TESTS, "5G:mnc001.mcc001.3gppnetwork.org"]);
+        assert_eq!(refused::<AuthenticationInfo>(&b).1, ["/"]);
+    }
+
+    const SUPI_FOR_TESTS: &str = "imsi-001010000000001";
 
     #[test]
     fn uecm_supi_agrees_with_the_path() {

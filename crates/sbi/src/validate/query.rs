@@ -9,9 +9,10 @@
 //! `invalidParams` name the parameter; the value is never quoted.
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::models::{plmn_id, plmn_id_nid};
-use super::{problem, rules, Checker, Violation};
+use super::{arrays_for_objects, problem, rules, Checker, Violation};
 use crate::model::{PlmnId, PlmnIdNid, ProblemDetails, Snssai};
 use crate::paths::{decode_component, Route};
 use crate::problem::Cause;
@@ -196,12 +197,13 @@ pub fn check(query: Option<&str>, spec: &[Param]) -> Result<Query, ProblemDetail
 }
 
 /// A JSON value of a query parameter, decoded into `T` and checked with `f`.
-fn json_value<T: DeserializeOwned>(
+fn json_value<T: DeserializeOwned + Serialize>(
     value: &str,
     f: impl FnOnce(&mut Checker, &T),
 ) -> Result<(), &'static str> {
     let t: T = serde_json::from_str(value).map_err(|_| "not the JSON the parameter holds")?;
     let mut c = Checker::new();
+    arrays_for_objects(value.as_bytes(), &t, &mut c);
     f(&mut c, &t);
     match c.violations().first() {
         Some(v) => Err(v.reason),
@@ -282,6 +284,7 @@ mod tests {
             "plmn-id=%7B%22mcc%22%3A%2201%22%2C%22mnc%22%3A%2201%22%7D",
             "plmn-id=garbage",
             "plmn-id=null",
+            "plmn-id=%5B%22001%22%2C%2201%22%5D",
             "supported-features=xyz",
             "disaster-roaming-ind=yes",
             "single-nssai=%7B%22sst%22%3A256%7D",
