@@ -14,7 +14,8 @@
 //!
 //! Members a model does not hold are not read and so not checked: serde skips them, as a
 //! receiver skips what it does not understand. Reasons are fixed texts that never quote the
-//! refused value (it may be key material such as a RES*).
+//! refused value (it may be key material such as a RES*). The SBI server logs each refusal
+//! with its peer ([`crate::server`]).
 
 mod models;
 pub mod query;
@@ -305,26 +306,6 @@ fn path_var(name: &str, r: Result<(), &'static str>) -> Result<(), ProblemDetail
             }],
         )
     })
-}
-
-/// Logs one refused request: which operation, the cause and the parameters it names. The
-/// values are never logged (the reasons are fixed texts); `peer` is what the receiver knows
-/// of the sender (an NF instance id from the body, or `-`).
-pub fn log_refusal(peer: &str, operation: &str, p: &ProblemDetails) {
-    let params: Vec<&str> = p
-        .invalid_params
-        .iter()
-        .flatten()
-        .map(|i| i.param.as_str())
-        .collect();
-    tracing::warn!(
-        target: "sbi::refusal",
-        peer,
-        operation,
-        cause = p.cause.as_deref().unwrap_or("-"),
-        params = %params.join(","),
-        "SBI request refused"
-    );
 }
 
 #[cfg(test)]
