@@ -15,7 +15,9 @@
 
 use http::{Method, StatusCode};
 use proto::ids::Snssai;
-use proto::nas::sm_ue::{DlNasTransport, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL};
+use proto::nas::sm_ue::{
+    DlNasTransport, SmMessage, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL,
+};
 use proto::nas::{Direction, SecurityHeaderType};
 use proto::ngap::{
     PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
@@ -29,7 +31,9 @@ use sbi::model::{
     SmContextUpdatedData,
 };
 use sbi::multipart::{self, Part};
+use sbi::problem::Cause;
 use sbi::server::decode_json;
+use sbi::validate::{self, decode_valid, query, Violation};
 use sbi::{SbiRequest, SbiResponse};
 use tracing::debug;
 
@@ -157,6 +161,59 @@ fn n1n2_supi(path: &str) -> Option<&str> {
     path.strip_prefix(UE_CONTEXTS)
         .and_then(|r| r.strip_suffix("/n1-n2-messages"))
         .filter(|s| !s.contains('/'))
+}
+
+/// Checks an N1N2MessageTransfer's N1 SM message against its JSON (TS 29.518 §6.1.6.2.1):
+/// a 5GSM message whose header names the body's PDU session (TS 24.007 §11.2.3.1b), and,
+/// where it carries an S-NSSAI (a PDU SESSION ESTABLISHMENT ACCEPT, TS 24.501 §8.3.2), the
+/// slice of the N2 SM information. A mismatch is 400 MANDATORY_IE_INCORRECT naming the N1
+/// message container.
+#[allow(clippy::result_large_err)]
+fn check_sm_parts(
+    data: &N1N2MessageTransferReqData,
+    n1: Option<&[u8]>,
+) -> Result<(), ProblemDetails> {
+    let (Some(c), Some(n1)) = (&data.n1_message_container, n1) else {
+        return Ok(());
+    };
+    if c.n1_message_class != "SM" {
+        return Ok(());
+    }
+    let sm = data
+        .n2_info_container
+        .as_ref()
+        .and_then(|c| c.sm_info.as_ref());
+    let psi = data.pdu_session_id.or(sm.map(|s| s.pdu_session_id));
+    // Octet 1 the extended protocol discriminator of 5GSM, octet 2 the PDU session
+    // identity (TS 24.501 §9.2, §9.4).
+    let reason = match n1 {
+        [0x2e, id, ..] if Some(*id) == psi => None,
+        [0x2e, ..] => Some("TS 24.007 §11.2.3.1b: the N1 message names another PDU session"),
+        _ => Some("TS 24.501 §9.2: not a 5GSM message"),
+    };
+    let reason = reason.or_else(|| match SmMessage::parse(n1) {
+        Ok(SmMessage::EstablishmentAccept(a)) => {
+            let n2 = sm.and_then(|s| s.s_nssai.as_ref()).map(from_model_snssai);
+            match (a.snssai, n2) {
+                (Some(a), Some(b)) if a != b => {
+                    Some("TS 24.501 §8.3.2: the N1 message's S-NSSAI differs from sNssai")
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    });
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(validate::problem(
+            Cause::MandatoryIeIncorrect,
+            &[Violation {
+                param: "/n1MessageContainer".to_owned(),
+                missing: false,
+                reason,
+            }],
+        )),
+    }
 }
 
 impl<M, P> Amf<M, P>
@@ -568,6 +625,11 @@ where
                 ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
             );
         }
+        // TS 29.518 §6.1.3.5.4: N1N2MessageTransfer takes no query parameter.
+        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
+            self.sm_stats.n1n2_refused += 1;
+            return self.respond(req_id, p);
+        }
         let ue = self
             .supi_index
             .get(&supi)
@@ -621,13 +683,14 @@ where
         }
         let (json, parts) = split_body(req.content_type.as_deref(), &req.body)
             .ok_or_else(|| ProblemDetails::invalid_msg_format("body does not decode"))?;
-        let data: N1N2MessageTransferReqData = decode_json(&json)?;
+        let data: N1N2MessageTransferReqData = decode_valid(&json)?;
         let n1 = part(
             &parts,
             data.n1_message_container
                 .as_ref()
                 .map(|c| &c.n1_message_content),
         );
+        check_sm_parts(&data, n1.as_deref())?;
         let sm = data
             .n2_info_container
             .as_ref()
@@ -669,6 +732,36 @@ where
                     .encode()
                     .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
                 self.sm_stats.setup_requests += 1;
+                self.actions.push_back(Action::Ngap {
+                    assoc: ue.assoc,
+                    stream: ue.stream,
+                    pdu,
+                });
+                Ok(())
+            }
+            (Some("PDU_RES_REL_CMD"), Some(transfer)) => {
+                let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) else {
+                    return Err(ProblemDetails::context_not_found(format!(
+                        "no PDU session {psi}"
+                    )));
+                };
+                // TS 23.502 §4.3.4.2 step 4: the network releases the session; the UE's
+                // RELEASE COMPLETE ends it here (as after a release it asked for).
+                s.state = SessionState::Releasing;
+                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
+                let m = PduSessionResourceReleaseCommand {
+                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
+                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
+                    nas_pdu,
+                    sessions: vec![PduSessionTransferItem {
+                        pdu_session_id: psi,
+                        transfer,
+                    }],
+                };
+                let pdu = m
+                    .encode()
+                    .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
+                self.sm_stats.release_commands += 1;
                 self.actions.push_back(Action::Ngap {
                     assoc: ue.assoc,
                     stream: ue.stream,
