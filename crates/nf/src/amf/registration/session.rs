@@ -945,4 +945,185 @@ mod tests {
         let (json, got) = split_body(None, b"{}").unwrap();
         assert_eq!((&json[..], got.len()), (&b"{}"[..], 0));
     }
+
+    const UE_PATH: &str = "/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages";
+
+    /// An AMF holding one UE with PDU session 5 up, indexed by its SUPI.
+    fn amf_with_session() -> TestAmf {
+        let mut a = amf();
+        let mut ue = UeContext::new(1, 2, 3, 1);
+        ue.supi = Some("imsi-001010000000001".into());
+        ue.sessions.push(PduSession {
+            psi: 5,
+            sm_ref: Some("00000000000000aa".into()),
+            state: SessionState::Active,
+            snssai: Snssai { sst: 1, sd: None },
+            pending_setup: None,
+        });
+        a.supi_index.insert("imsi-001010000000001".into(), 1);
+        a.put_back(ue);
+        a
+    }
+
+    fn transfer(json: serde_json::Value, n1: Vec<u8>, n2: Vec<u8>) -> SbiRequest {
+        let body = multipart::encode(&[
+            Part::json(serde_json::to_vec(&json).unwrap()),
+            Part::binary(multipart::NAS_5G, N1_ID, n1),
+            Part::binary(multipart::NGAP, N2_ID, n2),
+        ])
+        .unwrap();
+        SbiRequest {
+            method: Method::POST,
+            path: UE_PATH.to_owned(),
+            query: None,
+            content_type: Some(multipart::CONTENT_TYPE.to_owned()),
+            body,
+        }
+    }
+
+    fn json(ie_type: &str, psi: u8, sm_psi: u8) -> serde_json::Value {
+        serde_json::json!({
+            "n1MessageContainer": {"n1MessageClass": "SM", "n1MessageContent": {"contentId": N1_ID}},
+            "n2InfoContainer": {"n2InformationClass": "SM", "smInfo": {
+                "pduSessionId": sm_psi, "sNssai": {"sst": 1},
+                "n2InfoContent": {"ngapIeType": ie_type, "ngapData": {"contentId": N2_ID}}
+            }},
+            "pduSessionId": psi
+        })
+    }
+
+    fn release_command(psi: u8) -> Vec<u8> {
+        SmMessage::ReleaseCommand(proto::nas::sm_ue::PduSessionReleaseCommand {
+            pdu_session_id: psi,
+            pti: 0,
+            cause: 26,
+        })
+        .encode()
+        .unwrap()
+    }
+
+    fn refusal(a: &mut TestAmf) -> (String, Vec<String>) {
+        match a.poll_action() {
+            Some(Action::Respond { response, .. }) => {
+                assert_eq!(response.status, StatusCode::BAD_REQUEST);
+                let p: ProblemDetails = serde_json::from_slice(&response.body).unwrap();
+                let params = p
+                    .invalid_params
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|i| i.param)
+                    .collect();
+                (p.cause.unwrap_or_default(), params)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// TS 29.518 §6.1.6.2.1 with TS 24.007 §11.2.3.1b: the JSON, the N2 SM information and
+    /// the N1 message must name one PDU session of 1 to 15; nothing reaches the gNB
+    /// otherwise.
+    #[test]
+    fn n1n2_session_ids_must_agree_and_be_in_range() {
+        let mut a = amf_with_session();
+        let incorrect = |p: &str| ("MANDATORY_IE_INCORRECT".to_owned(), vec![p.to_owned()]);
+        a.handle_request(
+            1,
+            transfer(json("PDU_RES_REL_CMD", 5, 5), release_command(6), vec![1]),
+        );
+        assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
+        a.handle_request(
+            2,
+            transfer(json("PDU_RES_REL_CMD", 5, 6), release_command(5), vec![1]),
+        );
+        assert_eq!(
+            refusal(&mut a),
+            incorrect("/n2InfoContainer/smInfo/pduSessionId")
+        );
+        a.handle_request(
+            3,
+            transfer(json("PDU_RES_REL_CMD", 0, 0), release_command(0), vec![1]),
+        );
+        let (cause, params) = refusal(&mut a);
+        assert_eq!(cause, "MANDATORY_IE_INCORRECT");
+        assert_eq!(
+            params,
+            ["/n2InfoContainer/smInfo/pduSessionId", "/pduSessionId"]
+        );
+        a.handle_request(
+            4,
+            transfer(json("PDU_RES_REL_CMD", 5, 5), vec![0x7e, 5], vec![1]),
+        );
+        assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
+        let mut q = transfer(json("PDU_RES_REL_CMD", 5, 5), release_command(5), vec![1]);
+        q.query = Some("x=1".into());
+        a.handle_request(5, q);
+        assert_eq!(
+            refusal(&mut a),
+            ("INVALID_QUERY_PARAM".to_owned(), vec!["x".to_owned()])
+        );
+        assert_eq!(a.session_stats().n1n2_refused, 5);
+        assert_eq!(a.session_stats().release_commands, 0);
+        assert!(a.poll_action().is_none());
+    }
+
+    /// An accept whose S-NSSAI is not the slice of the N2 SM information is refused.
+    #[test]
+    fn n1n2_accept_slice_must_match() {
+        let accept = |sst| {
+            SmMessage::EstablishmentAccept(proto::nas::sm_ue::PduSessionEstablishmentAccept {
+                pdu_session_id: 5,
+                pti: 1,
+                pdu_session_type: 1,
+                ssc_mode: 1,
+                qos_rules: proto::nas::sm_ue::default_qos_rule(1),
+                session_ambr: proto::nas::sm_ue::SessionAmbr {
+                    dl_kbps: 1000,
+                    ul_kbps: 1000,
+                },
+                pdu_address: None,
+                snssai: Some(Snssai { sst, sd: None }),
+                dnn: Some("internet".into()),
+            })
+            .encode()
+            .unwrap()
+        };
+        let data: N1N2MessageTransferReqData =
+            serde_json::from_value(json("PDU_RES_SETUP_REQ", 5, 5)).unwrap();
+        assert!(check_sm_parts(&data, Some(&accept(1))).is_ok());
+        let p = check_sm_parts(&data, Some(&accept(2))).unwrap_err();
+        assert_eq!(p.invalid_params.unwrap()[0].param, "/n1MessageContainer");
+    }
+
+    /// TS 23.502 §4.3.4.2: a network-requested release is relayed to the gNB as a PDU
+    /// SESSION RESOURCE RELEASE COMMAND, and the session waits for the UE's RELEASE COMPLETE.
+    #[test]
+    fn n1n2_release_command_goes_to_the_gnb() {
+        let mut a = amf_with_session();
+        a.handle_request(
+            9,
+            transfer(
+                json("PDU_RES_REL_CMD", 5, 5),
+                release_command(5),
+                vec![7, 7],
+            ),
+        );
+        let Some(Action::Ngap { pdu, .. }) = a.poll_action() else {
+            panic!("no NGAP")
+        };
+        let m =
+            PduSessionResourceReleaseCommand::parse(&proto::ngap::decode(&pdu).unwrap()).unwrap();
+        assert_eq!(m.sessions[0].pdu_session_id, 5);
+        assert_eq!(m.sessions[0].transfer, vec![7, 7]);
+        assert_eq!(answer(&mut a), (9, StatusCode::OK));
+        let ue = a.ues.remove(&1).unwrap();
+        assert_eq!(ue.sessions[0].state, SessionState::Releasing);
+        assert_eq!(a.session_stats().release_commands, 1);
+        // A release for a session the UE does not have is not found.
+        a.put_back(ue);
+        a.handle_request(
+            10,
+            transfer(json("PDU_RES_REL_CMD", 6, 6), release_command(6), vec![7]),
+        );
+        assert_eq!(answer(&mut a), (10, StatusCode::NOT_FOUND));
+    }
 }
