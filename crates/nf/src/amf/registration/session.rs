@@ -1066,7 +1066,8 @@ mod tests {
         assert!(a.poll_action().is_none());
     }
 
-    /// An accept whose S-NSSAI is not the slice of the N2 SM information is refused.
+    /// An accept whose S-NSSAI is not the slice of the N2 SM information is refused, and
+    /// no setup reaches the gNB; with the same slice it goes through.
     #[test]
     fn n1n2_accept_slice_must_match() {
         let accept = |sst| {
@@ -1087,11 +1088,25 @@ mod tests {
             .encode()
             .unwrap()
         };
-        let data: N1N2MessageTransferReqData =
-            serde_json::from_value(json("PDU_RES_SETUP_REQ", 5, 5)).unwrap();
-        assert!(check_sm_parts(&data, Some(&accept(1))).is_ok());
-        let p = check_sm_parts(&data, Some(&accept(2))).unwrap_err();
-        assert_eq!(p.invalid_params.unwrap()[0].param, "/n1MessageContainer");
+        let mut a = amf_with_session();
+        a.handle_request(
+            1,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(2), vec![1]),
+        );
+        assert_eq!(
+            refusal(&mut a),
+            (
+                "MANDATORY_IE_INCORRECT".to_owned(),
+                vec!["/n1MessageContainer".to_owned()]
+            )
+        );
+        assert_eq!(a.session_stats().setup_requests, 0);
+        a.handle_request(
+            2,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(1), vec![1]),
+        );
+        assert!(matches!(a.poll_action(), Some(Action::Ngap { .. })));
+        assert_eq!(answer(&mut a), (2, StatusCode::OK));
     }
 
     /// TS 23.502 §4.3.4.2: a network-requested release is relayed to the gNB as a PDU
