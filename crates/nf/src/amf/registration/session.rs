@@ -1028,12 +1028,12 @@ mod tests {
         let incorrect = |p: &str| ("MANDATORY_IE_INCORRECT".to_owned(), vec![p.to_owned()]);
         a.handle_request(
             1,
-            transfer(json("PDU_RES_REL_CMD", 5, 5), release_command(6), vec![1]),
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(6), vec![1]),
         );
         assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
         a.handle_request(
             2,
-            transfer(json("PDU_RES_REL_CMD", 5, 6), release_command(5), vec![1]),
+            transfer(json("PDU_RES_SETUP_REQ", 5, 6), release_command(5), vec![1]),
         );
         assert_eq!(
             refusal(&mut a),
@@ -1041,7 +1041,7 @@ mod tests {
         );
         a.handle_request(
             3,
-            transfer(json("PDU_RES_REL_CMD", 0, 0), release_command(0), vec![1]),
+            transfer(json("PDU_RES_SETUP_REQ", 0, 0), release_command(0), vec![1]),
         );
         let (cause, params) = refusal(&mut a);
         assert_eq!(cause, "MANDATORY_IE_INCORRECT");
@@ -1051,10 +1051,10 @@ mod tests {
         );
         a.handle_request(
             4,
-            transfer(json("PDU_RES_REL_CMD", 5, 5), vec![0x7e, 5], vec![1]),
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), vec![0x7e, 5], vec![1]),
         );
         assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
-        let mut q = transfer(json("PDU_RES_REL_CMD", 5, 5), release_command(5), vec![1]);
+        let mut q = transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(5), vec![1]);
         q.query = Some("x=1".into());
         a.handle_request(5, q);
         assert_eq!(
@@ -1062,7 +1062,7 @@ mod tests {
             ("INVALID_QUERY_PARAM".to_owned(), vec!["x".to_owned()])
         );
         assert_eq!(a.session_stats().n1n2_refused, 5);
-        assert_eq!(a.session_stats().release_commands, 0);
+        assert_eq!(a.session_stats().setup_requests, 0);
         assert!(a.poll_action().is_none());
     }
 
