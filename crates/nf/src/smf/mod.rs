@@ -1420,9 +1420,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     /// ReleaseSMContext (TS 29.502 §5.2.2.4); its body is optional and checked when there.
     fn release(&mut self, req_id: u64, sm_ref: u64, req: &SbiRequest) {
         if !req.body.is_empty() {
-            let checked = Self::parts(req)
-                .and_then(|(json, _)| decode_valid::<sbi::model::SmContextReleaseData>(&json));
-            if let Err(p) = checked {
+            let json = match Self::parts(req) {
+                Ok((json, _)) => json,
+                Err(p) => return self.problem(req_id, p),
+            };
+            if let Err(p) = decode_valid::<sbi::model::SmContextReleaseData>(&json) {
                 return self.problem(req_id, p);
             }
         }

@@ -256,13 +256,15 @@ where
         // The path variable and the query are checked where the request arrives, before it
         // is handed to another worker.
         let (name, value) = m.params.first().cloned().unwrap_or(("supi", String::new()));
-        let checked = if m.route == Route::GenerateAuthData {
+        let path_ok = if m.route == Route::GenerateAuthData {
             validate::path_supi_or_suci(name, &value)
         } else {
             validate::path_supi(name, &value)
+        };
+        if let Err(p) = path_ok {
+            return self.problem(req_id, p);
         }
-        .and_then(|()| query::check(req.query.as_deref(), query::for_route(m.route)).map(|_| ()));
-        if let Err(p) = checked {
+        if let Err(p) = query::check(req.query.as_deref(), query::for_route(m.route)) {
             return self.problem(req_id, p);
         }
         if m.route == Route::GenerateAuthData {
