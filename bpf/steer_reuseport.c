@@ -20,14 +20,14 @@
 // program returns SK_PASS without a selection and the kernel falls back to its own
 // 4-tuple hash. Those cases are counted, so a test or a run report sees them.
 //
-// Build: clang -O2 -g -target bpf -c steer_reuseport.c (crates/steer-bpf/build.rs does it).
+// Build: crates/steer-bpf/build.rs, which also writes the generated steer5g_ids.h.
 
 #include <linux/bpf.h>
 #include <linux/in.h>
 #include <bpf/bpf_helpers.h>
-
-// Worker numbers travel in 8-bit fields of steer5g identifiers (crates/steer, owner.rs).
-#define MAX_WORKERS 256
+// The identifier layouts, generated from crates/ids by build.rs (ids::c_header): here
+// STEER5G_MAX_WORKERS, since worker numbers travel in 8-bit fields of steer5g identifiers.
+#include "steer5g_ids.h"
 
 #define MODE_TCP_SOURCE_PORT 1
 #define MODE_UDP_PAYLOAD 2
@@ -41,10 +41,12 @@
 #define CNT_NO_ID 2           // no app id in the packet (too short, no config): kernel hash
 #define CNT_SELECT_FAILED 3   // the owner's socket was missing: kernel hash
 #define CNT_PER_WORKER 4      // CNT_PER_WORKER + w: selections of worker w
-#define CNT_SLOTS (CNT_PER_WORKER + MAX_WORKERS)
+#define CNT_SLOTS (CNT_PER_WORKER + STEER5G_MAX_WORKERS)
 
 // Written once by user space before the program is attached. Layout shared with
-// crates/steer-bpf/src/maps.rs (`Config::to_bytes`): five native-endian u32s.
+// crates/steer-bpf/src/maps.rs (`Config::to_bytes`): five native-endian u32s. Where the app id
+// sits (offset, len, shift) is runtime configuration, not a generated constant: user space
+// writes an `IdSpec` here, e.g. `IdSpec::PFCP_SEID_TOP16`, whose shift it takes from crates/ids.
 struct steer_config {
 	__u32 workers; // 0 = not configured yet: every packet takes the fallback
 	__u32 mode;    // MODE_*
@@ -69,7 +71,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
-	__uint(max_entries, MAX_WORKERS);
+	__uint(max_entries, STEER5G_MAX_WORKERS);
 	__type(key, __u32);
 	__type(value, __u64); // user space writes the socket's fd
 } worker_socks SEC(".maps");
@@ -156,7 +158,8 @@ int steer_reuseport(struct sk_reuseport_md *md)
 		worker = *exc;
 	else
 		worker = id % cfg->workers;
-	if (worker >= MAX_WORKERS || bpf_sk_select_reuseport(md, &worker_socks, &worker, 0)) {
+	if (worker >= STEER5G_MAX_WORKERS ||
+	    bpf_sk_select_reuseport(md, &worker_socks, &worker, 0)) {
 		count(CNT_SELECT_FAILED);
 		return SK_PASS;
 	}

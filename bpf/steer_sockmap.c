@@ -21,7 +21,7 @@
 // holds struct sk_skb_cb with that offset; CO-RE relocates the field offsets.
 //
 // Build: crates/steer-bpf/build.rs, with -DSTEER_VMLINUX and vmlinux.h from bpftool when it is
-// available, else with the minimal CO-RE struct subset below.
+// available, else with the minimal CO-RE struct subset below; it also writes steer5g_ids.h.
 
 #ifdef STEER_VMLINUX
 #include "vmlinux.h"
@@ -46,8 +46,10 @@ struct sk_buff {
 #endif
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+// The identifier layouts, generated from crates/ids by build.rs (ids::c_header): here
+// STEER5G_MAX_WORKERS.
+#include "steer5g_ids.h"
 
-#define MAX_WORKERS 256
 #define MAX_STREAMS 64
 
 // The frame header: total length and app id, both big-endian.
@@ -63,7 +65,7 @@ struct sk_buff {
 #define CNT_REDIRECT_FAILED 3 // the owner has no socket in worker_socks: message dropped
 #define CNT_PARSE_MORE 4      // the parser needed more bytes (a header split across skbs)
 #define CNT_PER_WORKER 5      // CNT_PER_WORKER + w: messages steered to worker w
-#define CNT_SLOTS (CNT_PER_WORKER + MAX_WORKERS)
+#define CNT_SLOTS (CNT_PER_WORKER + STEER5G_MAX_WORKERS)
 
 // EBADMSG: what the parser returns on a framing error; strparser then aborts the stream.
 #define ERR_BADMSG 74
@@ -95,7 +97,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKMAP);
-	__uint(max_entries, MAX_WORKERS);
+	__uint(max_entries, STEER5G_MAX_WORKERS);
 	__type(key, __u32);
 	__type(value, __u64);
 } worker_socks SEC(".maps");
@@ -160,7 +162,7 @@ int steer_stream_verdict(struct __sk_buff *skb)
 	id = bpf_ntohl(hdr[1]);
 	exc = bpf_map_lookup_elem(&exceptions, &id);
 	worker = exc ? *exc : id % cfg->workers;
-	if (worker >= MAX_WORKERS ||
+	if (worker >= STEER5G_MAX_WORKERS ||
 	    bpf_sk_redirect_map(skb, &worker_socks, worker, BPF_F_INGRESS) != SK_PASS) {
 		count(CNT_REDIRECT_FAILED);
 		return SK_DROP;

@@ -9,10 +9,13 @@
 //   upf_n6 on the N6 interface: a packet to a UE address with a rule gets an outer
 //          IPv4/UDP/GTP-U header (Outer Header Creation, with a PDU Session Container when
 //          the rule names a QFI) and is redirected to the gNB on N3.
-// What the fast path does not handle (echo, end marker, error indication, other message
-// types, buffering FARs, inner TTL about to expire, unresolved neighbours, traffic not for
-// the UPF) goes to the kernel stack with XDP_PASS, where the user-space path picks it up.
-// Malformed G-PDUs are dropped here and counted, never forwarded.
+// GTP-U Echo Requests to the N3 address are answered here (TS 29.281 §7.2.1 "shall reply"),
+// so path management sees the UPF alive whether or not a user-space path runs behind it.
+// What the fast path does not handle (end marker, error indication, other message types,
+// buffering FARs, inner TTL about to expire, unresolved neighbours, outer fragments, traffic
+// not for the UPF) goes to the kernel stack with XDP_PASS, where the kernel reassembles
+// fragments and the user-space path picks it up. Malformed G-PDUs, an inner IPv4 header that
+// does not hold together included, are dropped here and counted, never forwarded.
 //
 // QoS enforced here (TS 29.244 §5.2.1.11, §5.4.2): the QER gate of each direction and its
 // MBR, as a token bucket in the rule's map value (see mbr_admit); packets over the rate are
@@ -21,7 +24,7 @@
 //
 // Counters are per-CPU (one slot per worker core, no atomics on the hot path).
 //
-// Build: clang -O2 -g -target bpf -c upf_xdp.c (crates/upf-xdp/build.rs does it).
+// Build: crates/upf-xdp/build.rs (with -I for the generated steer5g_ids.h).
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -33,6 +36,9 @@
 
 #define GTPU_PORT 2152
 #define GTP_TPDU 255
+#define GTP_ECHO_REQUEST 1
+#define GTP_ECHO_RESPONSE 2
+#define GTP_IE_RECOVERY 14
 #define GTP_FLAG_E 0x04
 #define GTP_FLAG_S 0x02
 #define GTP_FLAG_PN 0x01
@@ -62,6 +68,9 @@ enum reason {
 	PASS_TTL,
 	PASS_NOT_FOR_US,
 	PASS_NO_NEIGH,
+	ECHO_ANSWERED,
+	PASS_FRAGMENT,
+	DROP_INNER_HEADER,
 	REASON_MAX,
 };
 
@@ -128,6 +137,9 @@ struct config {
 	__u32 pad;
 };
 
+// Keyed by the whole TEID: the worker in its top bits (ids::upf) is not read here, so this
+// program uses no identifier layout; build.rs still writes steer5g_ids.h (generated from
+// crates/ids) for any program that needs one, rather than a repeated value.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -255,6 +267,85 @@ static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *p, __u
 	return bpf_fib_lookup(ctx, p, sizeof(*p), 0);
 }
 
+// An Echo Response (TS 29.281 §7.2.2) is an 8-octet header, the 4 optional octets with the
+// request's sequence number, and the Recovery IE (§8.2: type 14, restart counter 0).
+#define ECHO_GTP_LEN (sizeof(struct gtpu_hdr) + 4 + 2)
+#define ECHO_FRAME (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + ECHO_GTP_LEN)
+
+// Answers the Echo Request in the frame (whose Ethernet, 20-octet IPv4, UDP and GTP-U headers
+// the caller checked) on the interface it came in on: addresses and ports swapped (§4.4.2.2:
+// the response goes to the request's source port, from 2152), the frame cut or grown to the
+// response. Not addressed to the N3 address, or a frame that cannot be resized: to the kernel.
+static __always_inline int echo_reply(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *gtp = (void *)(udp + 1);
+	if ((void *)(gtp + 1) > data_end)
+		return count(DROP_TRUNCATED, XDP_DROP);
+	__u32 key = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &key);
+	if (!cfg || ip->daddr != cfg->n3_addr)
+		return count(PASS_SIGNALLING, XDP_PASS);
+	// §5.1: the sequence number is there when S is set (an Echo Request sets it, §7.2.1).
+	__u16 seq = 0;
+	if (gtp->flags & GTP_FLAG_S) {
+		__u16 *s = (void *)(gtp + 1);
+		if ((void *)(s + 1) > data_end)
+			return count(DROP_TRUNCATED, XDP_DROP);
+		seq = *s; // kept in network order
+	}
+	__u8 peer_mac[ETH_ALEN];
+	__builtin_memcpy(peer_mac, eth->h_source, ETH_ALEN);
+	__u8 own_mac[ETH_ALEN];
+	__builtin_memcpy(own_mac, eth->h_dest, ETH_ALEN);
+	__u32 peer = ip->saddr, own = ip->daddr;
+	__u16 peer_port = udp->source;
+	int delta = (int)ECHO_FRAME - (int)(data_end - data);
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return count(PASS_SIGNALLING, XDP_PASS);
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + ECHO_FRAME > data_end)
+		return count(DROP_MALFORMED, XDP_DROP);
+	eth = data;
+	ip = (void *)(eth + 1);
+	udp = (void *)(ip + 1);
+	gtp = (void *)(udp + 1);
+	__u8 *opt = (void *)(gtp + 1);
+	__builtin_memcpy(eth->h_dest, peer_mac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, own_mac, ETH_ALEN);
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tos = 0;
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + ECHO_GTP_LEN);
+	ip->id = 0;
+	ip->frag_off = bpf_htons(0x4000); // DF
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->saddr = own;
+	ip->daddr = peer;
+	ip->check = 0;
+	ip->check = ipv4_csum(ip);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = peer_port;
+	udp->len = bpf_htons(sizeof(*udp) + ECHO_GTP_LEN);
+	udp->check = 0; // RFC 768: no checksum, allowed over IPv4 (TS 29.281 §4.4.2.0)
+	gtp->flags = 0x30 | GTP_FLAG_S;
+	gtp->type = GTP_ECHO_RESPONSE;
+	gtp->length = bpf_htons(ECHO_GTP_LEN - sizeof(*gtp));
+	gtp->teid = 0; // §7.2.2: TEID 0 on path management messages
+	__builtin_memcpy(opt, &seq, 2);
+	opt[2] = 0; // N-PDU number
+	opt[3] = 0; // no extension header
+	opt[4] = GTP_IE_RECOVERY;
+	opt[5] = 0; // §8.2: restart counter 0 in GTP-U
+	return count(ECHO_ANSWERED, XDP_TX);
+}
+
 SEC("xdp")
 int upf_n3(struct xdp_md *ctx)
 {
@@ -266,8 +357,12 @@ int upf_n3(struct xdp_md *ctx)
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > data_end)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
-	// Options and fragments are rare on N3; the kernel path reassembles and handles them.
-	if (ip->ihl != 5 || ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff)))
+	// An outer fragment (MF set or an offset) may be part of a G-PDU: the kernel reassembles
+	// it and hands the datagram to the user-space path's GTP-U socket, so nothing is lost.
+	if (ip->protocol == IPPROTO_UDP && (ip->frag_off & bpf_htons(0x3fff)))
+		return count(PASS_FRAGMENT, XDP_PASS);
+	// Options are rare on N3; the kernel path handles them.
+	if (ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
 	struct udphdr *udp = (void *)(ip + 1);
 	if ((void *)(udp + 1) > data_end)
@@ -282,6 +377,8 @@ int upf_n3(struct xdp_md *ctx)
 	// TS 29.281 §5.1: version 1, PT 1.
 	if ((gtp->flags & 0xf0) != 0x30)
 		return count(DROP_MALFORMED, XDP_DROP);
+	if (gtp->type == GTP_ECHO_REQUEST)
+		return echo_reply(ctx);
 	if (gtp->type != GTP_TPDU)
 		return count(PASS_SIGNALLING, XDP_PASS);
 	__u32 gtp_len = bpf_ntohs(gtp->length);
@@ -351,11 +448,17 @@ int upf_n3(struct xdp_md *ctx)
 	struct iphdr *inner = (void *)gtp + off;
 	if ((void *)(inner + 1) > data_end || (void *)(inner + 1) > gtp_end)
 		return count(DROP_TRUNCATED, XDP_DROP);
+	// RFC 791 §3.1: version 4, IHL ≥ 5, IHL × 4 ≤ Total Length ≤ what arrived.
 	if (inner->version != 4)
 		return count(DROP_MALFORMED, XDP_DROP);
+	__u32 inner_hlen = inner->ihl * 4;
+	if (inner_hlen < sizeof(*inner))
+		return count(DROP_INNER_HEADER, XDP_DROP);
 	__u32 inner_len = bpf_ntohs(inner->tot_len);
-	if ((void *)inner + inner_len > gtp_end || inner_len < sizeof(*inner))
+	if ((void *)inner + inner_len > gtp_end)
 		return count(DROP_TRUNCATED, XDP_DROP);
+	if (inner_len < inner_hlen)
+		return count(DROP_INNER_HEADER, XDP_DROP);
 	// Source address validation: a UE sends only from its own address.
 	if (inner->saddr != rule->ue_ip)
 		return count(DROP_UE_MISMATCH, XDP_DROP);
@@ -426,9 +529,17 @@ int upf_n6(struct xdp_md *ctx)
 	struct dl_rule *rule = bpf_map_lookup_elem(&downlink, &dst);
 	if (!rule)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
+	// The packet is a session's: its header holds together before it is tunnelled.
+	if (ip->version != 4)
+		return count(DROP_MALFORMED, XDP_DROP);
+	__u32 inner_hlen = ip->ihl * 4;
+	if (inner_hlen < sizeof(*ip))
+		return count(DROP_INNER_HEADER, XDP_DROP);
 	__u32 inner_len = bpf_ntohs(ip->tot_len);
-	if ((void *)ip + inner_len > data_end || inner_len < sizeof(*ip) || inner_len > 0xffff - ENCAP_PSC)
+	if ((void *)ip + inner_len > data_end || inner_len > 0xffff - ENCAP_PSC)
 		return count(DROP_TRUNCATED, XDP_DROP);
+	if (inner_len < inner_hlen)
+		return count(DROP_INNER_HEADER, XDP_DROP);
 
 	struct usage *u = usage_of(rule->has_usage, rule->usage_id);
 	if (!rule->gate_open || rule->action == ACT_DROP) {

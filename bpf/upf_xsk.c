@@ -11,7 +11,10 @@
 // kernel: XDP_PASS. bpf_redirect_map falls back to XDP_PASS when the queue has no socket,
 // so nothing is lost while user space is starting.
 //
-// Build: clang -O2 -g -target bpf -c upf_xsk.c (crates/upf-afxdp/build.rs does it).
+// Neither program reads an identifier (the worker of a TEID, ids::upf): the socket of the rx
+// queue takes the packet, so no layout of crates/ids is repeated here.
+//
+// Build: crates/upf-afxdp/build.rs (with -I for the generated steer5g_ids.h).
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>

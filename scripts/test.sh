@@ -27,6 +27,18 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "layering"
+# The sans-IO NF crate links no runtime, BPF loader or UPF; the identifier layouts (which the
+# BPF build scripts use too) link nothing at all.
+nf_deps=$(cargo tree -p nf -e normal --locked --prefix none | sed 's/ (\*)$//')
+ids_deps=$(cargo tree -p ids -e normal --locked --prefix none | sed 's/ (\*)$//')
+bad_nf=$(grep -E '^(tokio|libbpf|steer|upf)' <<<"$nf_deps" | sort -u || true)
+bad_ids=$(grep -v '^ids ' <<<"$ids_deps" | sort -u || true)
+[ -z "$bad_nf" ] || printf 'nf depends on:\n%s\n' "$bad_nf"
+[ -z "$bad_ids" ] || printf 'ids depends on:\n%s\n' "$bad_ids"
+[ -z "$bad_nf$bad_ids" ] || exit 1
+echo "nf: no tokio, libbpf, steer or upf; ids: no dependencies"
+
 step "tests"
 log="$(mktemp)"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"

@@ -1,5 +1,6 @@
 //! Compiles the BPF programs in `bpf/` (C) with clang into `OUT_DIR`, where `src/` embeds them
-//! with `include_bytes!`.
+//! with `include_bytes!`. The identifier layouts they use come from crate `ids`, written to
+//! `OUT_DIR/steer5g_ids.h` first ([`ids::c_header`]).
 //!
 //! Without clang the build still succeeds: an empty object is embedded and loading it fails
 //! with `Error::NotBuilt` at run time, so crates that only fall back to user-space steering
@@ -23,6 +24,7 @@ fn main() {
         "aarch64" => "/usr/include/aarch64-linux-gnu",
         _ => "/usr/include",
     };
+    ids_header(&out);
     // Every program src/ embeds; each lands in OUT_DIR as NAME.bpf.o.
     for name in ["steer_reuseport", "xdp_pass"] {
         compile(&clang, multiarch, &manifest, &out, name, &[]);
@@ -32,6 +34,15 @@ fn main() {
     let vmlinux = vmlinux_h(&out);
     let defines: &[&str] = if vmlinux { &["-DSTEER_VMLINUX"] } else { &[] };
     compile(&clang, multiarch, &manifest, &out, "steer_sockmap", defines);
+}
+
+/// Writes the identifier layouts of crate `ids` as `OUT_DIR/steer5g_ids.h`, so a program
+/// includes them rather than repeating a value the Rust side defines.
+fn ids_header(out: &Path) {
+    let path = out.join("steer5g_ids.h");
+    if let Err(e) = std::fs::write(&path, ids::c_header()) {
+        panic!("cannot write {}: {e}", path.display());
+    }
 }
 
 /// Writes `OUT_DIR/vmlinux.h` with `bpftool btf dump file /sys/kernel/btf/vmlinux format c`;

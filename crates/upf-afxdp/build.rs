@@ -1,12 +1,13 @@
 //! Compiles `bpf/upf_xsk.c` (the AF_XDP redirect program) with clang into `OUT_DIR`, where
-//! `src/` embeds it with `include_bytes!`.
+//! `src/` embeds it with `include_bytes!`. Like every BPF build here it writes the identifier
+//! layouts of crate `ids` to `OUT_DIR/steer5g_ids.h` on the include path ([`ids::c_header`]).
 //!
 //! Without clang the build still succeeds with an empty object, and starting reports
 //! `Error::NotBuilt` at run time (the same contract as crates/upf-xdp); CI installs clang
 //! and the tests demand a working load.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -23,12 +24,14 @@ fn main() {
         "aarch64" => "/usr/include/aarch64-linux-gnu",
         _ => "/usr/include",
     };
+    ids_header(&out);
     let src = manifest.join("../../bpf/upf_xsk.c");
     let obj = out.join("upf_xsk.bpf.o");
     println!("cargo:rerun-if-changed={}", src.display());
     let status = Command::new(&clang)
         .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
         .arg(format!("-I{multiarch}"))
+        .arg(format!("-I{}", out.display()))
         .arg("-c")
         .arg(&src)
         .arg("-o")
@@ -45,5 +48,14 @@ fn main() {
                 panic!("cannot write {}: {e}", obj.display());
             }
         }
+    }
+}
+
+/// Writes the identifier layouts of crate `ids` as `OUT_DIR/steer5g_ids.h`, so a program
+/// includes them rather than repeating a value the Rust side defines.
+fn ids_header(out: &Path) {
+    let path = out.join("steer5g_ids.h");
+    if let Err(e) = std::fs::write(&path, ids::c_header()) {
+        panic!("cannot write {}: {e}", path.display());
     }
 }

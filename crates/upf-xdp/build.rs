@@ -1,5 +1,7 @@
 //! Compiles `bpf/upf_xdp.c` (the UPF fast path) and `bpf/xdp_redirect.c` (the bench's
-//! ceiling) with clang into `OUT_DIR`, where `src/` embeds them with `include_bytes!`.
+//! ceiling) with clang into `OUT_DIR`, where `src/` embeds them with `include_bytes!`. Like
+//! every BPF build here it writes the identifier layouts of crate `ids` to
+//! `OUT_DIR/steer5g_ids.h` on the include path ([`ids::c_header`]).
 //!
 //! Without clang the build still succeeds with empty objects, and loading reports
 //! `Error::NotBuilt` at run time (the same contract as crates/steer-bpf); CI installs clang
@@ -23,8 +25,18 @@ fn main() {
         "aarch64" => "/usr/include/aarch64-linux-gnu",
         _ => "/usr/include",
     };
+    ids_header(&out);
     for name in ["upf_xdp", "xdp_redirect"] {
         compile(&clang, multiarch, &manifest, &out, name);
+    }
+}
+
+/// Writes the identifier layouts of crate `ids` as `OUT_DIR/steer5g_ids.h`, so a program
+/// includes them rather than repeating a value the Rust side defines.
+fn ids_header(out: &Path) {
+    let path = out.join("steer5g_ids.h");
+    if let Err(e) = std::fs::write(&path, ids::c_header()) {
+        panic!("cannot write {}: {e}", path.display());
     }
 }
 
@@ -35,6 +47,7 @@ fn compile(clang: &str, multiarch: &str, manifest: &Path, out: &Path, name: &str
     let status = Command::new(clang)
         .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
         .arg(format!("-I{multiarch}"))
+        .arg(format!("-I{}", out.display()))
         .arg("-c")
         .arg(&src)
         .arg("-o")

@@ -2,14 +2,19 @@
 //! datapath, until SIGINT/SIGTERM or `--duration`; then the report (`--json`: one object).
 //!
 //! [`build_datapath`] is where the user-plane paths plug in: the XDP fast path (crate
-//! `upf-xdp`, on `--n3-if`/`--n6-if`), the user-space sockets/TUN path (`upf::userspace`,
-//! the way Open5GS's UPF works), the user-space AF_XDP path (crate `upf-afxdp`, copy mode,
-//! on `--n3-if`/`--n6-if`) and the rules-only `none`.
+//! `upf-xdp`, on `--n3-if`/`--n6-if`) with the sockets/TUN path behind it for what it hands
+//! to the kernel (outer fragments after reassembly, buffering, unresolved next hops), the
+//! user-space sockets/TUN path alone (`upf::userspace`, the way Open5GS's UPF works), the
+//! user-space AF_XDP path (crate `upf-afxdp`, copy mode, on `--n3-if`/`--n6-if`) and the
+//! rules-only `none`. The report carries each path's per-cause counters under its name
+//! (`xdp`, `tun`, `af_xdp`) and every drop cause summed under `drops`.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
 use clap::{Args, ValueEnum};
 use upf::userspace::shared::SharedDatapath;
+use upf::userspace::tiered::Tiered;
+use upf::userspace::{TunCounters, TunDatapath};
 use upf::{Datapath, MemoryDatapath, ServiceOptions, ServiceReport, UpfService};
 
 use crate::cli::Global;
@@ -19,7 +24,8 @@ use crate::nf_cmd::{duration_limit, wait_for_stop};
 /// Which user-plane path carries the packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DatapathArg {
-    /// XDP GTP-U fast path on --n3-if/--n6-if (needs root: CAP_NET_ADMIN and CAP_BPF).
+    /// XDP GTP-U fast path on --n3-if/--n6-if, with the TUN path behind it for what XDP
+    /// hands to the kernel (needs root: CAP_NET_ADMIN and CAP_BPF).
     Xdp,
     /// User-space path through a TUN device (needs root: CAP_NET_ADMIN).
     Tun,
@@ -73,6 +79,10 @@ pub(crate) struct UpfArgs {
     /// Seconds between our PFCP heartbeats to each associated SMF (0: none).
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub(crate) heartbeat: f64,
+    /// Sessions held at most, on any datapath; an establishment beyond gets PFCP cause 75
+    /// "No resources available". The default is the size of the XDP fast path's maps.
+    #[arg(long, default_value_t = upf::node::DEFAULT_MAX_SESSIONS, value_name = "N")]
+    pub(crate) max_sessions: usize,
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
@@ -96,30 +106,69 @@ fn has_cap(bit: u32) -> bool {
         .is_some_and(|caps| caps & (1u64 << bit) != 0)
 }
 
-/// The XDP program's counters, readable after the service has stopped (the report says
-/// which path carried the packets).
-struct XdpProbe {
-    dp: SharedDatapath<upf_xdp::XdpDatapath>,
-    before: upf_xdp::Counters,
+/// The XDP fast path with the TUN path behind it.
+type XdpTun = Tiered<upf_xdp::XdpDatapath, TunDatapath>;
+
+/// A path's per-cause counters, readable after the service has stopped (the report says
+/// which path carried the packets, and why each one it dropped was dropped).
+enum Probe {
+    Xdp(SharedDatapath<XdpTun>, upf_xdp::Counters),
+    Tun(SharedDatapath<TunDatapath>),
+    AfXdp(SharedDatapath<upf_afxdp::AfXdpDatapath>),
 }
 
-impl XdpProbe {
-    fn counters(&self) -> Option<serde_json::Value> {
-        let now = self.dp.with(upf_xdp::XdpDatapath::counters).ok()?;
-        let map: serde_json::Map<String, serde_json::Value> = now
-            .since(&self.before)
-            .iter()
-            .map(|(k, v)| (k.to_owned(), v.into()))
-            .collect();
-        Some(map.into())
+/// (name, count) pairs as a JSON object.
+fn object<'a>(pairs: impl Iterator<Item = (&'a str, u64)>) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> =
+        pairs.map(|(k, v)| (k.to_owned(), v.into())).collect();
+    map.into()
+}
+
+impl Probe {
+    /// Each path's counters under its name ("xdp", "tun", "af_xdp").
+    fn counters(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let tun = |c: TunCounters| object(c.iter());
+        match self {
+            Probe::Xdp(dp, before) => {
+                let mut out = Vec::new();
+                if let Ok(now) = dp.with(|t| t.fast.counters()) {
+                    out.push(("xdp", object(now.since(before).iter())));
+                }
+                out.push(("tun", dp.with(|t| tun(t.slow.counters()))));
+                out
+            }
+            Probe::Tun(dp) => vec![("tun", dp.with(|t| tun(t.counters())))],
+            Probe::AfXdp(dp) => vec![("af_xdp", dp.with(|t| tun(t.counters())))],
+        }
     }
 }
 
+/// Every drop cause (`drop_*`) of the paths' counters, summed over the paths: the same
+/// cause names wherever the cause is the same.
+fn drops(paths: &[(&'static str, serde_json::Value)]) -> serde_json::Value {
+    let mut sum: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for (_, counters) in paths {
+        for (k, v) in counters.as_object().into_iter().flatten() {
+            if k.starts_with("drop_") {
+                *sum.entry(k.clone()).or_default() += v.as_u64().unwrap_or(0);
+            }
+        }
+    }
+    object(sum.iter().map(|(k, v)| (k.as_str(), *v)))
+}
+
+fn tun_options(args: &UpfArgs) -> Result<upf::userspace::TunOptions, CliError> {
+    Ok(upf::userspace::TunOptions {
+        netns: args.netns.clone(),
+        n3_addr: n3_ip(args)?,
+        tun_name: args.tun_name.clone(),
+        ue_pool: args.ue_pool,
+    })
+}
+
 /// The datapath for the CLI choice: checks the flags it needs (exit 2) and the privilege it
-/// needs (exit 3) before building it; with the XDP counters' probe for `--datapath xdp`.
-fn build_datapath(
-    args: &UpfArgs,
-) -> Result<(Box<dyn Datapath + Send>, Option<XdpProbe>), CliError> {
+/// needs (exit 3) before building it; with the probe of its counters.
+fn build_datapath(args: &UpfArgs) -> Result<(Box<dyn Datapath + Send>, Option<Probe>), CliError> {
     check_netns(args)?;
     match args.datapath {
         DatapathArg::None => Ok((Box::new(MemoryDatapath::new()), None)),
@@ -155,12 +204,13 @@ fn build_datapath(
             let before = dp
                 .counters()
                 .map_err(|e| CliError::Failed(format!("XDP counters: {e}")))?;
-            let dp = SharedDatapath::new(dp);
-            let probe = XdpProbe {
-                dp: dp.clone(),
-                before,
-            };
-            Ok((Box::new(dp), Some(probe)))
+            // What XDP hands to the kernel (outer fragments once reassembled, buffering FARs,
+            // expiring TTLs, unresolved next hops) reaches the TUN path's GTP-U socket and
+            // TUN device in the same namespace instead of being lost there.
+            let tun = TunDatapath::start(&tun_options(args)?)
+                .map_err(|e| CliError::Failed(format!("TUN path behind XDP: {e}")))?;
+            let dp = SharedDatapath::new(Tiered::new(dp, tun, "xdp+tun"));
+            Ok((Box::new(dp.clone()), Some(Probe::Xdp(dp, before))))
         }
         DatapathArg::Tun => {
             if !has_cap(CAP_NET_ADMIN) {
@@ -168,13 +218,8 @@ fn build_datapath(
                     "--datapath tun needs CAP_NET_ADMIN (run as root)".into(),
                 ));
             }
-            let opts = upf::userspace::TunOptions {
-                netns: args.netns.clone(),
-                n3_addr: n3_ip(args)?,
-                tun_name: args.tun_name.clone(),
-                ue_pool: args.ue_pool,
-            };
-            let dp = upf::userspace::TunDatapath::start(&opts)
+            let opts = tun_options(args)?;
+            let dp = TunDatapath::start(&opts)
                 .map_err(|e| CliError::Failed(format!("TUN datapath: {e}")))?;
             tracing::info!(
                 "user plane: sockets/TUN path, GTP-U on {}:2152, UE pool {}/{} into {}",
@@ -183,7 +228,8 @@ fn build_datapath(
                 opts.ue_pool.1,
                 opts.tun_name
             );
-            Ok((Box::new(dp), None))
+            let dp = SharedDatapath::new(dp);
+            Ok((Box::new(dp.clone()), Some(Probe::Tun(dp))))
         }
         DatapathArg::Afxdp => {
             let (Some(n3_iface), Some(n6_iface)) = (args.n3_if.clone(), args.n6_if.clone()) else {
@@ -220,7 +266,8 @@ fn build_datapath(
                 opts.ue_pool.0,
                 opts.ue_pool.1
             );
-            Ok((Box::new(dp), None))
+            let dp = SharedDatapath::new(dp);
+            Ok((Box::new(dp.clone()), Some(Probe::AfXdp(dp))))
         }
     }
 }
@@ -303,9 +350,15 @@ fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
             args.heartbeat
         )));
     }
+    if args.max_sessions == 0 {
+        return Err(CliError::Usage(
+            "--max-sessions 0: at least one session must fit".into(),
+        ));
+    }
     let mut opts = ServiceOptions::new(args.pfcp, n3);
     opts.node.heartbeat_interval =
         (args.heartbeat > 0.0).then(|| std::time::Duration::from_secs_f64(args.heartbeat));
+    opts.node.max_sessions = args.max_sessions;
     Ok(opts)
 }
 
@@ -323,7 +376,7 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
         DatapathArg::Xdp | DatapathArg::Afxdp => format!(
             " ({} on N3 {} / N6 {})",
             if args.datapath == DatapathArg::Xdp {
-                "XDP fast path"
+                "XDP fast path, TUN path behind it,"
             } else {
                 "user space: AF_XDP copy-mode sockets"
             },
@@ -345,34 +398,40 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     let report = svc
         .stop()
         .map_err(|e| CliError::Failed(format!("UPF stop: {e}")))?;
-    let xdp = probe.as_ref().and_then(XdpProbe::counters);
-    let no_neigh = xdp
-        .as_ref()
-        .and_then(|x| x.get(upf_xdp::Reason::PassNoNeigh.name()))
+    let paths = probe.as_ref().map(Probe::counters).unwrap_or_default();
+    let no_neigh = paths
+        .iter()
+        .find(|(name, _)| *name == "xdp")
+        .and_then(|(_, x)| x.get(upf_xdp::Reason::PassNoNeigh.name()))
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
     if no_neigh > 0 {
-        // Those G-PDUs reached the kernel, which has no GTP-U socket: they were lost.
+        // Those took the slow path (the kernel, then the TUN path), not the fast one.
         tracing::warn!(
-            "XDP: {no_neigh} packet(s) passed to the kernel for want of a resolved next hop \
-             (lost); give the UPF's namespace neighbour entries for its N3/N6 peers"
+            "XDP: {no_neigh} packet(s) passed to the kernel for want of a resolved next hop; \
+             give the UPF's namespace neighbour entries for its N3/N6 peers"
         );
     }
     let mut json = report_json(&report, args);
-    if let (Some(o), Some(x)) = (json.as_object_mut(), &xdp) {
-        o.insert("xdp".into(), x.clone());
+    if let Some(o) = json.as_object_mut() {
+        for (name, counters) in &paths {
+            o.insert((*name).into(), counters.clone());
+        }
+        o.insert("drops".into(), drops(&paths));
     }
     if global.json {
         println!("{json}");
     } else {
         print_human(&report);
-        if let Some(x) = xdp.as_ref().and_then(serde_json::Value::as_object) {
-            let nonzero: Vec<String> = x
-                .iter()
+        for (name, counters) in &paths {
+            let nonzero: Vec<String> = counters
+                .as_object()
+                .into_iter()
+                .flatten()
                 .filter(|(_, v)| v.as_u64() != Some(0))
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
-            println!("  XDP counters: {}", nonzero.join(", "));
+            println!("  {name} counters: {}", nonzero.join(", "));
         }
     }
     // The maps must be empty once every session has ended (issue 5).
@@ -407,12 +466,17 @@ fn report_json(r: &ServiceReport, args: &UpfArgs) -> serde_json::Value {
             "ended": s.associations_ended,
             "peers_lost": s.peers_lost,
             "at_stop": r.associations_at_stop,
+            "requests_foreign": s.association_requests_foreign,
         },
         "sessions": {
             "established": s.sessions_established,
             "deleted": s.sessions_deleted,
             "dropped": s.sessions_dropped,
             "at_stop": r.sessions_at_stop,
+            "max": args.max_sessions,
+            "refused_limit": s.sessions_refused_limit,
+            "requests_unassociated": s.session_requests_unassociated,
+            "requests_foreign": s.session_requests_foreign,
         },
         "messages": {
             "received": s.received,
@@ -448,6 +512,14 @@ fn print_human(r: &ServiceReport) {
     println!(
         "  sessions: {} established, {} deleted, {} dropped, {} at stop",
         s.sessions_established, s.sessions_deleted, s.sessions_dropped, r.sessions_at_stop
+    );
+    println!(
+        "  refused: {} at the session limit, {} from no association, {} for another \
+         association's session, {} association requests for another peer's Node ID",
+        s.sessions_refused_limit,
+        s.session_requests_unassociated,
+        s.session_requests_foreign,
+        s.association_requests_foreign
     );
     for (name, n) in &s.received {
         println!("  received {name}: {n}");
@@ -493,6 +565,9 @@ mod tests {
         assert_eq!(a.datapath, DatapathArg::None);
         let o = options(&a).unwrap();
         assert_eq!(o.node.n3_ip, Ipv4Addr::new(127, 0, 0, 7));
+        assert_eq!(o.node.max_sessions, upf::node::DEFAULT_MAX_SESSIONS);
+        let o = options(&parse(&["--max-sessions", "3"])).unwrap();
+        assert_eq!(o.node.max_sessions, 3);
     }
 
     #[test]
@@ -500,6 +575,8 @@ mod tests {
         let a = parse(&["--workers", "2"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--heartbeat=-1"]);
+        assert_eq!(options(&a).err().unwrap().exit_status(), 2);
+        let a = parse(&["--max-sessions", "0"]);
         assert_eq!(options(&a).err().unwrap().exit_status(), 2);
         let a = parse(&["--datapath", "xdp"]);
         assert_eq!(build_datapath(&a).err().unwrap().exit_status(), 2);

@@ -1,11 +1,14 @@
 //! `steer5g core`: the AMF, AUSF and UDM in one process, on the thread-per-core runtime
 //! of [`steer`] (DESIGN.md principles 1-6).
 //!
-//! Every worker hosts one shard of each NF. In [`StateMode::Sharded`] each shard owns its
-//! contexts in a [`nf::state::ShardMap`] and a message read on a worker that does not own
-//! its state goes one hop over the mesh to the owner; in [`StateMode::Locked`] (the
-//! baseline of the papers) every worker holds clones of shared
-//! [`nf::state::LockedMap`]s and handles whatever it reads. The NF code is the same.
+//! Every worker drives one [`nf::host::Host`]: a shard of each NF behind one sans-IO
+//! interface. This crate is its I/O: sockets, the mesh, timers, the SQN persister and
+//! metrics. In [`StateMode::Sharded`] each shard owns its contexts in a
+//! [`nf::state::ShardMap`] and a message read on a worker that does not own its state goes
+//! one hop over the mesh to the owner; in [`StateMode::Locked`] (the baseline of the
+//! papers) every worker holds clones of shared [`nf::state::LockedMap`]s and handles
+//! whatever it reads ([`nf::host::placement`] has every difference). The NF code is the
+//! same.
 //!
 //! N2 associations spread over the workers (issue 4, item 1c): with UDP encapsulation
 //! every worker reads its own socket of an `SO_REUSEPORT` group, steered by SCTP source
@@ -58,7 +61,7 @@
 mod metrics;
 mod n2;
 mod persist;
-mod pfcp_retx;
+mod settings;
 mod worker;
 
 use std::net::{SocketAddr, SocketAddrV4};
@@ -68,23 +71,24 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nf::amf::n2::{AmfN2Config, N2Stats};
-use nf::amf::registration::{IdleUe, SessionStats, UeContext};
-use nf::ausf::{AusfStats, AuthContext};
+use nf::amf::registration::SessionStats;
+use nf::ausf::AusfStats;
+use nf::host::Locked;
 pub use nf::smf::DnnPool;
-use nf::smf::{SmContext, SmfStats};
-use nf::state::{LockStats, LockedMap};
-use nf::udm::{SidfKeys, UdmStats, UeRecord};
+use nf::smf::SmfStats;
+use nf::state::LockStats;
+use nf::udm::{SidfKeys, UdmStats};
 use proto::ids::{Guami, Plmn, Snssai, Tac, Tai};
 use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
 use sbi::{NfType, StaticDirectory};
 use steer::mesh::MeshCounters;
 use steer::{Runtime, RuntimeOptions, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
-use store::{MemStore, RedbStore, SqnShard, SubscriberStore};
+use store::{MemStore, RedbStore, SubscriberStore};
 
 pub use metrics::WakeCounters;
 pub use nf::amf::registration::AmfStats;
-pub use worker::WorkerCounters;
+pub use nf::host::{SbiMode, WorkerCounters};
 
 /// Where per-UE state lives (DESIGN.md principle 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,15 +97,6 @@ pub enum StateMode {
     Sharded,
     /// One locked map shared by every worker; messages handled where they are read.
     Locked,
-}
-
-/// How the AMF, AUSF and UDM talk to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SbiMode {
-    /// HTTP/2 cleartext over loopback TCP.
-    H2c,
-    /// The same JSON bodies handed over in memory.
-    Inproc,
 }
 
 /// Which NFs this process hosts; the others are reached over h2c at their
@@ -611,7 +606,7 @@ impl CoreReport {
     pub fn summary(&self) -> Vec<(&'static str, u64)> {
         let mut out = Vec::new();
         self.counters_total()
-            .for_each(|s| out.push((s.name, s.value)));
+            .for_each(|name, _, value| out.push((name, value)));
         self.wakes_total().for_each(|s| out.push((s.name, s.value)));
         out.push(("wakeups", self.wakes_total().total()));
         out.push(("lock_acquisitions", self.locks.acquisitions));
@@ -705,41 +700,12 @@ impl std::fmt::Display for SbiListener {
     }
 }
 
-/// The shared maps of the locked mode, kept to read their lock counters.
-#[derive(Clone, Default)]
-pub(crate) struct LockedMaps {
-    pub(crate) ues: LockedMap<u64, UeContext>,
-    pub(crate) idle: LockedMap<u32, IdleUe>,
-    pub(crate) auth: LockedMap<String, AuthContext>,
-    pub(crate) records: LockedMap<String, UeRecord>,
-    pub(crate) sqn: LockedMap<(), SqnShard>,
-    pub(crate) sm: LockedMap<u64, SmContext>,
-}
-
-impl LockedMaps {
-    fn stats(&self) -> LockStats {
-        let mut t = LockStats::default();
-        for s in [
-            self.ues.stats(),
-            self.idle.stats(),
-            self.auth.stats(),
-            self.records.stats(),
-            self.sqn.stats(),
-            self.sm.stats(),
-        ] {
-            t.acquisitions += s.acquisitions;
-            t.contended += s.contended;
-        }
-        t
-    }
-}
-
 /// A running core.
 pub struct CoreHandle {
     runtime: Runtime,
     /// The program handles of the kernel-steered SBI groups (counters, exceptions).
     steering: Vec<(NfType, steer_bpf::Steering)>,
-    locked: Option<LockedMaps>,
+    locked: Option<Locked>,
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
     listening: Listening,
@@ -793,7 +759,7 @@ impl Core {
                 "an SMF without the AMF in its process talks h2c to it (smf_sbi)".to_owned(),
             ));
         }
-        let nf_cfgs = worker::NfSettings::from_options(&opts)?;
+        let nf_cfgs = settings::NfSettings::from_options(&opts)?;
         let upf = match &opts.upf {
             Some(u) => {
                 let svc = upf::service::UpfService::start(
@@ -892,7 +858,7 @@ impl Core {
         let persister =
             persist::spawn(store.clone(), persist_rx, locals.clone()).map_err(CoreError::Thread)?;
 
-        let locked = (opts.state == StateMode::Locked).then(LockedMaps::default);
+        let locked = (opts.state == StateMode::Locked).then(Locked::default);
         let live = Arc::new(metrics::Live::new(
             usize::from(workers.count()),
             locked.clone(),
@@ -910,17 +876,12 @@ impl Core {
             None => None,
         };
         let (ready_tx, ready_rx) = mpsc::channel();
+        let host = nf_cfgs.host_config(&opts, store, sidf, smf.as_ref())?;
         let shared = Arc::new(worker::Shared {
-            settings: nf_cfgs,
-            store,
-            sidf,
-            state: opts.state,
-            sbi: opts.sbi,
-            smf_sbi: opts.smf_sbi,
+            host,
+            n2_amf: nf_cfgs.n2.clone(),
             nfs: opts.nfs,
             short_connections: opts.short_connections,
-            sbi_pool: opts.sbi_pool && opts.state == StateMode::Sharded,
-            directory: opts.directory.clone(),
             n2_config: opts.config.n2.clone(),
             n2_raw,
             n2_udp: Mutex::new(n2_udp_sockets),
@@ -932,7 +893,6 @@ impl Core {
             n2_report: Mutex::new(Vec::new()),
             locals,
             live: live.clone(),
-            smf,
         });
         let s2 = shared.clone();
         let rt_opts = RuntimeOptions {
@@ -1053,7 +1013,7 @@ impl CoreHandle {
         report.locks = self
             .locked
             .as_ref()
-            .map(LockedMaps::stats)
+            .map(Locked::lock_total)
             .unwrap_or_default();
         Ok(report)
     }

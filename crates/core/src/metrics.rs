@@ -2,7 +2,7 @@
 //! the page the `/metrics` endpoint renders from them (issue 4 item 2).
 //!
 //! Each worker owns one [`steer_metrics::Block`]; at the end of a loop turn it copies its
-//! plain [`WorkerCounters`] and [`WakeCounters`] into it with relaxed stores (no lock, no
+//! host's plain [`WorkerCounters`] and its own [`WakeCounters`] into it with relaxed stores (no lock, no
 //! read-modify-write, nothing another core writes). A scrape reads those blocks, the mesh's
 //! own single-writer counters and the lock counters of the shared maps (atomics already);
 //! it never waits on a worker. Values are at most one loop turn old.
@@ -18,7 +18,9 @@ use std::sync::{Arc, OnceLock};
 use steer::mesh::{MeshCounters, MeshStats};
 use steer_metrics::{Blocks, Exposition, Kind, Sample};
 
-use crate::{LockedMaps, NfSet, SbiMode, StateMode, WorkerCounters};
+use nf::host::Locked;
+
+use crate::{NfSet, SbiMode, StateMode, WorkerCounters};
 
 /// Why a worker's loop woke up, and the wake-ups that found nothing to do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,7 +87,7 @@ impl WakeCounters {
     }
 
     /// Each counter with its name and help, in a fixed order (see
-    /// [`WorkerCounters::for_each`]).
+    /// [`counter_samples`]).
     pub fn for_each(&self, mut f: impl FnMut(Sample)) {
         let c = |name, help, value| Sample {
             name,
@@ -126,174 +128,22 @@ impl WakeCounters {
     }
 }
 
-impl WorkerCounters {
-    /// Each counter with its name and help text, in a fixed order: the `/metrics` page
-    /// (`steer5g_<name>_total{worker="N"}`) and the run reports are built from this, so a
-    /// new field needs only its line here.
-    pub fn for_each(&self, mut f: impl FnMut(Sample)) {
-        let c = |name, help, value| Sample {
+/// The host's counters as samples, in [`WorkerCounters::for_each`] order.
+pub(crate) fn counter_samples(c: &WorkerCounters, mut f: impl FnMut(Sample)) {
+    c.for_each(|name, help, value| {
+        f(Sample {
             name,
             help,
             kind: Kind::Counter,
             value,
-        };
-        f(c(
-            "ngap_read",
-            "NGAP messages read from SCTP.",
-            self.ngap_read,
-        ));
-        f(c(
-            "ngap_local",
-            "UE-associated NGAP messages handled by the worker that read them.",
-            self.ngap_local,
-        ));
-        f(c(
-            "ngap_handed_off",
-            "UE-associated NGAP messages handed to their owner worker.",
-            self.ngap_handed_off,
-        ));
-        f(c(
-            "ngap_from_mesh",
-            "UE-associated NGAP messages received from another worker.",
-            self.ngap_from_mesh,
-        ));
-        f(c(
-            "ngap_out_relayed",
-            "NGAP messages handed to worker 0 to send.",
-            self.ngap_out_relayed,
-        ));
-        f(c(
-            "sbi_served",
-            "SBI requests read from an h2c connection.",
-            self.sbi_served,
-        ));
-        f(c(
-            "sbi_local",
-            "SBI requests handled by the worker that read or made them.",
-            self.sbi_local,
-        ));
-        f(c(
-            "sbi_handed_off",
-            "SBI requests handed to their owner worker.",
-            self.sbi_handed_off,
-        ));
-        f(c(
-            "sbi_kernel_steered",
-            "SBI requests read from a kernel-steered listener by the worker owning them (no hop).",
-            self.sbi_kernel_steered,
-        ));
-        f(c(
-            "sbi_misdirected",
-            "SBI requests that came through a kernel-steered listener but belong to another worker (also handed off).",
-            self.sbi_misdirected,
-        ));
-        f(c(
-            "sbi_pool_steered",
-            "SBI requests this worker's client sent on the connection of the owning server worker.",
-            self.sbi_pool_steered,
-        ));
-        f(c(
-            "nsmf_served",
-            "Nsmf_PDUSession requests read from the SMF's h2c listener.",
-            self.nsmf_served,
-        ));
-        f(c(
-            "nsmf_kernel_steered",
-            "Nsmf_PDUSession requests read by the worker owning them from a kernel-steered listener (no hop).",
-            self.nsmf_kernel_steered,
-        ));
-        f(c(
-            "nsmf_pool_steered",
-            "Nsmf_PDUSession requests the AMF sent over h2c on the connection of the owning SMF worker.",
-            self.nsmf_pool_steered,
-        ));
-        f(c(
-            "nsmf_handed_off",
-            "Nsmf_PDUSession requests handed to their owner worker.",
-            self.nsmf_handed_off,
-        ));
-        f(c(
-            "namf_served",
-            "Namf_Communication N1N2MessageTransfers read from the AMF's h2c listener.",
-            self.namf_served,
-        ));
-        f(c(
-            "namf_kernel_steered",
-            "N1N2MessageTransfers read by the worker holding the UE from a kernel-steered listener (no hop).",
-            self.namf_kernel_steered,
-        ));
-        f(c(
-            "namf_pool_steered",
-            "N1N2MessageTransfers the SMF sent over h2c on the connection of the AMF worker of its own index.",
-            self.namf_pool_steered,
-        ));
-        f(c(
-            "namf_handed_off",
-            "N1N2MessageTransfers passed to another worker in search of their UE.",
-            self.namf_handed_off,
-        ));
-        f(c(
-            "sbi_from_mesh",
-            "SBI requests received from another worker.",
-            self.sbi_from_mesh,
-        ));
-        f(c(
-            "sbi_answers_relayed",
-            "SBI answers sent back to the worker holding the request.",
-            self.sbi_answers_relayed,
-        ));
-        f(c(
-            "udm_forwards",
-            "UDM requests forwarded to the owner after SUCI deconcealment.",
-            self.udm_forwards,
-        ));
-        f(c(
-            "h2c_calls",
-            "h2c calls made by the AMF and AUSF.",
-            self.h2c_calls,
-        ));
-        f(c(
-            "call_failures",
-            "h2c calls that failed in transport (answered 504).",
-            self.call_failures,
-        ));
-        f(c(
-            "sqn_writes",
-            "SQN writes asked of the persister.",
-            self.sqn_writes,
-        ));
-        f(c(
-            "mesh_retries",
-            "Mesh sends that found the queue full and were retried.",
-            self.mesh_retries,
-        ));
-        f(c(
-            "pfcp_retransmitted",
-            "PFCP requests sent again after T1 (each a session procedure that waited 3 s).",
-            self.pfcp_retransmitted,
-        ));
-        f(c(
-            "pfcp_timed_out",
-            "PFCP requests given up on after N1 retransmissions.",
-            self.pfcp_timed_out,
-        ));
-        f(c(
-            "pfcp_rx_dropped",
-            "PFCP datagrams the kernel dropped on the worker's socket (receive buffer full).",
-            self.pfcp_rx_dropped,
-        ));
-        f(c(
-            "pfcp_send_failed",
-            "PFCP datagrams the worker's socket refused to send.",
-            self.pfcp_send_failed,
-        ));
-    }
+        })
+    });
 }
 
-/// How many values [`WorkerCounters::for_each`] then [`WakeCounters::for_each`] give.
+/// How many values [`counter_samples`] then [`WakeCounters::for_each`] give.
 fn width() -> usize {
     let mut n = 0;
-    WorkerCounters::default().for_each(|_| n += 1);
+    counter_samples(&WorkerCounters::default(), |_| n += 1);
     WakeCounters::default().for_each(|_| n += 1);
     n
 }
@@ -304,14 +154,14 @@ pub(crate) struct Live {
     blocks: Blocks,
     /// Set once the runtime (and so the mesh) exists.
     mesh: OnceLock<Arc<MeshStats>>,
-    locked: Option<LockedMaps>,
+    locked: Option<Locked>,
     info: Vec<(&'static str, String)>,
 }
 
 impl Live {
     pub(crate) fn new(
         workers: usize,
-        locked: Option<LockedMaps>,
+        locked: Option<Locked>,
         state: StateMode,
         sbi: SbiMode,
         nfs: NfSet,
@@ -362,14 +212,14 @@ impl Live {
             b.store(i, s.value);
             i += 1;
         };
-        c.for_each(&mut put);
+        counter_samples(c, &mut put);
         w.for_each(&mut put);
     }
 
     /// The totals over the workers now, keyed as [`crate::CoreReport::summary`] keys them.
     pub(crate) fn totals(&self) -> Vec<(&'static str, u64)> {
         let mut names = Vec::new();
-        WorkerCounters::default().for_each(|s| names.push(s.name));
+        counter_samples(&WorkerCounters::default(), |s| names.push(s.name));
         WakeCounters::default().for_each(|s| names.push(s.name));
         let mut out: Vec<(&'static str, u64)> = names
             .iter()
@@ -405,7 +255,7 @@ impl Live {
 
         // Worker counters, field by field (a family's samples must be together).
         let mut fields: Vec<Sample> = Vec::new();
-        WorkerCounters::default().for_each(|s| fields.push(s));
+        counter_samples(&WorkerCounters::default(), |s| fields.push(s));
         WakeCounters::default().for_each(|s| fields.push(s));
         let names: Vec<String> = (0..self.blocks.len()).map(|w| w.to_string()).collect();
         for (i, f) in fields.iter().enumerate() {
@@ -475,16 +325,14 @@ pub(crate) fn mesh_rows(m: &MeshCounters) -> [(&'static str, u64); 5] {
 }
 
 /// Each shared map with its NF and name; zero counters when there are none (sharded).
-fn lock_rows(m: Option<&LockedMaps>) -> Vec<(&'static str, &'static str, nf::state::LockStats)> {
-    let z = nf::state::LockStats::default();
-    let s = |f: &dyn Fn(&LockedMaps) -> nf::state::LockStats| m.map_or(z, f);
-    vec![
-        ("amf", "ue_contexts", s(&|m| m.ues.stats())),
-        ("amf", "idle_ues", s(&|m| m.idle.stats())),
-        ("ausf", "auth_contexts", s(&|m| m.auth.stats())),
-        ("udm", "ue_records", s(&|m| m.records.stats())),
-        ("udm", "sqn", s(&|m| m.sqn.stats())),
-    ]
+fn lock_rows(m: Option<&Locked>) -> Vec<(&'static str, &'static str, nf::state::LockStats)> {
+    match m {
+        Some(m) => m.lock_stats().to_vec(),
+        None => Locked::MAPS
+            .iter()
+            .map(|&(nf, map)| (nf, map, nf::state::LockStats::default()))
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -496,7 +344,7 @@ mod tests {
     fn a_page_lists_each_worker_and_each_map() {
         let live = Live::new(
             2,
-            Some(LockedMaps::default()),
+            Some(Locked::default()),
             StateMode::Locked,
             SbiMode::Inproc,
             NfSet::ALL,
@@ -530,7 +378,7 @@ mod tests {
     #[test]
     fn every_field_has_a_distinct_name() {
         let mut names = Vec::new();
-        WorkerCounters::default().for_each(|s| names.push(s.name));
+        counter_samples(&WorkerCounters::default(), |s| names.push(s.name));
         WakeCounters::default().for_each(|s| names.push(s.name));
         let n = names.len();
         names.sort_unstable();

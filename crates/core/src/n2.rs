@@ -17,8 +17,8 @@
 //!   handed off from there.
 //!
 //! Association ids are core-wide: the owning worker sits in the top 8 bits
-//! ([`assoc_owner`]), so a reply produced on any worker goes straight to the worker that
-//! owns the association.
+//! ([`ids::n2::assoc_owner`]), so a reply produced on any worker goes straight to the worker
+//! that owns the association.
 //!
 //! Known gap: each worker's [`AmfN2`] sees only its own gNBs, so nothing compares Global
 //! gNB IDs across associations on different workers (two associations announcing the same
@@ -30,8 +30,10 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
+use ids::n2::{assoc_id, ASSOC_COUNTER_MASK};
 use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
 use nf::amf::registration::{self, Route};
+use nf::host::UeNgap;
 use proto::ids::GlobalRanNodeId;
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
@@ -42,34 +44,6 @@ use crate::{BpfPolicy, CoreError, N2Placement, N2WorkerReport};
 
 /// SCTP Payload Protocol Identifier of NGAP (TS 38.412 §7).
 const NGAP_PPID: u32 = 60;
-
-/// Association ids keep the owning worker above this many bits ([`steer::Workers::MAX`] is
-/// 256, so 8 bits hold every worker; 2^24 associations per worker is far beyond the 65,536
-/// an endpoint accepts).
-const ASSOC_WORKER_SHIFT: u32 = 24;
-const ASSOC_COUNTER_MASK: u32 = (1 << ASSOC_WORKER_SHIFT) - 1;
-
-/// The worker that owns core-wide association `assoc`.
-pub(crate) fn assoc_owner(assoc: u32) -> WorkerId {
-    // The shift leaves 8 bits.
-    WorkerId((assoc >> ASSOC_WORKER_SHIFT) as u16)
-}
-
-/// Core-wide association id `counter` of `worker` (the counter's top bits are dropped).
-fn assoc_id(worker: WorkerId, counter: u32) -> u32 {
-    (u32::from(worker.0) << ASSOC_WORKER_SHIFT) | (counter & ASSOC_COUNTER_MASK)
-}
-
-/// One UE-associated NGAP message read from an association.
-#[derive(Debug)]
-pub(crate) struct UeMessage {
-    pub(crate) route: Route,
-    pub(crate) assoc: u32,
-    pub(crate) stream: u16,
-    pub(crate) ready: bool,
-    pub(crate) gnb_id: u32,
-    pub(crate) pdu: Vec<u8>,
-}
 
 /// The UDP encapsulation sockets of every worker, bound before the workers start so that a
 /// bind error is reported synchronously.
@@ -334,7 +308,7 @@ impl N2Side {
 
     /// Handles every SCTP event: association state and non-UE NGAP here, UE-associated
     /// messages appended to `ue` with their route. Returns the NGAP messages read.
-    pub(crate) fn poll(&mut self, workers: Workers, ue: &mut Vec<UeMessage>) -> u64 {
+    pub(crate) fn poll(&mut self, workers: Workers, ue: &mut Vec<UeNgap>) -> u64 {
         let mut read = 0u64;
         for i in 0..self.socks.len() {
             loop {
@@ -383,7 +357,7 @@ impl N2Side {
                             }
                             continue;
                         }
-                        ue.push(UeMessage {
+                        ue.push(UeNgap {
                             route,
                             assoc,
                             stream: m.stream,
@@ -469,22 +443,4 @@ pub(crate) fn add_io_stats(t: &mut sctp_io::IoStats, o: &sctp_io::IoStats) {
     t.packets_in += o.packets_in;
     t.packets_out += o.packets_out;
     t.send_errors += o.send_errors;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn association_ids_name_their_worker() {
-        for w in [0u16, 1, 7, 255] {
-            for c in [1u32, 2, 0x00ff_ffff, 0x0100_0001, u32::MAX] {
-                let id = assoc_id(WorkerId(w), c);
-                assert_eq!(assoc_owner(id), WorkerId(w), "w{w} c{c:#x}");
-                assert_eq!(id & ASSOC_COUNTER_MASK, c & ASSOC_COUNTER_MASK);
-            }
-        }
-        // Worker 0's ids are the plain counter, as before associations spread.
-        assert_eq!(assoc_id(WorkerId(0), 5), 5);
-    }
 }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
+use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_new_ue};
 use proto::ids::defaults;
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent};
@@ -18,7 +19,6 @@ use rand::SeedableRng;
 use sbi::{NfType, StaticDirectory};
 use sctp::{Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
-use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_new_ue};
 use steer::{WorkerId, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{BpfPolicy, Core, CoreOptions, CoreReport, N2Placement, SbiMode, StateMode};

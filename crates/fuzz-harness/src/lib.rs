@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("sctp_packet", sctp_packet),
     ("sctp_endpoint", sctp_endpoint),
     ("ngap_decode", ngap_decode),
+    ("ngap_peek", ngap_peek),
     ("amf_n2", amf_n2),
     ("nas_decode", nas_decode),
     ("nas_unprotect", nas_unprotect),
@@ -183,6 +184,35 @@ pub fn ngap_decode(data: &[u8]) {
     }
 }
 
+/// The routing peek at an NGAP PDU: total on any input, and for every input the full decoder
+/// accepts it gives what the full decode gives (message kind, procedure code, the first
+/// AMF-UE-NGAP-ID and RAN-UE-NGAP-ID, and the 5G-S-TMSI of an INITIAL UE MESSAGE that
+/// parses).
+pub fn ngap_peek(data: &[u8]) {
+    use proto::ngap as n;
+    let peek = n::peek(data);
+    let Ok(pdu) = n::decode(data) else {
+        return;
+    };
+    let p = match peek {
+        Ok(p) => p,
+        Err(e) => panic!("peek refuses a PDU that decodes: {e}"),
+    };
+    assert_eq!(p.kind, pdu.kind(), "kind");
+    assert_eq!(p.procedure_code, pdu.procedure_code(), "procedure code");
+    if n::Peek::walks(p.kind) {
+        assert_eq!(
+            (p.amf_ue_ngap_id, p.ran_ue_ngap_id),
+            pdu.ue_ngap_ids(),
+            "ids"
+        );
+        if let Ok(m) = n::InitialUeMessage::parse(&pdu) {
+            assert_eq!(p.five_g_s_tmsi, m.five_g_s_tmsi, "5G-S-TMSI");
+            assert_eq!(p.ran_ue_ngap_id, Some(m.ran_ue_ngap_id), "RAN-UE-NGAP-ID");
+        }
+    }
+}
+
 /// The NAS-5GS message reader (TS 24.501): a plain message parses to a typed message or an
 /// error carrying the 5GMM cause to answer with, and what parses re-encodes.
 pub fn nas_decode(data: &[u8]) {
@@ -331,19 +361,32 @@ pub fn pfcp_decode(data: &[u8]) {
 }
 
 /// The UPF's PFCP node (crates/upf): an association and one session set up with valid
-/// requests, then arbitrary datagrams from the SMF's address (the header SEID optionally
-/// patched to the live session's, so the fuzzer reaches session modification and deletion),
-/// with usage counted and time advanced between them. Every answer must decode, and after
-/// `clear` the datapath must hold nothing (issue 5: no entries left after sessions end).
+/// requests, a second SMF associated beside it, then arbitrary datagrams from the first
+/// SMF's address, the second's, or an address of no association (the header SEID optionally
+/// patched to the live session's, so the fuzzer reaches session modification and deletion,
+/// and their refusal to another association or a stranger), with usage counted and time
+/// advanced between them. The node takes at most a few sessions, so the limit is reached.
+/// Every answer must decode, and after `clear` the datapath must hold nothing (no entries
+/// left after sessions end).
 ///
-/// Input: a sequence of ops `[op, len_hi, len_lo, bytes...]`.
+/// Input: a sequence of ops `[op, len_hi, len_lo, bytes...]`; op bit 0 patches the SEID,
+/// bit 1 counts usage, bit 2 advances time, bits 3-4 pick the sender (0, 1: the first SMF,
+/// 2: the second, 3: a stranger).
 pub fn upf_node(data: &[u8]) {
+    let _ = upf_node_stats(data);
+}
+
+/// [`upf_node`], returning the node's counters at the end, so that a test can tell which
+/// branches a saved input reaches.
+pub fn upf_node_stats(data: &[u8]) -> upf::Stats {
     use pfcp::ie::NodeId;
+    use pfcp::requests::{self, SessionSpec};
     use pfcp::{Message, PfcpMessage};
-    use upf::requests::{self, SessionSpec};
     use upf::{Datapath, Entries, MemoryDatapath, NodeConfig, UpfNode, Usage, UsageId};
 
     let smf = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 4, 1), 8805));
+    let smf_b = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 4, 2), 8805));
+    let stranger = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 9, 9, 9), 8805));
     let mut now = Instant::now();
     let mut cfg = NodeConfig::new(
         NodeId::Ipv4(Ipv4Addr::new(10, 0, 4, 7)),
@@ -352,6 +395,7 @@ pub fn upf_node(data: &[u8]) {
         1,
     );
     cfg.usage_poll = Duration::from_millis(10);
+    cfg.max_sessions = 4;
     let mut node = UpfNode::new(now, cfg);
     let mut dp = MemoryDatapath::new();
     let smf_id = NodeId::Ipv4(Ipv4Addr::new(10, 0, 4, 1));
@@ -363,16 +407,30 @@ pub fn upf_node(data: &[u8]) {
     );
     spec.volume_threshold = Some(1000);
     let setup = [
-        PfcpMessage::new(1, None, requests::association_setup(smf_id, 7)),
-        PfcpMessage::new(
-            2,
-            Some(0),
-            Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+        (
+            smf,
+            PfcpMessage::new(1, None, requests::association_setup(smf_id, 7)),
+        ),
+        (
+            smf,
+            PfcpMessage::new(
+                2,
+                Some(0),
+                Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+            ),
+        ),
+        (
+            smf_b,
+            PfcpMessage::new(
+                1,
+                None,
+                requests::association_setup(NodeId::Ipv4(Ipv4Addr::new(10, 0, 4, 2)), 9),
+            ),
         ),
     ];
     let mut seid = 0u64;
-    for m in setup {
-        node.handle(now, smf, &m.emit(), &mut dp);
+    for (from, m) in setup {
+        node.handle(now, from, &m.emit(), &mut dp);
         while let Some(t) = node.poll_transmit() {
             if let Ok(PfcpMessage {
                 message: Message::SessionEstablishmentResponse(r),
@@ -395,7 +453,12 @@ pub fn upf_node(data: &[u8]) {
         if op & 1 != 0 && pkt.len() >= 12 && pkt[0] & 1 != 0 {
             pkt[4..12].copy_from_slice(&seid.to_be_bytes());
         }
-        node.handle(now, smf, &pkt, &mut dp);
+        let from = match (op >> 3) & 3 {
+            2 => smf_b,
+            3 => stranger,
+            _ => smf,
+        };
+        node.handle(now, from, &pkt, &mut dp);
         if op & 2 != 0 {
             let delta = Usage {
                 ul_packets: 1,
@@ -428,6 +491,7 @@ pub fn upf_node(data: &[u8]) {
         Some(Entries::default()),
         "rules left after clear"
     );
+    node.stats().clone()
 }
 
 /// The multipart/related codec of the SBI (RFC 2387; N1/N2 binary parts, TS 29.500 §6.1.2.4):

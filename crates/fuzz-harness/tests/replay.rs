@@ -75,3 +75,26 @@ fn mutated_corpus_never_panics() {
         }
     }
 }
+
+/// The seeds saved for the UPF's refusals reach the branches they were written for: a
+/// session of another association, requests from no association, association requests for
+/// another peer's Node ID, presence rules and transport addresses, the session limit.
+#[test]
+fn upf_seeds_reach_their_branches() {
+    let stats = |name: &str| {
+        let data = std::fs::read(corpus_dir("upf_node").join(name)).expect("seed");
+        fuzz_harness::upf_node_stats(&data)
+    };
+    let s = stats("cross_association_requests");
+    assert_eq!(s.session_requests_foreign, 2, "{s:?}");
+    assert_eq!(s.causes_sent.get(&65), Some(&2), "{s:?}");
+    let s = stats("stranger_and_foreign_association_requests");
+    assert_eq!(s.session_requests_unassociated, 3, "{s:?}");
+    assert_eq!(s.association_requests_foreign, 3, "{s:?}");
+    let s = stats("conditional_ies_missing");
+    assert_eq!(s.causes_sent.get(&67), Some(&4), "{s:?}");
+    let s = stats("outer_header_creation_addresses");
+    assert_eq!(s.causes_sent.get(&69), Some(&5), "{s:?}");
+    let s = stats("session_limit");
+    assert_eq!(s.sessions_refused_limit, 2, "{s:?}");
+}

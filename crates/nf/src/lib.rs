@@ -5,9 +5,11 @@
 //! - [`udm`]: the UDM (Nudm_UEAU, Nudm_UECM, Nudm_SDM) with its SIDF.
 //! - [`smf`]: the SMF (Nsmf_PDUSession SM contexts, N4 towards the UPF).
 //! - [`state`]: where per-UE state lives, per-worker shards or one locked map.
+//! - [`host`]: all NFs of one worker behind one sans-IO interface, sharded or locked.
 
 pub mod amf;
 pub mod ausf;
+pub mod host;
 pub mod smf;
 pub mod state;
 pub mod udm;

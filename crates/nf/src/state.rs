@@ -38,6 +38,23 @@ pub trait ContextMap<K, V> {
         f: impl FnOnce(&mut V, bool) -> R,
     ) -> R;
 
+    /// Runs `f` on the entry of `k` (or `None`) like [`ContextMap::with`]; when `f` answers
+    /// `true` beside its result, the entry leaves the map before the critical section ends
+    /// and is handed back. This is how a context ends (a UE context release) in the same
+    /// single access that decided it, with no moment where it is out of the map but alive.
+    ///
+    /// The default runs [`ContextMap::with`] then [`ContextMap::remove`], two critical
+    /// sections; [`ShardMap`] and [`LockedMap`] do it in one.
+    fn with_remove<R>(
+        &mut self,
+        k: &K,
+        f: impl FnOnce(Option<&mut V>) -> (R, bool),
+    ) -> (R, Option<V>) {
+        let (r, remove) = self.with(k, f);
+        let v = if remove { self.remove(k) } else { None };
+        (r, v)
+    }
+
     /// Inserts, returning the previous value.
     fn insert(&mut self, k: K, v: V) -> Option<V>;
 
@@ -95,6 +112,15 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for ShardMap<K, V> {
             default()
         });
         f(v, new)
+    }
+
+    fn with_remove<R>(
+        &mut self,
+        k: &K,
+        f: impl FnOnce(Option<&mut V>) -> (R, bool),
+    ) -> (R, Option<V>) {
+        let (r, remove) = f(self.map.get_mut(k));
+        (r, if remove { self.map.remove(k) } else { None })
     }
 
     fn insert(&mut self, k: K, v: V) -> Option<V> {
@@ -216,6 +242,16 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for LockedMap<K, V> {
         f(v, new)
     }
 
+    fn with_remove<R>(
+        &mut self,
+        k: &K,
+        f: impl FnOnce(Option<&mut V>) -> (R, bool),
+    ) -> (R, Option<V>) {
+        let mut g = self.lock();
+        let (r, remove) = f(g.get_mut(k));
+        (r, if remove { g.remove(k) } else { None })
+    }
+
     fn insert(&mut self, k: K, v: V) -> Option<V> {
         self.lock().insert(k, v)
     }
@@ -238,6 +274,7 @@ mod tests {
     #[derive(Debug, PartialEq)]
     enum Out {
         With(Option<u32>),
+        WithRemove(Option<u32>, Option<u32>),
         Upsert(u32, bool),
         Insert(Option<u32>),
         Remove(Option<u32>),
@@ -245,7 +282,7 @@ mod tests {
     }
 
     fn step<M: ContextMap<u8, u32>>(m: &mut M, op: u8, k: u8, v: u32) -> Out {
-        match op % 5 {
+        match op % 6 {
             0 => Out::With(m.with(&k, |e| {
                 e.map(|x| {
                     *x = x.wrapping_add(v);
@@ -258,6 +295,17 @@ mod tests {
             }
             2 => Out::Insert(m.insert(k, v)),
             3 => Out::Remove(m.remove(&k)),
+            4 => {
+                // Removes the entries whose value is odd after the addition.
+                let (seen, gone) = m.with_remove(&k, |e| match e {
+                    Some(x) => {
+                        *x = x.wrapping_add(v);
+                        (Some(*x), *x % 2 == 1)
+                    }
+                    None => (None, false),
+                });
+                Out::WithRemove(seen, gone)
+            }
             _ => Out::Len(m.len()),
         }
     }
@@ -281,6 +329,18 @@ mod tests {
             assert!(s.acquisitions >= 2_000);
             assert_eq!(s.contended, 0, "one thread never waits");
         }
+    }
+
+    #[test]
+    fn locked_with_remove_is_one_critical_section() {
+        let mut m: LockedMap<u8, u32> = LockedMap::new();
+        m.insert(1, 7);
+        let before = m.stats().acquisitions;
+        let (seen, gone) = m.with_remove(&1, |e| (e.map(|x| *x), true));
+        assert_eq!((seen, gone), (Some(7), Some(7)));
+        let (seen, gone) = m.with_remove(&1, |e| (e.is_some(), true));
+        assert_eq!((seen, gone), (false, None));
+        assert_eq!(m.stats().acquisitions - before, 2, "one lock per call");
     }
 
     #[test]

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::ausf::owner_of_auth_ctx_id;
+use ids::owner_of_key;
+use ids::{WorkerId, Workers};
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
 use nf::state::{ContextMap, LockedMap, ShardMap};
 use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
@@ -26,8 +29,6 @@ use sbi::model::{
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, Abba};
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
-use steer::owner::{owner_of_auth_ctx_id, owner_of_key};
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
@@ -1099,6 +1100,27 @@ fn sharded_and_locked_give_identical_outcomes() {
         assert!(s.acquisitions > 0);
         assert_eq!(s.contended, 0);
     }
+}
+
+/// In the locking baseline a vector takes the shared SQN shard's lock once: loading the
+/// stored SQN, taking the next one and collecting the persist requests are one access.
+#[test]
+fn a_vector_takes_the_sqn_lock_once() {
+    let (a, u, q) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
+    let sqn = q.clone();
+    let mut net = Net::build(
+        Workers::new(1).unwrap(),
+        store_with(20),
+        move || a.clone(),
+        move || u.clone(),
+        move || q.clone(),
+    );
+    let mut ue = Ue::new(1);
+    assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
+    // The first vector waited for its reservation; the second is within it.
+    let before = sqn.stats().acquisitions;
+    assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
+    assert_eq!(sqn.stats().acquisitions - before, 1);
 }
 
 /// The parameters a 400 names, with its cause.

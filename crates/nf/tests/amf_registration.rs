@@ -11,8 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
+use ids::{WorkerId, Workers};
 use nf::amf::registration::{
     route, Action, Amf, AmfConfig, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS,
+    RELEASE_GUARD,
 };
 use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
 use nf::state::{ContextMap, LockedMap, ShardMap};
@@ -35,8 +38,6 @@ use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Kamf, Opc, Rand, Sqn, K};
-use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
@@ -85,6 +86,12 @@ struct World<M, P> {
     downlink: VecDeque<(u32, u16, Vec<u8>)>,
     /// SBI calls the AMF made: (method, path).
     calls: Vec<(String, String)>,
+    /// Calls to the SMF, answered by the test: (call id, path, body).
+    smf_calls: VecDeque<(u64, String, Bytes)>,
+    /// The AMF's answers to SBI requests: (request id, status).
+    answers: Vec<(u64, http::StatusCode)>,
+    /// The kinds of the NGAP messages handed to the AMF.
+    routed: std::collections::BTreeSet<String>,
 }
 
 type Sharded = World<ShardMap<u64, UeContext>, ShardMap<u32, IdleUe>>;
@@ -180,6 +187,9 @@ where
             udm_reqs: HashMap::new(),
             downlink: VecDeque::new(),
             calls: Vec::new(),
+            smf_calls: VecDeque::new(),
+            answers: Vec::new(),
+            routed: Default::default(),
         }
     }
 
@@ -204,6 +214,10 @@ where
                         self.next_req += 1;
                         let id = self.next_req;
                         self.calls.push((method.to_string(), path.clone()));
+                        if nf == sbi::NfType::Smf {
+                            self.smf_calls.push_back((call_id, path, body));
+                            continue;
+                        }
                         let r = sbi_req(method, &path, body);
                         if nf == sbi::NfType::Ausf {
                             self.ausf_reqs.insert(id, call_id);
@@ -213,6 +227,9 @@ where
                             self.udm_reqs.insert(id, Origin::Amf(call_id));
                             self.udm.handle_request(id, r);
                         }
+                    }
+                    Action::Respond { req_id, response } => {
+                        self.answers.push((req_id, response.status))
                     }
                     _ => unreachable!(),
                 }
@@ -271,9 +288,16 @@ where
     }
 
     /// One NGAP message from the gNB on `assoc`, NG Setup done or not.
+    /// Routed as the reading worker would, then handled: the message is decoded once.
     fn ngap_on(&mut self, assoc: u32, ready: bool, pdu: &[u8]) {
+        let before = ngap::decode_count();
+        let _ = route(pdu, GNB, workers());
+        assert_eq!(ngap::decode_count(), before, "routing decodes nothing");
         self.amf
             .handle_ngap(self.now, assoc, STREAM, ready, GNB, pdu);
+        assert_eq!(ngap::decode_count(), before + 1, "one decode per message");
+        self.routed
+            .extend(ngap::peek(pdu).ok().map(|p| format!("{:?}", p.kind)));
         self.run();
     }
 
@@ -1159,7 +1183,7 @@ fn malformed_initial_registration_is_rejected_and_released() {
         amf_region: defaults::AMF_REGION_ID,
         amf_set: defaults::AMF_SET_ID,
         amf_pointer: defaults::AMF_POINTER,
-        tmsi: steer::owner::tmsi(WORKER, 4242),
+        tmsi: ids::amf::tmsi(WORKER, 4242),
     };
     let req =
         stranger.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g));
@@ -1245,9 +1269,9 @@ fn routing_uses_the_self_routing_ids() {
         panic!("not a new UE")
     };
     assert_eq!((gnb_id, ran_ue_ngap_id), (GNB, 100));
-    assert_eq!(worker, steer::owner::owner_of_new_ue(GNB, 100, workers()));
+    assert_eq!(worker, ids::amf::owner_of_new_ue(GNB, 100, workers()));
     let mut ue = ue;
-    ue.amf_id = Some(steer::owner::amf_ue_ngap_id(WorkerId(3), 17));
+    ue.amf_id = Some(ids::amf::amf_ue_ngap_id(WorkerId(3), 17));
     let ul = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
     assert_eq!(route(&ul, GNB, workers()), Route::ToWorker(WorkerId(3)));
     assert_eq!(route(&[1, 2, 3], GNB, workers()), Route::ErrorIndication);
@@ -1386,4 +1410,432 @@ fn second_synch_failure_in_a_row_is_rejected() {
     )));
     expect_auth_reject_and_release(&mut w, &mut ue);
     assert_eq!(w.amf.stats().resyncs, 1);
+}
+
+// ---- the locking baseline: what another worker sees ----
+
+/// One worker's clone of the shared UE map that, around every access the AMF makes,
+/// checks through a second clone (another worker's view) that every UE context created
+/// and not yet released is in the map. A context may leave the map only when its release
+/// ends (state `Releasing`); any other removal leaves it live, and the next check finds it
+/// missing.
+struct Watched {
+    map: LockedMap<u64, UeContext>,
+    other: LockedMap<u64, UeContext>,
+    live: std::collections::BTreeSet<u64>,
+}
+
+impl Watched {
+    fn new() -> Self {
+        let map = LockedMap::new();
+        let other = map.clone();
+        Watched {
+            map,
+            other,
+            live: Default::default(),
+        }
+    }
+
+    fn check(&mut self, when: &str) {
+        let other = &mut self.other;
+        for id in &self.live {
+            assert!(
+                other.with(id, |u| u.is_some()),
+                "UE context {id:#x} is missing from the shared map {when}"
+            );
+        }
+    }
+
+    fn removed(&mut self, k: u64, v: &Option<UeContext>) {
+        if v.as_ref().is_some_and(|u| u.state() == UeState::Releasing) {
+            self.live.remove(&k);
+        }
+    }
+}
+
+impl ContextMap<u64, UeContext> for Watched {
+    const SHARED: bool = true;
+
+    fn with<R>(&mut self, k: &u64, f: impl FnOnce(Option<&mut UeContext>) -> R) -> R {
+        self.check("before an access");
+        let r = self.map.with(k, f);
+        self.check("after an access");
+        r
+    }
+
+    fn with_or_insert<R>(
+        &mut self,
+        k: u64,
+        default: impl FnOnce() -> UeContext,
+        f: impl FnOnce(&mut UeContext, bool) -> R,
+    ) -> R {
+        self.check("before an access");
+        let r = self.map.with_or_insert(k, default, f);
+        self.live.insert(k);
+        self.check("after an access");
+        r
+    }
+
+    fn insert(&mut self, k: u64, v: UeContext) -> Option<UeContext> {
+        self.check("before an insertion");
+        let r = self.map.insert(k, v);
+        self.live.insert(k);
+        self.check("after an insertion");
+        r
+    }
+
+    fn remove(&mut self, k: &u64) -> Option<UeContext> {
+        self.check("before a removal");
+        let r = self.map.remove(k);
+        self.removed(*k, &r);
+        self.check("after a removal");
+        r
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+type Watching = World<Watched, LockedMap<u32, IdleUe>>;
+
+const PSI: u8 = 5;
+const SM_REF: &str = "00000000000000aa";
+
+/// A 5GSM message (its type at octet 3) in an UL NAS TRANSPORT for session [`PSI`].
+fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
+    let ul = proto::nas::sm_ue::UlNasTransport {
+        payload_container_type: proto::nas::sm_ue::PAYLOAD_N1_SM,
+        payload: vec![0x2e, PSI, 1, message_type, 0xff],
+        pdu_session_id: Some(PSI),
+        request_type: initial.then_some(proto::nas::sm_ue::REQUEST_INITIAL),
+        snssai: None,
+        dnn: initial.then(|| "internet".to_owned()),
+    };
+    let plain = ul.encode().unwrap();
+    let p = ue
+        .sec
+        .as_mut()
+        .unwrap()
+        .protect(
+            &plain,
+            SecurityHeaderType::IntegrityProtectedAndCiphered,
+            Direction::Uplink,
+        )
+        .unwrap();
+    ue.uplink(p)
+}
+
+/// Answers the oldest call to the SMF.
+fn smf_answers(
+    w: &mut Watching,
+    path_end: &str,
+    status: http::StatusCode,
+    location: Option<&str>,
+    parts: Option<Vec<sbi::multipart::Part>>,
+) {
+    let (call, path, _) = w.smf_calls.pop_front().expect("a call to the SMF");
+    assert!(path.ends_with(path_end), "{path}");
+    let (ct, body) = match parts {
+        Some(p) => (
+            Some(sbi::multipart::CONTENT_TYPE),
+            sbi::multipart::encode(&p).unwrap(),
+        ),
+        None => (None, Bytes::new()),
+    };
+    let now = w.now;
+    w.amf
+        .handle_sbi_response(now, call, status, location, ct, &body);
+    w.run();
+}
+
+/// UE-requested PDU session establishment with the SMF played by the test, the gNB's
+/// setup, then the network-side release, up to the UE's RELEASE COMPLETE.
+fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
+    use sbi::model::{
+        N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
+        N2SmInformation, RefToBinaryData, SmContextUpdatedData,
+    };
+    use sbi::multipart::{self, Part};
+    let est = ul_sm(ue, 0xc1, true);
+    w.ngap(&est);
+    let location = format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{SM_REF}");
+    smf_answers(
+        w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&location),
+        None,
+    );
+    // The SMF's N1N2MessageTransfer: the accept and the N2 setup request transfer.
+    let data = N1N2MessageTransferReqData {
+        n1_message_container: Some(N1MessageContainer {
+            n1_message_class: "SM".into(),
+            n1_message_content: RefToBinaryData::new("n1"),
+        }),
+        n2_info_container: Some(N2InfoContainer {
+            n2_information_class: "SM".into(),
+            sm_info: Some(N2SmInformation {
+                pdu_session_id: PSI,
+                n2_info_content: Some(N2InfoContent {
+                    ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
+                    ngap_data: RefToBinaryData::new("n2"),
+                }),
+                s_nssai: None,
+            }),
+        }),
+        pdu_session_id: Some(PSI),
+    };
+    let parts = [
+        Part::json(serde_json::to_vec(&data).unwrap()),
+        Part::binary(multipart::NAS_5G, "n1", vec![0x2e, PSI, 1, 0xc2]),
+        Part::binary(multipart::NGAP, "n2", vec![0, 1, 2]),
+    ];
+    let req = SbiRequest {
+        method: http::Method::POST,
+        path: format!("/namf-comm/v1/ue-contexts/{}/n1-n2-messages", supi(ue.n)),
+        query: None,
+        content_type: Some(multipart::CONTENT_TYPE.to_owned()),
+        body: multipart::encode(&parts).unwrap(),
+    };
+    w.amf.handle_request(77, req);
+    w.run();
+    assert_eq!(w.answers.pop(), Some((77, http::StatusCode::OK)));
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupRequest);
+    let rsp = ngap::PduSessionResourceSetupResponse {
+        amf_ue_ngap_id: ue.amf_id.unwrap(),
+        ran_ue_ngap_id: ue.ran_id,
+        setup: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: PSI,
+            transfer: vec![3, 4],
+        }],
+        failed: Vec::new(),
+    };
+    w.ngap(&rsp.encode().unwrap());
+    let activated = SmContextUpdatedData {
+        up_cnx_state: Some("ACTIVATED".into()),
+        ..Default::default()
+    };
+    let json = |d: &SmContextUpdatedData| Part::json(serde_json::to_vec(d).unwrap());
+    smf_answers(
+        w,
+        "/modify",
+        http::StatusCode::OK,
+        None,
+        Some(vec![json(&activated)]),
+    );
+    // The UE asks for the release; the SMF answers with the commands for gNB and UE.
+    let rel = ul_sm(ue, 0xd1, false);
+    w.ngap(&rel);
+    let release = SmContextUpdatedData {
+        n1_sm_msg: Some(RefToBinaryData::new("n1")),
+        n2_sm_info: Some(RefToBinaryData::new("n2")),
+        n2_sm_info_type: Some("PDU_RES_REL_CMD".into()),
+        ..Default::default()
+    };
+    smf_answers(
+        w,
+        "/modify",
+        http::StatusCode::OK,
+        None,
+        Some(vec![
+            json(&release),
+            Part::binary(multipart::NAS_5G, "n1", vec![0x2e, PSI, 1, 0xd3]),
+            Part::binary(multipart::NGAP, "n2", vec![0]),
+        ]),
+    );
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::PduSessionResourceReleaseCommand);
+    let done = ngap::PduSessionResourceReleaseResponse {
+        amf_ue_ngap_id: ue.amf_id.unwrap(),
+        ran_ue_ngap_id: ue.ran_id,
+        released: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: PSI,
+            transfer: vec![0],
+        }],
+    };
+    w.ngap(&done.encode().unwrap());
+    let complete = ul_sm(ue, 0xd4, false);
+    w.ngap(&complete);
+    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    assert!(ctx.sessions().is_empty(), "{:?}", ctx.sessions());
+    assert!(w.quiet());
+}
+
+/// Registrations, a resynchronisation, an authentication failure, timers, PDU sessions,
+/// deregistrations and a return with the 5G-GUTI, each access checked from another
+/// worker: a UE context never leaves the shared map between its creation and its release.
+#[test]
+fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
+    let mut w: Watching = World::build(Amf::new(amf_cfg(false), Watched::new(), LockedMap::new()));
+    // A registration, a PDU session, then a deregistration that releases an open one.
+    let mut a = TestUe::new(1, 100);
+    let g = register(&mut w, &mut a);
+    pdu_session(&mut w, &mut a);
+    let est = ul_sm(&mut a, 0xc1, true);
+    w.ngap(&est);
+    let location = format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{SM_REF}");
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&location),
+        None,
+    );
+    deregister(&mut w, &mut a, false);
+    assert!(w.smf_calls.iter().any(|(_, p, _)| p.ends_with("/release")));
+    // Back with the 5G-GUTI under the kept security context.
+    a.ran_id = 300;
+    let req = a.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g));
+    let count = a.sec.as_ref().unwrap().ul_count.as_u32();
+    let nas = a
+        .sec
+        .as_mut()
+        .unwrap()
+        .protect(
+            &NasMessage::RegistrationRequest(req).encode().unwrap(),
+            SecurityHeaderType::IntegrityProtected,
+            Direction::Uplink,
+        )
+        .unwrap();
+    w.ngap(&a.initial_ue(nas, true));
+    let pdu = w.next_dl();
+    a.read_ics(&pdu, count);
+    complete_registration(&mut w, &mut a);
+    deregister(&mut w, &mut a, true);
+    // A UE ahead of the UDM's SQN: synch failure, resynchronisation, registration.
+    let mut b = TestUe::new(3, 101);
+    b.sqn_ms = 1_000_000;
+    let (rand, autn) = first_challenge(&mut w, &mut b);
+    let answer = b.challenge(rand, autn);
+    assert!(matches!(answer, NasMessage::AuthenticationFailure(_)));
+    w.ngap(&b.plain(answer));
+    let pdu = w.next_dl();
+    let NasMessage::AuthenticationRequest(r) = b.read_dl(&pdu) else {
+        panic!("no second AUTHENTICATION REQUEST")
+    };
+    let answer = b.challenge(r.rand, r.autn);
+    w.ngap(&b.plain(answer));
+    let pdu = w.next_dl();
+    assert!(matches!(
+        b.read_dl(&pdu),
+        NasMessage::SecurityModeCommand(_)
+    ));
+    assert_eq!(w.amf.stats().resyncs, 1);
+    // A MAC failure: AUTHENTICATION REJECT and the release.
+    let mut c = TestUe::new(2, 102);
+    first_challenge(&mut w, &mut c);
+    w.ngap(&c.plain(NasMessage::AuthenticationFailure(
+        AuthenticationFailure::mac_failure(),
+    )));
+    let pdu = w.next_dl();
+    assert!(matches!(
+        c.read_dl(&pdu),
+        NasMessage::AuthenticationReject(_)
+    ));
+    expect_release(&mut w, NasCause::AuthenticationFailure.into());
+    w.ngap(&c.release_complete());
+    // Retransmissions, the abort and the release guard, all from timers (B's SMC is
+    // never answered).
+    for _ in 0..=MAX_RETRANSMISSIONS {
+        w.advance(Duration::from_secs(6));
+    }
+    w.advance(RELEASE_GUARD);
+    w.downlink.clear();
+    assert_eq!(w.amf.stats().aborted, 1);
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.amf.stats().releases, 4);
+    assert_eq!(w.amf.stats().registrations, 2);
+}
+
+/// In the locking baseline a registration takes the UE map's lock once per message or
+/// reply that touches the context: the INITIAL UE MESSAGE, the AUSF's two answers, the
+/// AUTHENTICATION RESPONSE, the SECURITY MODE COMPLETE, the UDM's two answers, the INITIAL
+/// CONTEXT SETUP RESPONSE and the REGISTRATION COMPLETE.
+#[test]
+fn a_registration_takes_the_ue_lock_once_per_message() {
+    let ues = LockedMap::new();
+    let idle = LockedMap::new();
+    let mut w = World::build(Amf::new(amf_cfg(false), ues.clone(), idle.clone()));
+    let mut ue = TestUe::new(1, 100);
+    register_until_ics(&mut w, &mut ue);
+    w.ngap(&ue.ics_response());
+    w.ngap(&ue.protected(
+        NasMessage::RegistrationComplete(RegistrationComplete),
+        SecurityHeaderType::IntegrityProtectedAndCiphered,
+    ));
+    assert_eq!(w.amf.stats().registrations, 1);
+    assert_eq!(ues.stats().acquisitions, 9);
+    assert_eq!(idle.stats().acquisitions, 0);
+}
+
+/// Each UE-associated message kind the AMF routes is routed without a decode and decoded
+/// once by the AMF (checked in `World::ngap_on` for every message of every test here).
+#[test]
+fn every_ue_message_kind_is_decoded_once() {
+    let mut w = sharded(false);
+    let mut a = TestUe::new(1, 100);
+    register(&mut w, &mut a);
+    let (amf, ran) = (a.amf_id.unwrap(), a.ran_id);
+    let non_delivery = ngap::NasNonDeliveryIndication {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        nas_pdu: vec![0x7e, 0x00, 0x45],
+        cause: RadioNetworkCause::Unspecified.into(),
+    };
+    w.ngap(&non_delivery.encode().unwrap());
+    let setup = ngap::PduSessionResourceSetupResponse {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        setup: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![0],
+        }],
+        failed: Vec::new(),
+    };
+    w.ngap(&setup.encode().unwrap());
+    let released = ngap::PduSessionResourceReleaseResponse {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        released: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![0],
+        }],
+    };
+    w.ngap(&released.encode().unwrap());
+    let request = ngap::UeContextReleaseRequest {
+        amf_ue_ngap_id: amf,
+        ran_ue_ngap_id: ran,
+        cause: RadioNetworkCause::UserInactivity.into(),
+    };
+    w.ngap(&request.encode().unwrap());
+    expect_release(&mut w, RadioNetworkCause::UserInactivity.into());
+    w.ngap(&a.release_complete());
+    let mut b = TestUe::new(2, 101);
+    register_until_ics(&mut w, &mut b);
+    let failure = ngap::InitialContextSetupFailure {
+        amf_ue_ngap_id: b.amf_id.unwrap(),
+        ran_ue_ngap_id: b.ran_id,
+        cause: RadioNetworkCause::Unspecified.into(),
+        criticality_diagnostics: None,
+    };
+    w.ngap(&failure.encode().unwrap());
+    // Undecodable octets are decoded once too, by the AMF that answers them.
+    w.ngap(&[0x00, 0x2e, 0x40, 0x05, 0xff]);
+    let kinds: Vec<&str> = w.routed.iter().map(String::as_str).collect();
+    assert_eq!(
+        kinds,
+        [
+            "InitialContextSetupFailure",
+            "InitialContextSetupResponse",
+            "InitialUeMessage",
+            "NasNonDeliveryIndication",
+            "PduSessionResourceReleaseResponse",
+            "PduSessionResourceSetupResponse",
+            "UeContextReleaseComplete",
+            "UeContextReleaseRequest",
+            "UplinkNasTransport",
+        ]
+    );
 }

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::{WorkerId, Workers};
 use nf::smf::{self, Action, DnnPool, SmContext, Smf, SmfConfig};
 use nf::state::{ContextMap, LockedMap, ShardMap};
 use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
@@ -30,7 +31,6 @@ use sbi::model::{
 use sbi::multipart::{self, Part};
 use sbi::{NfType, SbiRequest, SbiResponse};
 use serde_json::Value;
-use steer::{WorkerId, Workers};
 use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
 use upf::datapath::{Datapath, DownlinkAction, Entries, UplinkAction};
 use upf::{MemoryDatapath, NodeConfig, UpfNode};
@@ -464,7 +464,7 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
         let loc = rsp.location().unwrap().to_owned();
         let sm_ref = loc.rsplit('/').next().unwrap().to_owned();
         assert_eq!(
-            smf::owner_of_sm_context_ref(&sm_ref),
+            ids::smf::owner_of_sm_context_ref(&sm_ref),
             Some(WorkerId(w as u16))
         );
         let ctx = self.smfs[w].context(&sm_ref).unwrap();
@@ -963,7 +963,7 @@ fn usage_reports_and_heartbeats_are_answered() {
     assert!(net.smfs[0].stats().usage_reports >= 1);
 
     // The SMF answers a heartbeat with its recovery time stamp.
-    let hb = pfcp::PfcpMessage::new(77, None, upf::requests::heartbeat(5)).emit();
+    let hb = pfcp::PfcpMessage::new(77, None, pfcp::requests::heartbeat(5)).emit();
     net.smfs[0].handle_pfcp(&hb);
     let Some(Action::PfcpResponse { bytes, .. }) = net.smfs[0].poll_action() else {
         panic!()

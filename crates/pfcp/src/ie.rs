@@ -1208,7 +1208,7 @@ impl UpdatePdr {
 }
 
 /// Forwarding Parameters (§7.5.2.3-2) and Update Forwarding Parameters (§7.5.4.3-2); the
-/// Destination Interface is mandatory only in the former.
+/// Destination Interface is mandatory only in the former ([`crate::presence`] checks it).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ForwardingParameters {
     /// Destination Interface.
@@ -1222,7 +1222,7 @@ pub struct ForwardingParameters {
 }
 
 impl ForwardingParameters {
-    fn parse(ie: &RawIe<'_>, dest_mandatory: bool) -> Result<Self, DecodeError> {
+    fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut di, mut ni, mut ohc) = (None, None, None);
         let mut unknown = Vec::new();
         for c in IeIter::new(ie.value) {
@@ -1233,11 +1233,6 @@ impl ForwardingParameters {
                 ty::OUTER_HEADER_CREATION => set_once(&mut ohc, OuterHeaderCreation::parse(&c))?,
                 _ => keep_unknown(&mut unknown, &c),
             }
-        }
-        if dest_mandatory && di.is_none() {
-            return Err(DecodeError::MandatoryIeMissing {
-                ie_type: ty::DESTINATION_INTERFACE,
-            });
         }
         Ok(ForwardingParameters {
             destination_interface: di,
@@ -1262,7 +1257,8 @@ impl ForwardingParameters {
     }
 }
 
-/// Create FAR (§7.5.2.3) and Update FAR (§7.5.4.3): `apply_action` is mandatory in Create.
+/// Create FAR (§7.5.2.3) and Update FAR (§7.5.4.3): `apply_action` is mandatory in Create
+/// (checked with the other presence rules in [`crate::presence`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Far {
     /// FAR ID (M).
@@ -1290,22 +1286,12 @@ impl Far {
             match c.ie_type {
                 ty::FAR_ID => set_once(&mut id, u32_ie(&c))?,
                 ty::APPLY_ACTION => set_once(&mut aa, ApplyAction::parse(&c))?,
-                t if t == fp_type => set_once(&mut fp, ForwardingParameters::parse(&c, create))?,
+                t if t == fp_type => set_once(&mut fp, ForwardingParameters::parse(&c))?,
                 _ => keep_unknown(&mut unknown, &c),
             }
         }
-        let far_id = mandatory(id, ty::FAR_ID)?;
-        if create {
-            let a = mandatory(aa, ty::APPLY_ACTION)?;
-            // §7.5.2.3: Forwarding Parameters are conditional on FORW.
-            if a.has(ApplyAction::FORW) && fp.is_none() {
-                return Err(DecodeError::ConditionalIeMissing {
-                    ie_type: ty::FORWARDING_PARAMETERS,
-                });
-            }
-        }
         Ok(Far {
-            far_id,
+            far_id: mandatory(id, ty::FAR_ID)?,
             apply_action: aa,
             forwarding_parameters: fp,
             unknown,
@@ -1331,7 +1317,8 @@ impl Far {
     }
 }
 
-/// Create QER (§7.5.2.5) and Update QER (§7.5.4.5): `gate_status` is mandatory in Create.
+/// Create QER (§7.5.2.5) and Update QER (§7.5.4.5): `gate_status` is mandatory in Create
+/// ([`crate::presence`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Qer {
     /// QER ID (M).
@@ -1345,8 +1332,8 @@ pub struct Qer {
 }
 
 impl Qer {
-    /// Decodes a Create QER (`create`) or Update QER IE.
-    pub fn parse(ie: &RawIe<'_>, create: bool) -> Result<Self, DecodeError> {
+    /// Decodes a Create QER or Update QER IE (they share their layout).
+    pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut gs, mut mbr) = (None, None, None);
         let mut unknown = Vec::new();
         for c in IeIter::new(ie.value) {
@@ -1358,14 +1345,8 @@ impl Qer {
                 _ => keep_unknown(&mut unknown, &c),
             }
         }
-        let qer_id = mandatory(id, ty::QER_ID)?;
-        if create && gs.is_none() {
-            return Err(DecodeError::MandatoryIeMissing {
-                ie_type: ty::GATE_STATUS,
-            });
-        }
         Ok(Qer {
-            qer_id,
+            qer_id: mandatory(id, ty::QER_ID)?,
             gate_status: gs,
             mbr,
             unknown,
@@ -1392,7 +1373,7 @@ impl Qer {
 }
 
 /// Create URR (§7.5.2.4) and Update URR (§7.5.4.4): Measurement Method and Reporting Triggers
-/// are mandatory in Create.
+/// are mandatory in Create ([`crate::presence`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Urr {
     /// URR ID (M).
@@ -1410,8 +1391,8 @@ pub struct Urr {
 }
 
 impl Urr {
-    /// Decodes a Create URR (`create`) or Update URR IE.
-    pub fn parse(ie: &RawIe<'_>, create: bool) -> Result<Self, DecodeError> {
+    /// Decodes a Create URR or Update URR IE (they share their layout).
+    pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut mm, mut rt, mut vt, mut tt) = (None, None, None, None, None);
         let mut unknown = Vec::new();
         for c in IeIter::new(ie.value) {
@@ -1425,13 +1406,8 @@ impl Urr {
                 _ => keep_unknown(&mut unknown, &c),
             }
         }
-        let urr_id = mandatory(id, ty::URR_ID)?;
-        if create {
-            mandatory(mm, ty::MEASUREMENT_METHOD)?;
-            mandatory(rt, ty::REPORTING_TRIGGERS)?;
-        }
         Ok(Urr {
-            urr_id,
+            urr_id: mandatory(id, ty::URR_ID)?,
             measurement_method: mm,
             reporting_triggers: rt,
             volume_threshold: vt,

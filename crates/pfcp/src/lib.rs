@@ -6,6 +6,12 @@
 //! input gives a typed error, never a panic. PFCP decode errors map to the PFCP Cause (and
 //! Offending IE) that the receiver answers with, so the SMF and UPF cores need no second table.
 //!
+//! [`requests`] builds the requests an SMF sends a UPF for one PDU session: the SMF (crate `nf`)
+//! sends them, and the UPF's tests and the load generators drive a UPF with them, so they sit
+//! beside the codec rather than in either NF.
+//! [`txn`] holds the transaction layer both PFCP ends share: retransmission of requests and
+//! the cache that answers retransmitted ones (TS 29.244 §6.4).
+//!
 //! GTP-U lives here as a module rather than a crate of its own: the UPF is the one user of both,
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
 //! entry and one build on this 2-core machine.
@@ -15,6 +21,9 @@ pub mod gtpu;
 pub mod header;
 pub mod ie;
 pub mod message;
+pub mod presence;
+pub mod requests;
+pub mod txn;
 
 pub use error::{Cause, DecodeError};
 pub use header::{HeaderRepr, Packet};
@@ -26,6 +35,24 @@ pub use message::{Message, MessageType, PfcpMessage};
 /// decoding to the same value after re-encoding.
 pub fn fuzz_decode(data: &[u8]) {
     if let Ok(msg) = PfcpMessage::parse(data) {
+        // The presence table on whatever decoded, under both contexts: it may refuse, never
+        // panic.
+        for ctx in [
+            presence::Context::default(),
+            presence::Context {
+                loopback_peers: true,
+            },
+        ] {
+            match &msg.message {
+                Message::SessionEstablishmentRequest(r) => {
+                    let _ = presence::establishment(r, &ctx);
+                }
+                Message::SessionModificationRequest(r) => {
+                    let _ = presence::modification(r, &ctx);
+                }
+                _ => {}
+            }
+        }
         let bytes = msg.emit();
         // Re-encoding may normalise short fields upwards (a 1-octet Reporting Triggers becomes
         // 2); past 65535 octets a length would saturate, so only compare what fits.

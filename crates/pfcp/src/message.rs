@@ -1,8 +1,9 @@
 //! PFCP messages (TS 29.244 §7.4 node messages, §7.5 session messages) as typed values.
 //!
 //! Parsing checks the header, walks the IEs once, and applies the message's presence rules
-//! (M/C per the §7.4/§7.5 tables); an error names the IE at fault so the response can carry
-//! Cause and Offending IE. Unknown IEs are kept per message and emitted back in place order
+//! (M/C per the §7.4/§7.5 tables; those of the grouped IEs of session requests are the table
+//! in [`crate::presence`], which the receiver applies with its own context); an error names
+//! the IE at fault so the response can carry Cause and Offending IE. Unknown IEs are kept per message and emitted back in place order
 //! after the known ones; vendor IEs are dropped.
 
 use crate::error::{Cause, DecodeError};
@@ -518,8 +519,8 @@ fn parse_est_req(ies: &[u8]) -> Result<SessionEstablishmentRequest, DecodeError>
             ty::F_SEID => set_once(&mut fseid, FSeid::parse(&ie))?,
             ty::CREATE_PDR => pdr.push(CreatePdr::parse(&ie)?),
             ty::CREATE_FAR => far.push(Far::parse(&ie, true)?),
-            ty::CREATE_URR => urr.push(Urr::parse(&ie, true)?),
-            ty::CREATE_QER => qer.push(Qer::parse(&ie, true)?),
+            ty::CREATE_URR => urr.push(Urr::parse(&ie)?),
+            ty::CREATE_QER => qer.push(Qer::parse(&ie)?),
             _ => keep_unknown(&mut unknown, &ie),
         }
     }
@@ -595,12 +596,12 @@ fn parse_mod_req(ies: &[u8]) -> Result<SessionModificationRequest, DecodeError> 
             ty::REMOVE_QER => r.remove_qer.push(parse_remove(&ie, ty::QER_ID)?),
             ty::CREATE_PDR => r.create_pdr.push(CreatePdr::parse(&ie)?),
             ty::CREATE_FAR => r.create_far.push(Far::parse(&ie, true)?),
-            ty::CREATE_URR => r.create_urr.push(Urr::parse(&ie, true)?),
-            ty::CREATE_QER => r.create_qer.push(Qer::parse(&ie, true)?),
+            ty::CREATE_URR => r.create_urr.push(Urr::parse(&ie)?),
+            ty::CREATE_QER => r.create_qer.push(Qer::parse(&ie)?),
             ty::UPDATE_PDR => r.update_pdr.push(UpdatePdr::parse(&ie)?),
             ty::UPDATE_FAR => r.update_far.push(Far::parse(&ie, false)?),
-            ty::UPDATE_URR => r.update_urr.push(Urr::parse(&ie, false)?),
-            ty::UPDATE_QER => r.update_qer.push(Qer::parse(&ie, false)?),
+            ty::UPDATE_URR => r.update_urr.push(Urr::parse(&ie)?),
+            ty::UPDATE_QER => r.update_qer.push(Qer::parse(&ie)?),
             _ => keep_unknown(&mut r.unknown, &ie),
         }
     }

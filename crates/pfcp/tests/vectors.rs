@@ -132,6 +132,14 @@ fn err_of(v: &[u8]) -> DecodeError {
     PfcpMessage::parse(v).unwrap_err()
 }
 
+/// A Session Establishment Request that decodes but breaks the presence table.
+fn presence_err_of(v: &[u8]) -> DecodeError {
+    let Message::SessionEstablishmentRequest(r) = PfcpMessage::parse(v).unwrap().message else {
+        panic!("not a Session Establishment Request")
+    };
+    pfcp::presence::establishment(&r, &pfcp::presence::Context::default()).unwrap_err()
+}
+
 #[test]
 fn missing_mandatory_ie_is_cause_66() {
     // Session Establishment Request without its Node ID (first IE, 9 octets at offset 16).
@@ -168,17 +176,28 @@ fn incorrect_and_conditional_ies() {
     let e = err_of(&v);
     assert_eq!(e, DecodeError::IeIncorrect { ie_type: 57 });
     assert_eq!(e.cause(), Some(Cause::MANDATORY_IE_INCORRECT));
-    // Create FAR with FORW but no Forwarding Parameters: Conditional IE missing (67).
+    // Create FAR with FORW but no Forwarding Parameters: Conditional IE missing (67). It
+    // decodes; the receiver's presence table (pfcp::presence) refuses it.
+    let v = common::h(&[
+        "21 32 0032 0000000000000000 000004 00",
+        "003c 0005 00 0a000004",
+        "0039 000d 02 0000000000000001 0a000004",
+        "0001 001f 0038 0002 0001 001d 0004 000000ff 0002 0005 0014 0001 00 006c 0004 00000001",
+        "0003 000d 006c 0004 00000001 002c 0001 02",
+    ]);
+    let e = presence_err_of(&fix_len(v));
+    assert_eq!(e, DecodeError::ConditionalIeMissing { ie_type: 4 });
+    assert_eq!(e.cause(), Some(Cause::CONDITIONAL_IE_MISSING));
+    // The same PDR without its FAR ID (TS 29.244 Table 7.5.2.2-1): FAR ID is the one missing.
     let v = common::h(&[
         "21 32 0032 0000000000000000 000004 00",
         "003c 0005 00 0a000004",
         "0039 000d 02 0000000000000001 0a000004",
         "0001 0017 0038 0002 0001 001d 0004 000000ff 0002 0005 0014 0001 00",
-        "0003 000d 006c 0004 00000001 002c 0001 02",
+        "0003 000d 006c 0004 00000001 002c 0001 01",
     ]);
-    let e = err_of(&fix_len(v));
-    assert_eq!(e, DecodeError::ConditionalIeMissing { ie_type: 4 });
-    assert_eq!(e.cause(), Some(Cause::CONDITIONAL_IE_MISSING));
+    let e = presence_err_of(&fix_len(v));
+    assert_eq!(e, DecodeError::ConditionalIeMissing { ie_type: 108 });
     // Report Type USAR without a Usage Report.
     let e = err_of(&common::h(&[
         "21 38 0011 0000000000000001 000007 00",

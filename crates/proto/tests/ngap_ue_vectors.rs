@@ -615,3 +615,129 @@ fn wireshark_dissects_every_ue_pdu() {
         );
     }
 }
+
+/// What `ngap::peek` reads equals what the full decode gives, on `bytes` the full decoder
+/// accepts: the kind, the procedure code, the first UE NGAP IDs, the 5G-S-TMSI.
+fn peek_agrees(bytes: &[u8]) {
+    let Ok(pdu) = ngap::decode(bytes) else {
+        return;
+    };
+    let p = ngap::peek(bytes).expect("peek reads what decode reads");
+    assert_eq!(p.kind, pdu.kind());
+    assert_eq!(p.procedure_code, pdu.procedure_code());
+    if ngap::Peek::walks(p.kind) {
+        assert_eq!((p.amf_ue_ngap_id, p.ran_ue_ngap_id), pdu.ue_ngap_ids());
+        if let Ok(m) = InitialUeMessage::parse(&pdu) {
+            assert_eq!(p.five_g_s_tmsi, m.five_g_s_tmsi);
+        }
+    } else {
+        assert_eq!(
+            (p.amf_ue_ngap_id, p.ran_ue_ngap_id, p.five_g_s_tmsi),
+            (None, None, None)
+        );
+    }
+}
+
+#[test]
+fn peek_reads_the_routing_fields_of_captured_pdus() {
+    let p = ngap::peek(&hex(PR_INITIAL_UE_MESSAGE)).unwrap();
+    assert_eq!(p.kind, MessageKind::InitialUeMessage);
+    assert_eq!((p.ran_ue_ngap_id, p.five_g_s_tmsi), (Some(1), None));
+    let p = ngap::peek(&hex(PR_UPLINK_AUTH_RESPONSE)).unwrap();
+    assert_eq!(p.kind, MessageKind::UplinkNasTransport);
+    assert_eq!((p.amf_ue_ngap_id, p.ran_ue_ngap_id), (Some(1), Some(1)));
+    let p = ngap::peek(&hex(PR_ICS_RESPONSE)).unwrap();
+    assert_eq!(p.kind, MessageKind::InitialContextSetupResponse);
+    assert_eq!((p.amf_ue_ngap_id, p.ran_ue_ngap_id), (Some(1), Some(1)));
+    let p = ngap::peek(&hex(PR_RELEASE_COMPLETE)).unwrap();
+    assert_eq!(p.kind, MessageKind::UeContextReleaseComplete);
+    // A downlink message: the kind only.
+    let p = ngap::peek(&hex(F5GC_DL_AUTH_REQUEST)).unwrap();
+    assert_eq!(p.kind, MessageKind::DownlinkNasTransport);
+    assert_eq!(p.amf_ue_ngap_id, None);
+    for v in [
+        PR_INITIAL_UE_MESSAGE,
+        PR_UPLINK_AUTH_RESPONSE,
+        PR_ICS_RESPONSE,
+        PR_RELEASE_COMPLETE,
+        F5GC_DL_AUTH_REQUEST,
+        F5GC_DL_SMC,
+        F5GC_DL_AUTH_REJECT,
+        F5GC_ICS_REQUEST,
+        F5GC_RELEASE_COMMAND,
+        DL_WITHOUT_NAS_PDU,
+    ] {
+        peek_agrees(&hex(v));
+    }
+}
+
+#[test]
+fn peek_agrees_with_the_decode_on_every_message_we_build() {
+    let mut pdus = every_message();
+    let setup = ngap::PduSessionResourceSetupResponse {
+        amf_ue_ngap_id: 0x02_0000_0007,
+        ran_ue_ngap_id: 9,
+        setup: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![
+                0x00, 0x03, 0xe0, 0x0a, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01,
+            ],
+        }],
+        failed: Vec::new(),
+    };
+    pdus.push(("PDUSessionResourceSetupResponse", setup.encode().unwrap()));
+    let release = ngap::PduSessionResourceReleaseResponse {
+        amf_ue_ngap_id: 0xff_ffff_ffff,
+        ran_ue_ngap_id: u32::MAX,
+        released: vec![ngap::PduSessionTransferItem {
+            pdu_session_id: 1,
+            transfer: vec![0x00],
+        }],
+    };
+    pdus.push((
+        "PDUSessionResourceReleaseResponse",
+        release.encode().unwrap(),
+    ));
+    let mut kinds = std::collections::BTreeSet::new();
+    for (name, bytes) in &pdus {
+        let p = ngap::peek(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if ngap::Peek::walks(p.kind) {
+            kinds.insert(format!("{:?}", p.kind));
+            assert!(p.ran_ue_ngap_id.is_some(), "{name}");
+        }
+        peek_agrees(bytes);
+    }
+    // Every kind the AMF routes by its ids, built by our own encoders.
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
+    let initial = pdus
+        .iter()
+        .find(|(n, _)| *n == "InitialUEMessage")
+        .map(|(_, b)| ngap::peek(b).unwrap())
+        .unwrap();
+    assert!(initial.five_g_s_tmsi.is_some());
+}
+
+#[test]
+fn peek_agrees_on_every_prefix_and_bit_flip() {
+    let mut inputs: Vec<Vec<u8>> = [
+        PR_INITIAL_UE_MESSAGE,
+        PR_UPLINK_AUTH_RESPONSE,
+        PR_ICS_RESPONSE,
+        PR_RELEASE_COMPLETE,
+        F5GC_RELEASE_COMMAND,
+    ]
+    .iter()
+    .map(|v| hex(v))
+    .collect();
+    inputs.extend(every_message().into_iter().map(|(_, b)| b));
+    for bytes in inputs {
+        for n in 0..bytes.len() {
+            peek_agrees(&bytes[..n]);
+        }
+        for i in 0..bytes.len() * 8 {
+            let mut b = bytes.clone();
+            b[i / 8] ^= 0x80 >> (i % 8);
+            peek_agrees(&b);
+        }
+    }
+}

@@ -488,3 +488,29 @@ fn exercise(bytes: &[u8]) {
     let _ = ErrorIndication::parse(&pdu);
     let _ = ngap::encode(&pdu);
 }
+
+/// Non-UE-associated PDUs: `ngap::peek` names the message as the full decode does and
+/// reads no UE ids; the runtime hands them to the association's NG Setup handler.
+#[test]
+fn peek_names_non_ue_messages_like_the_decode() {
+    for v in [
+        PACKETRUSHER_NG_SETUP_REQUEST,
+        OPEN5GS_NG_SETUP_RESPONSE,
+        FREE5GC_NG_SETUP_RESPONSE,
+        FREE5GC_ERROR_INDICATION,
+        OPEN5GS_ERROR_INDICATION,
+    ] {
+        let bytes = hex(v);
+        let pdu = ngap::decode(&bytes).unwrap();
+        let p = ngap::peek(&bytes).unwrap();
+        assert_eq!(
+            (p.kind, p.procedure_code),
+            (pdu.kind(), pdu.procedure_code())
+        );
+        assert!(!ngap::Peek::walks(p.kind));
+        assert_eq!((p.amf_ue_ngap_id, p.ran_ue_ngap_id), (None, None));
+        for n in 0..bytes.len() {
+            assert!(ngap::peek(&bytes[..n]).is_err() || ngap::decode(&bytes[..n]).is_ok());
+        }
+    }
+}

@@ -1,12 +1,12 @@
 //! Shard-aware connection placement for the SBI client (DESIGN.md principle 3; issue 4,
 //! item 1b): which source port a client worker binds so that the server's `sk_reuseport`
-//! program (crates/steer-bpf) hands the connection to the server worker that owns the
+//! program (crates/steer-bpf; its rule is in crates/ids, `ids::app`) hands the connection to the server worker that owns the
 //! request's state.
 //!
 //! A server group of `W` workers gives a new connection to worker `source_port % W`
-//! ([`steer_bpf::owner_of_app_id`]). So the client of worker `c` (of `C` client workers)
+//! ([`ids::app::owner_of_app_id`]). So the client of worker `c` (of `C` client workers)
 //! keeps, per target authority, one persistent HTTP/2 connection per server worker `s`,
-//! bound to a port of [`steer_bpf::source_ports_for`]`(s, W, ..)` inside its own slice of a
+//! bound to a port of [`ids::app::source_ports_for`]`(s, W, ..)` inside its own slice of a
 //! port range, and sends each request on the connection of the request's [`Owner`]
 //! ([`crate::SbiClient::request_to`]). ScyllaDB's shard-aware drivers do the same with the
 //! server's shard count.
@@ -117,13 +117,13 @@ impl PortPlan {
     /// order (empty when the slice is narrower than the owner's worker count requires).
     pub fn ports_for(&self, owner: Owner) -> impl Iterator<Item = u16> {
         let end = self.slice.end;
-        steer_bpf::source_ports_for(owner.worker, owner.workers, self.slice.start)
+        ids::app::source_ports_for(owner.worker, owner.workers, self.slice.start)
             .take_while(move |&p| p < end)
     }
 
     /// How many ports of this slice go to `owner` (the length of [`Self::ports_for`]).
     pub fn count_for(&self, owner: Owner) -> usize {
-        match steer_bpf::source_port_for(owner.worker, owner.workers, self.slice.start) {
+        match ids::app::source_port_for(owner.worker, owner.workers, self.slice.start) {
             Some(first) if first < self.slice.end => {
                 usize::from(self.slice.end - 1 - first) / usize::from(owner.workers.max(1)) + 1
             }
@@ -138,7 +138,7 @@ impl PortPlan {
         if count == 0 {
             return None;
         }
-        let first = steer_bpf::source_port_for(owner.worker, owner.workers, self.slice.start)?;
+        let first = ids::app::source_port_for(owner.worker, owner.workers, self.slice.start)?;
         let step = usize::from(owner.workers);
         let p = usize::from(first) + (n % count) * step;
         u16::try_from(p).ok().filter(|p| *p < self.slice.end)

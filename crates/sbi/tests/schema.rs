@@ -282,7 +282,7 @@ fn nausf_authenticate_bodies_validate() {
     // The 201 is HAL JSON; our server must label it so.
     assert_eq!(
         response_media(Route::UeAuthentications, "201"),
-        sbi::server::APPLICATION_3GPP_HAL_JSON
+        sbi::message::APPLICATION_3GPP_HAL_JSON
     );
     let resp = response_schema(Route::UeAuthentications, "201");
     resp.assert_valid(&to_json(&ue_auth_ctx()));

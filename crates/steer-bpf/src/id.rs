@@ -30,7 +30,7 @@ impl IdSpec {
     };
 
     /// The top 8 bits of the GTP-U TEID: the UPF worker in steer5g's TEID layout
-    /// (DESIGN.md, "Identifiers and ownership").
+    /// ([`ids::upf::TEID_WORKER_SHIFT`]: the first of the TEID's 4 big-endian bytes).
     pub const GTPU_TEID_TOP8: IdSpec = IdSpec {
         offset: 4,
         len: 1,
@@ -38,7 +38,8 @@ impl IdSpec {
     };
 
     /// The top 16 bits of the PFCP SEID (TS 29.244 §7.2.2.4.2: with the S flag set the SEID
-    /// is bytes 4..12 of the header): the SMF/UPF worker in steer5g's SEID layout.
+    /// is bytes 4..12 of the header): the SMF/UPF worker in steer5g's SEID layouts
+    /// ([`ids::smf::SEID_WORKER_SHIFT`], [`ids::upf::SEID_WORKER_SHIFT`]).
     ///
     /// The program does not look at the S flag: node-level messages (Heartbeat, Association
     /// Setup, S = 0) carry the sequence number there instead and so land on an arbitrary but
@@ -46,7 +47,8 @@ impl IdSpec {
     pub const PFCP_SEID_TOP16: IdSpec = IdSpec {
         offset: 4,
         len: 8,
-        shift: 48,
+        // 48: the cast keeps it.
+        shift: ids::upf::SEID_WORKER_SHIFT as u8,
     };
 
     /// A spec reading `len` bytes at `offset`, shifted right by `shift`. Errors unless
@@ -126,6 +128,20 @@ mod tests {
         ];
         assert_eq!(IdSpec::PFCP_SEID_TOP16.extract(&hdr), Some(0xabcd));
         assert_eq!(IdSpec::new(4, 2, 0).unwrap().extract(&hdr), Some(0xabcd));
+    }
+
+    #[test]
+    fn specs_read_the_worker_of_the_ids_layouts() {
+        // A UP SEID, a CP SEID and a TEID made by `ids` for worker 7: each spec reads 7.
+        let mut pfcp = [0x21, 52, 0x00, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0];
+        pfcp[4..12].copy_from_slice(&ids::upf::seid(7, 0x1234).to_be_bytes());
+        assert_eq!(IdSpec::PFCP_SEID_TOP16.extract(&pfcp), Some(7));
+        let cp = ids::smf::sm_context_ref(ids::WorkerId(7), 0x1234);
+        pfcp[4..12].copy_from_slice(&cp.to_be_bytes());
+        assert_eq!(IdSpec::PFCP_SEID_TOP16.extract(&pfcp), Some(7));
+        let mut gtpu = [0x30, 0xff, 0x00, 0x54, 0, 0, 0, 0];
+        gtpu[4..8].copy_from_slice(&ids::upf::teid(7, 0x00ab_cdef).to_be_bytes());
+        assert_eq!(IdSpec::GTPU_TEID_TOP8.extract(&gtpu), Some(7));
     }
 
     #[test]

@@ -14,9 +14,9 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use common::{expected_worker, Place};
+use ids::{WorkerId, Workers};
 use socket2::{Domain, SockRef, Socket, Type};
 use steer::mesh::Mesh;
-use steer::owner::{WorkerId, Workers};
 use steer_bpf::stream::{encode_header, FrameReader, HEADER_LEN};
 use steer_bpf::{source_port_for, GroupOptions, IdSpec, ReuseportGroup};
 

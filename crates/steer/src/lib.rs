@@ -1,8 +1,10 @@
-//! steer5g steering: deciding, from an identifier or a key alone, which worker owns the state
-//! behind it (DESIGN.md "Identifiers and ownership"), and moving hot state at run time.
+//! steer5g steering: delivering each message to the worker that owns the state behind it, and
+//! moving hot state at run time.
 //!
-//! - [`owner`]: the one place where the bit layouts of the self-routing identifiers and the
-//!   stable placement hash live. BPF programs will mirror it, so it is plain integer math.
+//! Which worker owns what (the bit layouts of the self-routing identifiers and the stable
+//! placement hash, DESIGN.md "Identifiers and ownership") is decided in the crate `ids`, which
+//! has no runtime; [`WorkerId`] and [`Workers`] are re-exported from it for convenience.
+//!
 //! - [`runtime`]: the thread-per-core runtime: one pinned thread per worker, each with its own
 //!   Tokio `current_thread` runtime and `LocalSet`, nothing stolen between them.
 //! - [`mesh`]: the one-hop hand-off: a lock-free SPSC queue per ordered pair of workers, with
@@ -69,13 +71,12 @@
 
 pub mod mesh;
 pub mod migrate;
-pub mod owner;
 pub mod policy;
 pub mod runtime;
 pub mod steered;
 pub mod table;
 
+pub use ids::{WorkerId, Workers};
 pub use mesh::{Mesh, MeshEnd, MeshStats, SendError};
-pub use owner::{WorkerId, Workers};
 pub use runtime::{Runtime, RuntimeOptions, Stop, WorkerCtx};
 pub use table::{AppId, SteeringTable};

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rtrb::{Consumer, Producer, PushError, RingBuffer};
 use tokio::sync::Notify;
 
-use crate::owner::{WorkerId, Workers};
+use crate::{WorkerId, Workers};
 
 /// Why [`MeshEnd::send`] did not take a message; every variant gives the message back.
 #[non_exhaustive]

@@ -28,8 +28,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::owner::WorkerId;
 use crate::table::{AppId, Snapshot};
+use crate::WorkerId;
 
 /// Something the caller must do, in the order given.
 #[derive(Debug, PartialEq, Eq)]
@@ -317,8 +317,8 @@ impl<M> Migrator<M> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::owner::Workers;
     use crate::table::SteeringTable;
+    use crate::Workers;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 

@@ -17,8 +17,8 @@
 
 use std::collections::HashMap;
 
-use crate::owner::WorkerId;
 use crate::table::{AppId, Snapshot};
+use crate::WorkerId;
 
 /// The space-saving sketch (Metwally, Agrawal, El Abbadi, "Efficient computation of frequent
 /// and top-k elements in data streams", 2005): `k` counters; an id without one takes the
@@ -363,8 +363,8 @@ impl Policy {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::owner::Workers;
     use crate::table::SteeringTable;
+    use crate::Workers;
 
     fn load(handled: u64, top: &[(u32, u64)]) -> WorkerLoad {
         WorkerLoad {

@@ -52,7 +52,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::mesh::{Mesh, MeshEnd, MeshStats};
-use crate::owner::{WorkerId, Workers};
+use crate::{WorkerId, Workers};
 
 /// A stop signal shared by all workers of a runtime (and whoever else holds a clone). Once
 /// raised it stays raised.

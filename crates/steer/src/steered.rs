@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::mesh::{MeshEnd, SendError};
 use crate::migrate::{Action, MigrationStats, Migrator};
-use crate::owner::{WorkerId, Workers};
 use crate::policy::{imbalance, Decision, Policy, TopK, WorkerLoad};
 use crate::table::{AppId, SteeringTable, TableReader};
+use crate::{WorkerId, Workers};
 
 /// What travels on the mesh between steered workers.
 #[derive(Debug)]

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::{ArcSwap, Cache};
 
-use crate::owner::{WorkerId, Workers};
+use crate::{WorkerId, Workers};
 
 /// The application id a request is steered by: a subscriber, a session, a tunnel id. The
 /// kernel reads it from the first 4 bytes of a frame (or from the source port of a TCP

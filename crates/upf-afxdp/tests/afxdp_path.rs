@@ -208,6 +208,11 @@ fn bad_g_pdus_are_dropped_and_counted_and_echo_is_answered() {
     // Header length beyond the datagram.
     let good = craft::g_pdu(teid(1), None, &inner).unwrap();
     b.gnb.send_to(&good[..good.len() - 5], to_upf).unwrap();
+    // An inner IPv4 header of IHL 3 (RFC 791 §3.1: at least 5).
+    let mut short_ihl = inner.clone();
+    short_ihl[0] = 0x43;
+    let g = craft::g_pdu(teid(1), None, &short_ihl).unwrap();
+    b.gnb.send_to(&g, to_upf).unwrap();
     // A packet from the DN to a UE address without a rule.
     b.dn.send_to(b"nobody", SocketAddrV4::new(ue_ip(7), UE_PORT))
         .unwrap();
@@ -227,10 +232,11 @@ fn bad_g_pdus_are_dropped_and_counted_and_echo_is_answered() {
     assert_eq!(c.get(TunReason::DropTruncated), 2, "{c:?}");
     assert_eq!(c.get(TunReason::DropNoRule), 1, "{c:?}");
     assert_eq!(c.get(TunReason::EchoAnswered), 1, "{c:?}");
+    assert_eq!(c.get(TunReason::DropInnerHeader), 1, "{c:?}");
     assert_eq!(c.get(TunReason::UlForwarded), 1, "{c:?}");
-    assert_eq!(c.dropped(), 4, "{c:?}");
+    assert_eq!(c.dropped(), 5, "{c:?}");
     let s = b.dp.stats().unwrap();
-    assert_eq!((s.n3_rx, s.n6_rx, s.n3_tx, s.n6_tx), (5, 1, 1, 1), "{s:?}");
+    assert_eq!((s.n3_rx, s.n6_rx, s.n3_tx, s.n6_tx), (6, 1, 1, 1), "{s:?}");
     b.dp.remove_uplink(teid(1)).unwrap();
     b.dp.remove_usage(UsageId(1)).unwrap();
     assert_eq!(b.dp.entries().unwrap(), upf::Entries::default());

@@ -6,9 +6,9 @@
 //! [`XdpDatapath`] loads them, attaches them with BPF links (so dropping it detaches them,
 //! also when the process dies), and writes the rules the PFCP side installs into the maps.
 //! The programs enforce the QER gate and MBR (a token bucket per rule and direction, see
-//! [`upf::mbr`]) and decrement the inner TTL. What they leave to the kernel (echo, end
-//! marker, error indication, buffering, TTL about to expire) reaches the user-space path
-//! with `XDP_PASS`; see [`Reason`].
+//! [`upf::mbr`]), decrement the inner TTL and answer GTP-U Echo Requests themselves. What
+//! they leave to the kernel (end marker, error indication, buffering, TTL about to expire,
+//! outer fragments) reaches the user-space path with `XDP_PASS`; see [`Reason`].
 //!
 //! [`Ceiling`] attaches `bpf/xdp_redirect.c`, a bare forwarder, for `steer5g bench upf`.
 

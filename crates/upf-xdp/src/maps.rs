@@ -47,11 +47,19 @@ pub enum Reason {
     PassNotForUs,
     /// Passed: the next hop's MAC address is not resolved yet.
     PassNoNeigh,
+    /// A GTP-U Echo Request answered with an Echo Response on the spot (TS 29.281 §7.2).
+    EchoAnswered,
+    /// Passed: an outer IPv4/UDP fragment; the kernel reassembles it and the user-space
+    /// path's GTP-U socket takes the G-PDU.
+    PassFragment,
+    /// Dropped: the inner IPv4 header does not hold together (RFC 791 §3.1: IHL below 5, or
+    /// a Total Length shorter than the header).
+    DropInnerHeader,
 }
 
 impl Reason {
     /// How many reasons there are.
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 20;
     /// Every reason, in counter order.
     pub const ALL: [Reason; Reason::COUNT] = [
         Reason::UlForwarded,
@@ -71,6 +79,9 @@ impl Reason {
         Reason::PassTtl,
         Reason::PassNotForUs,
         Reason::PassNoNeigh,
+        Reason::EchoAnswered,
+        Reason::PassFragment,
+        Reason::DropInnerHeader,
     ];
 
     /// A snake_case name for reports.
@@ -93,6 +104,9 @@ impl Reason {
             Reason::PassTtl => "pass_ttl",
             Reason::PassNotForUs => "pass_not_for_us",
             Reason::PassNoNeigh => "pass_no_neigh",
+            Reason::EchoAnswered => "echo_answered",
+            Reason::PassFragment => "pass_fragment",
+            Reason::DropInnerHeader => "drop_inner_header",
         }
     }
 
@@ -203,7 +217,12 @@ mod tests {
     fn reasons_are_in_counter_order() {
         for (i, r) in Reason::ALL.iter().enumerate() {
             assert_eq!(*r as usize, i);
-            assert!(r.is_drop() ^ r.is_pass() || i < 2, "{}", r.name());
+            // Every packet is dropped, passed up, or handled here (forwarded or answered).
+            let handled = matches!(
+                r,
+                Reason::UlForwarded | Reason::DlForwarded | Reason::EchoAnswered
+            );
+            assert!(r.is_drop() ^ r.is_pass() ^ handled, "{}", r.name());
         }
     }
 

@@ -301,6 +301,26 @@ fn inner_ttl_is_decremented_both_ways_and_expiring_packets_go_up() {
     );
 }
 
+/// `p` (an IPv4 packet) with its first octet (version, IHL) replaced, checksum redone.
+fn with_byte0(p: &[u8], b: u8) -> Vec<u8> {
+    let mut p = p.to_vec();
+    p[0] = b;
+    p[10..12].copy_from_slice(&[0, 0]);
+    let c = craft::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// `p` with its Total Length replaced, checksum redone.
+fn with_total_len(p: &[u8], len: u16) -> Vec<u8> {
+    let mut p = p.to_vec();
+    p[2..4].copy_from_slice(&len.to_be_bytes());
+    p[10..12].copy_from_slice(&[0, 0]);
+    let c = craft::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
 /// A G-PDU header by hand, for what the codec refuses to build.
 fn raw_gtpu(flags: u8, msg: u8, length: u16, teid: u32, rest: &[u8]) -> Vec<u8> {
     let mut g = vec![flags, msg];
@@ -389,6 +409,32 @@ fn malformed_g_pdus_are_dropped_and_counted_never_forwarded() {
             raw_gtpu(0x50, 255, len(0), teid(2), &inner),
             Reason::DropMalformed,
         ),
+        // RFC 791 §3.1: IHL ≥ 5 and IHL × 4 ≤ Total Length, else no IPv4 header.
+        (
+            "inner IHL 3",
+            craft::g_pdu(teid(2), Some(5), &with_byte0(&inner, 0x43)).unwrap(),
+            Reason::DropInnerHeader,
+        ),
+        (
+            "inner IHL 0",
+            craft::g_pdu(teid(2), Some(5), &with_byte0(&inner, 0x40)).unwrap(),
+            Reason::DropInnerHeader,
+        ),
+        (
+            "inner header longer than the packet",
+            craft::g_pdu(teid(2), Some(5), &with_byte0(&inner, 0x4f)).unwrap(),
+            Reason::DropInnerHeader,
+        ),
+        (
+            "inner Total Length past the G-PDU",
+            craft::g_pdu(teid(2), Some(5), &with_total_len(&inner, 600)).unwrap(),
+            Reason::DropTruncated,
+        ),
+        (
+            "inner version 6",
+            craft::g_pdu(teid(2), Some(5), &with_byte0(&inner, 0x65)).unwrap(),
+            Reason::DropMalformed,
+        ),
     ];
     for (what, g, reason) in &cases {
         let before = counters(&b);
@@ -414,9 +460,8 @@ fn signalling_and_buffering_go_to_user_space() {
     let mut dl = downlink(3, None);
     dl.action = DownlinkAction::Buffer;
     b.dp.install_downlink(&dl).unwrap();
-    // Echo Request with S=1 (TS 29.281 §7.2.1), End Marker, Error Indication.
+    // End Marker, Error Indication (Echo Requests are answered here: see below).
     for g in [
-        raw_gtpu(0x32, 1, 4, 0, &[0, 1, 0, 0]),
         raw_gtpu(0x30, 254, 0, teid(3), &[]),
         raw_gtpu(0x30, 26, 0, 0, &[]),
     ] {
@@ -430,13 +475,13 @@ fn signalling_and_buffering_go_to_user_space() {
     // Nothing forwards them in this bed (no user-space path runs), so wait for the counts.
     let mut c = counters(&b);
     for _ in 0..50 {
-        if c.get(Reason::PassSignalling) == 3 && c.get(Reason::PassBuffer) == 1 {
+        if c.get(Reason::PassSignalling) == 2 && c.get(Reason::PassBuffer) == 1 {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
         c = counters(&b);
     }
-    assert_eq!(c.get(Reason::PassSignalling), 3, "{c:?}");
+    assert_eq!(c.get(Reason::PassSignalling), 2, "{c:?}");
     assert_eq!(c.get(Reason::PassBuffer), 1, "{c:?}");
     assert_eq!(c.redirected(), 0, "{c:?}");
     assert_eq!(c.dropped(), 0, "{c:?}");
@@ -518,4 +563,101 @@ fn tempfile_dir() -> std::path::PathBuf {
     ));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// TS 29.281 §7.2.1: an Echo Request "shall" be answered. The fast path answers it itself
+/// (no user-space path runs in this bed): type 2, the request's sequence number, TEID 0, the
+/// Recovery IE (§8.2), from the N3 address and port 2152 to the request's source port,
+/// whatever the request's length.
+#[test]
+fn echo_requests_are_answered_on_the_fast_path() {
+    let Some(b) = bed("xdpecho") else { return };
+    let before = counters(&b);
+    // (request, its sequence number): S=1 as §7.2.1 asks; with a Private Extension IE
+    // (type 255, §8.6) making it longer than the response; and one without S.
+    let cases: [(Vec<u8>, [u8; 2]); 3] = [
+        (raw_gtpu(0x32, 1, 4, 0, &[0x12, 0x34, 0, 0]), [0x12, 0x34]),
+        (
+            raw_gtpu(
+                0x32,
+                1,
+                4 + 7,
+                0,
+                &[0xbe, 0xef, 0, 0, 255, 0, 4, 0, 1, 9, 9],
+            ),
+            [0xbe, 0xef],
+        ),
+        (raw_gtpu(0x30, 1, 0, 0, &[]), [0, 0]),
+    ];
+    for (req, seq) in &cases {
+        send_gpdu(&b, req);
+        let (rsp, from) = recv(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
+        assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
+        assert_eq!(
+            rsp,
+            [0x32, 2, 0, 6, 0, 0, 0, 0, seq[0], seq[1], 0, 0, 14, 0],
+            "{req:02x?}"
+        );
+    }
+    // From another source port too: the answer goes back there.
+    let other = b
+        ._bed
+        .udp(Host::Ran, SocketAddrV4::new(N3_RAN, 40152))
+        .unwrap();
+    other
+        .send_to(&cases[0].0, SocketAddrV4::new(N3_UPF, 2152))
+        .unwrap();
+    let (rsp, _) = recv(&other, Duration::from_secs(3)).expect("no Echo Response");
+    assert_eq!(rsp[1], 2);
+    let d = counters(&b).since(&before);
+    assert_eq!(d.get(Reason::EchoAnswered), 4, "{d:?}");
+    assert_eq!(d.passed(), 0, "{d:?}");
+    assert_eq!(d.dropped(), 0, "{d:?}");
+}
+
+/// An outer IPv4 fragment of a G-PDU is handed to the kernel, which reassembles it for the
+/// user-space path behind the fast path: a G-PDU larger than the N3 link's MTU, fragmented
+/// by the gNB's own stack, reaches the data network whole.
+#[test]
+fn fragmented_g_pdus_reach_the_dn_through_the_path_behind() {
+    use upf::userspace::testbed::{UE_POOL, UE_POOL_LEN};
+    use upf::userspace::tiered::Tiered;
+    use upf::userspace::{TunDatapath, TunOptions, TunReason};
+
+    let Some(b) = bed("xdpfrag") else { return };
+    let Bed { dp, gnb, dn, _bed } = b;
+    let tun = TunDatapath::start(&TunOptions {
+        netns: Some(_bed.ns(Host::Upf).to_owned()),
+        n3_addr: N3_UPF,
+        tun_name: "upftun0".to_owned(),
+        ue_pool: (UE_POOL, UE_POOL_LEN),
+    })
+    .unwrap();
+    let mut t = Tiered::new(dp, tun, "xdp+tun");
+    t.install_uplink(&uplink(6, None)).unwrap();
+    // 2400 octets of payload: the G-PDU is fragmented on the 1500-octet N3 link, and the
+    // inner packet (DF clear) once more by the UPF's kernel on N6.
+    let payload: Vec<u8> = (0..2400u32).map(|i| (i % 251) as u8).collect();
+    let mut inner = craft::ipv4_udp(ue_ip(6), N6_DN, UE_PORT, DN_PORT, &payload).unwrap();
+    inner[6] = 0; // DF off
+    let inner = with_byte0(&inner, 0x45);
+    let before = t.fast.counters().unwrap();
+    gnb.send_to(
+        &craft::g_pdu(teid(6), None, &inner).unwrap(),
+        SocketAddrV4::new(N3_UPF, 2152),
+    )
+    .unwrap();
+    dn.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let (n, from) = dn
+        .recv_from(&mut buf)
+        .expect("the fragmented G-PDU was lost");
+    assert_eq!(&buf[..n], &payload[..]);
+    assert_eq!(from, SocketAddrV4::new(ue_ip(6), UE_PORT).into());
+    let d = t.fast.counters().unwrap().since(&before);
+    assert!(d.get(Reason::PassFragment) >= 2, "{d:?}");
+    assert_eq!(d.dropped(), 0, "{d:?}");
+    assert_eq!(t.slow.counters().get(TunReason::UlForwarded), 1);
+    t.remove_uplink(teid(6)).unwrap();
+    t.remove_usage(UsageId(6)).unwrap();
 }

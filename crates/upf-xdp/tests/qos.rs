@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use pfcp::ie::{GateStatus, NodeId, Triggers, Volume};
 use pfcp::message::{SessionModificationRequest, SessionResponse};
+use pfcp::requests::{self, SessionSpec};
 use pfcp::{Cause, Message, PfcpMessage};
-use upf::requests::{self, SessionSpec};
 use upf::userspace::craft;
 use upf::userspace::testbed::{ue_ip, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
 use upf::userspace::{TunDatapath, TunOptions, TunReason};

@@ -7,15 +7,14 @@
 //! - [`service`]: that node behind a UDP socket on its own thread, [`UpfService`].
 //! - [`memory`]: a rules-only datapath that forwards nothing (`--datapath none`, tests).
 //! - [`mbr`]: the QER's MBR as a sans-IO token bucket, shared by every path.
-//! - [`ids`]: SEID and TEID layouts carrying the owning worker.
-//! - [`requests`]: the requests an SMF sends for one PDU session (tests, load generators).
+//!
+//! The SEID and TEID layouts that carry the owning worker live in `ids::upf`; the requests an
+//! SMF sends for one PDU session (tests, load generators) in `pfcp::requests`.
 
 pub mod datapath;
-pub mod ids;
 pub mod mbr;
 pub mod memory;
 pub mod node;
-pub mod requests;
 pub mod service;
 pub mod userspace;
 

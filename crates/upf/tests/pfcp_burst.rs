@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::time::Instant;
 
+use pfcp::requests::{self, SessionSpec};
 use pfcp::{Message, PfcpMessage};
-use upf::requests::{self, SessionSpec};
 use upf::service::PFCP_SOCKET_BUFFER;
 
 /// Requests in the burst: several times what the default 208 KiB receive buffer holds

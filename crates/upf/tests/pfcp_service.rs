@@ -12,9 +12,9 @@ fn session_life_cycle_over_udp() {
 
 #[test]
 fn stop_removes_live_sessions_from_the_datapath() {
+    use pfcp::requests::{self, SessionSpec};
     use pfcp::Message;
     use std::net::Ipv4Addr;
-    use upf::requests::{self, SessionSpec};
     use upf::Datapath;
 
     let (svc, dp, mut p) = common::start();

@@ -2,6 +2,8 @@
 //! that it carried the traffic.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
@@ -207,6 +209,16 @@ fn malformed_g_pdus_and_closed_gates_are_dropped_and_counted() {
             TunReason::DropUeMismatch,
         ),
         (
+            "inner IHL 3 (RFC 791 §3.1)",
+            craft::g_pdu(teid(1), Some(5), &{
+                let mut p = inner.clone();
+                p[0] = 0x43;
+                p
+            })
+            .unwrap(),
+            TunReason::DropInnerHeader,
+        ),
+        (
             "closed gate",
             craft::g_pdu(
                 teid(2),
@@ -262,4 +274,50 @@ fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
         assert_eq!(inner[28..], [k], "buffered packets leave first, in order");
     }
     assert_eq!(b.dp.counters().get(TunReason::EchoAnswered), 1);
+}
+
+/// `NodeConfig::max_sessions` holds on the TUN path: the session past it gets PFCP cause 75
+/// and installs nothing.
+#[test]
+fn the_session_limit_holds_on_the_tun_path() {
+    use pfcp::ie::NodeId;
+    use pfcp::requests::{self, SessionSpec};
+    use pfcp::{Cause, Message};
+    use upf::{ServiceOptions, UpfService};
+
+    let Some(b) = bed("tunlimit") else { return };
+    let Bed { dp, _bed, .. } = b;
+    let mut opts =
+        ServiceOptions::new(std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), N3_UPF);
+    opts.node.max_sessions = 1;
+    let svc = UpfService::start(opts, Box::new(dp)).unwrap();
+    let mut p = common::peer(svc.local_addr());
+    let node = NodeId::Ipv4(Ipv4Addr::LOCALHOST);
+    p.request(None, requests::association_setup(node.clone(), 1));
+    let mut causes = Vec::new();
+    for i in 0..2 {
+        let spec = SessionSpec::new(
+            node.clone(),
+            u64::from(i) + 1,
+            Ipv4Addr::LOCALHOST,
+            ue_ip(i),
+        );
+        let r = p.request(
+            Some(0),
+            Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+        );
+        let Message::SessionEstablishmentResponse(e) = r.message else {
+            panic!("{r:?}")
+        };
+        causes.push(e.cause);
+    }
+    assert_eq!(
+        causes,
+        [Cause::REQUEST_ACCEPTED, Cause::NO_RESOURCES_AVAILABLE]
+    );
+    let report = svc.stop().unwrap();
+    assert_eq!(report.datapath, "tun");
+    assert_eq!(report.sessions_at_stop, 1);
+    assert_eq!(report.stats.sessions_refused_limit, 1);
+    assert_eq!(report.entries_after, Some(upf::Entries::default()));
 }

@@ -21,7 +21,7 @@
 //!
 //! # Ownership
 //!
-//! The authCtxId names the worker that holds the context ([`steer::owner::auth_ctx_id`]),
+//! The authCtxId names the worker that holds the context ([`ids::ausf::auth_ctx_id`]),
 //! so the confirmation goes back to that worker. A sharded AUSF answers 404 to an id of
 //! another worker without looking; in the locking baseline any worker finds any context.
 
@@ -30,20 +30,20 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::ausf::{auth_ctx_id, owner_of_auth_ctx_id};
+use ids::{WorkerId, Workers};
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     AuthEvent, AuthResult, AuthType, AuthenticationInfo, AuthenticationInfoRequest,
     AuthenticationInfoResult, AuthenticationVector, Av5gAka, ConfirmationData,
     ConfirmationDataResponse, HexBytes, ProblemDetails, UeAuthenticationCtx,
 };
 use sbi::paths::{build, resolve, Route};
-use sbi::server::decode_json;
 use sbi::validate::{parse_valid, query};
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::{Kausf, Kseaf, Rand, ResStar, XresStar};
-use steer::owner::{auth_ctx_id, owner_of_auth_ctx_id};
-use steer::{WorkerId, Workers};
 
 use crate::state::ContextMap;
 

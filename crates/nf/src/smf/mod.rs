@@ -30,10 +30,10 @@
 //! # Ownership
 //!
 //! SM context refs and CP SEIDs carry the worker that created them in their top 16 bits
-//! ([`owner_of_sm_context_ref`], [`owner_of_seid`]), so the SBI and PFCP transports can steer
-//! later messages to the owner without a table. In the sharded mode a request for a context
-//! of another worker is handed over ([`Action::Forward`]); in the locked baseline every worker
-//! sees every context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
+//! (their layout is in [`ids::smf`]), so the SBI and PFCP transports can steer later messages
+//! to the owner without a table. In the sharded mode a request for a context of another
+//! worker is handed over ([`Action::Forward`]); in the locked baseline every worker sees every
+//! context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
 //! that made them: replies come back to their sender.
 
 pub mod n2;
@@ -45,9 +45,15 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::smf::{
+    format_sm_context_ref, owner_of_sm_context_ref, parse_sm_context_ref, sm_context_ref,
+};
+use ids::{WorkerId, Workers};
 use pfcp::ie::{FTeid, NodeId};
 use pfcp::message::{SessionEstablishmentRequest, SessionModificationRequest};
+use pfcp::requests::{self, SessionSpec, UL_PDR};
 use pfcp::{Cause as PfcpCause, Message, PfcpMessage};
+use sbi::message::decode_json;
 use sbi::model::{
     N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
     N2SmInformation, ProblemDetails, RefToBinaryData, SessionManagementSubscriptionData,
@@ -56,13 +62,10 @@ use sbi::model::{
 };
 use sbi::multipart::{self, Part};
 use sbi::problem::Cause;
-use sbi::server::decode_json;
 use sbi::validate::{self, decode_valid, query, rules, Violation};
 use sbi::{NfType, SbiRequest, SbiResponse};
 use serde::Serialize;
-use steer::{WorkerId, Workers};
 use thiserror::Error;
-use upf::requests::{self, SessionSpec, UL_PDR};
 
 use crate::state::ContextMap;
 use nas::GsmCause;
@@ -79,32 +82,6 @@ pub const NUDM_SDM: &str = "/nudm-sdm/v2";
 pub const N1_ID: &str = "n1SmMsg";
 /// Content-Id of the N2 part.
 pub const N2_ID: &str = "n2SmInfo";
-
-/// Bits of an SM context ref or CP SEID below the worker field.
-const WORKER_SHIFT: u32 = 48;
-const COUNTER_MASK: u64 = (1 << WORKER_SHIFT) - 1;
-
-/// The worker in the top 16 bits of an SM context ref (16 hex digits) or `None` if `r` is not
-/// one of ours.
-pub fn owner_of_sm_context_ref(r: &str) -> Option<WorkerId> {
-    parse_ref(r).map(|v| WorkerId((v >> WORKER_SHIFT) as u16))
-}
-
-/// The worker in the top 16 bits of a CP SEID.
-pub fn owner_of_seid(seid: u64) -> WorkerId {
-    WorkerId((seid >> WORKER_SHIFT) as u16)
-}
-
-fn parse_ref(r: &str) -> Option<u64> {
-    if r.len() != 16 {
-        return None;
-    }
-    u64::from_str_radix(r, 16).ok()
-}
-
-fn format_ref(v: u64) -> String {
-    format!("{v:016x}")
-}
 
 /// Errors of the N1/N2 helpers.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -491,7 +468,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// A copy of the context of `sm_ref` (tests, CLI).
     pub fn context(&mut self, sm_ref: &str) -> Option<SmContext> {
-        let r = parse_ref(sm_ref)?;
+        let r = parse_sm_context_ref(sm_ref)?;
         self.contexts.with(&r, |c| c.cloned())
     }
 
@@ -612,7 +589,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             return self.problem(req_id, p);
         }
         let found = r
-            .and_then(parse_ref)
+            .and_then(parse_sm_context_ref)
             .map(|v| (v, self.contexts.with(&v, |c| c.is_some())));
         match (r, op, found) {
             (None, _, _) => self.create(req_id, &req),
@@ -748,7 +725,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         }
         // The CP SEID is the SM context ref itself: one counter, one layout, and a Session
         // Report from the UPF names its context directly.
-        let sm_ref = u64::from(self.cfg.worker.0) << WORKER_SHIFT | (self.next_ref & COUNTER_MASK);
+        let sm_ref = sm_context_ref(self.cfg.worker, self.next_ref);
         self.next_ref = self.next_ref.wrapping_add(1);
         let cp_seid = sm_ref;
         self.contexts.insert(
@@ -1172,7 +1149,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         let location = format!(
             "{}{NSMF_PDUSESSION}/sm-contexts/{}",
             self.cfg.api_root,
-            format_ref(sm_ref)
+            format_sm_context_ref(sm_ref)
         );
         self.respond(req_id, SbiResponse::created(&location, &created));
         // TS 23.502 §4.3.2.2.1 step 11: N1 accept and N2 setup request to the AMF.
@@ -1503,17 +1480,6 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refs_carry_the_worker() {
-        let v = 3u64 << WORKER_SHIFT | 42;
-        let s = format_ref(v);
-        assert_eq!(s, "000300000000002a");
-        assert_eq!(owner_of_sm_context_ref(&s), Some(WorkerId(3)));
-        assert_eq!(owner_of_sm_context_ref("xyz"), None);
-        assert_eq!(owner_of_sm_context_ref("zz0300000000002a"), None);
-        assert_eq!(owner_of_seid(0x0002_0000_0000_0001), WorkerId(2));
-    }
 
     #[test]
     fn bit_rates_parse() {

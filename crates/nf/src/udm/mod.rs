@@ -11,7 +11,7 @@
 //!
 //! # Ownership
 //!
-//! A subscriber's SQN and UECM state belong to the worker [`steer::owner::owner_of_supi`]
+//! A subscriber's SQN and UECM state belong to the worker [`ids::udm::owner_of_supi`]
 //! names. Requests naming a SUPI in the path are expected at the owner already (the client
 //! hashes the SUPI). A generate-auth-data with a concealed SUCI cannot be routed that way:
 //! the SUPI exists only after deconcealment, so the worker that received it deconceals it and
@@ -25,6 +25,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use http::StatusCode;
+use ids::udm::owner_of_supi;
+use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use sbi::model::{
@@ -40,8 +42,6 @@ use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
 use security::{Amf, Auts, Opc, Rand, Sqn, K};
-use steer::owner::owner_of_supi;
-use steer::{WorkerId, Workers};
 use store::sqn::{PersistRequest, DEFAULT_BLOCK};
 use store::{SqnError, SqnShard, Subscriber, SubscriberStore};
 
@@ -385,26 +385,18 @@ where
                 )
             }
         };
-        let stored = sub.sqn;
-        let supi = job.supi.clone();
-        self.with_shard(|s| {
-            if !s.is_loaded(&supi) {
-                s.load(&supi, stored);
-            }
-        });
-        if let Some(r) = &job.resync {
-            let m = milenage(&sub);
-            // TS 33.102 §6.3.5: take SQN_MS only if MAC-S verifies. A wrong MAC-S means the
-            // AUTS did not come from this USIM, and we refuse rather than hand out a vector
-            // that the UE would reject again.
-            match m.resync(&Rand::from_bytes(r.rand.0), &Auts::from_bytes(r.auts.0)) {
+        // TS 33.102 §6.3.5: take SQN_MS only if MAC-S verifies. A wrong MAC-S means the
+        // AUTS did not come from this USIM, and we refuse rather than hand out a vector
+        // that the UE would reject again. Checked before the shard is touched, so that the
+        // shard is accessed once for the whole request.
+        let resync = match &job.resync {
+            None => None,
+            Some(r) => match milenage(&sub)
+                .resync(&Rand::from_bytes(r.rand.0), &Auts::from_bytes(r.auts.0))
+            {
                 Ok(sqn_ms) => {
                     self.stats.resyncs += 1;
-                    let res = self.with_shard(|s| s.resync(&supi, sqn_ms.to_u64()));
-                    if let Err(e) = res {
-                        return self
-                            .problem(req_id, ProblemDetails::av_generation_problem(e.to_string()));
-                    }
+                    Some(sqn_ms.to_u64())
                 }
                 Err(_) => {
                     self.stats.resync_failures += 1;
@@ -413,17 +405,46 @@ where
                         ProblemDetails::authentication_rejected("AUTS MAC-S does not verify"),
                     );
                 }
-            }
-        }
-        self.issue(Parked { req_id, snn, sub });
+            },
+        };
+        let stored = sub.sqn;
+        self.issue(Parked { req_id, snn, sub }, Some((stored, resync)));
     }
 
     /// Takes the next SQN and answers with a vector, or parks the request until the SQN
-    /// reservation is durable.
-    fn issue(&mut self, p: Parked) {
+    /// reservation is durable. `first` is set on a new request: the subscriber's stored
+    /// SQN (loaded if the shard has not seen it yet) and the SQN_MS of a verified
+    /// resynchronisation. The SQN shard is accessed once.
+    fn issue(&mut self, p: Parked, first: Option<(u64, Option<u64>)>) {
         let supi = p.sub.supi.clone();
-        let next = self.with_shard(|s| s.next(&supi));
-        self.drain_persist();
+        // The outer error is a failed resynchronisation, the inner one a failed take.
+        let (taken, persist) = self.with_shard(|s| {
+            let mut taken = Ok(());
+            if let Some((stored, resync)) = first {
+                if !s.is_loaded(&supi) {
+                    s.load(&supi, stored);
+                }
+                if let Some(sqn_ms) = resync {
+                    taken = s.resync(&supi, sqn_ms);
+                }
+            }
+            let taken = taken.map(|()| s.next(&supi));
+            (
+                taken,
+                std::iter::from_fn(|| s.poll_persist()).collect::<Vec<_>>(),
+            )
+        });
+        self.actions
+            .extend(persist.into_iter().map(Action::PersistSqn));
+        let next = match taken {
+            Ok(next) => next,
+            Err(e) => {
+                return self.problem(
+                    p.req_id,
+                    ProblemDetails::av_generation_problem(e.to_string()),
+                )
+            }
+        };
         match next {
             Ok(sqn) => {
                 let response = match self.vector(&p.sub, &p.snn, sqn) {
@@ -440,12 +461,6 @@ where
                 p.req_id,
                 ProblemDetails::av_generation_problem(e.to_string()),
             ),
-        }
-    }
-
-    fn drain_persist(&mut self) {
-        while let Some(req) = self.with_shard(|s| s.poll_persist()) {
-            self.actions.push_back(Action::PersistSqn(req));
         }
     }
 
@@ -488,7 +503,7 @@ where
     pub fn sqn_persisted(&mut self, supi: &str, high_water: u64) {
         self.with_shard(|s| s.persisted(supi, high_water));
         for p in self.parked.remove(supi).unwrap_or_default() {
-            self.issue(p);
+            self.issue(p, None);
         }
     }
 

@@ -14,6 +14,7 @@ mod convert;
 mod diagnostics;
 mod error_indication;
 mod pdu_session;
+mod peek;
 mod setup;
 mod ue;
 use setup as setup_support;
@@ -33,6 +34,7 @@ pub use pdu_session::{
     PduSessionResourceSetupResponseTransfer, PduSessionResourceSetupUnsuccessfulTransfer,
     PduSessionSetupItem, PduSessionTransferItem, PduSessionType, QosFlowRequest,
 };
+pub use peek::{peek, Peek, PeekError};
 pub use setup::{
     BroadcastPlmn, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx, PlmnSupport,
     SupportedTa, TimeToWait,
@@ -345,11 +347,23 @@ impl ParseError {
 /// Only the envelope is decoded here; the IEs of the message are decoded when a
 /// message struct parses them, so a faulty IE fails that parse alone.
 pub fn decode(bytes: &[u8]) -> Result<NgapPdu, DecodeError> {
+    DECODES.with(|n| n.set(n.get().wrapping_add(1)));
     asn::NGAP_PDU::decode(bytes)
         .map(NgapPdu)
         .map_err(|e| DecodeError {
             reason: e.to_string(),
         })
+}
+
+thread_local! {
+    /// Calls of [`decode`] on this thread.
+    static DECODES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times [`decode`] ran on the calling thread: what shows that a message is
+/// decoded once between the worker that reads it and the one that owns it.
+pub fn decode_count() -> u64 {
+    DECODES.with(std::cell::Cell::get)
 }
 
 /// Encodes one NGAP PDU in aligned PER.
@@ -387,40 +401,7 @@ impl NgapPdu {
 
     /// Which message the PDU holds.
     pub fn kind(&self) -> MessageKind {
-        match self.0.kind() {
-            NgapPduKind::Initiating_NGSetup => MessageKind::NgSetupRequest,
-            NgapPduKind::Successful_NGSetup => MessageKind::NgSetupResponse,
-            NgapPduKind::Unsuccessful_NGSetup => MessageKind::NgSetupFailure,
-            NgapPduKind::Initiating_ErrorIndication => MessageKind::ErrorIndication,
-            NgapPduKind::Initiating_InitialUEMessage => MessageKind::InitialUeMessage,
-            NgapPduKind::Initiating_DownlinkNASTransport => MessageKind::DownlinkNasTransport,
-            NgapPduKind::Initiating_UplinkNASTransport => MessageKind::UplinkNasTransport,
-            NgapPduKind::Initiating_NASNonDeliveryIndication => {
-                MessageKind::NasNonDeliveryIndication
-            }
-            NgapPduKind::Initiating_InitialContextSetup => MessageKind::InitialContextSetupRequest,
-            NgapPduKind::Successful_InitialContextSetup => MessageKind::InitialContextSetupResponse,
-            NgapPduKind::Unsuccessful_InitialContextSetup => {
-                MessageKind::InitialContextSetupFailure
-            }
-            NgapPduKind::Initiating_UEContextReleaseRequest => MessageKind::UeContextReleaseRequest,
-            NgapPduKind::Initiating_UEContextRelease => MessageKind::UeContextReleaseCommand,
-            NgapPduKind::Successful_UEContextRelease => MessageKind::UeContextReleaseComplete,
-            NgapPduKind::Initiating_PDUSessionResourceSetup => {
-                MessageKind::PduSessionResourceSetupRequest
-            }
-            NgapPduKind::Successful_PDUSessionResourceSetup => {
-                MessageKind::PduSessionResourceSetupResponse
-            }
-            NgapPduKind::Initiating_PDUSessionResourceRelease => {
-                MessageKind::PduSessionResourceReleaseCommand
-            }
-            NgapPduKind::Successful_PDUSessionResourceRelease => {
-                MessageKind::PduSessionResourceReleaseResponse
-            }
-            NgapPduKind::Other { .. } => MessageKind::UnknownProcedure,
-            _ => MessageKind::Other,
-        }
+        kind_of(self.0.kind())
     }
 
     /// Compares the message's IE container with the object set of its message
@@ -480,5 +461,39 @@ impl NgapPdu {
             .and_then(Result::ok)
             .map(|id| id.0);
         (amf, ran)
+    }
+}
+
+/// The message kind of a codec's PDU kind.
+fn kind_of(k: NgapPduKind) -> MessageKind {
+    match k {
+        NgapPduKind::Initiating_NGSetup => MessageKind::NgSetupRequest,
+        NgapPduKind::Successful_NGSetup => MessageKind::NgSetupResponse,
+        NgapPduKind::Unsuccessful_NGSetup => MessageKind::NgSetupFailure,
+        NgapPduKind::Initiating_ErrorIndication => MessageKind::ErrorIndication,
+        NgapPduKind::Initiating_InitialUEMessage => MessageKind::InitialUeMessage,
+        NgapPduKind::Initiating_DownlinkNASTransport => MessageKind::DownlinkNasTransport,
+        NgapPduKind::Initiating_UplinkNASTransport => MessageKind::UplinkNasTransport,
+        NgapPduKind::Initiating_NASNonDeliveryIndication => MessageKind::NasNonDeliveryIndication,
+        NgapPduKind::Initiating_InitialContextSetup => MessageKind::InitialContextSetupRequest,
+        NgapPduKind::Successful_InitialContextSetup => MessageKind::InitialContextSetupResponse,
+        NgapPduKind::Unsuccessful_InitialContextSetup => MessageKind::InitialContextSetupFailure,
+        NgapPduKind::Initiating_UEContextReleaseRequest => MessageKind::UeContextReleaseRequest,
+        NgapPduKind::Initiating_UEContextRelease => MessageKind::UeContextReleaseCommand,
+        NgapPduKind::Successful_UEContextRelease => MessageKind::UeContextReleaseComplete,
+        NgapPduKind::Initiating_PDUSessionResourceSetup => {
+            MessageKind::PduSessionResourceSetupRequest
+        }
+        NgapPduKind::Successful_PDUSessionResourceSetup => {
+            MessageKind::PduSessionResourceSetupResponse
+        }
+        NgapPduKind::Initiating_PDUSessionResourceRelease => {
+            MessageKind::PduSessionResourceReleaseCommand
+        }
+        NgapPduKind::Successful_PDUSessionResourceRelease => {
+            MessageKind::PduSessionResourceReleaseResponse
+        }
+        NgapPduKind::Other { .. } => MessageKind::UnknownProcedure,
+        _ => MessageKind::Other,
     }
 }

@@ -199,7 +199,7 @@ fn s_tmsi_to_asn(t: &STmsi) -> Result<asn::FiveGSTMSI, EncodeError> {
     ))
 }
 
-fn s_tmsi_from_asn(t: &asn::FiveGSTMSI) -> STmsi {
+pub(super) fn s_tmsi_from_asn(t: &asn::FiveGSTMSI) -> STmsi {
     // The codec holds each field in its ASN.1 size: 10 and 6 bits.
     STmsi {
         amf_set: (t.amf_set_id.0.value() & 0x3ff) as u16,

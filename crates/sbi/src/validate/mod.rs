@@ -15,7 +15,7 @@
 //! Members a model does not hold are not read and so not checked: serde skips them, as a
 //! receiver skips what it does not understand. Reasons are fixed texts that never quote the
 //! refused value (it may be key material such as a RES*). The SBI server logs each refusal
-//! with its peer ([`crate::server`]).
+//! with its peer (`server`, behind the `io` feature).
 
 mod models;
 pub mod query;
@@ -25,9 +25,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::message::{decode_detailed, DecodeError, SbiRequest, APPLICATION_JSON};
 use crate::model::{InvalidParam, ProblemDetails};
 use crate::problem::Cause;
-use crate::server::{decode_detailed, DecodeError, SbiRequest, APPLICATION_JSON};
 
 /// One parameter that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,8 +152,12 @@ pub trait Validate {
     fn validate(&self, c: &mut Checker);
 }
 
-/// Whether the top-level member of JSON pointer `param` is one of `mandatory`.
+/// Whether the top-level member of JSON pointer `param` is one of `mandatory`; the body
+/// itself (`/`) always is.
 fn is_mandatory(mandatory: &[&str], param: &str) -> bool {
+    if param == "/" {
+        return true;
+    }
     let top = param
         .strip_prefix('/')
         .unwrap_or(param)
@@ -200,6 +204,16 @@ pub fn problem(cause: Cause, found: &[Violation]) -> ProblemDetails {
 pub fn decode_valid<T: DeserializeOwned + Serialize + Validate>(
     body: &[u8],
 ) -> Result<T, ProblemDetails> {
+    // Every request body is an object; serde would read a top-level array member by member
+    // and point into it.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        let v = Violation {
+            param: "/".to_owned(),
+            missing: false,
+            reason: "wrong JSON type: an object",
+        };
+        return Err(body_problem(T::MANDATORY, &[v]));
+    }
     let v: T = match decode_detailed(body) {
         Ok(v) => v,
         Err(DecodeError::Syntax(detail)) => return Err(ProblemDetails::invalid_msg_format(detail)),
@@ -263,7 +277,7 @@ pub(crate) fn arrays_for_objects<T: Serialize>(body: &[u8], v: &T, c: &mut Check
 }
 
 /// [`decode_valid`] on a request whose body must be `application/json` (a `Content-Type`
-/// other than JSON is 415, as in [`crate::server::parse_json`]).
+/// other than JSON is 415, as in [`crate::message::parse_json`]).
 #[allow(clippy::result_large_err)]
 pub fn parse_valid<T: DeserializeOwned + Serialize + Validate>(
     req: &SbiRequest,

@@ -466,7 +466,14 @@ mod tests {
         b["servingNetwork"] = json!(["001", "01"]);
         assert_eq!(refused::<SmContextCreateData>(&b).1, ["/servingNetwork"]);
         let b = json!([SUPI_FOR_TESTS, "5G:mnc001.mcc001.3gppnetwork.org"]);
-        assert_eq!(refused::<AuthenticationInfo>(&b).1, ["/"]);
+        assert_eq!(
+            refused::<AuthenticationInfo>(&b),
+            ("MANDATORY_IE_INCORRECT".to_owned(), vec!["/".to_owned()])
+        );
+        assert_eq!(
+            refused::<SmContextCreateData>(&json!([1])),
+            ("MANDATORY_IE_INCORRECT".to_owned(), vec!["/".to_owned()])
+        );
     }
 
     const SUPI_FOR_TESTS: &str = "imsi-001010000000001";

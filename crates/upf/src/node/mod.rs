@@ -8,16 +8,22 @@
 //!   one, §6.2.2), Association Setup/Update/Release (§6.2.6-§6.2.8);
 //! - sessions from associated peers only (§6.2.6.1, else cause 72): Establishment,
 //!   Modification, Deletion (§7.5.2-§7.5.7), reduced to the datapath's uplink/downlink rules;
+//! - every session belongs to the association it was established over: only that
+//!   association's addresses (the one it was set up from, its Node ID, the CP F-SEIDs it
+//!   gave) may modify or delete it, and anyone else gets exactly the answer an unknown SEID
+//!   gets (cause 65, SEID 0), so a peer learns nothing of another's sessions;
+//! - at most [`NodeConfig::max_sessions`] sessions, on every datapath (cause 75 beyond);
 //! - usage reporting: the datapath's counters are polled on a timer and a Session Report
 //!   Request is sent when a URR's volume or time threshold is reached (§5.2.2.3);
 //! - errors answered with the Cause of §7.6 and, where an IE or rule is to blame, Offending IE
 //!   or Failed Rule ID; a retransmitted request is answered from a cache of responses
-//!   (§6.4), never processed twice.
+//!   (§6.4, [`pfcp::txn::ResponseCache`]), never processed twice; our own requests are
+//!   retransmitted after T1 up to N1 times ([`pfcp::txn::Requester`]).
 
 mod session;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use pfcp::header::{HeaderRepr, Packet, HEADER_LEN_NODE, VERSION};
@@ -27,6 +33,7 @@ use pfcp::message::{
     SessionEstablishmentResponse, SessionModificationRequest, SessionReportRequest,
     SessionResponse,
 };
+use pfcp::txn::{CacheConfig, Due, Requester, ResponseCache, Retransmission};
 use pfcp::{Cause, DecodeError, Message, PfcpMessage};
 
 use crate::datapath::{Datapath, UsageId};
@@ -44,6 +51,12 @@ const IE_FAILED_RULE_ID: u16 = 114;
 /// allocates F-TEIDs on CHOOSE.
 const UP_FEATURES: [u8; 2] = [0x01, 0x00];
 
+/// The default of [`NodeConfig::max_sessions`]: the size of the XDP fast path's rule maps
+/// (`max_entries` of `uplink`, `downlink` and `usage` in bpf/upf_xdp.c), so that with one
+/// uplink and one downlink rule per session the limit, not a full map, answers first, and
+/// every datapath takes the same number of sessions.
+pub const DEFAULT_MAX_SESSIONS: usize = 65_536;
+
 /// Settings of one node (one worker's share of the UPF).
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -53,7 +66,7 @@ pub struct NodeConfig {
     pub pfcp_ip: Ipv4Addr,
     /// The N3 (GTP-U) address put in F-TEIDs we choose.
     pub n3_ip: Ipv4Addr,
-    /// This worker's number, written into SEIDs and TEIDs (see [`crate::ids`]).
+    /// This worker's number, written into SEIDs and TEIDs (see [`ids::upf`]).
     pub worker: u8,
     /// Our Recovery Time Stamp (§8.2.65): NTP seconds when the UPF started.
     pub recovery_time_stamp: u32,
@@ -69,11 +82,14 @@ pub struct NodeConfig {
     pub response_cache: Duration,
     /// At most this many responses are cached; the oldest go first.
     pub response_cache_max: usize,
+    /// At most this many sessions at a time; an establishment beyond gets cause 75 "No
+    /// resources available" (TS 29.244 §8.2.1), whatever the datapath.
+    pub max_sessions: usize,
 }
 
 impl NodeConfig {
     /// Defaults: heartbeats every 10 s, T1 3 s, N1 3, usage polled every second, responses
-    /// kept 60 s.
+    /// kept 60 s, [`DEFAULT_MAX_SESSIONS`] sessions.
     pub fn new(node_id: NodeId, pfcp_ip: Ipv4Addr, n3_ip: Ipv4Addr, recovery: u32) -> Self {
         NodeConfig {
             node_id,
@@ -82,11 +98,12 @@ impl NodeConfig {
             worker: 0,
             recovery_time_stamp: recovery,
             heartbeat_interval: Some(Duration::from_secs(10)),
-            t1: Duration::from_secs(3),
-            n1: 3,
+            t1: pfcp::txn::DEFAULT_T1,
+            n1: pfcp::txn::DEFAULT_N1,
             usage_poll: Duration::from_secs(1),
-            response_cache: Duration::from_secs(60),
-            response_cache_max: 65_536,
+            response_cache: pfcp::txn::DEFAULT_CACHE_LIFETIME,
+            response_cache_max: pfcp::txn::DEFAULT_CACHE_MAX,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -133,6 +150,17 @@ pub struct Stats {
     pub sessions_deleted: u64,
     /// Sessions dropped because their association ended.
     pub sessions_dropped: u64,
+    /// Establishments refused at [`NodeConfig::max_sessions`] (cause 75).
+    pub sessions_refused_limit: u64,
+    /// Session requests from an address of no association, or naming a Node ID whose
+    /// association does not hold the sender's address (cause 72).
+    pub session_requests_unassociated: u64,
+    /// Modifications and deletions naming a session of another association (answered as an
+    /// unknown SEID).
+    pub session_requests_foreign: u64,
+    /// Association Setup, Update and Release Requests naming an associated Node ID from an
+    /// address outside that association.
+    pub association_requests_foreign: u64,
     /// Session Report Requests sent.
     pub session_reports: u64,
     /// Usage Reports sent (in reports, modification and deletion responses).
@@ -148,6 +176,54 @@ struct Association {
     recovery: u32,
     next_heartbeat: Option<Instant>,
     heartbeat_pending: Option<u32>,
+    /// Addresses the peer declared in the CP F-SEIDs of its live sessions, with how many
+    /// sessions declared each (so that they go with the last of them).
+    declared: HashMap<IpAddr, u32>,
+}
+
+impl Association {
+    /// Whether `ip` is one of this association's addresses: the one it was set up from, its
+    /// Node ID's, or one it declared in a CP F-SEID.
+    fn admits(&self, ip: IpAddr) -> bool {
+        self.peer.ip().to_canonical() == ip
+            || node_ip(&self.node_id) == Some(ip)
+            || self.declared.contains_key(&ip)
+    }
+
+    fn declare(&mut self, addrs: &[IpAddr]) {
+        for a in addrs {
+            *self.declared.entry(*a).or_default() += 1;
+        }
+    }
+
+    fn undeclare(&mut self, addrs: &[IpAddr]) {
+        for a in addrs {
+            if let Some(n) = self.declared.get_mut(a) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.declared.remove(a);
+                }
+            }
+        }
+    }
+}
+
+/// The address of a Node ID of type IPv4 or IPv6 (§8.2.38).
+fn node_ip(n: &NodeId) -> Option<IpAddr> {
+    match n {
+        NodeId::Ipv4(a) => Some(IpAddr::V4(*a)),
+        NodeId::Ipv6(a) => Some(IpAddr::V6(*a).to_canonical()),
+        NodeId::Fqdn(_) => None,
+    }
+}
+
+/// The addresses of an F-SEID (§8.2.37).
+fn f_seid_addrs(f: &FSeid) -> Vec<IpAddr> {
+    f.ipv4
+        .map(IpAddr::V4)
+        .into_iter()
+        .chain(f.ipv6.map(|a| IpAddr::V6(a).to_canonical()))
+        .collect()
 }
 
 #[derive(Debug)]
@@ -155,6 +231,8 @@ struct Session {
     cp_seid: u64,
     cp_peer: SocketAddr,
     node_key: Vec<u8>,
+    /// The addresses of its CP F-SEID, declared in its association.
+    cp_addrs: Vec<IpAddr>,
     rules: Rules,
     installed: Installed,
 }
@@ -165,12 +243,10 @@ enum PendingKind {
     Report,
 }
 
-#[derive(Debug)]
+/// What the node attaches to each of its requests in flight.
+#[derive(Debug, Clone, Copy)]
 struct Pending {
     peer: SocketAddr,
-    bytes: Vec<u8>,
-    deadline: Instant,
-    retries_left: u32,
     kind: PendingKind,
 }
 
@@ -188,9 +264,8 @@ pub struct UpfNode {
     next_teid: u32,
     next_usage: u32,
     next_seq: u32,
-    pending: HashMap<u32, Pending>,
-    cache: HashMap<(SocketAddr, u32), Vec<u8>>,
-    cache_order: VecDeque<(Instant, SocketAddr, u32)>,
+    pending: Requester<Pending>,
+    cache: ResponseCache<(SocketAddr, u32)>,
     next_usage_poll: Instant,
     transmits: VecDeque<Transmit>,
     stats: Stats,
@@ -235,6 +310,14 @@ fn is_request(t: u8) -> bool {
 impl UpfNode {
     /// A node with no association, started at `now`.
     pub fn new(now: Instant, cfg: NodeConfig) -> Self {
+        let pending = Requester::new(Retransmission {
+            t1: cfg.t1,
+            n1: cfg.n1,
+        });
+        let cache = ResponseCache::new(CacheConfig {
+            lifetime: cfg.response_cache,
+            max: cfg.response_cache_max,
+        });
         UpfNode {
             next_usage_poll: now + cfg.usage_poll,
             cfg,
@@ -248,9 +331,8 @@ impl UpfNode {
             next_teid: 0,
             next_usage: 0,
             next_seq: 0,
-            pending: HashMap::new(),
-            cache: HashMap::new(),
-            cache_order: VecDeque::new(),
+            pending,
+            cache,
             transmits: VecDeque::new(),
             stats: Stats::default(),
         }
@@ -278,14 +360,16 @@ impl UpfNode {
 
     /// When [`UpfNode::handle_timeout`] wants to run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let pending = self.pending.values().map(|p| p.deadline);
+        let pending = self.pending.poll_timeout();
         let hb = self.associations.values().filter_map(|a| a.next_heartbeat);
         let usage = (!self.sessions.is_empty()).then_some(self.next_usage_poll);
-        let cache = self
-            .cache_order
-            .front()
-            .map(|(t, _, _)| *t + self.cfg.response_cache);
-        pending.chain(hb).chain(usage).chain(cache).min()
+        let cache = self.cache.poll_timeout();
+        pending
+            .into_iter()
+            .chain(hb)
+            .chain(usage)
+            .chain(cache)
+            .min()
     }
 
     /// NTP seconds at `now` (§8.2.65 format), from the recovery time stamp and the time
@@ -375,7 +459,7 @@ impl UpfNode {
                 tracing::debug!(%from, seq = header.sequence, "retransmission answered from cache");
                 self.transmits.push_back(Transmit {
                     destination: from,
-                    contents: rsp.clone(),
+                    contents: rsp.to_vec(),
                 });
                 return;
             }
@@ -385,25 +469,48 @@ impl UpfNode {
             self.association_update(now, from, header, payload.as_deref().unwrap_or(&[]));
             return;
         }
-        // §7.2.2.4.2: a session request for a SEID we do not know gets cause 65 in a response
-        // whose header SEID is 0, before its IEs are looked at.
-        if matches!(t, 52 | 54) {
-            let known = header
-                .seid
-                .and_then(|s| self.sessions.get(&s))
-                .map(|s| s.cp_seid);
-            if known.is_none() && header.seid.is_some() {
-                let body = match t {
-                    52 => Message::SessionModificationResponse(SessionResponse::new(
+        // Session requests are checked against the sender before their IEs are looked at:
+        // nothing a stranger or another association sends is decoded further.
+        if matches!(t, 50 | 52 | 54) && header.seid.is_some() {
+            let ip = from.ip().to_canonical();
+            if !self.associations.values().any(|a| a.admits(ip)) {
+                // §6.2.6.1: sessions only over an established association.
+                self.stats.session_requests_unassociated += 1;
+                tracing::info!(%from, msg_type = t, "session request from no association");
+                return self.refuse_session_request(
+                    now,
+                    from,
+                    header.sequence,
+                    t,
+                    Cause::NO_ESTABLISHED_ASSOCIATION,
+                );
+            }
+            // §7.2.2.4.2: a session request for a SEID we do not know gets cause 65 in a
+            // response whose header SEID is 0. A session of another association is not this
+            // sender's to know of: it gets the same answer, octet for octet.
+            if t != 50 {
+                let seid = header.seid.unwrap_or(0);
+                let session = self.sessions.get(&seid);
+                let owned = session.is_some_and(|s| {
+                    self.associations
+                        .get(&s.node_key)
+                        .is_some_and(|a| a.admits(ip))
+                });
+                if !owned {
+                    if session.is_some() {
+                        self.stats.session_requests_foreign += 1;
+                        tracing::warn!(%from, seid, "session request for another association's session refused");
+                    } else {
+                        tracing::info!(%from, seid, "session context not found");
+                    }
+                    return self.refuse_session_request(
+                        now,
+                        from,
+                        header.sequence,
+                        t,
                         Cause::SESSION_CONTEXT_NOT_FOUND,
-                    )),
-                    _ => Message::SessionDeletionResponse(SessionResponse::new(
-                        Cause::SESSION_CONTEXT_NOT_FOUND,
-                    )),
-                };
-                tracing::info!(%from, seid = ?header.seid, "session context not found");
-                self.respond(now, from, header.sequence, Some(0), body);
-                return;
+                    );
+                }
             }
         }
         let msg = match PfcpMessage::parse(raw) {
@@ -423,10 +530,10 @@ impl UpfNode {
                 if !is_request(t) {
                     let ours = self
                         .pending
-                        .get(&header.sequence)
+                        .get(header.sequence)
                         .is_some_and(|p| p.peer == from);
                     if ours {
-                        self.pending.remove(&header.sequence);
+                        self.pending.remove(header.sequence);
                         for a in self.associations.values_mut() {
                             if a.heartbeat_pending == Some(header.sequence) {
                                 a.heartbeat_pending = None;
@@ -480,6 +587,57 @@ impl UpfNode {
         }
     }
 
+    /// What our own addressing allows of the peers a request names: loopback gNBs only when
+    /// our N3 address is a loopback one (a rig on one host).
+    fn presence_context(&self) -> pfcp::presence::Context {
+        pfcp::presence::Context {
+            loopback_peers: self.cfg.n3_ip.is_loopback(),
+        }
+    }
+
+    /// Answers a request of type `t` that breaks the presence table (TS 29.244 §7.6) like a
+    /// malformed one: its Cause and Offending IE, counted as malformed.
+    fn refuse_erroneous(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u32,
+        t: u8,
+        seid: Option<u64>,
+        e: &DecodeError,
+    ) {
+        self.stats.malformed += 1;
+        tracing::info!(%from, msg_type = t, error = %e, "PFCP request refused");
+        if let Some(body) = rejection(t, e, &self.cfg.node_id, self.cfg.recovery_time_stamp) {
+            self.respond(now, from, seq, seid, body);
+        }
+    }
+
+    /// Answers session request type `t` with `cause` alone, header SEID 0 (§7.2.2.4.2: the
+    /// sender's SEID is not to be trusted or not known).
+    fn refuse_session_request(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u32,
+        t: u8,
+        cause: Cause,
+    ) {
+        let body = match t {
+            50 => {
+                let rej = Reject {
+                    cause,
+                    offending_ie: None,
+                    failed_rule: None,
+                };
+                return self.est_reject(now, from, seq, rej);
+            }
+            52 => Message::SessionModificationResponse(SessionResponse::new(cause)),
+            _ => Message::SessionDeletionResponse(SessionResponse::new(cause)),
+        };
+        self.respond(now, from, seq, Some(0), body);
+    }
+
     fn count_sent(&mut self, t: u8, cause: Option<Cause>) {
         *self.stats.sent.entry(msg_name(t)).or_default() += 1;
         if let Some(c) = cause {
@@ -513,14 +671,7 @@ impl UpfNode {
         bytes: Vec<u8>,
     ) {
         self.count_sent(t, cause);
-        if self.cache.len() >= self.cfg.response_cache_max {
-            if let Some((_, p, s)) = self.cache_order.pop_front() {
-                self.cache.remove(&(p, s));
-            }
-        }
-        if self.cache.insert((to, seq), bytes.clone()).is_none() {
-            self.cache_order.push_back((now, to, seq));
-        }
+        self.cache.insert(now, (to, seq), bytes.clone());
         self.transmits.push_back(Transmit {
             destination: to,
             contents: bytes,
@@ -540,16 +691,8 @@ impl UpfNode {
         let t = m.msg_type().value();
         let bytes = PfcpMessage::new(seq, seid, m).emit();
         self.count_sent(t, None);
-        self.pending.insert(
-            seq,
-            Pending {
-                peer: to,
-                bytes: bytes.clone(),
-                deadline: now + self.cfg.t1,
-                retries_left: self.cfg.n1,
-                kind,
-            },
-        );
+        self.pending
+            .sent(now, seq, bytes.clone(), Pending { peer: to, kind });
         self.transmits.push_back(Transmit {
             destination: to,
             contents: bytes,
@@ -566,13 +709,37 @@ impl UpfNode {
         dp: &mut dyn Datapath,
     ) {
         let key = node_key(&a.node_id);
+        // An association is replaced only from one of its own addresses: another peer quoting
+        // its Node ID would otherwise take it over, and with another recovery time stamp tear
+        // down its sessions.
+        if self
+            .associations
+            .get(&key)
+            .is_some_and(|old| !old.admits(from.ip().to_canonical()))
+        {
+            self.stats.association_requests_foreign += 1;
+            tracing::warn!(%from, node = ?a.node_id, "association setup for another peer's Node ID refused");
+            let body = Message::AssociationSetupResponse(AssociationSetup {
+                node_id: self.cfg.node_id.clone(),
+                cause: Some(Cause::REQUEST_REJECTED),
+                recovery_time_stamp: self.cfg.recovery_time_stamp,
+                up_function_features: None,
+                cp_function_features: None,
+                unknown: Vec::new(),
+            });
+            return self.respond(now, from, seq, None, body);
+        }
         // §6.2.6.2.2: a new setup from a Node ID we are associated with replaces the
         // association; if the peer restarted (another recovery time stamp), its sessions are
         // gone on its side, so we drop them too.
+        let mut declared = HashMap::new();
         if let Some(old) = self.associations.remove(&key) {
             self.stats.associations_ended += 1;
             if old.recovery != a.recovery_time_stamp {
                 self.drop_sessions_of(&key, dp);
+            } else {
+                // The sessions stay, and so do the addresses they declared.
+                declared = old.declared;
             }
         }
         tracing::info!(%from, node = ?a.node_id, "PFCP association set up");
@@ -584,6 +751,7 @@ impl UpfNode {
                 recovery: a.recovery_time_stamp,
                 next_heartbeat: self.cfg.heartbeat_interval.map(|i| now + i),
                 heartbeat_pending: None,
+                declared,
             },
         );
         self.stats.associations_setup += 1;
@@ -628,9 +796,15 @@ impl UpfNode {
                 self.stats.malformed += 1;
                 (Cause::MANDATORY_IE_MISSING, Some(ty::NODE_ID))
             }
-            (Some(n), None) if self.associations.contains_key(&node_key(&n)) => {
+            (Some(n), None)
+                if self
+                    .associations
+                    .get(&node_key(&n))
+                    .is_some_and(|a| a.admits(from.ip().to_canonical())) =>
+            {
                 (Cause::REQUEST_ACCEPTED, None)
             }
+            // Another peer's association is not the sender's: answered as no association.
             (Some(_), None) => (Cause::NO_ESTABLISHED_ASSOCIATION, None),
         };
         let mut body = Vec::new();
@@ -670,7 +844,14 @@ impl UpfNode {
         dp: &mut dyn Datapath,
     ) {
         let key = node_key(&a.node_id);
-        let cause = if self.associations.remove(&key).is_some() {
+        let ip = from.ip().to_canonical();
+        let foreign = self.associations.get(&key).is_some_and(|x| !x.admits(ip));
+        if foreign {
+            // Not the sender's association to release: answered as if there were none.
+            self.stats.association_requests_foreign += 1;
+            tracing::warn!(%from, node = ?a.node_id, "association release for another peer's Node ID refused");
+        }
+        let cause = if !foreign && self.associations.remove(&key).is_some() {
             // §6.2.8.2: the UP function deletes the sessions of the released association.
             self.drop_sessions_of(&key, dp);
             self.stats.associations_ended += 1;
@@ -694,7 +875,7 @@ impl UpfNode {
         h: &Heartbeat,
         dp: &mut dyn Datapath,
     ) {
-        let Some(p) = self.pending.get(&seq) else {
+        let Some(p) = self.pending.get(seq) else {
             self.stats.unexpected += 1;
             return;
         };
@@ -702,7 +883,7 @@ impl UpfNode {
             self.stats.unexpected += 1;
             return;
         }
-        self.pending.remove(&seq);
+        self.pending.remove(seq);
         let restarted = self
             .associations
             .iter_mut()
@@ -728,9 +909,9 @@ impl UpfNode {
         seid: Option<u64>,
         r: &SessionResponse,
     ) {
-        match self.pending.get(&seq) {
+        match self.pending.get(seq) {
             Some(p) if p.peer == from && p.kind == PendingKind::Report => {
-                self.pending.remove(&seq);
+                self.pending.remove(seq);
                 if !r.cause.is_accepted() {
                     tracing::warn!(%from, ?seid, cause = r.cause.0, "session report rejected");
                 }
@@ -756,6 +937,9 @@ impl UpfNode {
     /// Removes the session's datapath entries and forgets it.
     fn remove_session(&mut self, seid: u64, dp: &mut dyn Datapath) -> Option<Session> {
         let mut s = self.sessions.remove(&seid)?;
+        if let Some(a) = self.associations.get_mut(&s.node_key) {
+            a.undeclare(&s.cp_addrs);
+        }
         if let Err(e) = sync(dp, &session::Desired::default(), &mut s.installed) {
             self.stats.datapath_errors += 1;
             tracing::error!(seid, error = %e, "datapath refused a removal");
@@ -782,8 +966,8 @@ impl UpfNode {
 
     fn new_seid(&mut self) -> u64 {
         loop {
-            self.next_seid = (self.next_seid + 1) & crate::ids::SEID_COUNTER_MASK;
-            let s = crate::ids::seid(self.cfg.worker, self.next_seid);
+            self.next_seid = (self.next_seid + 1) & ids::upf::SEID_COUNTER_MASK;
+            let s = ids::upf::seid(self.cfg.worker, self.next_seid);
             // SEID 0 means "no session" in headers (§7.2.2.4.2); 2^48 live sessions cannot
             // exist, so a free one is found.
             if s != 0 && !self.sessions.contains_key(&s) {
@@ -816,10 +1000,29 @@ impl UpfNode {
         dp: &mut dyn Datapath,
     ) {
         let key = node_key(&r.node_id);
-        if !self.associations.contains_key(&key) {
-            // §6.2.6.1: sessions only over an established association.
+        let ip = from.ip().to_canonical();
+        if !self.associations.get(&key).is_some_and(|a| a.admits(ip)) {
+            // §6.2.6.1: sessions only over an established association, and only the peer of
+            // that association may open one on it.
+            self.stats.session_requests_unassociated += 1;
+            tracing::info!(%from, node = ?r.node_id, "session establishment outside the sender's association");
             let rej = Reject {
                 cause: Cause::NO_ESTABLISHED_ASSOCIATION,
+                offending_ie: None,
+                failed_rule: None,
+            };
+            return self.est_reject(now, from, seq, rej);
+        }
+        if let Err(e) = pfcp::presence::establishment(&r, &self.presence_context()) {
+            return self.refuse_erroneous(now, from, seq, 50, Some(0), &e);
+        }
+        if self.sessions.len() >= self.cfg.max_sessions {
+            // §8.2.1 cause 75: the configured limit holds on every datapath, not only where a
+            // table fills up.
+            self.stats.sessions_refused_limit += 1;
+            tracing::warn!(%from, limit = self.cfg.max_sessions, "session limit reached");
+            let rej = Reject {
+                cause: Cause::NO_RESOURCES_AVAILABLE,
                 offending_ie: None,
                 failed_rule: None,
             };
@@ -869,12 +1072,17 @@ impl UpfNode {
         }
         self.commit_keys(up_seid, &rules);
         let created = created_pdrs(&rules, self.cfg.n3_ip);
+        let cp_addrs = f_seid_addrs(&r.cp_f_seid);
+        if let Some(a) = self.associations.get_mut(&key) {
+            a.declare(&cp_addrs);
+        }
         self.sessions.insert(
             up_seid,
             Session {
                 cp_seid: r.cp_f_seid.seid,
                 cp_peer: from,
                 node_key: key,
+                cp_addrs,
                 rules,
                 installed,
             },
@@ -925,6 +1133,10 @@ impl UpfNode {
         };
         let cp_seid = r.cp_f_seid.map_or(s.cp_seid, |f| f.seid);
         let reply_seid = s.cp_seid;
+        if let Err(e) = pfcp::presence::modification(&r, &self.presence_context()) {
+            return self.refuse_erroneous(now, from, seq, 52, Some(reply_seid), &e);
+        }
+        let ctx = self.presence_context();
         let mut a = Alloc {
             worker: self.cfg.worker,
             next_teid: &mut self.next_teid,
@@ -966,13 +1178,13 @@ impl UpfNode {
                 rules.create_pdr(p, &mut a)?;
             }
             for f in &r.update_far {
-                rules.update_far(f)?;
+                rules.update_far(f, &ctx)?;
             }
             for q in &r.update_qer {
                 rules.update_qer(q)?;
             }
             for u in &r.update_urr {
-                rules.update_urr(u)?;
+                rules.update_urr(u, &ctx)?;
             }
             for p in &r.update_pdr {
                 rules.update_pdr(p, &mut a)?;
@@ -1052,6 +1264,16 @@ impl UpfNode {
         if let Some(s) = self.sessions.get_mut(&seid) {
             s.rules = rules;
             s.cp_seid = cp_seid;
+            // §7.5.4.1: a new CP F-SEID replaces the old one, and its addresses those the
+            // session declared.
+            if let Some(f) = &r.cp_f_seid {
+                let new = f_seid_addrs(f);
+                let old = std::mem::replace(&mut s.cp_addrs, new.clone());
+                if let Some(a) = self.associations.get_mut(&s.node_key) {
+                    a.declare(&new);
+                    a.undeclare(&old);
+                }
+            }
         }
         self.stats.usage_reports += reports.len() as u64;
         let body = Message::SessionModificationResponse(SessionResponse {
@@ -1102,38 +1324,21 @@ impl UpfNode {
             self.next_usage_poll = now + self.cfg.usage_poll;
             self.check_usage(now, dp);
         }
-        while let Some(&(t, p, s)) = self.cache_order.front() {
-            if now < t + self.cfg.response_cache {
-                break;
-            }
-            self.cache_order.pop_front();
-            self.cache.remove(&(p, s));
-        }
+        self.cache.handle_timeout(now);
     }
 
     fn retransmit(&mut self, now: Instant, dp: &mut dyn Datapath) {
-        let due: Vec<u32> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(s, _)| *s)
-            .collect();
-        for seq in due {
-            let Some(p) = self.pending.get_mut(&seq) else {
-                continue;
-            };
-            if p.retries_left > 0 {
-                p.retries_left -= 1;
-                p.deadline = now + self.cfg.t1;
-                self.stats.requests_retransmitted += 1;
-                self.transmits.push_back(Transmit {
-                    destination: p.peer,
-                    contents: p.bytes.clone(),
-                });
-                continue;
-            }
-            let Some(p) = self.pending.remove(&seq) else {
-                continue;
+        while let Some(due) = self.pending.poll_due(now) {
+            let (seq, p) = match due {
+                Due::Retransmit { bytes, meta, .. } => {
+                    self.stats.requests_retransmitted += 1;
+                    self.transmits.push_back(Transmit {
+                        destination: meta.peer,
+                        contents: bytes.to_vec(),
+                    });
+                    continue;
+                }
+                Due::GaveUp { sequence, meta } => (sequence, meta),
             };
             self.stats.requests_timed_out += 1;
             if p.kind == PendingKind::Heartbeat {

@@ -14,7 +14,8 @@ use pfcp::ie::{
     ty, ApplyAction, CreatePdr, FTeid, Far, GateStatus, IeIter, Interface, Mbr, MeasurementMethod,
     OuterHeaderCreation, Pdi, Qer, Triggers, UpdatePdr, Urr, Volume,
 };
-use pfcp::Cause;
+use pfcp::presence::{self, Context, Group, View};
+use pfcp::{Cause, DecodeError};
 
 use crate::datapath::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, Usage,
@@ -24,7 +25,7 @@ use crate::datapath::{
 /// QFI IE (TS 29.244 §8.2.89), not modelled by the codec: read from the PDI's unknown IEs.
 const IE_QFI: u16 = 124;
 /// Measurement Period IE (§8.2.41), not modelled by the codec: read from the URR's unknown IEs.
-const IE_MEASUREMENT_PERIOD: u16 = 64;
+const IE_MEASUREMENT_PERIOD: u16 = presence::ie::MEASUREMENT_PERIOD;
 
 fn measurement_period(u: &Urr) -> Option<u32> {
     u.unknown
@@ -66,6 +67,13 @@ impl Reject {
             offending_ie,
             failed_rule: None,
         }
+    }
+    /// A presence or value rule broken (TS 29.244 §7.6: its Cause and the IE to blame).
+    fn presence(e: &DecodeError) -> Self {
+        Self::cause(
+            e.cause().unwrap_or(Cause::REQUEST_REJECTED),
+            e.offending_ie(),
+        )
     }
     /// The cause for a datapath failure: a full table is a lack of resources (§8.2.1 cause
     /// 75); anything else is a system failure (77).
@@ -155,9 +163,9 @@ impl Alloc<'_> {
     fn teid(&mut self) -> Result<u32, Reject> {
         // The counter walks the 24-bit space once at most, skipping TEIDs in use; 0 is never
         // handed out (TS 29.281 §5.1: TEID 0 is for signalling such as Echo).
-        for _ in 0..=crate::ids::TEID_COUNTER_MASK {
-            *self.next_teid = (*self.next_teid).wrapping_add(1) & crate::ids::TEID_COUNTER_MASK;
-            let t = crate::ids::teid(self.worker, *self.next_teid);
+        for _ in 0..=ids::upf::TEID_COUNTER_MASK {
+            *self.next_teid = (*self.next_teid).wrapping_add(1) & ids::upf::TEID_COUNTER_MASK;
+            let t = ids::upf::teid(self.worker, *self.next_teid);
             if t != 0 && !self.teid_owner.contains_key(&t) && !self.fresh_teids.contains(&t) {
                 self.fresh_teids.insert(t);
                 return Ok(t);
@@ -296,7 +304,7 @@ impl Rules {
         Ok(())
     }
 
-    pub(crate) fn update_far(&mut self, f: &Far) -> Result<(), Reject> {
+    pub(crate) fn update_far(&mut self, f: &Far, ctx: &Context) -> Result<(), Reject> {
         let Some(s) = self.fars.get_mut(&f.far_id) else {
             return Err(Reject::rule(RuleKind::Far, f.far_id));
         };
@@ -312,7 +320,13 @@ impl Rules {
                 s.ohc = Some(o);
             }
         }
-        Ok(())
+        // Table 7.5.2.3-1 holds for the FAR as it now stands.
+        let mut v = View {
+            apply_action: Some(s.action),
+            ..View::default()
+        };
+        v.mark(ty::UPDATE_FORWARDING_PARAMETERS, s.destination.is_some());
+        presence::check(Group::ResultingFar, &v, ctx).map_err(|e| Reject::presence(&e))
     }
 
     pub(crate) fn create_qer(&mut self, q: &Qer) -> Result<(), Reject> {
@@ -364,7 +378,7 @@ impl Rules {
         Ok(())
     }
 
-    pub(crate) fn update_urr(&mut self, u: &Urr) -> Result<(), Reject> {
+    pub(crate) fn update_urr(&mut self, u: &Urr, ctx: &Context) -> Result<(), Reject> {
         let Some(s) = self.urrs.get_mut(&u.urr_id) else {
             return Err(Reject::rule(RuleKind::Urr, u.urr_id));
         };
@@ -383,7 +397,16 @@ impl Rules {
         if let Some(p) = measurement_period(u) {
             s.period = Some(p);
         }
-        Ok(())
+        // Table 7.5.2.4-1 holds for the URR as it now stands.
+        let mut v = View {
+            triggers: Some(s.triggers),
+            method: Some(s.method),
+            ..View::default()
+        };
+        v.mark(presence::ie::MEASUREMENT_PERIOD, s.period.is_some());
+        v.mark(ty::VOLUME_THRESHOLD, s.volume_threshold.is_some());
+        v.mark(ty::TIME_THRESHOLD, s.time_threshold.is_some());
+        presence::check(Group::ResultingUrr, &v, ctx).map_err(|e| Reject::presence(&e))
     }
 
     pub(crate) fn remove(&mut self, kind: RuleKind, id: u32) -> Result<(), Reject> {

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use pfcp::ie::{ty, GateStatus, NodeId, Triggers};
 use pfcp::message::{SessionModificationRequest, SessionResponse};
+use pfcp::requests::{self, SessionSpec};
 use pfcp::{Cause, Message, PfcpMessage};
 
 use super::{NodeConfig, UpfNode};
 use crate::datapath::{Datapath, DownlinkAction, Entries, UplinkAction, Usage, UsageId};
 use crate::memory::MemoryDatapath;
-use crate::requests::{self, SessionSpec};
 
 const SMF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
 const UPF: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
@@ -29,8 +29,13 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
+        Self::with_n3(UPF)
+    }
+
+    /// A node whose N3 address (in the F-TEIDs it chooses) is `n3`.
+    fn with_n3(n3: Ipv4Addr) -> Self {
         let now = Instant::now();
-        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF), UPF, UPF, 1000);
+        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF), UPF, n3, 1000);
         cfg.worker = WORKER;
         Harness {
             node: UpfNode::new(now, cfg),
@@ -47,9 +52,28 @@ impl Harness {
 
     /// Sends raw bytes; returns every datagram the node sent back.
     fn raw(&mut self, bytes: &[u8]) -> Vec<PfcpMessage> {
+        let smf = self.smf;
+        self.raw_from(smf, bytes)
+    }
+
+    /// Sends raw bytes from `from`; returns every datagram the node sent back (to `from`).
+    fn raw_from(&mut self, from: SocketAddr, bytes: &[u8]) -> Vec<PfcpMessage> {
+        self.octets_from(from, bytes)
+            .iter()
+            .map(|b| PfcpMessage::parse(b).unwrap())
+            .collect()
+    }
+
+    /// Sends raw bytes from `from`; the datagrams the node sent back, as octets.
+    fn octets_from(&mut self, from: SocketAddr, bytes: &[u8]) -> Vec<Vec<u8>> {
         let mut dp = self.dp.clone();
-        self.node.handle(self.now, self.smf, bytes, &mut dp);
-        self.drain()
+        self.node.handle(self.now, from, bytes, &mut dp);
+        let mut out = Vec::new();
+        while let Some(t) = self.node.poll_transmit() {
+            assert_eq!(t.destination, from);
+            out.push(t.contents);
+        }
+        out
     }
 
     fn drain(&mut self) -> Vec<PfcpMessage> {
@@ -59,6 +83,15 @@ impl Harness {
             out.push(PfcpMessage::parse(&t.contents).unwrap());
         }
         out
+    }
+
+    /// Sends `m` from `from` and returns the one answer.
+    fn send_from(&mut self, from: SocketAddr, seid: Option<u64>, m: Message) -> PfcpMessage {
+        self.seq += 1;
+        let bytes = PfcpMessage::new(self.seq, seid, m).emit();
+        let mut rsp = self.raw_from(from, &bytes);
+        assert_eq!(rsp.len(), 1, "one response: {rsp:?}");
+        rsp.remove(0)
     }
 
     fn send(&mut self, seid: Option<u64>, m: Message) -> PfcpMessage {
@@ -115,7 +148,7 @@ impl Harness {
         let Some(pfcp::ie::FTeid::Assigned { teid, ipv4, .. }) = e.created_pdr[0].f_teid else {
             panic!("{e:?}")
         };
-        assert_eq!(ipv4, Some(UPF));
+        assert_eq!(ipv4, Some(self.node.cfg.n3_ip));
         (up.seid, teid)
     }
 
@@ -174,8 +207,8 @@ fn session_life_cycle_installs_and_removes_rules() {
     spec.mbr_kbps = Some((1000, 2000));
     let (seid, teid) = h.establish(&spec);
     // The worker is in the top 16 bits of the SEID and the top 8 of the TEID.
-    assert_eq!(crate::ids::owner_of_seid(seid), u16::from(WORKER));
-    assert_eq!(crate::ids::owner_of_teid(teid), WORKER);
+    assert_eq!(ids::upf::owner_of_seid(seid), u16::from(WORKER));
+    assert_eq!(ids::upf::owner_of_teid(teid), WORKER);
     let ul = h.dp.uplink(teid).unwrap();
     assert_eq!(ul.action, UplinkAction::Forward);
     assert_eq!(ul.ue_ip, UE);
@@ -716,4 +749,355 @@ fn periodic_reports_follow_the_measurement_period() {
         seen,
         vec![(0, p, Some(3)), (1, p, Some(3)), (2, p, Some(3))]
     );
+}
+
+/// A second SMF with its own association, and a host with none.
+const SMF_B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 44);
+const STRANGER: Ipv4Addr = Ipv4Addr::new(10, 9, 9, 9);
+
+fn at(ip: Ipv4Addr) -> SocketAddr {
+    SocketAddr::from((ip, 8805))
+}
+
+/// SMF A (the harness's) with one session; SMF B associated too.
+fn two_smfs() -> (Harness, u64, u32) {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let (seid, teid) = h.establish(&spec);
+    let r = h.send_from(
+        at(SMF_B),
+        None,
+        requests::association_setup(NodeId::Ipv4(SMF_B), 9),
+    );
+    assert!(
+        matches!(r.message, Message::AssociationSetupResponse(ref a) if a.cause == Some(Cause::REQUEST_ACCEPTED)),
+        "{r:?}"
+    );
+    (h, seid, teid)
+}
+
+/// The answer's octets with the sequence number (octets 12..15 of a session header)
+/// blanked, to compare two answers.
+fn without_seq(mut b: Vec<u8>) -> Vec<u8> {
+    b[12..15].fill(0);
+    b
+}
+
+/// TS 29.244 §7.2.2.4.2 with the session bound to its association: another associated SMF
+/// naming A's SEID gets exactly what it gets for a SEID nobody holds, and A's session is
+/// untouched (no blackholing by an Outer Header Creation of B's choosing, no teardown).
+#[test]
+fn another_associations_session_is_answered_like_an_unknown_seid() {
+    let (mut h, seid, teid) = two_smfs();
+    let before = (h.dp.uplink(teid), h.dp.downlink(UE));
+    let unknown = seid ^ 0x00ff_0000;
+    for (what, m) in [
+        (
+            "modification",
+            Message::SessionModificationRequest(requests::forward_downlink(
+                0x666,
+                Ipv4Addr::new(10, 66, 6, 6),
+            )),
+        ),
+        ("deletion", requests::deletion()),
+    ] {
+        let mut answers = Vec::new();
+        for target in [seid, unknown] {
+            h.seq += 1;
+            let bytes = PfcpMessage::new(h.seq, Some(target), m.clone()).emit();
+            let mut got = h.octets_from(at(SMF_B), &bytes);
+            assert_eq!(got.len(), 1, "{what}");
+            answers.push(without_seq(got.remove(0)));
+        }
+        assert_eq!(answers[0], answers[1], "{what}: the answers differ");
+        let r = h.send_from(at(SMF_B), Some(seid), m.clone());
+        assert_eq!(r.header.seid, Some(0), "{what}");
+        let cause = match r.message {
+            Message::SessionModificationResponse(s) | Message::SessionDeletionResponse(s) => {
+                s.cause
+            }
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!(cause, Cause::SESSION_CONTEXT_NOT_FOUND, "{what}");
+    }
+    assert_eq!((h.dp.uplink(teid), h.dp.downlink(UE)), before);
+    assert_eq!(h.node.session_count(), 1);
+    assert_eq!(h.node.stats().session_requests_foreign, 4);
+    // Its owner still can.
+    let m = h.modify(seid, requests::forward_downlink(0x1234, GNB));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+    let (_, d) = h.delete(seid);
+    assert_eq!(d.cause, Cause::REQUEST_ACCEPTED);
+}
+
+/// TS 29.244 §6.2.6.1: any session message from an address of no association gets cause 72
+/// and changes nothing, whatever SEID or Node ID it quotes.
+#[test]
+fn session_requests_from_no_association_get_72() {
+    let (mut h, seid, teid) = two_smfs();
+    let before = (h.dp.uplink(teid), h.dp.downlink(UE));
+    for (seid_hdr, m) in [
+        (
+            Some(seid),
+            Message::SessionModificationRequest(requests::forward_downlink(1, STRANGER)),
+        ),
+        (Some(seid), requests::deletion()),
+        (Some(0xdead), requests::deletion()),
+    ] {
+        let r = h.send_from(at(STRANGER), seid_hdr, m);
+        assert_eq!(r.header.seid, Some(0));
+        let cause = match r.message {
+            Message::SessionModificationResponse(s) | Message::SessionDeletionResponse(s) => {
+                s.cause
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(cause, Cause::NO_ESTABLISHED_ASSOCIATION);
+    }
+    // An establishment quoting A's Node ID from a stranger's address.
+    let mut spec = h.spec();
+    spec.ue_ip = Ipv4Addr::new(10, 45, 9, 9);
+    let r = h.send_from(
+        at(STRANGER),
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    );
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
+    assert_eq!((h.dp.uplink(teid), h.dp.downlink(UE)), before);
+    assert_eq!(h.node.session_count(), 1);
+    assert_eq!(h.node.stats().session_requests_unassociated, 4);
+}
+
+/// An associated SMF may not open sessions on another's association by quoting its Node ID.
+#[test]
+fn establishment_quoting_another_node_id_gets_72() {
+    let (mut h, _, _) = two_smfs();
+    let mut spec = h.spec();
+    spec.ue_ip = Ipv4Addr::new(10, 45, 8, 8);
+    let r = h.send_from(
+        at(SMF_B),
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    );
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
+    assert_eq!(r.header.seid, Some(0));
+    assert_eq!(h.node.session_count(), 1);
+    // Under its own Node ID it may.
+    spec.node_id = NodeId::Ipv4(SMF_B);
+    spec.cp_ip = SMF_B;
+    let r = h.send_from(
+        at(SMF_B),
+        Some(0),
+        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+    );
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::REQUEST_ACCEPTED);
+}
+
+/// The addresses of a session's CP F-SEID belong to its association while the session
+/// lives: the SMF may speak from there, and once the last session naming one is gone that
+/// address is a stranger again.
+#[test]
+fn cp_f_seid_addresses_join_the_association_while_their_session_lives() {
+    let mut h = Harness::new();
+    h.associate();
+    let other = Ipv4Addr::new(127, 0, 0, 40);
+    let mut spec = h.spec();
+    spec.cp_ip = other;
+    let (seid, _) = h.establish(&spec);
+    let r = h.send_from(
+        at(other),
+        Some(seid),
+        Message::SessionModificationRequest(requests::forward_downlink(5, GNB)),
+    );
+    let Message::SessionModificationResponse(m) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+    let r = h.send_from(at(other), Some(seid), requests::deletion());
+    let Message::SessionDeletionResponse(d) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(d.cause, Cause::REQUEST_ACCEPTED);
+    let r = h.send_from(at(other), Some(seid), requests::deletion());
+    let Message::SessionDeletionResponse(d) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(d.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
+}
+
+/// Association Release and Setup naming A's Node ID from B's address leave A's association
+/// and sessions alone (a release would otherwise delete them, a setup with another recovery
+/// time stamp drop them).
+#[test]
+fn association_requests_from_another_peer_change_nothing() {
+    let (mut h, seid, teid) = two_smfs();
+    let r = h.send_from(
+        at(SMF_B),
+        None,
+        requests::association_release(Harness::smf_node()),
+    );
+    let Message::AssociationReleaseResponse(a) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(a.cause, Some(Cause::NO_ESTABLISHED_ASSOCIATION));
+    let r = h.send_from(
+        at(SMF_B),
+        None,
+        requests::association_setup(Harness::smf_node(), 12345),
+    );
+    let Message::AssociationSetupResponse(a) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(a.cause, Some(Cause::REQUEST_REJECTED));
+    assert_eq!(h.node.session_count(), 1);
+    assert_eq!(h.node.association_count(), 2);
+    assert!(h.dp.uplink(teid).is_some());
+    assert_eq!(h.node.stats().association_requests_foreign, 2);
+    // A itself still may release.
+    let m = h.modify(seid, requests::set_gate(GateStatus::default()));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+    let r = h.send(None, requests::association_release(Harness::smf_node()));
+    assert!(
+        matches!(r.message, Message::AssociationReleaseResponse(ref a) if a.cause == Some(Cause::REQUEST_ACCEPTED))
+    );
+    assert_eq!(h.node.session_count(), 0);
+}
+
+/// `max_sessions` bounds the sessions on any datapath: cause 75 beyond it, counted, and a
+/// deletion makes room again.
+#[test]
+fn the_session_limit_answers_75() {
+    let mut h = Harness::new();
+    h.node.cfg.max_sessions = 2;
+    h.associate();
+    let mut seids = Vec::new();
+    for i in 0..3u8 {
+        let mut spec = h.spec();
+        spec.ue_ip = Ipv4Addr::new(10, 45, 3, i);
+        spec.cp_seid = u64::from(i) + 1;
+        let r = h.send(
+            Some(0),
+            Message::SessionEstablishmentRequest(requests::establishment(&spec)),
+        );
+        let Message::SessionEstablishmentResponse(e) = r.message else {
+            panic!("{r:?}")
+        };
+        if i < 2 {
+            assert_eq!(e.cause, Cause::REQUEST_ACCEPTED);
+            seids.push(e.up_f_seid.unwrap().seid);
+        } else {
+            assert_eq!(e.cause, Cause::NO_RESOURCES_AVAILABLE);
+            assert_eq!(r.header.seid, Some(0));
+        }
+    }
+    assert_eq!(h.node.session_count(), 2);
+    assert_eq!(h.entries().uplink, 2);
+    assert_eq!(h.node.stats().sessions_refused_limit, 1);
+    h.delete(seids[0]);
+    let mut spec = h.spec();
+    spec.ue_ip = Ipv4Addr::new(10, 45, 3, 9);
+    h.establish(&spec);
+    assert_eq!(super::DEFAULT_MAX_SESSIONS, 65_536);
+}
+
+/// TS 29.244 Table 7.5.2.2-1: a Create PDR without FAR ID (and no predefined rules or MAR)
+/// is refused with 67 naming FAR ID, not installed as a drop rule.
+#[test]
+fn a_create_pdr_without_far_id_is_refused() {
+    let mut h = Harness::new();
+    h.associate();
+    let spec = h.spec();
+    let mut req = requests::establishment(&spec);
+    req.create_pdr[1].far_id = None;
+    let r = h.send(Some(0), Message::SessionEstablishmentRequest(req));
+    let Message::SessionEstablishmentResponse(e) = r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.cause, Cause::CONDITIONAL_IE_MISSING);
+    assert_eq!(e.offending_ie, Some(ty::FAR_ID));
+    assert_eq!(h.entries(), Entries::default());
+    assert_eq!(h.node.session_count(), 0);
+}
+
+/// An Outer Header Creation towards an address no gNB can have is refused with 69 naming
+/// it, and the downlink keeps its rule. Loopback gNBs are refused by a UPF on a routable N3
+/// address; one whose N3 address is loopback itself (a rig on one host) takes them.
+#[test]
+fn outer_header_creation_towards_no_peer_is_refused() {
+    let mut rig = Harness::new();
+    rig.associate();
+    let spec = rig.spec();
+    let (seid, _) = rig.establish(&spec);
+    let m = rig.modify(seid, requests::forward_downlink(7, Ipv4Addr::LOCALHOST));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+
+    let mut h = Harness::with_n3(Ipv4Addr::new(10, 1, 0, 7));
+    h.associate();
+    let spec = h.spec();
+    let (seid, _) = h.establish(&spec);
+    for bad in [
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::LOCALHOST,
+        Ipv4Addr::new(127, 1, 2, 3),
+        Ipv4Addr::new(224, 0, 0, 1),
+        Ipv4Addr::new(239, 1, 1, 1),
+    ] {
+        let m = h.modify(seid, requests::forward_downlink(7, bad));
+        assert_eq!(m.cause, Cause::MANDATORY_IE_INCORRECT, "{bad}");
+        assert_eq!(m.offending_ie, Some(ty::OUTER_HEADER_CREATION), "{bad}");
+        assert_eq!(h.dp.downlink(UE).unwrap().action, DownlinkAction::Buffer);
+        // In a Create FAR too.
+        let mut m = SessionModificationRequest::default();
+        let mut far = requests::forward_downlink(7, bad).update_far.remove(0);
+        far.far_id = 40;
+        m.create_far.push(far);
+        let r = h.modify(seid, m);
+        assert_eq!(r.cause, Cause::MANDATORY_IE_INCORRECT, "{bad}");
+        assert_eq!(r.offending_ie, Some(ty::OUTER_HEADER_CREATION), "{bad}");
+    }
+    let m = h.modify(seid, requests::forward_downlink(7, GNB));
+    assert_eq!(m.cause, Cause::REQUEST_ACCEPTED);
+}
+
+/// Tables 7.5.2.3-1 and 7.5.2.4-1 hold for a rule after its update: a FAR turned to FORW
+/// with no forwarding parameters ever given, and a URR given PERIO with no Measurement
+/// Period, are refused with 67 and leave the session as it was.
+#[test]
+fn updated_rules_still_follow_the_create_tables() {
+    let mut h = Harness::new();
+    h.associate();
+    let mut spec = h.spec();
+    spec.volume_threshold = Some(1000);
+    let (seid, teid) = h.establish(&spec);
+    let mut m = requests::forward_downlink(7, GNB);
+    m.update_far[0].forwarding_parameters = None;
+    let r = h.modify(seid, m);
+    assert_eq!(r.cause, Cause::CONDITIONAL_IE_MISSING);
+    assert_eq!(r.offending_ie, Some(ty::UPDATE_FORWARDING_PARAMETERS));
+    assert_eq!(h.dp.downlink(UE).unwrap().action, DownlinkAction::Buffer);
+    let m = SessionModificationRequest {
+        update_urr: vec![pfcp::ie::Urr {
+            urr_id: requests::URR,
+            reporting_triggers: Some(Triggers(Triggers::PERIO)),
+            ..Default::default()
+        }],
+        ..SessionModificationRequest::default()
+    };
+    let r = h.modify(seid, m);
+    assert_eq!(r.cause, Cause::CONDITIONAL_IE_MISSING);
+    assert_eq!(r.offending_ie, Some(64));
+    // Nothing reported on a period that was refused.
+    assert!(h.advance(Duration::from_secs(5)).is_empty());
+    assert!(h.dp.uplink(teid).is_some());
 }

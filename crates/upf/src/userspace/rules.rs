@@ -72,11 +72,14 @@ pub enum TunReason {
     /// Dropped (AF_XDP, which routes itself): the inner packet's TTL ran out (RFC 1812
     /// §5.3.1).
     DropTtlExpired,
+    /// Dropped: the inner IPv4 header is inconsistent (RFC 791 §3.1: IHL below 5, or a Total
+    /// Length shorter than the header).
+    DropInnerHeader,
 }
 
 impl TunReason {
     /// How many reasons there are.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
     /// Every reason, in counter order.
     pub const ALL: [TunReason; TunReason::COUNT] = [
         TunReason::UlForwarded,
@@ -99,6 +102,7 @@ impl TunReason {
         TunReason::DropNoNeighbour,
         TunReason::DropTxFull,
         TunReason::DropTtlExpired,
+        TunReason::DropInnerHeader,
     ];
 
     /// A snake_case name for reports.
@@ -124,6 +128,7 @@ impl TunReason {
             TunReason::DropNoNeighbour => "drop_no_neighbour",
             TunReason::DropTxFull => "drop_tx_full",
             TunReason::DropTtlExpired => "drop_ttl_expired",
+            TunReason::DropInnerHeader => "drop_inner_header",
         }
     }
 
@@ -575,12 +580,9 @@ impl Rules {
             }
         }
         let inner = dgram.get(it.payload_offset()..p.total_len()).unwrap_or(&[]);
-        let Some(inner) = ipv4_packet(inner) else {
-            return count(if inner.len() < 20 {
-                TunReason::DropTruncated
-            } else {
-                TunReason::DropMalformed
-            });
+        let inner = match inner_ipv4(inner) {
+            Ok(i) => i,
+            Err(r) => return count(r),
         };
         if inner.get(12..16) != Some(&entry.rule.ue_ip.octets()[..]) {
             return count(TunReason::DropUeMismatch);
@@ -614,8 +616,9 @@ impl Rules {
             bump(&shared.counts[r as usize], 1);
             DownlinkVerdict::Done
         };
-        let Some(inner) = ipv4_packet(pkt) else {
-            return count(TunReason::DropMalformed);
+        let inner = match inner_ipv4(pkt) {
+            Ok(i) => i,
+            Err(r) => return count(r),
         };
         let dst = Ipv4Addr::new(inner[16], inner[17], inner[18], inner[19]);
         let Some(entry) = self.downlink.get_mut(&dst) else {
@@ -674,17 +677,24 @@ pub fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// `p` cut to its IPv4 total length, if it is an IPv4 packet that fits.
-pub fn ipv4_packet(p: &[u8]) -> Option<&[u8]> {
-    let h = p.get(..20)?;
+/// `p` cut to its IPv4 Total Length once its header holds together (RFC 791 §3.1): version 4,
+/// IHL ≥ 5, IHL × 4 ≤ Total Length ≤ what arrived. Otherwise why it is dropped, under the
+/// cause names the XDP fast path counts the same checks with.
+pub fn inner_ipv4(p: &[u8]) -> Result<&[u8], TunReason> {
+    let h = p.get(..20).ok_or(TunReason::DropTruncated)?;
     if h[0] >> 4 != 4 {
-        return None;
+        return Err(TunReason::DropMalformed);
+    }
+    let header = usize::from(h[0] & 0x0f) * 4;
+    if header < 20 {
+        return Err(TunReason::DropInnerHeader);
     }
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    if total < 20 {
-        return None;
+    let pkt = p.get(..total).ok_or(TunReason::DropTruncated)?;
+    if total < header {
+        return Err(TunReason::DropInnerHeader);
     }
-    p.get(..total)
+    Ok(pkt)
 }
 
 /// The longest header [`gtpu_header`] writes.
@@ -768,16 +778,61 @@ mod tests {
     }
 
     #[test]
-    fn ipv4_packet_checks_version_and_length() {
-        assert!(ipv4_packet(&[0x45; 10]).is_none());
+    fn inner_ipv4_checks_version_header_and_length() {
+        assert_eq!(inner_ipv4(&[0x45; 10]), Err(TunReason::DropTruncated));
         let mut p = vec![0u8; 30];
         p[0] = 0x45;
         p[3] = 25;
-        assert_eq!(ipv4_packet(&p).map(<[u8]>::len), Some(25));
+        assert_eq!(inner_ipv4(&p).map(<[u8]>::len), Ok(25));
         p[3] = 40;
-        assert!(ipv4_packet(&p).is_none());
+        assert_eq!(inner_ipv4(&p), Err(TunReason::DropTruncated));
+        p[3] = 30;
+        // IHL 3 (12 octets): no IPv4 header is that short.
+        p[0] = 0x43;
+        assert_eq!(inner_ipv4(&p), Err(TunReason::DropInnerHeader));
+        // IHL 7 (28 octets) in a 24-octet packet.
+        p[0] = 0x47;
+        p[3] = 24;
+        assert_eq!(inner_ipv4(&p), Err(TunReason::DropInnerHeader));
+        p[3] = 28;
+        assert_eq!(inner_ipv4(&p).map(<[u8]>::len), Ok(28));
         p[0] = 0x60;
-        assert!(ipv4_packet(&p).is_none());
+        assert_eq!(inner_ipv4(&p), Err(TunReason::DropMalformed));
+    }
+
+    /// An uplink G-PDU whose inner header is broken is dropped and counted, never
+    /// forwarded, on the path every user-space datapath shares.
+    #[test]
+    fn broken_inner_headers_are_dropped_with_their_cause() {
+        let (mut h, mut r) = channel();
+        let ue = Ipv4Addr::new(10, 9, 0, 1);
+        h.install_uplink(&UplinkRule {
+            teid: 7,
+            seid: 1,
+            pdr_id: 1,
+            ue_ip: ue,
+            qfi: None,
+            action: UplinkAction::Forward,
+            gate: Gate::OPEN,
+            usage: None,
+        })
+        .unwrap();
+        r.apply_updates(&mut Vec::new());
+        let good = craft::ipv4_udp(ue, Ipv4Addr::new(10, 8, 0, 1), 1, 2, b"inner").unwrap();
+        for (ihl_byte, want) in [
+            (0x43, TunReason::DropInnerHeader),
+            (0x40, TunReason::DropInnerHeader),
+            (0x4f, TunReason::DropInnerHeader),
+        ] {
+            let mut bad = good.clone();
+            bad[0] = ihl_byte;
+            let before = h.counters();
+            let g = craft::g_pdu(7, None, &bad).unwrap();
+            assert_eq!(r.uplink(&g), UplinkVerdict::Done, "{ihl_byte:#x}");
+            assert_eq!(h.counters().since(&before).get(want), 1, "{ihl_byte:#x}");
+        }
+        let g = craft::g_pdu(7, None, &good).unwrap();
+        assert_eq!(r.uplink(&g), UplinkVerdict::Forward(&good[..]));
     }
 
     #[test]

@@ -39,17 +39,22 @@ pub fn start() -> (UpfService, MemoryDatapath, Peer) {
     opts.node.worker = 5;
     let dp = MemoryDatapath::new();
     let svc = UpfService::start(opts, Box::new(dp.clone())).unwrap();
+    let peer = peer(svc.local_addr());
+    (svc, dp, peer)
+}
+
+/// A peer on a loopback socket of its own, talking to the UPF at `upf`.
+pub fn peer(upf: SocketAddr) -> Peer {
     let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let peer = Peer {
+    Peer {
         sock,
-        upf: svc.local_addr(),
+        upf,
         seq: 0,
         from_upf: Vec::new(),
         wire: Vec::new(),
-    };
-    (svc, dp, peer)
+    }
 }
 
 impl Peer {
@@ -148,7 +153,7 @@ impl Peer {
 /// Used by the plain test and by the tshark test (which captures it).
 pub fn life_cycle(svc: UpfService, dp: MemoryDatapath, mut p: Peer) -> upf::ServiceReport {
     use pfcp::ie::{ty, FTeid, Triggers};
-    use upf::requests::{self, SessionSpec};
+    use pfcp::requests::{self, SessionSpec};
     use upf::{Datapath, DownlinkAction, Entries, Usage};
 
     let ue = Ipv4Addr::new(10, 45, 0, 9);
@@ -192,12 +197,12 @@ pub fn life_cycle(svc: UpfService, dp: MemoryDatapath, mut p: Peer) -> upf::Serv
     };
     assert_eq!(e.cause, Cause::REQUEST_ACCEPTED, "{e:?}");
     let up_seid = e.up_f_seid.unwrap().seid;
-    assert_eq!(upf::ids::owner_of_seid(up_seid), 5, "worker 5 in the SEID");
+    assert_eq!(ids::upf::owner_of_seid(up_seid), 5, "worker 5 in the SEID");
     let Some(FTeid::Assigned { teid, ipv4, .. }) = e.created_pdr[0].f_teid else {
         panic!("{e:?}")
     };
     assert_eq!(ipv4, Some(Ipv4Addr::new(127, 0, 0, 7)));
-    assert_eq!(upf::ids::owner_of_teid(teid), 5, "worker 5 in the TEID");
+    assert_eq!(ids::upf::owner_of_teid(teid), 5, "worker 5 in the TEID");
     let ul = dp.uplink(teid).unwrap();
     assert_eq!(dp.downlink(ue).unwrap().action, DownlinkAction::Buffer);
 

@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
+use ids::amf::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
+use ids::{WorkerId, Workers};
 use proto::ids::{Guami, Snssai, Tai};
 use proto::nas::{
     self, AccessType, AuthenticationReject, AuthenticationRequest, CipheringAlgorithm,
@@ -62,6 +64,7 @@ use proto::ngap::{
     UplinkNasTransport,
 };
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthData5g, AuthResult,
     AuthenticationInfo, ConfirmationData, ConfirmationDataResponse, HexBytes, PlmnId,
@@ -69,11 +72,8 @@ use sbi::model::{
 };
 use sbi::paths::build;
 use sbi::problem::GmmCause;
-use sbi::server::decode_json;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::{HxresStar, Kseaf, Rand, ResStar};
-use steer::owner::{amf_ue_ngap_id, owner_of_amf_ue_ngap_id, owner_of_tmsi, tmsi};
-use steer::{WorkerId, Workers};
 use tracing::{debug, warn};
 
 use crate::state::ContextMap;
@@ -251,24 +251,57 @@ enum CallKind {
 /// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
 /// N2 connection by 5G-TMSI: [`crate::state::ShardMap`]s in the sharded mode, clones of
 /// [`crate::state::LockedMap`]s in the locking baseline.
+///
+/// Each message, reply or timer touches a UE context in one access to `M`
+/// ([`ContextMap::with`], or [`ContextMap::with_remove`] when the context ends): the
+/// procedure step runs on `&mut UeContext` inside it and hands its output back as
+/// [`Effects`], which go to the runtime's queue and the timer list once the access is over.
+/// The context stays in the map from its INITIAL UE MESSAGE until its release, so in the
+/// locking baseline every other worker sees it at every moment.
 #[derive(Debug)]
 pub struct Amf<M, P> {
-    cfg: AmfConfig,
-    snn: String,
     ues: M,
     idle: P,
+    /// What a procedure step may touch besides the UE context.
+    local: Local,
+    timers: BTreeSet<(Instant, u64)>,
+    idle_order: VecDeque<u32>,
+    actions: VecDeque<Action>,
+}
+
+/// The worker's own state that procedure steps read and update beside the UE context:
+/// configuration, counters, identifier allocation, outstanding calls, and the output of
+/// the step in progress. Nothing here is shared between workers.
+#[derive(Debug)]
+struct Local {
+    cfg: AmfConfig,
+    snn: String,
     next_ue: u32,
     next_tmsi: u32,
     next_call: u64,
     calls: HashMap<u64, (u64, CallKind)>,
-    timers: BTreeSet<(Instant, u64)>,
-    idle_order: VecDeque<u32>,
     /// SUPI → AMF-UE-NGAP-ID of the UEs with PDU sessions this worker set up, so an
     /// N1N2MessageTransfer naming the SUPI finds its UE (see [`session`]).
     supi_index: HashMap<String, u64>,
-    actions: VecDeque<Action>,
     stats: AmfStats,
     sm_stats: session::SessionStats,
+    /// The output of the step in progress, taken as [`Effects`] when it ends.
+    out: Effects,
+}
+
+/// What one procedure step hands back to be done after its access to the UE context:
+/// messages to send, SBI calls and answers, and changes to the timer list, in order.
+#[derive(Debug, Default)]
+struct Effects {
+    actions: Vec<Action>,
+    timers: Vec<TimerOp>,
+}
+
+/// A change to the worker's timer list, keyed by (deadline, AMF-UE-NGAP-ID).
+#[derive(Debug, Clone, Copy)]
+enum TimerOp {
+    Set(Instant, u64),
+    Cancel(Instant, u64),
 }
 
 impl<M, P> Amf<M, P>
@@ -280,31 +313,34 @@ where
     pub fn new(cfg: AmfConfig, ues: M, idle: P) -> Self {
         let snn = cfg.serving_network_name();
         Self {
-            cfg,
-            snn,
             ues,
             idle,
-            next_ue: 0,
-            next_tmsi: 0,
-            next_call: 0,
-            calls: HashMap::new(),
+            local: Local {
+                cfg,
+                snn,
+                next_ue: 0,
+                next_tmsi: 0,
+                next_call: 0,
+                calls: HashMap::new(),
+                supi_index: HashMap::new(),
+                stats: AmfStats::default(),
+                sm_stats: session::SessionStats::default(),
+                out: Effects::default(),
+            },
             timers: BTreeSet::new(),
             idle_order: VecDeque::new(),
-            supi_index: HashMap::new(),
             actions: VecDeque::new(),
-            stats: AmfStats::default(),
-            sm_stats: session::SessionStats::default(),
         }
     }
 
     /// Counters.
     pub fn stats(&self) -> AmfStats {
-        self.stats
+        self.local.stats
     }
 
     /// The configuration.
     pub fn config(&self) -> &AmfConfig {
-        &self.cfg
+        &self.local.cfg
     }
 
     /// Connected UE contexts (in the locking baseline: of every worker).
@@ -337,6 +373,25 @@ where
         self.timers.first().map(|(t, _)| *t)
     }
 
+    /// Carries out what a step handed back: its messages and calls go to the runtime's
+    /// queue, its timer changes to the timer list.
+    fn apply(&mut self, e: Effects) {
+        self.actions.extend(e.actions);
+        for op in e.timers {
+            match op {
+                TimerOp::Set(t, id) => self.timers.insert((t, id)),
+                TimerOp::Cancel(t, id) => self.timers.remove(&(t, id)),
+            };
+        }
+    }
+
+    /// Applies what was produced outside any UE context access (error indications,
+    /// refusals).
+    fn flush(&mut self) {
+        let e = self.local.take();
+        self.apply(e);
+    }
+
     // ---- NGAP in ----
 
     /// One UE-associated NGAP message received on `assoc`/`stream` from gNB `gnb_id`;
@@ -351,12 +406,26 @@ where
         gnb_id: u32,
         bytes: &[u8],
     ) {
+        self.on_ngap(now, assoc, stream, ready, gnb_id, bytes);
+        self.flush();
+    }
+
+    fn on_ngap(
+        &mut self,
+        now: Instant,
+        assoc: u32,
+        stream: u16,
+        ready: bool,
+        gnb_id: u32,
+        bytes: &[u8],
+    ) {
+        let l = &mut self.local;
         let pdu = match ngap::decode(bytes) {
             Ok(p) => p,
             Err(e) => {
                 // TS 38.413 §10.2: transfer syntax error.
                 debug!(assoc, error = %e, "undecodable NGAP message");
-                return self.error_indication(
+                return l.error_indication(
                     assoc,
                     stream,
                     None,
@@ -371,7 +440,7 @@ where
             Ok(Some(fault)) if fault.rejects() => {
                 // §10.3.4.2, §10.3.5, §10.3.6: abstract syntax error.
                 let diag = pdu.diagnostics_for_error_indication(&fault.ies);
-                return self.error_indication(
+                return l.error_indication(
                     assoc,
                     stream,
                     amf_id,
@@ -382,7 +451,7 @@ where
             }
             Ok(_) => {}
             Err(_) => {
-                return self.error_indication(
+                return l.error_indication(
                     assoc,
                     stream,
                     amf_id,
@@ -394,119 +463,395 @@ where
         }
         if !ready {
             // TS 38.413 §8.7.1.1: UE-associated signalling needs NG Setup first.
-            return self.not_compatible(assoc, stream, &pdu);
+            return l.not_compatible(assoc, stream, &pdu);
         }
         match pdu.kind() {
             MessageKind::InitialUeMessage => match InitialUeMessage::parse(&pdu) {
                 Ok(m) => self.on_initial_ue_message(now, assoc, stream, gnb_id, m),
-                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
             },
             MessageKind::UplinkNasTransport => match UplinkNasTransport::parse(&pdu) {
-                Ok(m) => {
-                    if let Some(mut ue) =
-                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                    {
-                        self.on_uplink_nas(now, &mut ue, &m.nas_pdu);
-                        self.put_back(ue);
-                    }
-                }
-                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                Ok(m) => self.on_ue(
+                    assoc,
+                    stream,
+                    m.amf_ue_ngap_id,
+                    m.ran_ue_ngap_id,
+                    |l, ue| {
+                        l.on_uplink_nas(now, ue, &m.nas_pdu);
+                        false
+                    },
+                ),
+                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
             },
             MessageKind::InitialContextSetupResponse => {
                 match InitialContextSetupResponse::parse(&pdu) {
-                    Ok(m) => {
-                        if let Some(mut ue) =
-                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                        {
+                    Ok(m) => self.on_ue(
+                        assoc,
+                        stream,
+                        m.amf_ue_ngap_id,
+                        m.ran_ue_ngap_id,
+                        |l, ue| {
                             if ue.state == UeState::WaitIcsResponse {
                                 ue.state = UeState::WaitRegistrationComplete;
                                 ue.as_context = true;
                             } else {
-                                self.not_compatible(assoc, stream, &pdu);
+                                l.not_compatible(assoc, stream, &pdu);
                             }
-                            self.put_back(ue);
-                        }
-                    }
-                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                            false
+                        },
+                    ),
+                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
                 }
             }
             MessageKind::InitialContextSetupFailure => {
                 match InitialContextSetupFailure::parse(&pdu) {
                     Ok(m) => {
-                        if let Some(mut ue) =
-                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                        {
+                        self.on_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id, |l, ue| {
                             debug!(amf_ue_ngap_id = m.amf_ue_ngap_id, cause = %m.cause, "initial context setup failed");
                             // TS 23.502 §4.2.2.2.2: without an access stratum context the
                             // registration cannot complete; release the connection and keep
                             // the security context.
                             let park = ue.sec.is_some();
-                            self.release(now, &mut ue, NasCause::Unspecified.into(), park);
-                            self.put_back(ue);
-                        }
+                            l.release(now, ue, NasCause::Unspecified.into(), park);
+                            false
+                        })
                     }
-                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
                 }
             }
             MessageKind::UeContextReleaseRequest => match UeContextReleaseRequest::parse(&pdu) {
-                Ok(m) => {
-                    if let Some(mut ue) =
-                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                    {
+                Ok(m) => self.on_ue(
+                    assoc,
+                    stream,
+                    m.amf_ue_ngap_id,
+                    m.ran_ue_ngap_id,
+                    |l, ue| {
                         // TS 23.502 §4.2.6: AN release; a registered UE keeps its context.
                         let park = ue.state == UeState::Registered || ue.park;
-                        self.release(now, &mut ue, m.cause, park);
-                        self.put_back(ue);
-                    }
-                }
-                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                        l.release(now, ue, m.cause, park);
+                        false
+                    },
+                ),
+                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
             },
             MessageKind::UeContextReleaseComplete => match UeContextReleaseComplete::parse(&pdu) {
-                Ok(m) => {
-                    if let Some(ue) =
-                        self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                    {
-                        if ue.state == UeState::Releasing {
-                            self.finish_release(ue);
-                        } else {
-                            self.not_compatible(assoc, stream, &pdu);
-                            self.put_back(ue);
+                Ok(m) => self.on_ue(
+                    assoc,
+                    stream,
+                    m.amf_ue_ngap_id,
+                    m.ran_ue_ngap_id,
+                    |l, ue| {
+                        // The N2 part is gone: the context leaves the map in this access.
+                        let done = ue.state == UeState::Releasing;
+                        if !done {
+                            l.not_compatible(assoc, stream, &pdu);
                         }
-                    }
-                }
-                Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                        done
+                    },
+                ),
+                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
             },
             MessageKind::PduSessionResourceSetupResponse => {
                 match ngap::PduSessionResourceSetupResponse::parse(&pdu) {
                     Ok(m) => {
-                        if let Some(mut ue) =
-                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                        {
-                            self.on_setup_response(&mut ue, m);
-                            self.put_back(ue);
-                        }
+                        let (amf, ran) = (m.amf_ue_ngap_id, m.ran_ue_ngap_id);
+                        self.on_ue(assoc, stream, amf, ran, |l, ue| {
+                            l.on_setup_response(ue, m);
+                            false
+                        })
                     }
-                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
                 }
             }
             MessageKind::PduSessionResourceReleaseResponse => {
                 match ngap::PduSessionResourceReleaseResponse::parse(&pdu) {
                     Ok(m) => {
-                        if let Some(mut ue) =
-                            self.take_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id)
-                        {
-                            self.on_release_response(&mut ue, m);
-                            self.put_back(ue);
-                        }
+                        let (amf, ran) = (m.amf_ue_ngap_id, m.ran_ue_ngap_id);
+                        self.on_ue(assoc, stream, amf, ran, |l, ue| {
+                            l.on_release_response(ue, m);
+                            false
+                        })
                     }
-                    Err(e) => self.parse_failed(assoc, stream, &pdu, &e),
+                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
                 }
             }
             MessageKind::NasNonDeliveryIndication | MessageKind::ErrorIndication => {
                 debug!(assoc, procedure = pdu.procedure_name(), "noted");
             }
-            _ => self.not_compatible(assoc, stream, &pdu),
+            _ => l.not_compatible(assoc, stream, &pdu),
         }
+    }
+
+    /// Runs `step` on the context a UE-associated message names, in one access to the map,
+    /// if and only if the message may act on it: owned here, on its association, with its
+    /// RAN-UE-NGAP-ID (TS 38.413 §10.6). Otherwise answers with an ERROR INDICATION.
+    /// `step` answers whether the N2 part of the UE is gone: the context then leaves the
+    /// map in the same access and its release is finished.
+    fn on_ue(
+        &mut self,
+        assoc: u32,
+        stream: u16,
+        amf: u64,
+        ran: u32,
+        step: impl FnOnce(&mut Local, &mut UeContext) -> bool,
+    ) {
+        let unknown = RadioNetworkCause::UnknownLocalUENGAPID;
+        let l = &mut self.local;
+        if !M::SHARED && owner_of_amf_ue_ngap_id(amf, l.cfg.workers) != Some(l.cfg.worker) {
+            return l.error_indication(assoc, stream, Some(amf), Some(ran), unknown.into(), None);
+        }
+        let ((refused, effects), gone) = self.ues.with_remove(&amf, |u| {
+            let (refused, gone) = match u {
+                Some(ue) if ue.assoc == assoc && ue.ran_ue_ngap_id == ran => (None, step(l, ue)),
+                Some(ue) if ue.assoc == assoc => {
+                    (Some(RadioNetworkCause::InconsistentRemoteUENGAPID), false)
+                }
+                // Another gNB's UE: to this association the id is unknown.
+                _ => (Some(unknown), false),
+            };
+            ((refused, l.take()), gone)
+        });
+        self.apply(effects);
+        if let Some(c) = refused {
+            let l = &mut self.local;
+            l.error_indication(assoc, stream, Some(amf), Some(ran), c.into(), None);
+        }
+        if let Some(ue) = gone {
+            self.finish_release(ue);
+        }
+    }
+
+    fn on_initial_ue_message(
+        &mut self,
+        now: Instant,
+        assoc: u32,
+        stream: u16,
+        gnb_id: u32,
+        m: InitialUeMessage,
+    ) {
+        let octets = &m.nas_pdu;
+        let header = octets.get(1).map(|h| h & 0x0f);
+        // The initial NAS message is a REGISTRATION REQUEST, plain or integrity protected
+        // (TS 24.501 §4.4.6); its 5GMM header sits after the security header if any.
+        let inner = match header {
+            Some(0) => octets.get(..),
+            Some(_) => octets.get(7..),
+            None => None,
+        };
+        let mt = inner.and_then(|i| i.get(2)).copied();
+        if header == Some(0) && mt != Some(nas::message_type::REGISTRATION_REQUEST) {
+            // §4.4.4.3: nothing but the listed messages is processed unprotected, and
+            // this AMF has no context yet to read anything else with.
+            self.local.stats.unprotected_discarded += 1;
+            debug!(assoc, gnb_id, message_type = ?mt, "initial NAS message discarded");
+            return;
+        }
+        let l = &mut self.local;
+        let id = amf_ue_ngap_id(l.cfg.worker, l.next_ue);
+        l.next_ue = l.next_ue.wrapping_add(1);
+        let mut ue = UeContext::new(id, m.ran_ue_ngap_id, assoc, stream);
+        l.stats.ues_created += 1;
+        // The new context is stepped before it is inserted: nobody else can know its id
+        // yet, and the insertion is its one access to the map.
+        if header == Some(0) {
+            match nas::RegistrationRequest::parse(octets) {
+                Ok(req) => l.start_registration(now, &mut ue, req, false),
+                Err(e) => l.registration_reject(now, &mut ue, e.cause()),
+            }
+            return self.insert_new(ue);
+        }
+        // A protected REGISTRATION REQUEST: the 5G-GUTI inside names the context to
+        // verify it with.
+        let plain_req = inner.map(nas::RegistrationRequest::parse);
+        let Some(Ok(req)) = plain_req else {
+            // Ciphered or malformed: nothing can be read.
+            let cause = match plain_req {
+                Some(Err(e)) => e.cause(),
+                _ => FiveGmmCause::SemanticallyIncorrectMessage,
+            };
+            l.registration_reject(now, &mut ue, cause);
+            return self.insert_new(ue);
+        };
+        let kept = match &req.mobile_identity {
+            MobileIdentity::Guti(g) => self.take_idle(g),
+            _ => None,
+        };
+        let l = &mut self.local;
+        let Some(kept) = kept else {
+            l.start_registration(now, &mut ue, req, false);
+            return self.insert_new(ue);
+        };
+        ue.supi = Some(kept.supi.clone());
+        ue.guti = Some(kept.guti);
+        ue.kamf = Some(kept.kamf.clone());
+        ue.caps = kept.caps;
+        ue.allowed_nssai = kept.allowed_nssai.clone();
+        let mut sec = kept.sec;
+        match sec.unprotect(octets, Direction::Uplink) {
+            Ok(u) => {
+                ue.last_ul_count = u.count;
+                ue.sec = Some(sec);
+                ue.secured = true;
+                // Read again from the verified octets: they are what counts.
+                match nas::RegistrationRequest::parse(&u.plain) {
+                    Ok(req) => l.start_registration(now, &mut ue, req, true),
+                    Err(e) => l.registration_reject(now, &mut ue, e.cause()),
+                }
+            }
+            Err(e) => {
+                // §4.4.4.3: a REGISTRATION REQUEST that fails the integrity check is
+                // still processed, by authenticating the UE again.
+                debug!(amf_ue_ngap_id = id, error = %e, "initial registration request fails integrity check");
+                l.stats.mac_failures += 1;
+                ue.sec = Some(sec);
+                l.start_registration(now, &mut ue, req, false);
+            }
+        }
+        self.insert_new(ue);
+    }
+
+    /// A new context enters the map (replacing any left under a reused id, as a
+    /// wrapped-around allocation would), then the output of its first step goes out.
+    fn insert_new(&mut self, ue: UeContext) {
+        self.ues.insert(ue.amf_ue_ngap_id, ue);
+        self.flush();
+    }
+
+    /// The kept context of a 5G-GUTI this AMF allocated, taken out of the idle map.
+    fn take_idle(&mut self, g: &Guti) -> Option<IdleUe> {
+        let gu = &self.local.cfg.guami;
+        if g.plmn != gu.plmn
+            || g.amf_region != gu.amf_region_id
+            || g.amf_set != gu.amf_set_id
+            || g.amf_pointer != gu.amf_pointer
+        {
+            return None;
+        }
+        let w = (self.local.cfg.worker, self.local.cfg.workers);
+        if !P::SHARED && owner_of_tmsi(g.tmsi, w.1) != Some(w.0) {
+            return None;
+        }
+        self.idle.remove(&g.tmsi).filter(|k| k.guti == *g)
+    }
+
+    /// The N2 part is gone: the context has left the connected map, and what a later
+    /// registration with the 5G-GUTI needs is kept if asked for.
+    fn finish_release(&mut self, mut ue: UeContext) {
+        self.local.stats.releases += 1;
+        self.local.release_sm_contexts(&mut ue);
+        self.flush();
+        if let Some((t, _)) = ue.timer {
+            self.timers.remove(&(t, ue.amf_ue_ngap_id));
+        }
+        let UeContext {
+            park,
+            supi,
+            guti,
+            kamf,
+            sec,
+            caps,
+            allowed_nssai,
+            ..
+        } = ue;
+        if let (true, Some(supi), Some(guti), Some(kamf), Some(sec)) = (park, supi, guti, kamf, sec)
+        {
+            let t = guti.tmsi;
+            self.idle.insert(
+                t,
+                IdleUe {
+                    supi,
+                    guti,
+                    kamf,
+                    sec,
+                    caps,
+                    allowed_nssai,
+                },
+            );
+            self.idle_order.push_back(t);
+            // Bounded: the oldest kept context goes first.
+            while self.idle_order.len() > self.local.cfg.max_idle {
+                if let Some(old) = self.idle_order.pop_front() {
+                    self.idle.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The reply to call `call_id`.
+    pub fn handle_sbi_reply(
+        &mut self,
+        now: Instant,
+        call_id: u64,
+        status: StatusCode,
+        body: &[u8],
+    ) {
+        self.handle_sbi_response(now, call_id, status, None, None, body)
+    }
+
+    /// The reply to call `call_id` with the headers the Nsmf answers need: `Location` of a
+    /// created SM context and the `Content-Type` of a multipart body.
+    pub fn handle_sbi_response(
+        &mut self,
+        now: Instant,
+        call_id: u64,
+        status: StatusCode,
+        location: Option<&str>,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) {
+        let l = &mut self.local;
+        let Some((id, kind)) = l.calls.remove(&call_id) else {
+            l.stats.stray_replies += 1;
+            return;
+        };
+        if kind == CallKind::SmRelease {
+            // The UE context that asked is gone by design.
+            return l.on_sm_released(status);
+        }
+        let effects = self.ues.with(&id, |u| {
+            let ue = u?;
+            l.on_sbi_response(now, ue, call_id, kind, status, location, content_type, body);
+            Some(l.take())
+        });
+        match effects {
+            Some(e) => self.apply(e),
+            None => self.local.stats.stray_replies += 1,
+        }
+    }
+
+    // ---- timers ----
+
+    /// Runs the timers whose time is up: retransmissions, aborts and release guards.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, id)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            let l = &mut self.local;
+            let (effects, gone) = self.ues.with_remove(&id, |u| match u {
+                Some(ue) => {
+                    let gone = l.on_timer(now, ue, t);
+                    (l.take(), gone)
+                }
+                None => (Effects::default(), false),
+            });
+            self.apply(effects);
+            if let Some(ue) = gone {
+                self.finish_release(ue);
+            }
+        }
+    }
+}
+
+impl Local {
+    /// The output of the step that just ran.
+    fn take(&mut self) -> Effects {
+        std::mem::take(&mut self.out)
+    }
+
+    fn emit(&mut self, a: Action) {
+        self.out.actions.push(a);
     }
 
     fn parse_failed(&mut self, assoc: u32, stream: u16, pdu: &NgapPdu, e: &ngap::ParseError) {
@@ -531,136 +876,80 @@ where
         );
     }
 
-    /// Takes the context of a UE-associated message out of the map, if and only if the
-    /// message may act on it: owned here, on its association, with its RAN-UE-NGAP-ID
-    /// (TS 38.413 §10.6). Otherwise answers with an ERROR INDICATION.
-    fn take_ue(&mut self, assoc: u32, stream: u16, amf: u64, ran: u32) -> Option<UeContext> {
-        let unknown: Cause = RadioNetworkCause::UnknownLocalUENGAPID.into();
-        if !M::SHARED && owner_of_amf_ue_ngap_id(amf, self.cfg.workers) != Some(self.cfg.worker) {
-            self.error_indication(assoc, stream, Some(amf), Some(ran), unknown, None);
-            return None;
-        }
-        let check = self.ues.with(&amf, |u| {
-            u.map(|u| (u.assoc == assoc, u.ran_ue_ngap_id == ran))
-        });
-        match check {
-            Some((true, true)) => self.ues.remove(&amf),
-            Some((true, false)) => {
-                let c = RadioNetworkCause::InconsistentRemoteUENGAPID.into();
-                self.error_indication(assoc, stream, Some(amf), Some(ran), c, None);
-                None
-            }
-            // Another gNB's UE: to this association the id is unknown.
-            _ => {
-                self.error_indication(assoc, stream, Some(amf), Some(ran), unknown, None);
-                None
-            }
-        }
-    }
-
-    fn put_back(&mut self, ue: UeContext) {
-        self.ues.insert(ue.amf_ue_ngap_id, ue);
-    }
-
-    fn on_initial_ue_message(
+    /// A reply to call `call_id` of `kind` for `ue`.
+    #[allow(clippy::too_many_arguments)]
+    fn on_sbi_response(
         &mut self,
         now: Instant,
-        assoc: u32,
-        stream: u16,
-        gnb_id: u32,
-        m: InitialUeMessage,
+        ue: &mut UeContext,
+        call_id: u64,
+        kind: CallKind,
+        status: StatusCode,
+        location: Option<&str>,
+        content_type: Option<&str>,
+        body: &[u8],
     ) {
-        let octets = &m.nas_pdu;
-        let header = octets.get(1).map(|h| h & 0x0f);
-        // The initial NAS message is a REGISTRATION REQUEST, plain or integrity protected
-        // (TS 24.501 §4.4.6); its 5GMM header sits after the security header if any.
-        let inner = match header {
-            Some(0) => octets.get(..),
-            Some(_) => octets.get(7..),
-            None => None,
-        };
-        let mt = inner.and_then(|i| i.get(2)).copied();
-        if header == Some(0) && mt != Some(nas::message_type::REGISTRATION_REQUEST) {
-            // §4.4.4.3: nothing but the listed messages is processed unprotected, and
-            // this AMF has no context yet to read anything else with.
-            self.stats.unprotected_discarded += 1;
-            debug!(assoc, gnb_id, message_type = ?mt, "initial NAS message discarded");
+        if let CallKind::SmCreate(psi) | CallKind::SmUpdate(psi) = kind {
+            // Session calls run beside the 5GMM procedures: they do not take the UE's
+            // single call slot.
+            let reply = session::SmReply {
+                status,
+                location,
+                content_type,
+                body,
+            };
+            return match kind {
+                CallKind::SmCreate(_) => self.on_sm_created(ue, psi, reply),
+                _ => self.on_sm_updated(ue, psi, reply),
+            };
+        }
+        if ue.pending_call != Some(call_id) {
+            self.stats.stray_replies += 1;
             return;
         }
-        let id = amf_ue_ngap_id(self.cfg.worker, self.next_ue);
-        self.next_ue = self.next_ue.wrapping_add(1);
-        let mut ue = UeContext::new(id, m.ran_ue_ngap_id, assoc, stream);
-        self.stats.ues_created += 1;
-        if header == Some(0) {
-            match nas::RegistrationRequest::parse(octets) {
-                Ok(req) => self.start_registration(now, &mut ue, req, false),
-                Err(e) => self.registration_reject(now, &mut ue, e.cause()),
-            }
-            return self.put_back(ue);
+        ue.pending_call = None;
+        let status = status.as_u16();
+        match kind {
+            CallKind::AuthVector => self.on_auth_vector(now, ue, status, body),
+            CallKind::Confirmation => self.on_confirmation(now, ue, status, body),
+            CallKind::Uecm => self.on_uecm(now, ue, status, body),
+            CallKind::Sdm => self.on_sdm(now, ue, status, body),
+            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
         }
-        // A protected REGISTRATION REQUEST: the 5G-GUTI inside names the context to
-        // verify it with.
-        let plain_req = inner.map(nas::RegistrationRequest::parse);
-        let Some(Ok(req)) = plain_req else {
-            // Ciphered or malformed: nothing can be read.
-            let cause = match plain_req {
-                Some(Err(e)) => e.cause(),
-                _ => FiveGmmCause::SemanticallyIncorrectMessage,
-            };
-            self.registration_reject(now, &mut ue, cause);
-            return self.put_back(ue);
-        };
-        let kept = match &req.mobile_identity {
-            MobileIdentity::Guti(g) => self.take_idle(g),
-            _ => None,
-        };
-        let Some(kept) = kept else {
-            self.start_registration(now, &mut ue, req, false);
-            return self.put_back(ue);
-        };
-        ue.supi = Some(kept.supi.clone());
-        ue.guti = Some(kept.guti);
-        ue.kamf = Some(kept.kamf.clone());
-        ue.caps = kept.caps;
-        ue.allowed_nssai = kept.allowed_nssai.clone();
-        let mut sec = kept.sec;
-        match sec.unprotect(octets, Direction::Uplink) {
-            Ok(u) => {
-                ue.last_ul_count = u.count;
-                ue.sec = Some(sec);
-                ue.secured = true;
-                // Read again from the verified octets: they are what counts.
-                match nas::RegistrationRequest::parse(&u.plain) {
-                    Ok(req) => self.start_registration(now, &mut ue, req, true),
-                    Err(e) => self.registration_reject(now, &mut ue, e.cause()),
-                }
-            }
-            Err(e) => {
-                // §4.4.4.3: a REGISTRATION REQUEST that fails the integrity check is
-                // still processed, by authenticating the UE again.
-                debug!(amf_ue_ngap_id = id, error = %e, "initial registration request fails integrity check");
-                self.stats.mac_failures += 1;
-                ue.sec = Some(sec);
-                self.start_registration(now, &mut ue, req, false);
-            }
-        }
-        self.put_back(ue);
     }
 
-    /// The kept context of a 5G-GUTI this AMF allocated, taken out of the idle map.
-    fn take_idle(&mut self, g: &Guti) -> Option<IdleUe> {
-        let gu = &self.cfg.guami;
-        if g.plmn != gu.plmn
-            || g.amf_region != gu.amf_region_id
-            || g.amf_set != gu.amf_set_id
-            || g.amf_pointer != gu.amf_pointer
-        {
-            return None;
+    /// Timer `t` of `ue` is up (if it is still the UE's timer): a retransmission, an abort,
+    /// or the end of a release guard, when the answer is that the N2 part is gone.
+    fn on_timer(&mut self, now: Instant, ue: &mut UeContext, t: Instant) -> bool {
+        let kind = match ue.timer {
+            Some((d, k)) if d == t => k,
+            _ => return false,
+        };
+        ue.timer = None;
+        match kind {
+            TimerKind::ReleaseGuard => return true,
+            TimerKind::T3560 | TimerKind::T3550 | TimerKind::T3570 => {
+                if ue.retransmissions < MAX_RETRANSMISSIONS {
+                    ue.retransmissions += 1;
+                    self.stats.retransmissions += 1;
+                    if let Some((plain, header)) = ue.retransmit.clone() {
+                        if header == SecurityHeaderType::Plain {
+                            self.downlink(ue, plain);
+                        } else {
+                            self.send_protected(ue, &plain, header);
+                        }
+                    }
+                    self.start_timer(now, ue, kind);
+                } else {
+                    // §5.4.1.3.7 b, §5.4.2.7 b, §5.5.1.2.8 a: abort on the fifth
+                    // expiry and release the connection.
+                    self.stats.aborted += 1;
+                    let park = kind == TimerKind::T3550 && ue.sec.is_some();
+                    self.release(now, ue, NasCause::Unspecified.into(), park);
+                }
+            }
         }
-        if !P::SHARED && owner_of_tmsi(g.tmsi, self.cfg.workers) != Some(self.cfg.worker) {
-            return None;
-        }
-        self.idle.remove(&g.tmsi).filter(|k| k.guti == *g)
+        false
     }
 
     // ---- NAS in ----
@@ -1298,7 +1587,7 @@ where
             nas_pdu: Some(nas_pdu),
         };
         match ics.encode() {
-            Ok(pdu) => self.actions.push_back(Action::Ngap {
+            Ok(pdu) => self.emit(Action::Ngap {
                 assoc: ue.assoc,
                 stream: ue.stream,
                 pdu,
@@ -1379,7 +1668,7 @@ where
             cause,
         };
         match cmd.encode() {
-            Ok(pdu) => self.actions.push_back(Action::Ngap {
+            Ok(pdu) => self.emit(Action::Ngap {
                 assoc: ue.assoc,
                 stream: ue.stream,
                 pdu,
@@ -1390,48 +1679,6 @@ where
         }
         let deadline = now + RELEASE_GUARD;
         self.set_timer(ue, deadline, TimerKind::ReleaseGuard);
-    }
-
-    /// The N2 part is gone: the context leaves the connected map, and what a later
-    /// registration with the 5G-GUTI needs is kept if asked for.
-    fn finish_release(&mut self, mut ue: UeContext) {
-        self.stats.releases += 1;
-        self.release_sm_contexts(&mut ue);
-        if let Some((t, _)) = ue.timer {
-            self.timers.remove(&(t, ue.amf_ue_ngap_id));
-        }
-        let UeContext {
-            park,
-            supi,
-            guti,
-            kamf,
-            sec,
-            caps,
-            allowed_nssai,
-            ..
-        } = ue;
-        if let (true, Some(supi), Some(guti), Some(kamf), Some(sec)) = (park, supi, guti, kamf, sec)
-        {
-            let t = guti.tmsi;
-            self.idle.insert(
-                t,
-                IdleUe {
-                    supi,
-                    guti,
-                    kamf,
-                    sec,
-                    caps,
-                    allowed_nssai,
-                },
-            );
-            self.idle_order.push_back(t);
-            // Bounded: the oldest kept context goes first.
-            while self.idle_order.len() > self.cfg.max_idle {
-                if let Some(old) = self.idle_order.pop_front() {
-                    self.idle.remove(&old);
-                }
-            }
-        }
     }
 
     // ---- SBI ----
@@ -1460,7 +1707,7 @@ where
         self.next_call = self.next_call.wrapping_add(1);
         self.calls.insert(call_id, (ue.amf_ue_ngap_id, kind));
         ue.pending_call = Some(call_id);
-        self.actions.push_back(Action::Call {
+        self.emit(Action::Call {
             call_id,
             nf,
             method,
@@ -1470,120 +1717,7 @@ where
         });
     }
 
-    /// The reply to call `call_id`.
-    pub fn handle_sbi_reply(
-        &mut self,
-        now: Instant,
-        call_id: u64,
-        status: StatusCode,
-        body: &[u8],
-    ) {
-        self.handle_sbi_response(now, call_id, status, None, None, body)
-    }
-
-    /// The reply to call `call_id` with the headers the Nsmf answers need: `Location` of a
-    /// created SM context and the `Content-Type` of a multipart body.
-    pub fn handle_sbi_response(
-        &mut self,
-        now: Instant,
-        call_id: u64,
-        status: StatusCode,
-        location: Option<&str>,
-        content_type: Option<&str>,
-        body: &[u8],
-    ) {
-        let Some((id, kind)) = self.calls.remove(&call_id) else {
-            self.stats.stray_replies += 1;
-            return;
-        };
-        if kind == CallKind::SmRelease {
-            // The UE context that asked is gone by design.
-            return self.on_sm_released(status);
-        }
-        let Some(mut ue) = self.ues.remove(&id) else {
-            self.stats.stray_replies += 1;
-            return;
-        };
-        if let CallKind::SmCreate(psi) | CallKind::SmUpdate(psi) = kind {
-            // Session calls run beside the 5GMM procedures: they do not take the UE's
-            // single call slot.
-            let reply = session::SmReply {
-                status,
-                location,
-                content_type,
-                body,
-            };
-            match kind {
-                CallKind::SmCreate(_) => self.on_sm_created(&mut ue, psi, reply),
-                _ => self.on_sm_updated(&mut ue, psi, reply),
-            }
-            return self.put_back(ue);
-        }
-        if ue.pending_call != Some(call_id) {
-            self.stats.stray_replies += 1;
-            return self.put_back(ue);
-        }
-        ue.pending_call = None;
-        let status = status.as_u16();
-        match kind {
-            CallKind::AuthVector => self.on_auth_vector(now, &mut ue, status, body),
-            CallKind::Confirmation => self.on_confirmation(now, &mut ue, status, body),
-            CallKind::Uecm => self.on_uecm(now, &mut ue, status, body),
-            CallKind::Sdm => self.on_sdm(now, &mut ue, status, body),
-            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
-        }
-        self.put_back(ue);
-    }
-
     // ---- timers ----
-
-    /// Runs the timers whose time is up: retransmissions, aborts and release guards.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&(t, id)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
-            let Some(mut ue) = self.ues.remove(&id) else {
-                continue;
-            };
-            let kind = match ue.timer {
-                Some((d, k)) if d == t => k,
-                _ => {
-                    self.put_back(ue);
-                    continue;
-                }
-            };
-            ue.timer = None;
-            match kind {
-                TimerKind::ReleaseGuard => {
-                    self.finish_release(ue);
-                    continue;
-                }
-                TimerKind::T3560 | TimerKind::T3550 | TimerKind::T3570 => {
-                    if ue.retransmissions < MAX_RETRANSMISSIONS {
-                        ue.retransmissions += 1;
-                        self.stats.retransmissions += 1;
-                        if let Some((plain, header)) = ue.retransmit.clone() {
-                            if header == SecurityHeaderType::Plain {
-                                self.downlink(&ue, plain);
-                            } else {
-                                self.send_protected(&mut ue, &plain, header);
-                            }
-                        }
-                        self.start_timer(now, &mut ue, kind);
-                    } else {
-                        // §5.4.1.3.7 b, §5.4.2.7 b, §5.5.1.2.8 a: abort on the fifth
-                        // expiry and release the connection.
-                        self.stats.aborted += 1;
-                        let park = kind == TimerKind::T3550 && ue.sec.is_some();
-                        self.release(now, &mut ue, NasCause::Unspecified.into(), park);
-                    }
-                }
-            }
-            self.put_back(ue);
-        }
-    }
 
     fn start_timer(&mut self, now: Instant, ue: &mut UeContext, kind: TimerKind) {
         let deadline = now + self.cfg.retransmission_timer;
@@ -1592,16 +1726,18 @@ where
 
     fn set_timer(&mut self, ue: &mut UeContext, deadline: Instant, kind: TimerKind) {
         if let Some((t, _)) = ue.timer.take() {
-            self.timers.remove(&(t, ue.amf_ue_ngap_id));
+            self.out.timers.push(TimerOp::Cancel(t, ue.amf_ue_ngap_id));
         }
         ue.timer = Some((deadline, kind));
-        self.timers.insert((deadline, ue.amf_ue_ngap_id));
+        self.out
+            .timers
+            .push(TimerOp::Set(deadline, ue.amf_ue_ngap_id));
     }
 
     fn stop_timer(&mut self, ue: &mut UeContext) {
         if let Some((t, k)) = ue.timer {
             if k != TimerKind::ReleaseGuard {
-                self.timers.remove(&(t, ue.amf_ue_ngap_id));
+                self.out.timers.push(TimerOp::Cancel(t, ue.amf_ue_ngap_id));
                 ue.timer = None;
             }
         }
@@ -1675,7 +1811,7 @@ where
             nas_pdu,
         };
         match m.encode() {
-            Ok(pdu) => self.actions.push_back(Action::Ngap {
+            Ok(pdu) => self.emit(Action::Ngap {
                 assoc: ue.assoc,
                 stream: ue.stream,
                 pdu,
@@ -1708,7 +1844,7 @@ where
             .encode()
             .or_else(|_| ErrorIndication::new(cause).encode());
         match pdu {
-            Ok(pdu) => self.actions.push_back(Action::Ngap { assoc, stream, pdu }),
+            Ok(pdu) => self.emit(Action::Ngap { assoc, stream, pdu }),
             Err(e) => warn!(assoc, error = %e, "ERROR INDICATION does not encode"),
         }
     }

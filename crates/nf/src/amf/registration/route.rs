@@ -4,9 +4,9 @@
 //! The answer only picks a worker. It proves nothing: the owner still checks the
 //! association and the RAN-UE-NGAP-ID against the context before it acts.
 
-use proto::ngap::{self, InitialUeMessage, MessageKind};
-use steer::owner::{owner_of_amf_ue_ngap_id, owner_of_new_ue, owner_of_tmsi};
-use steer::{WorkerId, Workers};
+use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_new_ue, owner_of_tmsi};
+use ids::{WorkerId, Workers};
+use proto::ngap::{self, MessageKind, Peek};
 
 /// Where the runtime delivers one NGAP message read from an association.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,8 +26,8 @@ pub enum Route {
         /// The RAN-UE-NGAP-ID the hash was taken over.
         ran_ue_ngap_id: u32,
     },
-    /// No owner can be told (the message does not decode, or its AMF-UE-NGAP-ID names no
-    /// worker): handle it on the reading worker, whose [`super::Amf::handle_ngap`]
+    /// No owner can be told (the envelope does not decode, the identifier is missing or
+    /// does not decode, or the AMF-UE-NGAP-ID names no worker): handle it on the reading worker, whose [`super::Amf::handle_ngap`]
     /// answers with an ERROR INDICATION.
     ErrorIndication,
 }
@@ -43,35 +43,29 @@ impl Route {
 }
 
 /// The route of one NGAP message received from gNB `gnb_id`. Total: any octets give a
-/// route.
+/// route. The message is not decoded here: [`ngap::peek`] reads its kind and identifiers
+/// from the octets, and the worker it goes to decodes it once.
 pub fn route(bytes: &[u8], gnb_id: u32, workers: Workers) -> Route {
-    let Ok(pdu) = ngap::decode(bytes) else {
+    let Ok(p) = ngap::peek(bytes) else {
         return Route::ErrorIndication;
     };
-    match pdu.kind() {
+    match p.kind {
         MessageKind::InitialUeMessage => {
-            let Ok(m) = InitialUeMessage::parse(&pdu) else {
-                return Route::ErrorIndication;
-            };
             // A returning UE goes back to the worker that allocated its 5G-TMSI, which
             // holds its security context.
-            if let Some(w) = m.five_g_s_tmsi.and_then(|s| owner_of_tmsi(s.tmsi, workers)) {
+            if let Some(w) = p.five_g_s_tmsi.and_then(|s| owner_of_tmsi(s.tmsi, workers)) {
                 return Route::ToWorker(w);
             }
+            let Some(ran_ue_ngap_id) = p.ran_ue_ngap_id else {
+                return Route::ErrorIndication;
+            };
             Route::NewUe {
-                worker: owner_of_new_ue(gnb_id, m.ran_ue_ngap_id, workers),
+                worker: owner_of_new_ue(gnb_id, ran_ue_ngap_id, workers),
                 gnb_id,
-                ran_ue_ngap_id: m.ran_ue_ngap_id,
+                ran_ue_ngap_id,
             }
         }
-        MessageKind::UplinkNasTransport
-        | MessageKind::NasNonDeliveryIndication
-        | MessageKind::InitialContextSetupResponse
-        | MessageKind::InitialContextSetupFailure
-        | MessageKind::UeContextReleaseRequest
-        | MessageKind::UeContextReleaseComplete
-        | MessageKind::PduSessionResourceSetupResponse
-        | MessageKind::PduSessionResourceReleaseResponse => match pdu.ue_ngap_ids().0 {
+        kind if Peek::walks(kind) => match p.amf_ue_ngap_id {
             Some(id) => {
                 owner_of_amf_ue_ngap_id(id, workers).map_or(Route::ErrorIndication, Route::ToWorker)
             }

@@ -25,6 +25,7 @@ use proto::ngap::{
     PduSessionTransferItem,
 };
 use sbi::discovery::NfType;
+use sbi::message::decode_json;
 use sbi::model::{
     HexBytes, N1N2MessageTransferReqData, N1N2MessageTransferRspData, PlmnId, ProblemDetails,
     RefToBinaryData, SmContextCreateData, SmContextReleaseData, SmContextUpdateData,
@@ -32,12 +33,11 @@ use sbi::model::{
 };
 use sbi::multipart::{self, Part};
 use sbi::problem::Cause;
-use sbi::server::decode_json;
 use sbi::validate::{self, decode_valid, query, Violation};
 use sbi::{SbiRequest, SbiResponse};
 use tracing::debug;
 
-use super::{Action, Amf, CallKind, UeContext, UeState};
+use super::{Action, Amf, CallKind, Local, UeContext, UeState};
 use crate::state::ContextMap;
 
 /// `{apiRoot}/nsmf-pdusession/v1/sm-contexts`.
@@ -223,9 +223,82 @@ where
 {
     /// Session counters.
     pub fn session_stats(&self) -> SessionStats {
-        self.sm_stats
+        self.local.sm_stats
     }
 
+    /// Whether this AMF shard should answer a request for `path`: false only for an
+    /// N1N2MessageTransfer naming a UE whose SM contexts another shard created (the SUPI in
+    /// the path does not say which worker holds the UE, so a runtime whose transfers can
+    /// land on any worker, h2c from a remote SMF, asks the others in turn).
+    pub fn holds_n1n2_target(&self, path: &str) -> bool {
+        match n1n2_supi(path) {
+            Some(supi) => self.local.supi_index.contains_key(supi),
+            None => true,
+        }
+    }
+
+    /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
+    /// §5.2.2.3.1) is the one served.
+    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
+        self.on_request(req_id, req);
+        self.flush();
+    }
+
+    fn on_request(&mut self, req_id: u64, req: SbiRequest) {
+        let l = &mut self.local;
+        let supi = n1n2_supi(&req.path).map(str::to_owned);
+        let Some(supi) = supi else {
+            return l.respond(req_id, ProblemDetails::resource_not_found(&req.path));
+        };
+        if req.method != Method::POST {
+            return l.respond(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+        }
+        // TS 29.518 §6.1.3.5.4: N1N2MessageTransfer takes no query parameter.
+        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
+            l.sm_stats.n1n2_refused += 1;
+            return l.respond(req_id, p);
+        }
+        let outcome = match l.supi_index.get(&supi).copied() {
+            Some(id) => self.ues.with(&id, |u| {
+                let ue = u?;
+                let r = l.n1n2(ue, &supi, &req);
+                Some((r, l.take()))
+            }),
+            None => None,
+        };
+        let Some((r, effects)) = outcome else {
+            let l = &mut self.local;
+            l.sm_stats.n1n2_refused += 1;
+            return l.respond(
+                req_id,
+                ProblemDetails::context_not_found(format!("no UE context {supi}")),
+            );
+        };
+        self.apply(effects);
+        let l = &mut self.local;
+        match r {
+            Ok(()) => {
+                l.sm_stats.n1n2 += 1;
+                let body = N1N2MessageTransferRspData {
+                    cause: "N1_N2_TRANSFER_INITIATED".into(),
+                };
+                l.emit(Action::Respond {
+                    req_id,
+                    response: SbiResponse::json(StatusCode::OK, &body),
+                });
+            }
+            Err(p) => {
+                l.sm_stats.n1n2_refused += 1;
+                l.respond(req_id, p);
+            }
+        }
+    }
+}
+
+impl Local {
     /// UL NAS TRANSPORT from a UE (TS 24.501 §5.4.5.2.2): `plain` is the verified 5GMM
     /// message.
     pub(super) fn on_ul_nas_transport(&mut self, ue: &mut UeContext, plain: &[u8]) {
@@ -361,7 +434,7 @@ where
         let call_id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1);
         self.calls.insert(call_id, (ue.amf_ue_ngap_id, kind));
-        self.actions.push_back(Action::Call {
+        self.emit(Action::Call {
             call_id,
             nf: NfType::Smf,
             method: Method::POST,
@@ -391,7 +464,7 @@ where
             self.next_call = self.next_call.wrapping_add(1);
             self.calls
                 .insert(call_id, (ue.amf_ue_ngap_id, CallKind::SmRelease));
-            self.actions.push_back(Action::Call {
+            self.emit(Action::Call {
                 call_id,
                 nf: NfType::Smf,
                 method: Method::POST,
@@ -490,7 +563,7 @@ where
                 };
                 if let Ok(pdu) = m.encode() {
                     self.sm_stats.release_commands += 1;
-                    self.actions.push_back(Action::Ngap {
+                    self.emit(Action::Ngap {
                         assoc: ue.assoc,
                         stream: ue.stream,
                         pdu,
@@ -601,69 +674,8 @@ where
         }
     }
 
-    /// Whether this AMF shard should answer a request for `path`: false only for an
-    /// N1N2MessageTransfer naming a UE whose SM contexts another shard created (the SUPI in
-    /// the path does not say which worker holds the UE, so a runtime whose transfers can
-    /// land on any worker, h2c from a remote SMF, asks the others in turn).
-    pub fn holds_n1n2_target(&self, path: &str) -> bool {
-        match n1n2_supi(path) {
-            Some(supi) => self.supi_index.contains_key(supi),
-            None => true,
-        }
-    }
-
-    /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
-    /// §5.2.2.3.1) is the one served.
-    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
-        let supi = n1n2_supi(&req.path).map(str::to_owned);
-        let Some(supi) = supi else {
-            return self.respond(req_id, ProblemDetails::resource_not_found(&req.path));
-        };
-        if req.method != Method::POST {
-            return self.respond(
-                req_id,
-                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
-            );
-        }
-        // TS 29.518 §6.1.3.5.4: N1N2MessageTransfer takes no query parameter.
-        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
-            self.sm_stats.n1n2_refused += 1;
-            return self.respond(req_id, p);
-        }
-        let ue = self
-            .supi_index
-            .get(&supi)
-            .copied()
-            .and_then(|id| self.ues.remove(&id));
-        let Some(mut ue) = ue else {
-            self.sm_stats.n1n2_refused += 1;
-            return self.respond(
-                req_id,
-                ProblemDetails::context_not_found(format!("no UE context {supi}")),
-            );
-        };
-        let r = self.n1n2(&mut ue, &supi, &req);
-        self.put_back(ue);
-        match r {
-            Ok(()) => {
-                self.sm_stats.n1n2 += 1;
-                let body = N1N2MessageTransferRspData {
-                    cause: "N1_N2_TRANSFER_INITIATED".into(),
-                };
-                self.actions.push_back(Action::Respond {
-                    req_id,
-                    response: SbiResponse::json(StatusCode::OK, &body),
-                });
-            }
-            Err(p) => {
-                self.sm_stats.n1n2_refused += 1;
-                self.respond(req_id, p);
-            }
-        }
-    }
-
     fn respond(&mut self, req_id: u64, p: ProblemDetails) {
-        self.actions.push_back(Action::Respond {
+        self.emit(Action::Respond {
             req_id,
             response: SbiResponse::problem(&p),
         });
@@ -732,7 +744,7 @@ where
                     .encode()
                     .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
                 self.sm_stats.setup_requests += 1;
-                self.actions.push_back(Action::Ngap {
+                self.emit(Action::Ngap {
                     assoc: ue.assoc,
                     stream: ue.stream,
                     pdu,
@@ -762,7 +774,7 @@ where
                     .encode()
                     .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
                 self.sm_stats.release_commands += 1;
-                self.actions.push_back(Action::Ngap {
+                self.emit(Action::Ngap {
                     assoc: ue.assoc,
                     stream: ue.stream,
                     pdu,
@@ -790,7 +802,7 @@ mod tests {
     use super::*;
     use crate::amf::registration::AmfConfig;
     use crate::state::ShardMap;
-    use steer::{WorkerId, Workers};
+    use ids::{WorkerId, Workers};
 
     type TestAmf = Amf<ShardMap<u64, UeContext>, ShardMap<u32, super::super::IdleUe>>;
 
@@ -880,7 +892,8 @@ mod tests {
             }],
             failed: Vec::new(),
         };
-        a.on_setup_response(&mut ue, rsp);
+        a.local.on_setup_response(&mut ue, rsp);
+        a.flush();
         assert!(a.poll_action().is_none());
         let reply = SmReply {
             status: StatusCode::CREATED,
@@ -888,7 +901,8 @@ mod tests {
             content_type: Some(multipart::JSON),
             body: b"{}",
         };
-        a.on_sm_created(&mut ue, 5, reply);
+        a.local.on_sm_created(&mut ue, 5, reply);
+        a.flush();
         match a.poll_action() {
             Some(Action::Call {
                 nf,
@@ -960,8 +974,8 @@ mod tests {
             snssai: Snssai { sst: 1, sd: None },
             pending_setup: None,
         });
-        a.supi_index.insert("imsi-001010000000001".into(), 1);
-        a.put_back(ue);
+        a.local.supi_index.insert("imsi-001010000000001".into(), 1);
+        a.ues.insert(1, ue);
         a
     }
 
@@ -1134,7 +1148,7 @@ mod tests {
         assert_eq!(ue.sessions[0].state, SessionState::Releasing);
         assert_eq!(a.session_stats().release_commands, 1);
         // A release for a session the UE does not have is not found.
-        a.put_back(ue);
+        a.ues.insert(1, ue);
         a.handle_request(
             10,
             transfer(json("PDU_RES_REL_CMD", 6, 6), release_command(6), vec![7]),

@@ -1,9 +1,9 @@
 //! Unit tests of the helpers; the procedures are tested end to end with a real AUSF and
 //! UDM in `crates/nf/tests/amf_registration.rs`.
 
+use ids::{WorkerId, Workers};
 use proto::ids::defaults;
 use proto::nas::{ProtectionScheme, SchemeOutput, Suci};
-use steer::{WorkerId, Workers};
 
 use super::*;
 

@@ -1,0 +1,125 @@
+//! The hosts' settings from the core's options: the NFs' configurations (the same for
+//! every worker; each host writes its own worker in), how they reach each other, and the
+//! clock readings the host must not take itself.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use nf::amf::n2::AmfN2Config;
+use nf::amf::registration::AmfConfig;
+use nf::ausf::{self, AusfConfig, WallClock};
+use nf::host::HostConfig;
+use nf::smf::SmfConfig;
+use nf::udm::{SidfKeys, UdmConfig};
+use sbi::NfType;
+use steer::{WorkerId, Workers};
+use store::SubscriberStore;
+
+use crate::{CoreError, CoreOptions, SmfOptions};
+
+/// The AUSF's NF instance id.
+const AUSF_INSTANCE: &str = "7c5d4a2e-0000-4000-8000-000000000011";
+
+/// What the options say about the NFs, checked before anything is opened.
+#[derive(Debug, Clone)]
+pub(crate) struct NfSettings {
+    amf: AmfConfig,
+    pub(crate) n2: AmfN2Config,
+    snn: String,
+    ausf_root: String,
+    udm_root: String,
+    smf_root: String,
+    rand_seed: Option<u64>,
+}
+
+impl NfSettings {
+    pub(crate) fn from_options(opts: &CoreOptions) -> Result<Self, CoreError> {
+        let workers = Workers::new(opts.workers)
+            .ok_or_else(|| CoreError::Config("worker count".to_owned()))?;
+        let (guami, tacs, slices) = crate::identity(&opts.config)?;
+        let mut amf = AmfConfig::new(WorkerId(0), workers);
+        amf.guami = guami;
+        amf.tais = crate::tais(&guami, &tacs);
+        amf.slices = slices;
+        amf.always_auth = opts.always_auth;
+        if !opts.integrity.is_empty() {
+            amf.integrity = opts.integrity.clone();
+        }
+        if !opts.ciphering.is_empty() {
+            amf.ciphering = opts.ciphering.clone();
+        }
+        if let Some(root) = opts.directory.base_uri(NfType::Amf) {
+            amf.api_root = root.to_owned();
+        }
+        let root = |nf| opts.directory.base_uri(nf).unwrap_or_default().to_owned();
+        Ok(Self {
+            snn: amf.serving_network_name(),
+            n2: crate::amf_n2_config(&opts.config)?,
+            amf,
+            ausf_root: root(NfType::Ausf),
+            udm_root: root(NfType::Udm),
+            smf_root: root(NfType::Smf),
+            rand_seed: opts.rand_seed,
+        })
+    }
+
+    /// The hosts' settings, with the store, the SIDF keys and the SMF (its UPF address
+    /// resolved). Reads the wall clock once, for the AUSF's time stamps.
+    pub(crate) fn host_config(
+        &self,
+        opts: &CoreOptions,
+        store: Arc<dyn SubscriberStore>,
+        hn_keys: SidfKeys,
+        smf: Option<&SmfOptions>,
+    ) -> Result<HostConfig, CoreError> {
+        let workers = Workers::new(opts.workers)
+            .ok_or_else(|| CoreError::Config("worker count".to_owned()))?;
+        let w0 = WorkerId(0);
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        Ok(HostConfig {
+            worker: w0,
+            workers,
+            amf: self.amf.clone(),
+            ausf: AusfConfig {
+                worker: w0,
+                workers,
+                api_root: self.ausf_root.clone(),
+                serving_networks: vec![self.snn.clone()],
+                instance_id: AUSF_INSTANCE.to_owned(),
+                context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
+                wall_clock: Some(WallClock {
+                    at: Instant::now(),
+                    unix_ms,
+                }),
+            },
+            udm: UdmConfig {
+                worker: w0,
+                workers,
+                api_root: self.udm_root.clone(),
+                serving_networks: vec![self.snn.clone()],
+                hn_keys,
+                rand_seed: self.rand_seed,
+            },
+            smf: smf.map(|o| SmfConfig {
+                worker: w0,
+                workers,
+                api_root: self.smf_root.clone(),
+                node_id: pfcp::ie::NodeId::Ipv4(o.pfcp_ip),
+                pfcp_ip: o.pfcp_ip,
+                upf: o.upf,
+                dnns: o.dnns.clone(),
+                slices: o.slices.clone(),
+                urr_volume_threshold: 1 << 30,
+            }),
+            store,
+            sbi: opts.sbi,
+            smf_sbi: opts.smf_sbi,
+            sbi_pool: opts.sbi_pool,
+            directory: opts.directory.clone(),
+            pfcp: pfcp::txn::Retransmission::default(),
+        })
+    }
+}

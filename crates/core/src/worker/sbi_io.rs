@@ -1,0 +1,118 @@
+//! A worker's SBI I/O: the requests its h2c server reads (handed to the loop, answered
+//! through a reply channel the host names by [`ServerToken`]) and the h2c calls of its
+//! host, each made by a task of its own.
+
+use nf::host::{CallFailed, CallReply, CallToken, Placement, ServerToken};
+use sbi::{NfType, ProblemDetails, SbiRequest, SbiResponse};
+use tokio::sync::oneshot;
+
+use super::{Local, LocalTx, Worker};
+
+/// The reply channels of the requests this worker's h2c server read, by
+/// [`ServerToken`] (a slab: tokens are reused once answered).
+#[derive(Default)]
+pub(super) struct Replies {
+    slots: Vec<Option<oneshot::Sender<SbiResponse>>>,
+    free: Vec<usize>,
+}
+
+impl Replies {
+    pub(super) fn hold(&mut self, reply: oneshot::Sender<SbiResponse>) -> ServerToken {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Some(reply);
+        }
+        ServerToken(i as u64)
+    }
+
+    pub(super) fn answer(&mut self, token: ServerToken, response: SbiResponse) {
+        let Ok(i) = usize::try_from(token.0) else {
+            return;
+        };
+        if let Some(reply) = self.slots.get_mut(i).and_then(Option::take) {
+            self.free.push(i);
+            // The client may have gone; nothing to do then.
+            let _ = reply.send(response);
+        }
+    }
+}
+
+impl<P: Placement> Worker<P> {
+    /// An h2c call of the host, made by a task of its own; its outcome comes back on the
+    /// local channel. Every call is answered (a transport failure as [`CallFailed`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn call(
+        &self,
+        call: CallToken,
+        nf: NfType,
+        method: http::Method,
+        path: String,
+        content_type: &'static str,
+        body: bytes::Bytes,
+        owner: Option<sbi::Owner>,
+    ) {
+        let uri = self.shared.host.directory.uri(nf, &path);
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_local(async move {
+            let got = match uri {
+                Some(uri) => client
+                    .request_typed(
+                        method,
+                        &uri,
+                        (!body.is_empty()).then_some(body),
+                        content_type,
+                        owner,
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("no {nf} in the directory")),
+            };
+            let reply = match got {
+                Ok(r) => {
+                    let header = |h| {
+                        r.headers
+                            .get(h)
+                            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+                            .map(str::to_owned)
+                    };
+                    Ok(CallReply {
+                        status: r.status,
+                        location: header(http::header::LOCATION),
+                        content_type: header(http::header::CONTENT_TYPE),
+                        body: r.body,
+                    })
+                }
+                Err(e) => {
+                    tracing::debug!(%nf, error = %e, "SBI call failed");
+                    Err(CallFailed)
+                }
+            };
+            let _ = tx.send(Local::Reply { call, reply });
+        });
+    }
+}
+
+/// One request read by a worker's h2c server: handed to the worker's loop, answered when
+/// the host answers it.
+pub(super) async fn serve(tx: LocalTx, nf: NfType, steered: bool, req: SbiRequest) -> SbiResponse {
+    let (reply, answer) = oneshot::channel();
+    let serve = Local::Serve {
+        nf,
+        steered,
+        req,
+        reply,
+    };
+    if tx.send(serve).is_err() {
+        return SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("NF stopping"));
+    }
+    answer.await.unwrap_or_else(|_| {
+        SbiResponse::problem(&ProblemDetails::unspecified_nf_failure("request dropped"))
+    })
+}
