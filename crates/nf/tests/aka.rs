@@ -1001,3 +1001,148 @@ fn a_vector_takes_the_sqn_lock_once() {
     assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
     assert_eq!(sqn(&net) - before, 1);
 }
+
+/// The parameters a 400 names, with its cause.
+fn named(r: &SbiResponse) -> (String, Vec<String>) {
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(r.content_type, Some("application/problem+json"));
+    let p: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+    let params = p
+        .invalid_params
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.param)
+        .collect();
+    (p.cause.unwrap_or_default(), params)
+}
+
+fn named_as(cause: &str, param: &str) -> (String, Vec<String>) {
+    (cause.to_owned(), vec![param.to_owned()])
+}
+
+/// Bodies, path variables and query parameters that break the OpenAPI rules or the 3GPP
+/// ranges are refused with 400 naming the parameter, before any state is touched or any
+/// other NF is asked; none of the refused values comes back in the answer.
+#[test]
+fn malformed_members_are_refused_by_name() {
+    let mut net = sharded(1);
+    let auth = "/nausf-auth/v1/ue-authentications";
+    let body = |id: &str, snn: &str| {
+        serde_json::json!({"supiOrSuci": id, "servingNetworkName": snn}).to_string()
+    };
+    // A serving network name with a tail the YAML's pattern would let through.
+    let r = net.ausf(
+        0,
+        req(Method::POST, auth, &body(&supi(1), &format!("{SNN}.x"))),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "/servingNetworkName")
+    );
+    // An IMSI of two digits, and a SUPI type that does not exist.
+    for id in ["imsi-12", "msisdn-0900000001"] {
+        let r = net.ausf(0, req(Method::POST, auth, &body(id, SNN)));
+        assert_eq!(
+            named(&r),
+            named_as("MANDATORY_IE_INCORRECT", "/supiOrSuci"),
+            "{id}"
+        );
+    }
+    // A RES* of 15 octets: named, not echoed.
+    let res = "ab".repeat(15);
+    let r = net.ausf(
+        0,
+        req(
+            Method::PUT,
+            "/nausf-auth/v1/ue-authentications/w00-0000000000000000/5g-aka-confirmation",
+            &format!("{{\"resStar\": \"{res}\"}}"),
+        ),
+    );
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "/resStar"));
+    assert!(!String::from_utf8_lossy(&r.body).contains(&res));
+    // A query parameter the operation does not have.
+    let mut q = req(Method::POST, auth, &body(&supi(1), SNN));
+    q.query = Some("supported-features=1".into());
+    let r = net.ausf(0, q);
+    assert_eq!(
+        named(&r),
+        named_as("INVALID_QUERY_PARAM", "supported-features")
+    );
+    assert_eq!(net.ausfs[0].stats().contexts, 0);
+
+    // The UDM: the path's SUPI or SUCI, the AUSF's instance id, the auth event's time.
+    let gad = |id: &str| format!("/nudm-ueau/v1/{id}/security-information/generate-auth-data");
+    let ok_gad = serde_json::json!({"servingNetworkName": SNN,
+        "ausfInstanceId": "7c5d4a2e-0000-4000-8000-000000000011"})
+    .to_string();
+    let r = net.udm(
+        0,
+        req(Method::POST, &gad("suci-0-001-01-0000-1-0-ab"), &ok_gad),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "{supiOrSuci}")
+    );
+    let bad_ausf =
+        serde_json::json!({"servingNetworkName": SNN, "ausfInstanceId": "ausf"}).to_string();
+    let r = net.udm(0, req(Method::POST, &gad(&supi(1)), &bad_ausf));
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "/ausfInstanceId")
+    );
+    assert_eq!(net.udms[0].stats().vectors, 0);
+    let ev = serde_json::json!({"nfInstanceId": "7c5d4a2e-0000-4000-8000-000000000011",
+        "success": true, "timeStamp": "2026-02-30T00:00:00Z", "authType": "5G_AKA",
+        "servingNetworkName": SNN})
+    .to_string();
+    let path = format!("/nudm-ueau/v1/{}/auth-events", supi(1));
+    let r = net.udm(0, req(Method::POST, &path, &ev));
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "/timeStamp"));
+    assert!(net.udms[0].record(&supi(1)).is_none());
+
+    // UECM: the body's supi must be the path's.
+    let path = format!("/nudm-uecm/v1/{}/registrations/amf-3gpp-access", supi(1));
+    let reg = serde_json::json!({
+        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
+        "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
+        "ratType": "NR", "supi": supi(2)
+    })
+    .to_string();
+    let r = net.udm(0, req(Method::PUT, &path, &reg));
+    assert_eq!(named(&r), named_as("OPTIONAL_IE_INCORRECT", "/supi"));
+    assert!(net.udms[0].record(&supi(1)).is_none());
+
+    // SDM reads: query parameters the YAML defines, with their values checked.
+    let am = format!("/nudm-sdm/v2/{}/am-data", supi(1));
+    let get = |query: &str| {
+        let mut r = req(Method::GET, &am, "");
+        r.query = Some(query.to_owned());
+        r
+    };
+    let r = net.udm(
+        0,
+        get("plmn-id=%7B%22mcc%22%3A%22001%22%2C%22mnc%22%3A%2201%22%7D"),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    let r = net.udm(
+        0,
+        get("plmn-id=%7B%22mcc%22%3A%221%22%2C%22mnc%22%3A%2201%22%7D"),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("OPTIONAL_QUERY_PARAM_INCORRECT", "plmn-id")
+    );
+    let r = net.udm(0, get("dataset-names=AM,SMF_SEL"));
+    assert_eq!(named(&r), named_as("INVALID_QUERY_PARAM", "dataset-names"));
+    let r = net.udm(0, req(Method::GET, "/nudm-sdm/v2/imsi-0010/nssai", ""));
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "{supi}"));
+    let mut r = req(
+        Method::GET,
+        &format!("/nudm-sdm/v2/{}/sm-data", supi(1)),
+        "",
+    );
+    r.query = Some("dnn=no%20such%20dnn".into());
+    let r = net.udm(0, r);
+    assert_eq!(named(&r), named_as("OPTIONAL_QUERY_PARAM_INCORRECT", "dnn"));
+}

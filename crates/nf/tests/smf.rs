@@ -254,6 +254,21 @@ impl<P: Placement> Net<P> {
     fn entries(&self) -> Entries {
         self.dp().entries().unwrap()
     }
+
+    /// PFCP Session Modification Requests the SMFs sent.
+    fn modifications(&self) -> usize {
+        self.sim
+            .pfcp_log()
+            .iter()
+            .filter(|(_, _, dir, bytes)| {
+                *dir == N4Direction::ToUpf
+                    && matches!(
+                        pfcp::PfcpMessage::parse(bytes).map(|m| m.message),
+                        Ok(pfcp::Message::SessionModificationRequest(_))
+                    )
+            })
+            .count()
+    }
 }
 
 fn establishment_request(psi: u8, pti: u8, pdu_type: Option<ox::PduSessionTypeValue>) -> Vec<u8> {
@@ -952,4 +967,191 @@ fn unknown_subscriber_is_refused() {
     assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
     assert_eq!(net.smf(0).context_count(), 0);
     assert_eq!(net.upf().session_count(), 0);
+}
+
+fn refusal(v: &Validators, rsp: &SbiResponse) -> (String, Vec<String>) {
+    assert_eq!(rsp.status, StatusCode::BAD_REQUEST);
+    assert_eq!(rsp.content_type, Some(sbi::problem::PROBLEM_JSON));
+    let j: Value = serde_json::from_slice(&rsp.body).unwrap();
+    v.problem.assert_valid(&j);
+    let p: sbi::ProblemDetails = serde_json::from_value(j).unwrap();
+    let params = p
+        .invalid_params
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.param)
+        .collect();
+    (p.cause.unwrap_or_default(), params)
+}
+
+#[test]
+fn pdu_session_id_out_of_range_or_contradicting_n1_is_refused() {
+    if !openapi::present("pdu_session_id_out_of_range_or_contradicting_n1_is_refused") {
+        return;
+    }
+    let mut net = sharded(1);
+    net.associate();
+    let mandatory = (
+        "MANDATORY_IE_INCORRECT".to_owned(),
+        vec!["/pduSessionId".to_owned()],
+    );
+    for (json_psi, n1_psi) in [(0, 5), (16, 5), (6, 5)] {
+        let n1 = establishment_request(n1_psi, 1, None);
+        let rsp = net.request(0, create_req(&supi(1), json_psi, "internet", n1));
+        assert_eq!(
+            refusal(&net.validators, &rsp),
+            mandatory,
+            "{json_psi} vs {n1_psi}"
+        );
+    }
+    assert_eq!(net.smf(0).context_count(), 0);
+    assert_eq!(net.upf().session_count(), 0);
+    assert!(net.n1n2.borrow().is_empty());
+    assert_eq!(net.stats(0).rejected, 0);
+
+    // The N1 header's own identities: "none assigned" opens nothing, and the UE is told
+    // (TS 24.501 §7.3.1, §7.3.2).
+    for (psi, pti, gsm) in [(0, 1, 43), (5, 0, 81)] {
+        let n1 = establishment_request(psi, pti, None);
+        let rsp = net.request(0, create_req(&supi(1), 5, "internet", n1));
+        assert_eq!(rsp.status, StatusCode::FORBIDDEN);
+        let (j, parts) = json_of(rsp.content_type, &rsp.body);
+        let err: SmContextCreateError = serde_json::from_value(j).unwrap();
+        assert_eq!(err.error.cause.as_deref(), Some("N1_SM_ERROR"));
+        assert_eq!(err.error.invalid_params.unwrap()[0].param, "/n1SmMsg");
+        let n1 = multipart::find_part(&parts, &err.n1_sm_msg.unwrap().content_id).unwrap();
+        let ox::Nas5gsMessage::Gsm(_, ox::Nas5gsmMessage::PduSessionEstablishmentReject(r)) =
+            ox::Nas5gsMessage::decode(&n1.body).unwrap()
+        else {
+            panic!("not a reject")
+        };
+        assert_eq!(r.fgsm_cause.cause_raw(), gsm);
+    }
+    assert_eq!(net.smf(0).context_count(), 0);
+
+    // Other members: a SUPI that is no SUPI, a query parameter the operation lacks.
+    let mut req = create_req("imsi-12", 5, "internet", establishment_request(5, 1, None));
+    let rsp = net.request(0, req.clone());
+    assert_eq!(
+        refusal(&net.validators, &rsp),
+        (
+            "MANDATORY_IE_INCORRECT".to_owned(),
+            vec!["/supi".to_owned()]
+        )
+    );
+    req = create_req(&supi(1), 5, "internet", establishment_request(5, 1, None));
+    req.query = Some("plmn-id=1".into());
+    let rsp = net.request(0, req);
+    assert_eq!(
+        refusal(&net.validators, &rsp),
+        ("INVALID_QUERY_PARAM".to_owned(), vec!["plmn-id".to_owned()])
+    );
+    assert_eq!(net.smf(0).context_count(), 0);
+    // And a valid one still goes through.
+    let (o, r) = net.establish(0, &supi(1), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    net.request(0, release_req(&r.unwrap()));
+}
+
+#[test]
+fn an_unusable_gnb_address_releases_the_session() {
+    if !openapi::present("an_unusable_gnb_address_releases_the_session") {
+        return;
+    }
+    let mut net = sharded(1);
+    net.associate();
+    let bad = [
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::new(224, 0, 0, 5),
+        Ipv4Addr::new(240, 0, 0, 1),
+    ];
+    for (i, addr) in bad.into_iter().enumerate() {
+        let psi = 5;
+        let (o, r) = net.establish(0, &supi(1 + i as u32), psi, "internet");
+        let Outcome::Created { ue_ip } = o else {
+            panic!("{o:?}")
+        };
+        let r = r.unwrap();
+        let sent = net.n1n2.borrow().len();
+        let n2 = smf::n2::build_setup_response_transfer(addr, 0x1234, 1).unwrap();
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new("n2")),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        let rsp = net.request(
+            0,
+            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", n2)]),
+        );
+        assert_eq!(
+            refusal(&net.validators, &rsp),
+            (
+                "MANDATORY_IE_INCORRECT".to_owned(),
+                vec!["/n2SmInfo".to_owned()]
+            ),
+            "{addr}"
+        );
+        assert_eq!(
+            net.modifications(),
+            0,
+            "{addr}: no forwarding rule towards it"
+        );
+        // Nothing is left: context, address, UPF rules.
+        assert!(net.smf(0).context(&r).is_none(), "{addr}");
+        assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
+        assert!(net.dp().downlink(ue_ip).is_none());
+        assert_eq!(net.entries(), Entries::default());
+        // The release goes to the AMF for the gNB and the UE.
+        assert_eq!(net.n1n2.borrow().len(), sent + 1);
+        let (path, body) = net.n1n2.borrow().last().unwrap().clone();
+        assert_eq!(
+            path,
+            format!(
+                "/namf-comm/v1/ue-contexts/{}/n1-n2-messages",
+                supi(1 + i as u32)
+            )
+        );
+        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
+        let req: N1N2MessageTransferReqData =
+            serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+        assert_eq!(req.pdu_session_id, Some(psi));
+        let sm = req.n2_info_container.unwrap().sm_info.unwrap();
+        let content = sm.n2_info_content.unwrap();
+        assert_eq!(content.ngap_ie_type.as_deref(), Some("PDU_RES_REL_CMD"));
+        let n2 = multipart::find_part(&parts, &content.ngap_data.content_id).unwrap();
+        let t = proto::ngap::PduSessionResourceReleaseCommandTransfer::decode(&n2.body).unwrap();
+        assert_eq!(
+            t.cause,
+            proto::ngap::Cause::Transport(
+                proto::ngap::TransportCause::TransportResourceUnavailable
+            )
+        );
+        let n1_id = req
+            .n1_message_container
+            .unwrap()
+            .n1_message_content
+            .content_id;
+        let n1 = multipart::find_part(&parts, &n1_id).unwrap();
+        let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionReleaseCommand(c)) =
+            ox::Nas5gsMessage::decode(&n1.body).unwrap()
+        else {
+            panic!("not a release command")
+        };
+        assert_eq!(
+            (h.pdu_session_identity, h.procedure_transaction_identity),
+            (psi, 0)
+        );
+        assert_eq!(c.fgsm_cause.cause_raw(), 26, "#26 insufficient resources");
+    }
+    let st = net.stats(0);
+    assert_eq!(
+        (st.bad_tunnels, st.network_releases, st.activated),
+        (4, 4, 0)
+    );
+    assert_eq!(net.upf().session_count(), 0);
+    // A usable address still activates.
+    let (_, r) = net.establish(0, &supi(9), 5, "internet");
+    assert_eq!(net.activate(0, &r.unwrap(), 0x99), Outcome::Status(200));
+    assert_eq!(net.modifications(), 1);
 }
