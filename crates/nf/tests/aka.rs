@@ -1068,7 +1068,7 @@ fn malformed_members_are_refused_by_name() {
         named(&r),
         named_as("INVALID_QUERY_PARAM", "supported-features")
     );
-    assert_eq!(net.ausfs[0].stats().contexts, 0);
+    assert_eq!(net.ausf_stats(0).contexts, 0);
 
     // The UDM: the path's SUPI or SUCI, the AUSF's instance id, the auth event's time.
     let gad = |id: &str| format!("/nudm-ueau/v1/{id}/security-information/generate-auth-data");
@@ -1090,7 +1090,7 @@ fn malformed_members_are_refused_by_name() {
         named(&r),
         named_as("MANDATORY_IE_INCORRECT", "/ausfInstanceId")
     );
-    assert_eq!(net.udms[0].stats().vectors, 0);
+    assert_eq!(net.udm_stats(0).vectors, 0);
     let ev = serde_json::json!({"nfInstanceId": "7c5d4a2e-0000-4000-8000-000000000011",
         "success": true, "timeStamp": "2026-02-30T00:00:00Z", "authType": "5G_AKA",
         "servingNetworkName": SNN})
@@ -1098,7 +1098,7 @@ fn malformed_members_are_refused_by_name() {
     let path = format!("/nudm-ueau/v1/{}/auth-events", supi(1));
     let r = net.udm(0, req(Method::POST, &path, &ev));
     assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "/timeStamp"));
-    assert!(net.udms[0].record(&supi(1)).is_none());
+    assert!(net.record(0, &supi(1)).is_none());
 
     // UECM: the body's supi must be the path's.
     let path = format!("/nudm-uecm/v1/{}/registrations/amf-3gpp-access", supi(1));
@@ -1111,7 +1111,7 @@ fn malformed_members_are_refused_by_name() {
     .to_string();
     let r = net.udm(0, req(Method::PUT, &path, &reg));
     assert_eq!(named(&r), named_as("OPTIONAL_IE_INCORRECT", "/supi"));
-    assert!(net.udms[0].record(&supi(1)).is_none());
+    assert!(net.record(0, &supi(1)).is_none());
 
     // SDM reads: query parameters the YAML defines, with their values checked.
     let am = format!("/nudm-sdm/v2/{}/am-data", supi(1));
