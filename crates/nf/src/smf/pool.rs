@@ -1,5 +1,6 @@
 //! UE IPv4 address pools, one per DNN, each cut into one contiguous range per worker so that
-//! workers allocate without talking to each other (DESIGN.md principle: state has one owner).
+//! workers allocate without talking to each other: each range has one owner, so no
+//! allocation takes a lock or a hop.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
