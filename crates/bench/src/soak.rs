@@ -258,7 +258,7 @@ struct Settings {
 
 /// The datapath the soak's UPF forwards on.
 enum UserPlane {
-    Bed(Mutex<UserPlaneBed>),
+    Bed(Box<Mutex<UserPlaneBed>>),
     Memory(upf::MemoryDatapath, String),
 }
 
@@ -272,7 +272,7 @@ impl UserPlane {
         }
         let tag = format!("soak{}", std::process::id() % 100_000);
         match UserPlaneBed::start(PathKind::Xdp, &tag, pfcp) {
-            Ok(bed) => Ok(UserPlane::Bed(Mutex::new(bed))),
+            Ok(bed) => Ok(UserPlane::Bed(Box::new(Mutex::new(bed)))),
             Err(e) if args.user_plane == SoakUserPlane::Auto => {
                 let why = format!("rules in memory, no probes: {}", e.0);
                 tracing::warn!("{why}");

@@ -366,7 +366,7 @@ mod tests {
         let ohc = dl
             .forwarding_parameters
             .as_ref()
-            .and_then(|f| f.outer_header_creation.clone());
+            .and_then(|f| f.outer_header_creation);
         assert_eq!(ohc, Some(OuterHeaderCreation::gtpu_ipv4(0x77, gnb)));
         assert_eq!(
             r.unknown,

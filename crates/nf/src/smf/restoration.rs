@@ -118,14 +118,13 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 self.upf_stamp(h.recovery_time_stamp);
                 false
             }
-            Message::HeartbeatResponse(h) => {
-                if self.n4.pending.remove(&sequence) == Some(N4Pending::Heartbeat) {
-                    self.n4.heartbeat_out = false;
-                    self.heartbeat_answered(h);
-                    true
-                } else {
-                    false
-                }
+            Message::HeartbeatResponse(h)
+                if self.n4.pending.get(&sequence) == Some(&N4Pending::Heartbeat) =>
+            {
+                self.n4.pending.remove(&sequence);
+                self.n4.heartbeat_out = false;
+                self.heartbeat_answered(h);
+                true
             }
             Message::SessionEstablishmentResponse(e) => match self.n4.pending.get(&sequence) {
                 Some(N4Pending::Restore { sm_ref }) => {
@@ -524,7 +523,7 @@ mod tests {
         check_restored(&mut smf, &upf, b);
         assert!(smf.associated());
         // The restored sessions are the SMF's again: their new UP SEIDs delete them.
-        smf.delete_session(None, a, None);
+        smf.delete_session(None, a, crate::smf::Then::Nothing);
         run(&mut smf, &mut upf, t0 + HB * 3);
         assert_eq!(upf.node.session_count(), 1);
         assert_eq!(smf.context_count(), 1);
@@ -542,7 +541,7 @@ mod tests {
         let b = active_session(&mut smf, &mut upf, t0, 2);
         // Restarted between two heartbeats; a release reaches it first.
         let mut upf = Upf::new(t0, 1002);
-        smf.delete_session(None, b, None);
+        smf.delete_session(None, b, crate::smf::Then::Nothing);
         run(&mut smf, &mut upf, t0);
         let s = smf.stats();
         assert_eq!(s.upf_restarts, 1, "{s:?}");
