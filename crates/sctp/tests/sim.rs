@@ -70,16 +70,27 @@ fn bulk(seed: u64, impair: Impair, n: u32) -> (Net, sctp::AssocId, sctp::AssocId
     (net, c, s)
 }
 
+/// [`bulk`] with 1000 messages each way over a 5 ms link that `impair` degrades further.
+fn thousand_each_way(
+    seed: u64,
+    impair: impl FnOnce(&mut Impair),
+) -> (Net, sctp::AssocId, sctp::AssocId) {
+    let mut link = Impair {
+        delay: Duration::from_millis(5),
+        ..Impair::default()
+    };
+    impair(&mut link);
+    bulk(seed, link, 1000)
+}
+
+/// The client's and the server's endpoint counters.
+fn both_stats(net: &Net) -> (&sctp::EndpointStats, &sctp::EndpointStats) {
+    (net.nodes[0].ep.stats(), net.nodes[1].ep.stats())
+}
+
 #[test]
 fn thousand_messages_each_way_no_loss() {
-    let (net, c, s) = bulk(
-        2,
-        Impair {
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
+    let (net, c, s) = thousand_each_way(2, |_| {});
     let st = net.nodes[0].ep.stats().clone();
     assert_eq!(st.retransmissions, 0, "{st:?}");
     assert_eq!(net.nodes[1].ep.stats().retransmissions, 0);
@@ -92,34 +103,16 @@ fn thousand_messages_each_way_no_loss() {
 
 #[test]
 fn five_percent_loss() {
-    let (net, ..) = bulk(
-        3,
-        Impair {
-            loss: 0.05,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, ..) = thousand_each_way(3, |i| i.loss = 0.05);
+    let (a, b) = both_stats(&net);
     assert!(a.retransmissions + b.retransmissions > 0);
     assert!(a.fast_retransmits + b.fast_retransmits > 0, "{a:?} {b:?}");
 }
 
 #[test]
 fn twenty_percent_loss() {
-    let (net, c, s) = bulk(
-        4,
-        Impair {
-            loss: 0.20,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, c, s) = thousand_each_way(4, |i| i.loss = 0.20);
+    let (a, b) = both_stats(&net);
     assert!(a.retransmissions > 0 && b.retransmissions > 0);
     let ci = net.nodes[0].ep.info(c).unwrap();
     let si = net.nodes[1].ep.info(s).unwrap();
@@ -129,32 +122,15 @@ fn twenty_percent_loss() {
 
 #[test]
 fn reordering() {
-    let (net, c, _) = bulk(
-        5,
-        Impair {
-            delay: Duration::from_millis(5),
-            jitter: Duration::from_millis(20),
-            ..Impair::default()
-        },
-        1000,
-    );
+    let (net, c, _) = thousand_each_way(5, |i| i.jitter = Duration::from_millis(20));
     let ci = net.nodes[0].ep.info(c).unwrap();
     assert!(ci.counters.sacks_with_gaps_sent > 0);
 }
 
 #[test]
 fn duplication() {
-    let (net, ..) = bulk(
-        6,
-        Impair {
-            dup: 0.1,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, ..) = thousand_each_way(6, |i| i.dup = 0.1);
+    let (a, b) = both_stats(&net);
     assert!(a.duplicate_tsns + b.duplicate_tsns > 0);
 }
 
