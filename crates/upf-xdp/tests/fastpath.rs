@@ -521,37 +521,14 @@ fn fast_path_g_pdus_decode_cleanly_in_wireshark() {
         report.summary()
     );
     // The downlink ones, as Wireshark reads them: TEID and, for session 0, the QFI.
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(&path)
-        .args([
-            "-n",
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-Y",
-            "ip.src == 10.203.3.1",
-        ])
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "gtp.teid",
-            "-e",
-            "ip.checksum.status",
-            "-e",
-            "gtp.ext_hdr.pdu_ses_con.qos_flow_id",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<&str> = text.lines().collect();
-    assert_eq!(rows.len(), 2, "{text}");
-    assert!(
-        rows[0].starts_with("0x00a00000\t1"),
-        "TEID, good outer checksum: {text}"
+    let g = testkit::tshark::g_pdus_from(&path, N3_UPF).unwrap();
+    let teids: Vec<_> = g.iter().map(|p| (p.teid, p.ip_checksum_good)).collect();
+    assert_eq!(
+        teids,
+        [(0x00a0_0000, true), (0x00a0_0001, true)],
+        "TEIDs, good outer checksums"
     );
-    assert!(rows[0].ends_with("\t9"), "QFI 9 in the container: {text}");
-    assert!(rows[1].starts_with("0x00a00001\t1"), "{text}");
+    assert_eq!(g[0].qfi, Some(9), "QFI 9 in the container");
     let _ = std::fs::remove_dir_all(dir);
 }
 
