@@ -51,12 +51,7 @@ fn have(tool: &str) -> bool {
 /// `None`, with a note, where `tshark`/`text2pcap` are not installed.
 pub fn wireshark_dissects(pdus: &[(&str, Vec<u8>)], tag: &str) -> Option<String> {
     if !have("tshark") || !have("text2pcap") {
-        eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
-        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
-        assert!(
-            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
-            "a tool this test needs is missing in CI"
-        );
+        testkit::privilege::skip_missing_tool("tshark/text2pcap");
         return None;
     }
     let mut dump = String::new();
