@@ -3,6 +3,8 @@
 //! own counters prove that it, not the kernel, carried them.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use upf::userspace::testbed::{
 use upf::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId,
 };
-use upf_xdp::{Counters, Reason, XdpDatapath, XdpOptions};
+use upf_xdp::{Counters, Reason, XdpDatapath};
 
 const DN_PORT: u16 = 9000;
 // Not 5000: Wireshark's TAPA dissector claims that port and flags short payloads as malformed.
@@ -33,18 +35,8 @@ fn bed(tag: &str) -> Option<Bed> {
         return None;
     }
     let bed = Testbed::new(tag).unwrap();
-    bed.attach_peer_pass().unwrap();
-    let dp = XdpDatapath::attach(&XdpOptions {
-        netns: Some(bed.ns(Host::Upf).to_owned()),
-        n3_iface: bed.n3_upf.clone(),
-        n6_iface: bed.n6_upf.clone(),
-        n3_addr: N3_UPF,
-    })
-    .unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
+    let dp = common::attach_xdp(&bed);
+    let (gnb, dn) = bed.gnb_and_dn(DN_PORT).unwrap();
     Some(Bed {
         dp,
         gnb,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
-    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
 };
 use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
 use upf::{Datapath, DownlinkAction, DownlinkRule, UplinkRule, UsageId};
@@ -37,10 +37,7 @@ fn bed(tag: &str) -> Option<Bed> {
         ue_pool: (UE_POOL, UE_POOL_LEN),
     })
     .unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
+    let (gnb, dn) = bed.gnb_and_dn(DN_PORT).unwrap();
     Some(Bed {
         dp,
         gnb,

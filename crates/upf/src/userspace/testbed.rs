@@ -235,6 +235,14 @@ impl Testbed {
         super::netns::run_in(Some(self.ns(host)), move || UdpSocket::bind(addr))?
     }
 
+    /// The two ends a datapath test talks through: the gNB's GTP-U socket (`N3_RAN:2152`
+    /// in ran) and a host's socket on `N6_DN:dn_port` in dn.
+    pub fn gnb_and_dn(&self, dn_port: u16) -> io::Result<(UdpSocket, UdpSocket)> {
+        let gnb = self.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152))?;
+        let dn = self.udp(Host::Dn, SocketAddrV4::new(N6_DN, dn_port))?;
+        Ok((gnb, dn))
+    }
+
     /// Attaches `xdp_pass` to the ran and dn ends of N3 and N6: a veth delivers frames its
     /// peer redirected with XDP only when it runs an XDP program itself (KERNEL.md §3).
     pub fn attach_peer_pass(&self) -> io::Result<()> {
