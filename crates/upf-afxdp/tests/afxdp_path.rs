@@ -9,7 +9,8 @@ use std::time::Duration;
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
-    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+    downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_UPF, N6_DN, UE_POOL,
+    UE_POOL_LEN,
 };
 use upf::userspace::{TunCounters, TunReason};
 use upf::{Datapath, UsageId};
@@ -21,12 +22,7 @@ const UE_PORT: u16 = 5000;
 /// buffers from overflowing).
 const WINDOW: u32 = 50;
 
-struct Bed {
-    dp: AfXdpDatapath,
-    gnb: UdpSocket,
-    dn: UdpSocket,
-    bed: Testbed,
-}
+type Bed = Rig<AfXdpDatapath>;
 
 fn bed(tag: &str) -> Option<Bed> {
     if !testkit::privilege::require("upf AF_XDP path") {
@@ -43,11 +39,7 @@ fn bed(tag: &str) -> Option<Bed> {
         frames: 1024,
     })
     .unwrap();
-    let (gnb, dn) = bed.gnb_and_dn(DN_PORT).unwrap();
-    for s in [&gnb, &dn] {
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    }
-    Some(Bed { dp, gnb, dn, bed })
+    Some(Rig::new(bed, dp, DN_PORT).unwrap())
 }
 
 fn teid(i: u32) -> u32 {
@@ -59,10 +51,7 @@ fn gnb_teid(i: u32) -> u32 {
 }
 
 fn recv(sock: &UdpSocket) -> Option<(Vec<u8>, std::net::SocketAddr)> {
-    let mut buf = vec![0u8; 2048];
-    let (n, from) = sock.recv_from(&mut buf).ok()?;
-    buf.truncate(n);
-    Some((buf, from))
+    recv_within(sock, Duration::from_secs(3))
 }
 
 /// Waits (bounded) until `pred` holds for the counters, then returns them.

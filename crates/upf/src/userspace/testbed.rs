@@ -17,8 +17,9 @@
 //! otherwise reach the peer through XDP with a bad UDP checksum).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::datapath::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -304,6 +305,37 @@ impl Drop for Testbed {
             let _ = ip(&["netns", "del", ns]);
         }
     }
+}
+
+/// A datapath under test in its bed, with the gNB and DN sockets the test talks through.
+/// Fields drop in order: the datapath (its links and programs) before the namespaces.
+pub struct Rig<D> {
+    /// The datapath under test.
+    pub dp: D,
+    /// The gNB's GTP-U socket on N3.
+    pub gnb: UdpSocket,
+    /// A DN host's socket on N6.
+    pub dn: UdpSocket,
+    /// The namespaces and links.
+    pub bed: Testbed,
+}
+
+impl<D> Rig<D> {
+    /// Rigs `dp`, already started in `bed`, with the gNB socket and a DN host on `dn_port`
+    /// ([`Testbed::gnb_and_dn`]).
+    pub fn new(bed: Testbed, dp: D, dn_port: u16) -> io::Result<Self> {
+        let (gnb, dn) = bed.gnb_and_dn(dn_port)?;
+        Ok(Rig { dp, gnb, dn, bed })
+    }
+}
+
+/// The next datagram on `sock` within `wait`, with its sender; `None` when none came.
+pub fn recv_within(sock: &UdpSocket, wait: Duration) -> Option<(Vec<u8>, SocketAddr)> {
+    sock.set_read_timeout(Some(wait)).ok()?;
+    let mut buf = vec![0u8; 2048];
+    let (n, from) = sock.recv_from(&mut buf).ok()?;
+    buf.truncate(n);
+    Some((buf, from))
 }
 
 /// Session `i`'s uplink rule: local TEID `teid`, UE `ue_ip(i)`, forward to N6, open gate,
