@@ -221,12 +221,11 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     net
 }
 
-/// The AMF asks the gNB to set up `sessions` (id, NAS for the UE, transfer) for the UE.
-fn setup_sessions(
-    gnb: &mut GnbUes,
-    net: &Net,
-    sessions: &[(u8, Option<Vec<u8>>, Vec<u8>)],
-) -> GnbUeOutput {
+/// One session of a setup request: its id, the NAS for the UE, the transfer.
+type SessionSetup = (u8, Option<Vec<u8>>, Vec<u8>);
+
+/// The AMF asks the gNB to set up `sessions` for the UE.
+fn setup_sessions(gnb: &mut GnbUes, net: &Net, sessions: &[SessionSetup]) -> GnbUeOutput {
     let setup = PduSessionResourceSetupRequest {
         amf_ue_ngap_id: AMF_ID,
         ran_ue_ngap_id: net.ran_id,
