@@ -2126,16 +2126,12 @@ fn table(r: &SteeringReport) -> String {
 /// steering.svg: CPU ns per message of every path (left), and SCTP reader CPU per message,
 /// local vs hand-off, by K (right).
 fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
-    use plotters::coord::combinators::BindKeyPoints;
+    use super::plot::{above, bars, finish, legend, line, svg_err, svg_root, Slots};
     use plotters::prelude::*;
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
 
     const BASE: RGBColor = RGBColor(170, 170, 170);
     const HAND: RGBColor = RGBColor(255, 127, 14);
-    let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
+    let root = svg_root(path, (1200, 520))?
         .titled(
             &format!(
                 "steering cost per message ({} B, {} workers, {} build{})",
@@ -2150,10 +2146,9 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
             ),
             ("sans-serif", 20),
         )
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let (left, right) = root.split_horizontally(640);
-    let above =
-        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    let above = above(13);
 
     // CPU per message against the batch, one line per path, both axes log: the paths span
     // two orders of magnitude (sockmap against the TCP paths) and the batches 1..64.
@@ -2170,7 +2165,7 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .x_label_area_size(36)
         .y_label_area_size(64)
         .build_cartesian_2d((0.7f64..bmax).log_scale(), (floor..ymax).log_scale())
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("messages per system call (batch)")
@@ -2178,7 +2173,7 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     for (i, route) in Route::ALL.iter().enumerate() {
         let pts: Vec<(f64, f64)> = r
             .cases
@@ -2191,98 +2186,50 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         }
         let color = Palette99::pick(i).to_rgba();
         let dashed = route.label().starts_with("one-hop");
-        chart
-            .draw_series(LineSeries::new(
-                pts.clone(),
-                color.stroke_width(if dashed { 1 } else { 2 }),
-            ))
-            .map_err(|e| err(&e))?
-            .label(route.label())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        let width = if dashed { 1 } else { 2 };
+        line(&mut chart, pts.clone(), color, width, route.label(), 16)?;
         chart
             .draw_series(
                 pts.iter()
                     .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
             )
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
         chart
             .draw_series(
                 pts.iter()
                     .map(|&(x, y)| Text::new(format!("{y:.0}"), (x, y * 1.08), above.clone())),
             )
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
 
-    let k = r.sctp_handoff.len().max(1);
-    let width = i32::try_from(k).unwrap_or(1) * 100;
-    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
-    let ks: Vec<String> = r
-        .sctp_handoff
-        .iter()
-        .map(|h| format!("K={}", h.k))
-        .collect();
+    let slots = Slots::new(
+        r.sctp_handoff
+            .iter()
+            .map(|h| format!("K={}", h.k))
+            .collect(),
+    );
     let ymax = r
         .sctp_handoff
         .iter()
         .map(|h| h.handoff_ns_per_msg.max(h.local_ns_per_msg))
         .fold(1.0f64, f64::max)
         * 1.2;
-    let mut chart = ChartBuilder::on(&right)
-        .margin(14)
-        .caption("SCTP reader CPU per message", ("sans-serif", 15))
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d((0..width).with_key_points(centers), 0f64..ymax)
-        .map_err(|e| err(&e))?;
-    let k_of = |x: &i32| {
-        usize::try_from(x / 100)
-            .ok()
-            .and_then(|i| ks.get(i).cloned())
-            .unwrap_or_default()
-    };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(k)
-        .x_label_formatter(&k_of)
-        .y_desc("ns per message")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()
-        .map_err(|e| err(&e))?;
-    chart
-        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
-            let x0 = i as i32 * 100 + 12;
-            Rectangle::new([(x0, 0.0), (x0 + 38, h.local_ns_per_msg)], BASE.filled())
-        }))
-        .map_err(|e| err(&e))?
-        .label("local")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BASE.filled()));
-    chart
-        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
-            let x0 = i as i32 * 100 + 50;
-            Rectangle::new([(x0, 0.0), (x0 + 38, h.handoff_ns_per_msg)], HAND.filled())
-        }))
-        .map_err(|e| err(&e))?
-        .label("hand-off")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], HAND.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    let mut chart = slots.chart(
+        ChartBuilder::on(&right)
+            .margin(14)
+            .caption("SCTP reader CPU per message", ("sans-serif", 15))
+            .x_label_area_size(36)
+            .y_label_area_size(64),
+        ymax,
+        "ns per message",
+        Some(&|y| format!("{y:.0}")),
+    )?;
+    let local = r.sctp_handoff.iter().map(|h| h.local_ns_per_msg);
+    bars(&mut chart, local, (12, 38), BASE, Some("local"))?;
+    let handed = r.sctp_handoff.iter().map(|h| h.handoff_ns_per_msg);
+    bars(&mut chart, handed, (50, 38), HAND, Some("hand-off"))?;
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]
