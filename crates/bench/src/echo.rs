@@ -397,6 +397,19 @@ impl CpuWindow {
     fn total(&self) -> Duration {
         self.total.unwrap_or_default()
     }
+
+    /// One turn of a server loop: follows the phase, and gives the time now while the
+    /// server is to go on (neither the stop phase nor `hard_deadline` has come).
+    fn turn(
+        &mut self,
+        shared: &Shared,
+        hard_deadline: Instant,
+    ) -> Result<Option<Instant>, BenchError> {
+        let phase = shared.phase();
+        self.observe(phase)?;
+        let now = Instant::now();
+        Ok((phase != PHASE_STOP && now < hard_deadline).then_some(now))
+    }
 }
 
 async fn server_main(
@@ -444,13 +457,7 @@ async fn sctp_server(
     let mut backlog: VecDeque<(AssocId, sctp::Message)> = VecDeque::new();
     let mut cpu = CpuWindow::default();
     let mut echoed = 0u64;
-    loop {
-        let phase = shared.phase();
-        cpu.observe(phase)?;
-        let now = Instant::now();
-        if phase == PHASE_STOP || now >= hard_deadline {
-            break;
-        }
+    while let Some(now) = cpu.turn(shared, hard_deadline)? {
         sock.drive(Some(now + PHASE_POLL))
             .await
             .map_err(|e| io_failed("server", e))?;
@@ -515,13 +522,7 @@ async fn udp_server(
     let mut pkts: Vec<(SocketAddr, usize, usize)> = Vec::with_capacity(RECV_BATCH);
     let mut cpu = CpuWindow::default();
     let mut echoed = 0u64;
-    loop {
-        let phase = shared.phase();
-        cpu.observe(phase)?;
-        let now = Instant::now();
-        if phase == PHASE_STOP || now >= hard_deadline {
-            break;
-        }
+    while let Some(now) = cpu.turn(shared, hard_deadline)? {
         arena.clear();
         pkts.clear();
         let recv = transport.recv_batch(&mut buf, RECV_BATCH, |from, p| {
