@@ -170,18 +170,7 @@ fn run<D: Datapath + Send + 'static>(bed: &Testbed, net: u8, dp: D) -> Run<D> {
 
 /// The common checks; returns (probes sent, replies received).
 fn expect_clean<D>(r: &Run<D>) -> (u64, u64) {
-    let want = Outcome {
-        registered: UES,
-        established: UES,
-        rejected: 0,
-        upf_checked: UES,
-        released_sessions: UES,
-        deregistered: UES,
-        released: UES,
-        addresses: UES,
-        rules_left: 0,
-        failures: Vec::new(),
-    };
+    let want = Outcome::all_through(UES);
     assert_eq!(r.outcome, want);
     assert_eq!(r.reports.len(), 2);
     let kinds: Vec<_> = r.reports.iter().map(|t| t.kind).collect();

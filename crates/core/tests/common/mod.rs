@@ -163,6 +163,25 @@ pub(crate) struct Outcome {
     pub(crate) failures: Vec<String>,
 }
 
+impl Outcome {
+    /// All `n` UEs went the whole way: registered, one session each established, checked
+    /// at the UPF and released, deregistered, with distinct addresses and no rule left.
+    pub(crate) fn all_through(n: usize) -> Outcome {
+        Outcome {
+            registered: n,
+            established: n,
+            rejected: 0,
+            upf_checked: n,
+            released_sessions: n,
+            deregistered: n,
+            released: n,
+            addresses: n,
+            rules_left: 0,
+            failures: Vec::new(),
+        }
+    }
+}
+
 /// Where the emulated gNB stands.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RanSide {
