@@ -13,7 +13,8 @@ use oxirush_ngap::{build_ngap_ie, extract_ngap_ies, BitString};
 
 use super::convert::{snssai_from_asn, snssai_to_asn};
 use super::setup_support::{codec, decode_message, pdu_of};
-use super::{Cause, EncodeError, NgapPdu, ParseError, UeAmbr, AMF_UE_NGAP_ID_MAX};
+use super::ue::{check_amf_id, encode_fn, ue_id_ies};
+use super::{Cause, EncodeError, NgapPdu, ParseError, UeAmbr};
 use crate::ids::{IdError, Snssai};
 
 /// Protocol IE IDs of the transfers and lists of this module (TS 38.413 §9.4.7).
@@ -28,15 +29,6 @@ pub mod pdu_ie_id {
     pub const PDU_SESSION_TYPE: u16 = 134;
     /// QoS Flow Setup Request List.
     pub const QOS_FLOW_SETUP_REQUEST_LIST: u16 = 136;
-}
-
-fn check_amf_id(id: u64) -> Result<u64, EncodeError> {
-    if id > AMF_UE_NGAP_ID_MAX {
-        return Err(EncodeError::Codec(format!(
-            "AMF UE NGAP ID {id} exceeds 40 bits"
-        )));
-    }
-    Ok(id)
 }
 
 fn malformed(what: &str) -> impl Fn(oxirush_ngap::Error) -> ParseError + '_ {
@@ -562,16 +554,7 @@ impl PduSessionResourceSetupRequest {
                 ))
             })
             .collect::<Result<Vec<_>, EncodeError>>()?;
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceSetupRequest,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceSetupRequest,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![PDUSessionResourceSetupRequest, self,];
         if let Some(nas) = &self.nas_pdu {
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupRequest,
@@ -597,10 +580,7 @@ impl PduSessionResourceSetupRequest {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE SETUP RESPONSE (TS 38.413 §9.2.1.2), gNB → AMF.
@@ -650,16 +630,7 @@ impl PduSessionResourceSetupResponse {
 
     /// Builds the PDU. An empty list is left out (each list is SIZE(1..256)).
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceSetupResponse,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceSetupResponse,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![PDUSessionResourceSetupResponse, self,];
         if !self.setup.is_empty() {
             list_len(&self.setup, "the PDU Session Resource Setup Response List")?;
             let items = self
@@ -706,10 +677,7 @@ impl PduSessionResourceSetupResponse {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE RELEASE COMMAND (TS 38.413 §9.2.1.3), AMF → gNB.
@@ -767,16 +735,7 @@ impl PduSessionResourceReleaseCommand {
                 )
             })
             .collect();
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceReleaseCommand,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceReleaseCommand,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![PDUSessionResourceReleaseCommand, self,];
         if let Some(nas) = &self.nas_pdu {
             ies.push(build_ngap_ie!(
                 PDUSessionResourceReleaseCommand,
@@ -794,10 +753,7 @@ impl PduSessionResourceReleaseCommand {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE RELEASE RESPONSE (TS 38.413 §9.2.1.4), gNB → AMF.
@@ -851,15 +807,9 @@ impl PduSessionResourceReleaseResponse {
                 )
             })
             .collect();
-        let ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceReleaseResponse,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceReleaseResponse,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
+        let ies = ue_id_ies![
+            PDUSessionResourceReleaseResponse,
+            self,
             build_ngap_ie!(
                 PDUSessionResourceReleaseResponse,
                 PDUSessionResourceReleasedListRelRes(asn::PDUSessionResourceReleasedListRelRes(
@@ -872,16 +822,13 @@ impl PduSessionResourceReleaseResponse {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::{decode, MessageKind, RadioNetworkCause};
+    use super::super::{decode, MessageKind, RadioNetworkCause, AMF_UE_NGAP_ID_MAX};
     use super::*;
 
     fn request_transfer() -> PduSessionResourceSetupRequestTransfer {
