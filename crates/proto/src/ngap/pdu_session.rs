@@ -490,6 +490,29 @@ fn list_len<T>(list: &[T], what: &str) -> Result<(), EncodeError> {
     Ok(())
 }
 
+impl PduSessionTransferItem {
+    fn of(pdu_session_id: u8, transfer: &[u8]) -> Self {
+        PduSessionTransferItem {
+            pdu_session_id,
+            transfer: transfer.to_vec(),
+        }
+    }
+}
+
+/// The codec items of a transfer list (`what`, for the error), each built by `item` from the
+/// session ID and the transfer's octets; the list is SIZE(1..256).
+fn transfer_items<'a, T>(
+    list: &'a [PduSessionTransferItem],
+    what: &str,
+    item: impl Fn(asn::PDUSessionID, &'a [u8]) -> T,
+) -> Result<Vec<T>, EncodeError> {
+    list_len(list, what)?;
+    Ok(list
+        .iter()
+        .map(|i| item(asn::PDUSessionID(i.pdu_session_id), &i.transfer))
+        .collect())
+}
+
 /// PDU SESSION RESOURCE SETUP REQUEST (TS 38.413 §9.2.1.1), AMF → gNB.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PduSessionResourceSetupRequest {
@@ -607,16 +630,12 @@ impl PduSessionResourceSetupResponse {
                 req amf: u64 = AMF_UE_NGAP_ID(id),
                 req ran: u32 = RAN_UE_NGAP_ID(id),
                 opt setup: Vec<PduSessionTransferItem> = PDUSessionResourceSetupListSURes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_setup_response_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_setup_response_transfer)).collect(),
                 opt failed: Vec<PduSessionTransferItem> =
                     PDUSessionResourceFailedToSetupListSURes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_setup_unsuccessful_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_setup_unsuccessful_transfer)).collect(),
             );
             Ok((amf, ran, setup, failed))
         })())?;
@@ -632,39 +651,22 @@ impl PduSessionResourceSetupResponse {
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
         let mut ies = ue_id_ies![PDUSessionResourceSetupResponse, self,];
         if !self.setup.is_empty() {
-            list_len(&self.setup, "the PDU Session Resource Setup Response List")?;
-            let items = self
-                .setup
-                .iter()
-                .map(|i| {
-                    asn::PDUSessionResourceSetupItemSURes::new(
-                        asn::PDUSessionID(i.pdu_session_id),
-                        i.transfer.as_slice().into(),
-                        None,
-                    )
-                })
-                .collect();
+            let items = transfer_items(
+                &self.setup,
+                "the PDU Session Resource Setup Response List",
+                |id, t| asn::PDUSessionResourceSetupItemSURes::new(id, t.into(), None),
+            )?;
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupResponse,
                 PDUSessionResourceSetupListSURes(asn::PDUSessionResourceSetupListSURes(items))
             )?);
         }
         if !self.failed.is_empty() {
-            list_len(
+            let items = transfer_items(
                 &self.failed,
                 "the PDU Session Resource Failed to Setup List",
+                |id, t| asn::PDUSessionResourceFailedToSetupItemSURes::new(id, t.into(), None),
             )?;
-            let items = self
-                .failed
-                .iter()
-                .map(|i| {
-                    asn::PDUSessionResourceFailedToSetupItemSURes::new(
-                        asn::PDUSessionID(i.pdu_session_id),
-                        i.transfer.as_slice().into(),
-                        None,
-                    )
-                })
-                .collect();
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupResponse,
                 PDUSessionResourceFailedToSetupListSURes(
@@ -706,10 +708,8 @@ impl PduSessionResourceReleaseCommand {
                 lax nas: Vec<u8> = NAS_PDU(p) => p.0.to_vec(),
                 req list: Vec<PduSessionTransferItem> =
                     PDUSessionResourceToReleaseListRelCmd(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_release_command_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_release_command_transfer)).collect(),
             );
             Ok((amf, ran, nas, list))
         })())?;
@@ -723,18 +723,11 @@ impl PduSessionResourceReleaseCommand {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        list_len(&self.sessions, "the PDU Session Resource to Release List")?;
-        let items = self
-            .sessions
-            .iter()
-            .map(|i| {
-                asn::PDUSessionResourceToReleaseItemRelCmd::new(
-                    asn::PDUSessionID(i.pdu_session_id),
-                    i.transfer.as_slice().into(),
-                    None,
-                )
-            })
-            .collect();
+        let items = transfer_items(
+            &self.sessions,
+            "the PDU Session Resource to Release List",
+            |id, t| asn::PDUSessionResourceToReleaseItemRelCmd::new(id, t.into(), None),
+        )?;
         let mut ies = ue_id_ies![PDUSessionResourceReleaseCommand, self,];
         if let Some(nas) = &self.nas_pdu {
             ies.push(build_ngap_ie!(
@@ -779,10 +772,8 @@ impl PduSessionResourceReleaseResponse {
                 req ran: u32 = RAN_UE_NGAP_ID(id),
                 req list: Vec<PduSessionTransferItem> =
                     PDUSessionResourceReleasedListRelRes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_release_response_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_release_response_transfer)).collect(),
             );
             Ok((amf, ran, list))
         })())?;
@@ -795,18 +786,11 @@ impl PduSessionResourceReleaseResponse {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        list_len(&self.released, "the PDU Session Resource Released List")?;
-        let items = self
-            .released
-            .iter()
-            .map(|i| {
-                asn::PDUSessionResourceReleasedItemRelRes::new(
-                    asn::PDUSessionID(i.pdu_session_id),
-                    i.transfer.as_slice().into(),
-                    None,
-                )
-            })
-            .collect();
+        let items = transfer_items(
+            &self.released,
+            "the PDU Session Resource Released List",
+            |id, t| asn::PDUSessionResourceReleasedItemRelRes::new(id, t.into(), None),
+        )?;
         let ies = ue_id_ies![
             PDUSessionResourceReleaseResponse,
             self,
