@@ -327,6 +327,18 @@ fn path_var(name: &str, r: Result<(), &'static str>) -> Result<(), ProblemDetail
 mod tests {
     use super::*;
 
+    /// A refusal's cause and the names of its invalid parameters, for the tests of this
+    /// module and of its children.
+    pub(in crate::validate) fn cause_and_params(p: ProblemDetails) -> (String, Vec<String>) {
+        let params = p
+            .invalid_params
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| i.param)
+            .collect();
+        (p.cause.unwrap_or_default(), params)
+    }
+
     struct Pair {
         a: u8,
         b: Option<String>,

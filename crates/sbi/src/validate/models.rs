@@ -338,6 +338,7 @@ impl Validate for N1N2MessageTransferReqData {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::decode_valid;
+    use super::super::tests::cause_and_params;
     use super::*;
     use serde_json::json;
 
@@ -362,13 +363,7 @@ mod tests {
         let p = decode_valid::<T>(v.to_string().as_bytes())
             .err()
             .unwrap_or_else(|| panic!("{v} accepted"));
-        let params = p
-            .invalid_params
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| i.param)
-            .collect();
-        (p.cause.unwrap_or_default(), params)
+        cause_and_params(p)
     }
 
     #[test]

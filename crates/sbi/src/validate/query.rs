@@ -240,16 +240,10 @@ fn check_value(kind: Kind, value: &str) -> Result<(), &'static str> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::validate::tests::cause_and_params;
 
     fn cause(r: Result<Query, ProblemDetails>) -> (String, Vec<String>) {
-        let p = r.unwrap_err();
-        let params = p
-            .invalid_params
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| i.param)
-            .collect();
-        (p.cause.unwrap_or_default(), params)
+        cause_and_params(r.unwrap_err())
     }
 
     #[test]
