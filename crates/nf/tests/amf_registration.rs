@@ -1504,10 +1504,17 @@ const SM_REF: &str = "00000000000000aa";
 
 /// A 5GSM message (its type at octet 3) in an UL NAS TRANSPORT for session [`PSI`].
 fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
+    ul_sm_for(ue, PSI, message_type, initial).0
+}
+
+/// The 5GSM message of type `message_type` for session `psi`, and the UPLINK NAS TRANSPORT
+/// carrying it in an UL NAS TRANSPORT.
+fn ul_sm_for(ue: &mut TestUe, psi: u8, message_type: u8, initial: bool) -> (Vec<u8>, Vec<u8>) {
+    let payload = vec![0x2e, psi, 1, message_type, 0xff];
     let ul = proto::nas::sm_ue::UlNasTransport {
         payload_container_type: proto::nas::sm_ue::PAYLOAD_N1_SM,
-        payload: vec![0x2e, PSI, 1, message_type, 0xff],
-        pdu_session_id: Some(PSI),
+        payload: payload.clone(),
+        pdu_session_id: Some(psi),
         request_type: initial.then_some(proto::nas::sm_ue::REQUEST_INITIAL),
         snssai: None,
         dnn: initial.then(|| "internet".to_owned()),
@@ -1523,19 +1530,20 @@ fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
             Direction::Uplink,
         )
         .unwrap();
-    ue.uplink(p)
+    (ue.uplink(p), payload)
 }
 
 /// Answers the oldest call to the SMF.
-fn smf_answers(
-    w: &mut Watching,
+fn smf_answers<M, P>(
+    w: &mut World<M, P>,
     path_end: &str,
     status: http::StatusCode,
     location: Option<&str>,
     parts: Option<Vec<sbi::multipart::Part>>,
-) {
-    let (call, path, _) = w.smf_calls.pop_front().expect("a call to the SMF");
-    assert!(path.ends_with(path_end), "{path}");
+) where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
     let (ct, body) = match parts {
         Some(p) => (
             Some(sbi::multipart::CONTENT_TYPE),
@@ -1543,9 +1551,26 @@ fn smf_answers(
         ),
         None => (None, Bytes::new()),
     };
+    smf_answers_with(w, path_end, status, location, ct, &body);
+}
+
+/// Answers the oldest call to the SMF with `body` of type `ct`.
+fn smf_answers_with<M, P>(
+    w: &mut World<M, P>,
+    path_end: &str,
+    status: http::StatusCode,
+    location: Option<&str>,
+    ct: Option<&str>,
+    body: &[u8],
+) where
+    M: ContextMap<u64, UeContext>,
+    P: ContextMap<u32, IdleUe>,
+{
+    let (call, path, _) = w.smf_calls.pop_front().expect("a call to the SMF");
+    assert!(path.ends_with(path_end), "{path}");
     let now = w.now;
     w.amf
-        .handle_sbi_response(now, call, status, location, ct, &body);
+        .handle_sbi_response(now, call, status, location, ct, body);
     w.run();
 }
 
@@ -1838,4 +1863,247 @@ fn every_ue_message_kind_is_decoded_once() {
             "UplinkNasTransport",
         ]
     );
+}
+
+// ---- Nsmf calls that fail, answers that come too late ----
+
+/// The N1N2MessageTransfer the SMF sends after creating session `psi`: the accept and the
+/// N2 PDU Session Resource Setup Request Transfer.
+fn n1n2_setup(n: u32, psi: u8) -> SbiRequest {
+    use sbi::model::{
+        N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
+        N2SmInformation, RefToBinaryData,
+    };
+    use sbi::multipart::{self, Part};
+    let data = N1N2MessageTransferReqData {
+        n1_message_container: Some(N1MessageContainer {
+            n1_message_class: "SM".into(),
+            n1_message_content: RefToBinaryData::new("n1"),
+        }),
+        n2_info_container: Some(N2InfoContainer {
+            n2_information_class: "SM".into(),
+            sm_info: Some(N2SmInformation {
+                pdu_session_id: psi,
+                n2_info_content: Some(N2InfoContent {
+                    ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
+                    ngap_data: RefToBinaryData::new("n2"),
+                }),
+                s_nssai: None,
+            }),
+        }),
+        pdu_session_id: Some(psi),
+    };
+    let parts = [
+        Part::json(serde_json::to_vec(&data).unwrap()),
+        Part::binary(multipart::NAS_5G, "n1", vec![0x2e, psi, 1, 0xc2]),
+        Part::binary(multipart::NGAP, "n2", vec![0, 1, 2]),
+    ];
+    SbiRequest {
+        method: http::Method::POST,
+        path: format!("/namf-comm/v1/ue-contexts/{}/n1-n2-messages", supi(n)),
+        query: None,
+        content_type: Some(multipart::CONTENT_TYPE.to_owned()),
+        body: multipart::encode(&parts).unwrap(),
+    }
+}
+
+/// The DL NAS TRANSPORT inside a DOWNLINK NAS TRANSPORT, unprotected with the UE's context.
+fn read_dl_nas_transport(
+    ue: &mut TestUe,
+    pdu: &ngap::NgapPdu,
+) -> proto::nas::sm_ue::DlNasTransport {
+    assert_eq!(pdu.kind(), MessageKind::DownlinkNasTransport);
+    let m = ngap::DownlinkNasTransport::parse(pdu).unwrap();
+    let u = ue
+        .sec
+        .as_mut()
+        .unwrap()
+        .unprotect(&m.nas_pdu, Direction::Downlink)
+        .unwrap();
+    proto::nas::sm_ue::DlNasTransport::parse(&u.plain).unwrap()
+}
+
+fn sm_location(sm_ref: &str) -> String {
+    format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{sm_ref}")
+}
+
+/// TS 24.501 §5.4.5.2.5, §5.4.5.3.1 e): an Nsmf call that fails without an N1 SM message for
+/// the UE (no answer: the host's 504 with no body; an error without `n1SmMsg`) sends the
+/// UE's own 5GSM message back with 5GMM cause #90. The SMF's own reject goes as it is.
+#[test]
+fn a_failed_nsmf_call_sends_the_5gsm_message_back_with_cause_90() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let back = |w: &mut Sharded, ue: &mut TestUe, sent: &[u8]| {
+        let pdu = w.next_dl();
+        let dl = read_dl_nas_transport(ue, &pdu);
+        assert_eq!(
+            dl.fgmm_cause,
+            Some(FiveGmmCause::PayloadNotForwarded.value())
+        );
+        assert_eq!(dl.pdu_session_id, Some(PSI));
+        assert_eq!(dl.payload, sent, "the UE's own message");
+        assert!(w.quiet());
+    };
+
+    // The SMF does not answer (or cannot be reached).
+    let (est, sent) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::GATEWAY_TIMEOUT,
+        None,
+        None,
+    );
+    back(&mut w, &mut ue, &sent);
+    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    assert!(ctx.sessions().is_empty(), "the UE may try again");
+
+    // An error without an N1 SM message.
+    let (est, sent) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
+    smf_answers_with(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        Some("application/problem+json"),
+        problem,
+    );
+    back(&mut w, &mut ue, &sent);
+
+    // The SMF's reject: forwarded, no 5GMM cause.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let err = br#"{"error":{"status":403,"cause":"DNN_DENIED"},"n1SmMsg":{"contentId":"n1"}}"#;
+    let reject = vec![0x2e, PSI, 1, 0xc3, 27];
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::FORBIDDEN,
+        None,
+        Some(vec![
+            sbi::multipart::Part::json(err.to_vec()),
+            sbi::multipart::Part::binary(sbi::multipart::NAS_5G, "n1", reject.clone()),
+        ]),
+    );
+    let pdu = w.next_dl();
+    let dl = read_dl_nas_transport(&mut ue, &pdu);
+    assert_eq!((dl.fgmm_cause, dl.payload), (None, reject));
+
+    // A UE-requested release the SMF does not answer: sent back too.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let loc = sm_location(SM_REF);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    let (rel, sent) = ul_sm_for(&mut ue, PSI, 0xd1, false);
+    w.ngap(&rel);
+    smf_answers(
+        &mut w,
+        "/modify",
+        http::StatusCode::GATEWAY_TIMEOUT,
+        None,
+        None,
+    );
+    back(&mut w, &mut ue, &sent);
+
+    let s = w.amf.session_stats();
+    assert_eq!((s.not_forwarded, s.rejected, s.created), (3, 3, 1));
+}
+
+/// The UE deregisters while its CreateSMContext is under way: when the 201 comes, the AMF
+/// releases the SM context it no longer has a UE for (TS 23.502 §4.2.2.3.2 step 2).
+#[test]
+fn a_create_answered_after_the_ue_left_is_released() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    deregister(&mut w, &mut ue, false);
+    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(
+        w.smf_calls.len(),
+        1,
+        "only the creation: it has no ref to release yet"
+    );
+    let loc = sm_location(SM_REF);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    let (_, path, body) = w.smf_calls.front().cloned().expect("the release");
+    assert_eq!(
+        path,
+        format!("/nsmf-pdusession/v1/sm-contexts/{SM_REF}/release")
+    );
+    let data: sbi::model::SmContextReleaseData = serde_json::from_slice(&body).unwrap();
+    assert!(data.cause.is_some());
+    smf_answers(&mut w, "/release", http::StatusCode::NO_CONTENT, None, None);
+    let s = w.amf.session_stats();
+    assert_eq!(
+        (s.orphans_released, s.release_failures, s.created),
+        (1, 0, 0)
+    );
+    assert!(w.quiet() && w.smf_calls.is_empty());
+}
+
+/// A session the AMF gave up on (its CreateSMContext failed) is not set up when the SMF,
+/// late, asks for it: the N1N2MessageTransfer is refused, and the UE's other session is
+/// untouched.
+#[test]
+fn a_setup_for_a_session_the_ue_does_not_hold_is_refused() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    // Session 6 is being set up.
+    let (est, _) = ul_sm_for(&mut ue, 6, 0xc1, true);
+    w.ngap(&est);
+    let loc = sm_location("00000000000000bb");
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    // Session 5's creation fails at the AMF.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::GATEWAY_TIMEOUT,
+        None,
+        None,
+    );
+    let pdu = w.next_dl();
+    assert_eq!(read_dl_nas_transport(&mut ue, &pdu).fgmm_cause, Some(90));
+    // The SMF finished session 5 after all.
+    w.amf.handle_request(1, n1n2_setup(1, PSI));
+    w.run();
+    assert_eq!(w.answers.pop(), Some((1, http::StatusCode::NOT_FOUND)));
+    assert!(
+        w.quiet(),
+        "no PDU SESSION RESOURCE SETUP REQUEST for session 5"
+    );
+    w.amf.handle_request(2, n1n2_setup(1, 6));
+    w.run();
+    assert_eq!(w.answers.pop(), Some((2, http::StatusCode::OK)));
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupRequest);
+    let s = w.amf.session_stats();
+    assert_eq!((s.n1n2, s.n1n2_refused), (1, 1));
 }

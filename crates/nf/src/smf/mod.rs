@@ -318,6 +318,9 @@ pub struct Smf<M> {
     next_seq: u32,
     pending: HashMap<u64, Pending>,
     pfcp: HashMap<u32, PfcpPending>,
+    /// SM context refs whose establishment was given up on unanswered, oldest first: a
+    /// late answer for one of them is undone ([`n4`]).
+    given_up: VecDeque<u64>,
     associated: bool,
     actions: VecDeque<Action>,
     stats: SmfStats,
@@ -403,6 +406,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             next_seq: 1,
             pending: HashMap::new(),
             pfcp: HashMap::new(),
+            given_up: VecDeque::new(),
             associated: false,
             actions: VecDeque::new(),
             stats: SmfStats::default(),

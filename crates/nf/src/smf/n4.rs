@@ -11,7 +11,9 @@
 //! context released meanwhile) is undone: a Session Deletion Request for the UP SEID,
 //! retransmitted like any request, whose own failure is only logged and counted. The SM
 //! context stays, `Releasing`, until that deletion ends, so that the UE's address is not
-//! handed out again while the UPF still routes it.
+//! handed out again while the UPF still routes it. An establishment given up on unanswered
+//! is remembered (the last [`GIVEN_UP_KEPT`]): if its answer comes after all and accepts
+//! the session, that session is undone too, once.
 
 use std::net::Ipv4Addr;
 
@@ -30,6 +32,9 @@ use tracing::{debug, warn};
 use super::nas::{self, GsmCause};
 use super::{json_bytes, n2, problem, Action, Refusal, SmContext, SmState, Smf, N1_ID, N2_ID};
 use crate::state::ContextMap;
+
+/// How many establishments given up on unanswered are remembered for a late answer.
+pub(super) const GIVEN_UP_KEPT: usize = 4096;
 
 /// What a PFCP request of the SMF is for.
 #[derive(Debug)]
@@ -74,8 +79,7 @@ pub(super) struct Waiter {
 /// What an abandoned establishment left at the UPF, as far as its answer tells.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Held {
-    /// Nothing: refused, never sent, or no answer to tell (the UPF's state is unknown; an
-    /// answer that comes after all is undone then, [`Smf::late_establishment`]).
+    /// Nothing: refused, or never sent (or no answer yet: a late one is undone then).
     Nothing,
     /// The session of this UP SEID.
     Session(u64),
@@ -310,12 +314,19 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             PfcpPending::Establish { req_id, sm_ref } => {
                 let r = match f {
                     // TS 29.502 table 6.1.3.2.3.1-3: 504 with the peer not answering.
-                    Failure::Unanswered => Refusal::new(
-                        GsmCause::InsufficientResources,
-                        504,
-                        "PEER_NOT_RESPONDING",
-                        "UPF did not answer",
-                    ),
+                    Failure::Unanswered => {
+                        // The UPF's state is unknown: a late answer may still name a session.
+                        self.given_up.push_back(sm_ref);
+                        if self.given_up.len() > GIVEN_UP_KEPT {
+                            self.given_up.pop_front();
+                        }
+                        Refusal::new(
+                            GsmCause::InsufficientResources,
+                            504,
+                            "PEER_NOT_RESPONDING",
+                            "UPF did not answer",
+                        )
+                    }
                     Failure::Undecodable(why) => Refusal::upf_faulty(why),
                 };
                 self.abandon_held(req_id, sm_ref, r, Held::Nothing);
@@ -370,9 +381,10 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         }
     }
 
-    /// An accepted Session Establishment Response that answers no outstanding request: the
-    /// answer to a request given up on, or a duplicate. If its SEID (ours, the SM context
-    /// ref) names no context any more, the session it reports is an orphan: deleted.
+    /// A Session Establishment Response that answers no outstanding request: a duplicate
+    /// (the UPF answers each retransmission with the same octets), or the answer to a
+    /// request given up on. The first accepting answer of one given up on names an orphan
+    /// session (its header SEID is ours, the SM context ref): deleted.
     fn late_establishment(
         &mut self,
         cp_seid: Option<u64>,
@@ -383,10 +395,10 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         else {
             return;
         };
-        if self.contexts.with(&cp, |c| c.is_some()) {
-            // A duplicate of an answer already taken.
+        let Some(i) = self.given_up.iter().position(|r| *r == cp) else {
             return;
-        }
+        };
+        self.given_up.remove(i);
         debug!(
             cp_seid = cp,
             up_seid = up,
