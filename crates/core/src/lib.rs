@@ -431,6 +431,8 @@ pub struct WorkerReport {
     pub amf_sessions: SessionStats,
     /// Its SMF's counters (zero without an SMF).
     pub smf: SmfStats,
+    /// SM contexts its SMF held when it stopped (in the locked mode: every worker's).
+    pub smf_contexts: usize,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
     /// Why its loop woke up.

@@ -490,6 +490,7 @@ impl<P: Placement> Worker<P> {
             udm: nf.udm,
             amf_sessions: nf.amf_sessions,
             smf: nf.smf,
+            smf_contexts: self.host.smf().map_or(0, |s| s.context_count()),
             counters: c,
             wakes: self.wakes,
         };
