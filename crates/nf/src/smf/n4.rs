@@ -143,12 +143,12 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// A PFCP datagram from the UPF.
     pub fn handle_pfcp(&mut self, bytes: &[u8]) {
-        let msg = match PfcpMessage::parse(bytes) {
+        let PfcpMessage { header, message } = match PfcpMessage::parse(bytes) {
             Ok(m) => m,
             Err(e) => return self.undecodable(bytes, e),
         };
-        let sequence = msg.header.sequence;
-        let msg = match msg.message {
+        let sequence = header.sequence;
+        let message = match message {
             // §6.2.2: a heartbeat is answered with our recovery time stamp.
             Message::HeartbeatRequest(_) => {
                 let hb = Message::HeartbeatResponse(pfcp::message::Heartbeat {
@@ -158,25 +158,19 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 return self.pfcp_response(sequence, None, hb);
             }
             Message::SessionReportRequest(r) => {
-                return self.session_report(sequence, msg.header.seid.unwrap_or(0), r)
+                return self.session_report(sequence, header.seid.unwrap_or(0), r)
             }
-            m => PfcpMessage {
-                header: msg.header,
-                message: m,
-            },
+            m => m,
         };
-        let Some(p) = self.take_pending(sequence, msg.header.msg_type) else {
+        let Some(p) = self.take_pending(sequence, header.msg_type) else {
             self.stats.stray_pfcp += 1;
-            if let Message::SessionEstablishmentResponse(e) = &msg.message {
-                self.late_establishment(
-                    msg.header.seid,
-                    Some(e.cause),
-                    e.up_f_seid.map(|f| f.seid),
-                );
+            if let Message::SessionEstablishmentResponse(e) = &message {
+                let up = e.up_f_seid.map(|f| f.seid);
+                self.late_establishment(header.seid, Some(e.cause), up);
             }
             return;
         };
-        match (p, msg.message) {
+        match (p, message) {
             (PfcpPending::Association, Message::AssociationSetupResponse(a)) => {
                 self.associated = a.cause.is_some_and(PfcpCause::is_accepted);
             }
@@ -532,22 +526,19 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             if was != SmState::Subscription {
                 c.state = SmState::Releasing;
             }
-            Some((was, c.up_seid, c.clone()))
+            Some((was, c.up_seid))
         });
-        let Some((was, up, ctx)) = found else {
+        let Some((was, up)) = found else {
             return self.deleted(sm_ref, waiter.into_iter().collect(), false);
         };
         match (was, up) {
-            (SmState::Releasing, _) => {
-                if let Some(w) = waiter {
-                    if !self.join_deletion(sm_ref, w) {
-                        self.answer_release(w, Some(&ctx));
-                    }
-                }
-            }
-            (SmState::Establishing, _) => {
-                if let Some(w) = waiter {
-                    self.answer_release(w, Some(&ctx));
+            // Under way already: the waiter joins it, or (while the establishment's
+            // outcome is awaited) is answered now.
+            (SmState::Releasing | SmState::Establishing, _) => {
+                let Some(w) = waiter else { return };
+                if was == SmState::Establishing || !self.join_deletion(sm_ref, w) {
+                    let ctx = self.contexts.with(&sm_ref, |c| c.cloned());
+                    self.answer_release(w, ctx.as_ref());
                 }
             }
             (_, Some(seid)) => self.send_pfcp(
