@@ -73,7 +73,7 @@ fn strip_ie(msg: &[u8], t: u16) -> Vec<u8> {
 /// The bad UPF's answers: every other establishment answer loses its Node ID, the others
 /// their Created PDRs.
 fn spoil(n: usize, msg: Vec<u8>) -> Vec<u8> {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         return strip_ie(&msg, pfcp::ie::ty::NODE_ID);
     }
     let mut m = PfcpMessage::parse(&msg).unwrap();

@@ -134,15 +134,15 @@ impl World<'_> {
                     sequence, bytes, ..
                 } => {
                     self.sent.push(sequence);
-                    self.to_upf(&bytes, Some(sequence));
+                    self.send_upf(&bytes, Some(sequence));
                 }
-                Action::PfcpResponse { bytes, .. } => self.to_upf(&bytes, None),
+                Action::PfcpResponse { bytes, .. } => self.send_upf(&bytes, None),
                 _ => {}
             }
         }
     }
 
-    fn to_upf(&mut self, bytes: &[u8], request: Option<u32>) {
+    fn send_upf(&mut self, bytes: &[u8], request: Option<u32>) {
         let mut dp = self.dp.clone();
         let from = SocketAddr::V4(SocketAddrV4::new(SMF_IP, 8805));
         self.upf.handle(self.now, from, bytes, &mut dp);
