@@ -5,7 +5,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use steer5g_config::{Config, SliceConfig, Transport};
+pub(crate) use ran::load::args::TransportArg;
+use steer5g_config::{Config, SliceConfig};
 
 use crate::exit::CliError;
 
@@ -54,7 +55,7 @@ pub(crate) enum Command {
     Ran(RanArgs),
     /// Run the core and the UE load generator together on loopback: N fresh subscribers
     /// register and deregister, then the report.
-    Demo(DemoArgs),
+    Demo(DemoCmd),
     /// Run a benchmark scenario.
     Bench(BenchArgs),
     /// Manage subscribers in the UDR's store (add, list, show, delete, import CSV).
@@ -64,7 +65,7 @@ pub(crate) enum Command {
     /// Print the effective configuration (file < environment < flags) as TOML.
     Config(ConfigArgs),
     /// Create or remove the user-plane lab: namespaces ran, upf and dn with veth links.
-    Lab(crate::lab::LabArgs),
+    Lab(crate::lab_cmd::LabArgs),
     /// Run the UPF: PFCP (N4) on 127.0.0.7:8805, sessions installed into a user-plane
     /// datapath (`--datapath none` keeps rules only and forwards nothing).
     Upf(crate::upf_cmd::UpfArgs),
@@ -96,24 +97,6 @@ pub(crate) enum ListenTransport {
     Udp,
     /// Both.
     Both,
-}
-
-/// One SCTP transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum TransportArg {
-    /// Raw IPv4 protocol 132 (needs CAP_NET_RAW).
-    Raw,
-    /// SCTP over UDP encapsulation (RFC 6951), unprivileged.
-    Udp,
-}
-
-impl From<TransportArg> for Transport {
-    fn from(t: TransportArg) -> Self {
-        match t {
-            TransportArg::Raw => Transport::Raw,
-            TransportArg::Udp => Transport::Udp,
-        }
-    }
 }
 
 /// The AMF's N2 listener.
@@ -195,223 +178,30 @@ pub(crate) struct RanArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
     #[command(flatten)]
-    pub(crate) load: LoadArgs,
+    pub(crate) load: ran::load::args::LoadArgs,
     #[command(flatten)]
-    pub(crate) traffic: RanTrafficArgs,
+    pub(crate) traffic: ran::load::args::TrafficArgs,
 }
 
-/// `steer5g ran --traffic`: UE traffic through the UPF once every UE holds its sessions.
-#[derive(Debug, Args, Clone)]
-pub(crate) struct RanTrafficArgs {
-    /// Send UE traffic over GTP-U when every UE holds its PDU sessions (needs
-    /// --pdu-sessions, --dn and --gnb-n3): UDP to the DN's echo port or ICMP echo.
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub(crate) traffic: Option<crate::loadgen::traffic::TrafficArg>,
-    /// Inner IP packet length in octets (64 to 1400).
-    #[arg(long, value_name = "N", default_value_t = 512, requires = "traffic")]
-    pub(crate) packet_size: usize,
-    /// Probes per second over all sessions together (`--rate` is the UE start rate).
-    #[arg(long, value_name = "PPS", default_value_t = 1000, requires = "traffic")]
-    pub(crate) traffic_rate: u64,
-    /// Send for this many seconds (default 5 without --packets; at most 3600).
-    #[arg(long, value_name = "SECS", requires = "traffic")]
-    pub(crate) traffic_duration: Option<f64>,
-    /// Send at most this many probes.
-    #[arg(long, value_name = "N", requires = "traffic")]
-    pub(crate) packets: Option<u64>,
-    /// The DN host the probes go to (e.g. the lab's dn N6 address).
-    #[arg(long, value_name = "ADDR", requires = "traffic")]
-    pub(crate) dn: Option<Ipv4Addr>,
-    /// The DN's UDP echo port, for --traffic udp.
-    #[arg(long, value_name = "PORT", default_value_t = 7, requires = "traffic")]
-    pub(crate) echo_port: u16,
-    /// Bind the gNB's N3 socket (--gnb-n3, port 2152) inside this network namespace,
-    /// e.g. the lab's `{P}-ran` (needs root); N2 stays in this process's namespace.
-    #[arg(long, value_name = "NS", requires = "traffic")]
-    pub(crate) n3_netns: Option<String>,
-    /// Write traffic.json, traffic-cdf.csv and traffic-cdf.svg into this directory.
-    #[arg(long, value_name = "DIR", requires = "traffic")]
-    pub(crate) out: Option<PathBuf>,
-    /// Fail the run (exit 1) when more than this ratio of probes is lost.
-    #[arg(
-        long,
-        value_name = "RATIO",
-        default_value_t = 0.01,
-        requires = "traffic"
-    )]
-    pub(crate) max_loss: f64,
-}
-
-/// `steer5g ran --subscribers ...`: the UE load generator on top of the gNB emulators.
-#[derive(Debug, Args, Clone)]
-pub(crate) struct LoadArgs {
-    /// Subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`): run UEs through registration
-    /// procedures after NG Setup. Without it, `ran` only does NG Setup.
-    #[arg(long, value_name = "FILE.csv")]
-    pub(crate) subscribers: Option<PathBuf>,
-    /// Closed loop: this many UEs in flight (default 1 without --rate).
-    #[arg(
-        long,
-        value_name = "K",
-        requires = "subscribers",
-        conflicts_with = "rate"
-    )]
-    pub(crate) ues: Option<usize>,
-    /// Open loop: start this many runs per second.
-    #[arg(long, value_name = "R", requires = "subscribers")]
-    pub(crate) rate: Option<f64>,
-    /// Open loop: at most this many runs in flight; starts wait (and count as late) beyond
-    /// it. Default and upper bound: the number of subscribers.
-    #[arg(long, value_name = "N", requires = "rate")]
-    pub(crate) max_in_flight: Option<usize>,
-    /// Number of UE runs (default: one per subscriber); cycles the CSV when larger.
-    #[arg(
-        long,
-        value_name = "C",
-        requires = "subscribers",
-        conflicts_with = "duration"
-    )]
-    pub(crate) count: Option<u64>,
-    /// Start runs for this many seconds instead of a count.
-    #[arg(long, value_name = "SECS", requires = "subscribers")]
-    pub(crate) duration: Option<f64>,
-    /// What each UE run does.
-    #[arg(long, value_enum, default_value_t = crate::loadgen::Mode::RegisterDeregister)]
-    pub(crate) procedure: crate::loadgen::Mode,
-    /// PDU sessions per UE (IDs 1..=N, at most 15): with register-deregister, each UE
-    /// registers, establishes N sessions, holds them until every UE of the run holds its
-    /// sessions, releases them (UE-requested), then deregisters. 0: registration only.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "subscribers")]
-    pub(crate) pdu_sessions: u8,
-    /// DNN the sessions ask for (default: each subscriber's default DNN, else internet).
-    #[arg(long, value_name = "NAME", requires = "subscribers")]
-    pub(crate) dnn: Option<String>,
-    /// SST of the sessions' S-NSSAI (default: each subscriber's default slice, else 1).
-    #[arg(long, value_name = "SST", requires = "subscribers")]
-    pub(crate) sst: Option<u8>,
-    /// SD of the sessions' S-NSSAI, six hex digits (needs --sst).
-    #[arg(long, value_name = "HEX", requires = "sst")]
-    pub(crate) sd: Option<String>,
-    /// The gNBs' N3 address, put in their DL F-TEIDs (default: the generator's local
-    /// address).
-    #[arg(long, value_name = "ADDR", requires = "subscribers")]
-    pub(crate) gnb_n3: Option<std::net::Ipv4Addr>,
-    /// SUCI protection scheme of the UEs.
-    #[arg(long, value_enum, default_value_t = crate::loadgen::SuciArg::A)]
-    pub(crate) suci: crate::loadgen::SuciArg,
-    /// Home network key file (for the public key and its id); default `<data-dir>/hn-keys.toml`.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) hn_key_file: Option<PathBuf>,
-    /// Data directory whose key file holds the home network public key.
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "./steer5g-data",
-        env = "STEER5G_DATA_DIR"
-    )]
-    pub(crate) data_dir: PathBuf,
-}
-
-/// `steer5g demo`.
+/// `steer5g demo`: the demo's own flags, then the N2 listener and the core's NAS and BPF
+/// flags as `steer5g core` reads them.
 #[derive(Debug, Args)]
-pub(crate) struct DemoArgs {
-    /// Number of UEs (subscribers provisioned in the fresh data directory).
-    #[arg(long, default_value_t = 1000)]
-    pub(crate) ues: u64,
-    /// Number of gNB emulators.
-    #[arg(long, default_value_t = 4)]
-    pub(crate) gnbs: u32,
-    /// UEs in flight at once (closed loop).
-    #[arg(long, value_name = "K", default_value_t = 100)]
-    pub(crate) concurrency: usize,
-    /// Where per-UE state lives in the core.
-    #[arg(long, value_enum, default_value_t = DemoState::Sharded)]
-    pub(crate) state: DemoState,
-    /// Core worker threads (default: one per CPU).
-    #[arg(long)]
-    pub(crate) workers: Option<u16>,
-    /// How the AMF reaches the AUSF and UDM.
-    #[arg(long, value_enum, default_value_t = DemoSbi::H2c)]
-    pub(crate) sbi: DemoSbi,
-    /// Data directory (default: a fresh temporary one, removed at the end).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) data_dir: Option<PathBuf>,
-    /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
-    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
-    pub(crate) transport: TransportArg,
+pub(crate) struct DemoCmd {
+    #[command(flatten)]
+    pub(crate) demo: bench::demo::DemoArgs,
     #[command(flatten)]
     pub(crate) listen: N2ListenArgs,
-    /// The AUSF's SBI address (h2c).
-    #[arg(long, default_value = "127.0.0.11:7777")]
-    pub(crate) ausf_addr: SocketAddrV4,
-    /// The UDM's SBI address (h2c).
-    #[arg(long, default_value = "127.0.0.12:7777")]
-    pub(crate) udm_addr: SocketAddrV4,
-    /// PDU sessions each UE establishes after registering and releases before
-    /// de-registering (through the core's SMF and a UPF), at most 15.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub(crate) pdu_sessions: u8,
-    /// The user-plane stage: `auto` sends UE traffic through a UPF with the XDP fast path in
-    /// three network namespaces (ran, upf, dn) when the process may create them (root,
-    /// CAP_BPF) and otherwise runs the control plane only and says why; `xdp` and `tun`
-    /// insist on that path (exit 3 without the privilege); `off` runs no traffic.
-    #[arg(long, value_enum, default_value_t = DemoUserPlane::Auto)]
-    pub(crate) user_plane: DemoUserPlane,
-    /// Inner IP packet length of the user-plane stage's probes, in octets (64..=1400).
-    #[arg(long, value_name = "OCTETS", default_value_t = 256)]
-    pub(crate) packet_size: usize,
-    /// Probes per second over all sessions, for each of the UDP and ICMP rounds (the name
-    /// `steer5g ran` uses too, where `--rate` is the UEs' start rate).
-    #[arg(long, value_name = "PPS", default_value_t = 2000)]
-    pub(crate) traffic_rate: u64,
-    /// Seconds of sending in each of the UDP and ICMP rounds.
-    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
-    pub(crate) traffic_duration: f64,
-    /// Give up on NG Setup, and on each procedure, after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-    pub(crate) timeout: f64,
     #[command(flatten)]
     pub(crate) nas: crate::core_cmd::NasAlgorithmArgs,
     #[command(flatten)]
     pub(crate) bpf: crate::core_cmd::BpfArgs,
 }
 
-/// `steer5g demo --state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum DemoState {
-    /// Per-worker shards, messages handed to the owner.
-    Sharded,
-    /// One shared map behind locks (the baseline).
-    Locked,
-}
-
-/// `steer5g demo --user-plane`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum DemoUserPlane {
-    /// The XDP fast path if this process may set it up, else control plane only.
-    Auto,
-    /// The XDP fast path (with the TUN path behind it for what XDP passes up).
-    Xdp,
-    /// The sockets/TUN user-space path.
-    Tun,
-    /// No traffic.
-    Off,
-}
-
-/// `steer5g demo --sbi`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum DemoSbi {
-    /// HTTP/2 cleartext on loopback.
-    H2c,
-    /// In-process calls between co-located NFs.
-    Inproc,
-}
-
 /// `steer5g bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     #[command(subcommand)]
-    pub(crate) scenario: crate::bench::Scenario,
+    pub(crate) scenario: bench::Scenario,
 }
 
 /// `steer5g config`.

@@ -314,7 +314,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             "n2_packets_out": r.n2.packets_out,
             "n2_associations": r.n2.associations,
             "n2_associations_per_worker": r.n2.workers.iter().map(|w| w.associations).collect::<Vec<_>>(),
-            "counters": crate::report::live_counters(r),
+            "counters": bench::live::live_counters(r),
         });
         println!("{v}");
     } else {
@@ -351,7 +351,7 @@ fn print_report(global: &Global, r: &CoreReport) -> Result<(), CliError> {
             r.locks.contended,
             r.sqn_writes
         );
-        println!("  {}", crate::report::live_counters_line(r));
+        println!("  {}", bench::live::live_counters_line(r));
     }
     Ok(())
 }

@@ -59,6 +59,41 @@ impl From<steer5g_core::CoreError> for CliError {
     }
 }
 
+impl From<ran::load::LoadError> for CliError {
+    fn from(e: ran::load::LoadError) -> Self {
+        use ran::load::LoadError;
+        match e {
+            LoadError::Invalid(m) => CliError::Usage(m),
+            LoadError::Privilege(m) => CliError::Privilege(m),
+            LoadError::Bind(b) => CliError::from(b),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<bench::BenchError> for CliError {
+    fn from(e: bench::BenchError) -> Self {
+        use bench::BenchError;
+        match e {
+            BenchError::Invalid(m) => CliError::Usage(m),
+            BenchError::Privilege(m) => CliError::Privilege(m),
+            BenchError::Load(l) => CliError::from(l),
+            BenchError::Core(c) => CliError::from(c),
+            BenchError::Bind(b) => CliError::from(b),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<lab::LabError> for CliError {
+    fn from(e: lab::LabError) -> Self {
+        match e {
+            lab::LabError::Privilege(m) => CliError::Privilege(m),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Failed(e.to_string())

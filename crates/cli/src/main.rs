@@ -5,20 +5,19 @@
 //! standard output carries exactly one JSON object and logs go to standard error; exit status
 //! 0 success, 1 the run failed, 2 bad usage or input, 3 a needed privilege is missing.
 
-mod bench;
 mod cli;
 mod core_cmd;
 mod crypto;
+mod demo_cmd;
 mod exit;
-mod lab;
-mod loadgen;
+mod lab_cmd;
 mod n2;
 mod nf_cmd;
+mod ran_cmd;
 mod report;
 mod smf_cmd;
 mod subscriber;
 mod upf_cmd;
-mod userplane;
 
 use std::process::ExitCode;
 
@@ -49,13 +48,13 @@ fn main() -> ExitCode {
         Command::Udm(args) => nf_cmd::run_udm(&cli.global, args),
         Command::Smf(args) => smf_cmd::run(&cli.global, args),
         Command::Core(args) => core_cmd::run(&cli.global, args),
-        Command::Ran(args) => n2::ran::run(&cli.global, args),
-        Command::Demo(args) => n2::demo::run(&cli.global, args),
-        Command::Bench(args) => bench::run(&cli.global, args),
+        Command::Ran(args) => ran_cmd::run(&cli.global, args),
+        Command::Demo(args) => demo_cmd::run(&cli.global, args),
+        Command::Bench(args) => bench::run(cli.global.json, &args.scenario).map_err(Into::into),
         Command::Config(args) => cli::print_config(&cli.global, args),
         Command::Crypto(args) => crypto::run(&cli.global, args),
         Command::Subscriber(args) => subscriber::run(&cli.global, args),
-        Command::Lab(args) => lab::run(&cli.global, args),
+        Command::Lab(args) => lab_cmd::run(&cli.global, args),
         Command::Upf(args) => upf_cmd::run(&cli.global, args),
     };
     match result {

@@ -248,7 +248,7 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "mesh_max_depth": r.mesh_total.max_depth,
         "lock_acquisitions": r.locks.acquisitions,
         "lock_contended": r.locks.contended,
-        "counters": crate::report::live_counters(r),
+        "counters": bench::live::live_counters(r),
     })
 }
 
@@ -317,7 +317,7 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
             "  SBI: {} served, {} handed off; {} calls to the UDM, {} failed",
             c.sbi_served, c.sbi_handed_off, c.h2c_calls, c.call_failures
         );
-        println!("  {}", crate::report::live_counters_line(&r));
+        println!("  {}", bench::live::live_counters_line(&r));
     }
     Ok(())
 }
@@ -373,7 +373,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
             "  SBI: {} served, {} handed off, {} forwarded after SUCI deconcealment",
             c.sbi_served, c.sbi_handed_off, c.udm_forwards
         );
-        println!("  {}", crate::report::live_counters_line(&r));
+        println!("  {}", bench::live::live_counters_line(&r));
     }
     Ok(())
 }

@@ -188,7 +188,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
             "  Nsmf: {} served ({} kernel-steered, {} handed off); {} N1N2MessageTransfers, {} failed",
             c.nsmf_served, c.nsmf_kernel_steered, c.nsmf_handed_off, s.n1n2_sent, s.n1n2_failed
         );
-        println!("  {}", crate::report::live_counters_line(&r));
+        println!("  {}", bench::live::live_counters_line(&r));
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ use steer5g_core::{CoreReport, NfSet};
 use crate::cli::{AmfArgs, Global, ListenTransport};
 use crate::exit::CliError;
 use crate::nf_cmd;
-use crate::report::{GnbRow, SctpCounters};
+use crate::report::GnbRow;
+use ran::load::report::SctpCounters;
 
 /// What one N2 transport saw (the gNB rows and the NGAP counters are on the first one:
 /// the core keeps one NGAP state for every transport, and the report sums the rows).

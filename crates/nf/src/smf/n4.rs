@@ -52,9 +52,26 @@ pub(super) enum PfcpPending {
         sm_ref: u64,
         /// The requests answered when it ends.
         waiters: Vec<Waiter>,
-        /// It undoes an abandoned establishment: counted apart, and nobody waits for it.
-        cleanup: bool,
+        /// What it leads to once it ends.
+        then: Then,
     },
+}
+
+/// What follows a PFCP Session Deletion once it ends, answered or given up on (besides
+/// answering its [`Waiter`]s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Then {
+    /// Nothing more: ReleaseSMContext, a UE-requested release, a session the AMF could not
+    /// be told of.
+    Nothing,
+    /// It undoes an abandoned establishment: counted apart (`abandoned_*`), not as a
+    /// release, and nobody waits for it.
+    Undo,
+    /// The SMF releases the session on its own (TS 23.502 §4.3.4.2 step 1e): the N1 PDU
+    /// SESSION RELEASE COMMAND and the N2 Release Command Transfer, with this NGAP cause, go
+    /// to the AMF in an N1N2MessageTransfer. A release the AMF asks for meanwhile joins the
+    /// deletion and supersedes this: its answer tells the AMF, and no command follows.
+    Network(proto::ngap::Cause),
 }
 
 impl PfcpPending {
@@ -194,16 +211,16 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 PfcpPending::Delete {
                     sm_ref,
                     waiters,
-                    cleanup,
+                    then,
                 },
                 Message::SessionDeletionResponse(r),
             ) => {
-                if cleanup {
+                if then == Then::Undo {
                     self.cleanup_answered(sm_ref, r.cause);
                 }
                 // Whatever the cause, the UPF holds nothing more we could delete (§7.5.7.2:
                 // "session context not found" means it is already gone).
-                self.deleted(sm_ref, waiters, cleanup);
+                self.deleted(sm_ref, waiters, then);
             }
             // Of the response type but not the response's body: only a Version Not
             // Supported Response could be, and it does not decode; kept total all the same.
@@ -338,12 +355,12 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             PfcpPending::Delete {
                 sm_ref,
                 waiters,
-                cleanup,
+                then,
             } => {
-                if cleanup {
+                if then == Then::Undo {
                     self.cleanup_failed(sm_ref, &f);
                 }
-                self.deleted(sm_ref, waiters, cleanup);
+                self.deleted(sm_ref, waiters, then);
             }
         }
     }
@@ -442,7 +459,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             PfcpPending::Delete {
                 sm_ref,
                 waiters: Vec::new(),
-                cleanup: true,
+                then: Then::Undo,
             },
         );
     }
@@ -516,10 +533,10 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         self.problem(req_id, p);
     }
 
-    /// Ends `sm_ref` at the UPF and here, answering `waiter` when it is done. A deletion
-    /// under way is joined, not repeated; a context whose establishment is still at the UPF
-    /// is answered now and goes with the establishment's outcome.
-    pub(super) fn delete_session(&mut self, sm_ref: u64, waiter: Option<Waiter>) {
+    /// Ends `sm_ref` at the UPF and here, answering `waiter` and going on with `then` when it
+    /// is done. A deletion under way is joined, not repeated; a context whose establishment
+    /// is still at the UPF is answered now and goes with the establishment's outcome.
+    pub(super) fn delete_session(&mut self, sm_ref: u64, waiter: Option<Waiter>, then: Then) {
         let found = self.contexts.with(&sm_ref, |c| {
             let c = c?;
             let was = c.state;
@@ -529,7 +546,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             Some((was, c.up_seid))
         });
         let Some((was, up)) = found else {
-            return self.deleted(sm_ref, waiter.into_iter().collect(), false);
+            return self.deleted(sm_ref, waiter.into_iter().collect(), then);
         };
         match (was, up) {
             // Under way already: the waiter joins it, or (while the establishment's
@@ -547,22 +564,28 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 PfcpPending::Delete {
                     sm_ref,
                     waiters: waiter.into_iter().collect(),
-                    cleanup: false,
+                    then,
                 },
             ),
-            (_, None) => self.deleted(sm_ref, waiter.into_iter().collect(), false),
+            (_, None) => self.deleted(sm_ref, waiter.into_iter().collect(), then),
         }
     }
 
-    /// Adds `w` to the deletion of `sm_ref` under way, if there is one.
+    /// Adds `w` to the deletion of `sm_ref` under way, if there is one. A release of the
+    /// network's becomes one the AMF asked for: `w`'s answer is what it learns.
     fn join_deletion(&mut self, sm_ref: u64, w: Waiter) -> bool {
         for p in self.pfcp.values_mut() {
             if let PfcpPending::Delete {
-                sm_ref: r, waiters, ..
+                sm_ref: r,
+                waiters,
+                then,
             } = p
             {
                 if *r == sm_ref {
                     waiters.push(w);
+                    if let Then::Network(_) = then {
+                        *then = Then::Nothing;
+                    }
                     return true;
                 }
             }
@@ -571,15 +594,19 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     }
 
     /// `sm_ref` is gone from the UPF (or given up on): the context goes, its address back
-    /// to the pool, and every waiter gets its answer.
-    pub(super) fn deleted(&mut self, sm_ref: u64, waiters: Vec<Waiter>, cleanup: bool) {
+    /// to the pool, the network's release command (if `then` is one) to the AMF, and every
+    /// waiter gets its answer.
+    pub(super) fn deleted(&mut self, sm_ref: u64, waiters: Vec<Waiter>, then: Then) {
         let ctx = self.contexts.remove(&sm_ref);
         if let Some(ctx) = &ctx {
-            if !cleanup {
+            if then != Then::Undo {
                 self.stats.released += 1;
             }
             if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
                 pool.release(ip);
+            }
+            if let Then::Network(cause) = then {
+                self.network_release(ctx, cause);
             }
         }
         for w in waiters {

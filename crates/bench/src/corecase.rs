@@ -1,0 +1,132 @@
+//! What the benches that start an in-process core per case share (`bench registration`,
+//! `bench sessions`): the core's thread CPU clocks,
+//! the live counters' deltas, the loopback slot of each case, the subscriber range and the
+//! data directory each case provisions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::BenchError;
+
+/// Thread names of the core: the runtime's `core-w{i}` workers and the `core-sqn`
+/// persister.
+pub(crate) const CORE_THREAD_PREFIX: &str = "core-";
+
+/// CPU time of one thread of this process, from its /proc directory: the scheduler's
+/// nanosecond runtime, else utime + stime in clock ticks (assumed 100 Hz).
+fn thread_cpu_ns(task: &Path) -> Option<u64> {
+    if let Ok(s) = std::fs::read_to_string(task.join("schedstat")) {
+        return s.split_whitespace().next()?.parse().ok();
+    }
+    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    // The name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    utime.checked_add(stime)?.checked_mul(10_000_000)
+}
+
+/// Summed CPU time of this process's threads whose name starts with `prefix`.
+pub(crate) fn threads_cpu(prefix: &str) -> Duration {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut ns: u64 = 0;
+    for e in dir.flatten() {
+        let p = e.path();
+        let Ok(comm) = std::fs::read_to_string(p.join("comm")) else {
+            continue;
+        };
+        if comm.starts_with(prefix) {
+            ns = ns.saturating_add(thread_cpu_ns(&p).unwrap_or(0));
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// The first SUPI of the range: MCC, MNC, then an MSIN of 1 (15 digits in all).
+pub(crate) fn first_supi(mcc: &str, mnc: &str, first: u64) -> String {
+    let prefix = format!("{mcc}{mnc}");
+    let width = 15usize.saturating_sub(prefix.len());
+    format!("imsi-{prefix}{first:0width$}")
+}
+
+/// `after - before` per key; gauges (the queue depth) keep their `after` value.
+pub(crate) fn counter_delta(
+    before: &[(&'static str, u64)],
+    after: &[(&'static str, u64)],
+) -> BTreeMap<&'static str, u64> {
+    let before: BTreeMap<&str, u64> = before.iter().copied().collect();
+    after
+        .iter()
+        .map(|&(k, v)| {
+            let d = if k.ends_with("max_depth") {
+                v
+            } else {
+                v.saturating_sub(before.get(k).copied().unwrap_or(0))
+            };
+            (k, d)
+        })
+        .collect()
+}
+
+/// The loopback slot (127.0.15-17.x) of the next case: one counter for the whole process,
+/// so that two sweeps of one process (tests run in parallel) never share addresses,
+/// starting somewhere that depends on the process so that two processes are unlikely to.
+pub(crate) fn next_slot() -> u8 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
+    let n = TAKEN.fetch_add(1, Ordering::Relaxed);
+    let at = std::process::id().wrapping_add(n) % 250;
+    u8::try_from(at).unwrap_or(0) + 1
+}
+
+pub(crate) fn per(x: f64, n: u64) -> f64 {
+    if n > 0 {
+        x / n as f64
+    } else {
+        0.0
+    }
+}
+
+/// Provisions a data directory for a run that starts its own core (the demo, the
+/// registration bench): `subscribers` written into its store in one transaction, the home
+/// network key file created where the configuration names it. Returns the key file.
+pub(crate) fn provision(
+    data_dir: &Path,
+    cfg: &steer5g_config::Config,
+    subscribers: &[store::Subscriber],
+) -> Result<PathBuf, BenchError> {
+    use store::SubscriberStore as _;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| BenchError::Failed(format!("{}: {e}", data_dir.display())))?;
+    {
+        let st = store::RedbStore::open_in(data_dir)
+            .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
+        st.put_batch(subscribers)
+            .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
+    }
+    let key_file = cfg.hn_key_file(data_dir);
+    store::hn_keys::load_or_create(&key_file, &mut rand::rngs::OsRng)
+        .map_err(|e| BenchError::Failed(format!("home network keys: {e}")))?;
+    Ok(key_file)
+}
+
+/// A fresh temporary data directory, removed when dropped.
+pub(crate) fn temp_data_dir(what: &str) -> Result<tempfile::TempDir, BenchError> {
+    tempfile::Builder::new()
+        .prefix(&format!("steer5g-{what}-"))
+        .tempdir()
+        .map_err(|e| BenchError::Failed(format!("temporary data directory: {e}")))
+}
+
+/// What the gNBs of a run against a core with configuration `cfg` broadcast: the core's own
+/// reading of it.
+pub(crate) fn gnb_identity(
+    cfg: &steer5g_config::Config,
+) -> Result<ran::load::GnbIdentity, BenchError> {
+    let (guami, tacs, slices) = steer5g_core::identity(cfg)?;
+    Ok(ran::load::GnbIdentity::new(guami.plmn, &tacs, slices)?)
+}

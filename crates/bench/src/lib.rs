@@ -1,0 +1,94 @@
+//! `steer5g bench`: benchmark scenarios, each measured in one run side by side with its
+//! baseline (DESIGN.md principle 6), with the machine and commit recorded beside the figures.
+//!
+//! Also here: [`demo`], the core, the load generator and the user-plane bed run together
+//! with their report (`steer5g demo`), and [`live`], the core's live counters as the reports
+//! show them.
+
+mod corecase;
+pub mod demo;
+mod echo;
+mod error;
+mod floor;
+pub mod live;
+mod lockecho;
+mod machine;
+mod plot;
+mod rebalance;
+mod registration;
+mod regplot;
+mod sctp;
+mod sessions;
+mod steering;
+mod sweep;
+mod sweepplot;
+mod upf;
+mod usl;
+
+use clap::Subcommand;
+use serde::Serialize;
+
+pub use self::error::BenchError;
+pub use self::lockecho::LockEchoArgs;
+pub use self::rebalance::RebalanceArgs;
+pub use self::registration::RegistrationCmd;
+pub use self::sctp::SctpArgs;
+pub use self::sessions::SessionsArgs;
+pub use self::steering::SteeringArgs;
+pub use self::sweep::SweepArgs;
+pub use self::upf::UpfArgs;
+pub use self::usl::UslArgs;
+
+/// A benchmark scenario.
+#[derive(Debug, Subcommand)]
+pub enum Scenario {
+    /// NGAP-sized messages echoed over SCTP (raw IP and UDP encapsulation), next to a plain
+    /// UDP echo of the same payloads on the same runtime.
+    Sctp(SctpArgs),
+    /// Registrations per second and core CPU per registration of an in-process core, next
+    /// to the crypto floor of a registration measured in the same run.
+    Registration(RegistrationCmd),
+    /// Echo microbenchmark: a share of each request's work under a lock on shared state,
+    /// sharded (steered to the key's owner, no lock) vs locked (one mutex), to find the
+    /// lock share where sharding wins.
+    Echo(LockEchoArgs),
+    /// Universal Scalability Law projection of the echo server to 16 and 64 cores from
+    /// contention (lock wait share) and coherency (cross-core hand-off cost) measured here.
+    Usl(UslArgs),
+    /// A skewed stream over the thread-per-core runtime, with the default placement and with
+    /// the hot-subscriber policy moving hot app ids, in one run (docs/STEERING.md).
+    Rebalance(RebalanceArgs),
+    /// CPU per message of each way to reach a message's owner (kernel-steered UDP,
+    /// pool-steered TCP, sockmap, one-hop hand-off) and the SCTP hand-off by messages per
+    /// packet.
+    Steering(SteeringArgs),
+    /// UPF user plane: packets/s, CPU per packet and latency of the XDP fast path and the
+    /// sockets/TUN path by packet size and direction, beside a bare XDP redirect ceiling.
+    Upf(UpfArgs),
+    /// PDU session establishments per second and core CPU per establishment of an
+    /// in-process core (SMF and in-process UPF) against workers, sharded vs locked.
+    Sessions(SessionsArgs),
+}
+
+/// Runs `scenario`: its files, then its report on standard output, one JSON object with
+/// `json` (DESIGN.md Conventions), else the human form.
+pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
+    match scenario {
+        Scenario::Sctp(a) => sctp::run(json, a),
+        Scenario::Registration(a) => registration::run_cmd(json, a),
+        Scenario::Echo(a) => lockecho::run(json, a),
+        Scenario::Usl(a) => usl::run(json, a),
+        Scenario::Rebalance(a) => rebalance::run(json, a),
+        Scenario::Steering(a) => steering::run(json, a),
+        Scenario::Upf(a) => upf::run(json, a),
+        Scenario::Sessions(a) => sessions::run(json, a),
+    }
+}
+
+/// Prints one JSON object on standard output (DESIGN.md Conventions: exactly one per run).
+pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), BenchError> {
+    let s =
+        serde_json::to_string(v).map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
+    println!("{s}");
+    Ok(())
+}
