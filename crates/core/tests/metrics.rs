@@ -1,6 +1,6 @@
-//! The `/metrics` endpoint of a running core, scraped over HTTP while UEs register through
-//! it (issue 4 item 2: "in locked mode they must read above zero under load, which shows
-//! they are live"). The gNB and UEs are the `ran` emulators over SCTP with UDP
+//! The `/metrics` endpoint of a running core, scraped over HTTP while UEs register through it: in
+//! the locked mode the lock counters must read above zero under load, which shows they are live and
+//! not a report written at the end. The gNB and UEs are the `ran` emulators over SCTP with UDP
 //! encapsulation on loopback, as in `registration.rs`.
 #![allow(clippy::unwrap_used)]
 

@@ -1,4 +1,4 @@
-//! N2 associations spread over the workers (issue 4, item 1c): 64 gNBs over SCTP with UDP
+//! N2 associations spread over the workers: 64 gNBs over SCTP with UDP
 //! encapsulation against a 2-worker core, each gNB on its own UDP socket and SCTP source
 //! port. With the `sk_reuseport` program each association lives on worker
 //! `source port % 2`, which the test computes on its own; with BPF off the kernel's hash

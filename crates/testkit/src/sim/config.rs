@@ -21,7 +21,7 @@ use upf::NodeConfig;
 
 use super::link::{LinkConfig, Links};
 
-/// The serving network name of the 3GPP test network (DESIGN.md, network defaults).
+/// The serving network name of the 3GPP test network (the README's network defaults).
 pub const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 /// The SMF's PFCP address; worker `w` sends from port `8805 + w`.
 pub const SMF_PFCP_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);

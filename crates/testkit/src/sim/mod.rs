@@ -1,4 +1,5 @@
-//! A whole core in virtual time, shaped like quinn-proto's test `Pair` (STYLE.md lesson 4):
+//! A whole core in virtual time, shaped like quinn-proto's test `Pair` (the sans-IO state
+//! machines driven by a test harness that owns every link and the clock):
 //! N worker hosts ([`nf::host::Host`], sharded or locked), each with the N2 side a core
 //! worker has (NG Setup in [`AmfN2`], UE messages routed by
 //! [`nf::amf::registration::route`]), the UPF node with its in-memory datapath behind the
