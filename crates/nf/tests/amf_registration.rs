@@ -14,7 +14,8 @@ use bytes::Bytes;
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
 use ids::{WorkerId, Workers};
 use nf::amf::registration::{
-    route, AmfStats, SessionStats, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS, RELEASE_GUARD,
+    route, AmfStats, IdleUe, Route, SessionStats, UeContext, UeState, MAX_RETRANSMISSIONS,
+    RELEASE_GUARD,
 };
 use nf::host::{CallFailed, CallReply, HostAmf, Locked, Placement, Sharded};
 use nf::state::ContextMap;

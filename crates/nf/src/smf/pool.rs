@@ -51,10 +51,8 @@ impl Ipv4Range {
             let a = self.next;
             self.next += 1;
             a
-        } else if let Some(a) = self.free.pop_first() {
-            a
         } else {
-            return None;
+            self.free.pop_first()?
         };
         self.in_use += 1;
         Some(Ipv4Addr::from(a))
