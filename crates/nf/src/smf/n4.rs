@@ -502,15 +502,17 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     }
 
     fn modified(&mut self, req_id: u64, sm_ref: u64) {
-        let now_active = self.contexts.with(&sm_ref, |c| match c {
-            Some(c) if c.state == SmState::Modifying => {
+        // A release that came while the UPF was modifying the session leaves it `Releasing`:
+        // the user plane did reach ACTIVATED, and the update is answered so, but the
+        // deletion under way decides what follows. Only a context already gone is not found.
+        let found = self.contexts.with(&sm_ref, |c| {
+            let c = c?;
+            if c.state == SmState::Modifying {
                 c.state = SmState::Active;
-                true
             }
-            _ => false,
+            Some(())
         });
-        if !now_active {
-            // Released while the UPF was modifying the session.
+        if found.is_none() {
             return self.problem(
                 req_id,
                 ProblemDetails::context_not_found("SM context released during its modification"),
