@@ -141,6 +141,10 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         s.misrouted += x.misrouted;
         s.stray_pfcp += x.stray_pfcp;
         s.usage_reports += x.usage_reports;
+        s.pfcp_unparsed += x.pfcp_unparsed;
+        s.abandoned_deleted += x.abandoned_deleted;
+        s.abandoned_delete_failed += x.abandoned_delete_failed;
+        s.abandoned_unnamed += x.abandoned_unnamed;
     }
     let c = r.counters_total();
     if global.json {
@@ -159,6 +163,10 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
                 "misrouted": s.misrouted,
                 "stray_pfcp": s.stray_pfcp,
                 "usage_reports": s.usage_reports,
+                "pfcp_unparsed": s.pfcp_unparsed,
+                "abandoned_deleted": s.abandoned_deleted,
+                "abandoned_delete_failed": s.abandoned_delete_failed,
+                "abandoned_unnamed": s.abandoned_unnamed,
             },
             "nsmf_served": c.nsmf_served,
             "nsmf_kernel_steered": c.nsmf_kernel_steered,

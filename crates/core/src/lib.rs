@@ -218,6 +218,10 @@ pub struct CoreOptions {
     /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
     /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
     pub upf: Option<UpfOptions>,
+    /// How long an h2c call may take: 5 s, and 20 s for the AMF's Nsmf calls, which must
+    /// outlast the SMF's own call and its PFCP retransmissions
+    /// ([`nf::host::SbiTimeouts`]; checked at start).
+    pub sbi_timeouts: nf::host::SbiTimeouts,
     /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
@@ -296,6 +300,7 @@ impl CoreOptions {
             smf: None,
             smf_sbi: SbiMode::Inproc,
             upf: None,
+            sbi_timeouts: nf::host::SbiTimeouts::default(),
         }
     }
 }
@@ -428,6 +433,8 @@ pub struct WorkerReport {
     pub amf_sessions: SessionStats,
     /// Its SMF's counters (zero without an SMF).
     pub smf: SmfStats,
+    /// SM contexts its SMF held when it stopped (in the locked mode: every worker's).
+    pub smf_contexts: usize,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
     /// Why its loop woke up.

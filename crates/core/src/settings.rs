@@ -79,7 +79,7 @@ impl NfSettings {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
             .unwrap_or(0);
-        Ok(HostConfig {
+        let cfg = HostConfig {
             worker: w0,
             workers,
             amf: self.amf.clone(),
@@ -120,6 +120,9 @@ impl NfSettings {
             sbi_pool: opts.sbi_pool,
             directory: opts.directory.clone(),
             pfcp: pfcp::txn::Retransmission::default(),
-        })
+            sbi_timeouts: opts.sbi_timeouts,
+        };
+        cfg.check().map_err(|e| CoreError::Config(e.to_string()))?;
+        Ok(cfg)
     }
 }

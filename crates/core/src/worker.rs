@@ -197,9 +197,11 @@ impl<P: Placement> Worker<P> {
         } else {
             None
         };
+        // Each call has its own deadline (`sbi_io`); the client's own only backs them up.
         let client = Rc::new(SbiClient::new(sbi::ClientConfig {
             short_connections: shared.short_connections,
             ports,
+            timeout: shared.host.sbi_timeouts.longest(),
             ..sbi::ClientConfig::default()
         }));
         Self {
@@ -488,6 +490,7 @@ impl<P: Placement> Worker<P> {
             udm: nf.udm,
             amf_sessions: nf.amf_sessions,
             smf: nf.smf,
+            smf_contexts: self.host.smf().map_or(0, |s| s.context_count()),
             counters: c,
             wakes: self.wakes,
         };

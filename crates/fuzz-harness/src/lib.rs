@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use sctp::wire::{finish_packet, Packet};
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 
+mod smf_n4;
+
+pub use smf_n4::{smf_n4, smf_n4_stats};
+
 /// A harness: arbitrary bytes in, a panic only on a broken promise.
 pub type Harness = fn(&[u8]);
 
@@ -29,6 +33,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("subscriber_csv", subscriber_csv),
     ("pfcp_decode", pfcp_decode),
     ("upf_node", upf_node),
+    ("smf_n4", smf_n4),
     ("sbi_multipart", sbi_multipart),
     ("userplane_packets", userplane_packets),
 ];

@@ -189,6 +189,8 @@ fn sessions_json(r: &CoreReport) -> serde_json::Value {
         t.dropped += s.dropped;
         t.released_with_ue += s.released_with_ue;
         t.release_failures += s.release_failures;
+        t.not_forwarded += s.not_forwarded;
+        t.orphans_released += s.orphans_released;
     }
     let c = r.counters_total();
     serde_json::json!({
@@ -203,6 +205,8 @@ fn sessions_json(r: &CoreReport) -> serde_json::Value {
         "released": t.released,
         "released_with_ue": t.released_with_ue,
         "release_failures": t.release_failures,
+        "not_forwarded": t.not_forwarded,
+        "orphans_released": t.orphans_released,
         "dropped": t.dropped,
         "nsmf_pool_steered": c.nsmf_pool_steered,
         "namf_served": c.namf_served,

@@ -44,7 +44,9 @@ use crate::ausf::AusfStats;
 use crate::smf::SmfStats;
 use crate::udm::UdmStats;
 
-pub use config::{HostConfig, SbiMode};
+pub use config::{
+    ConfigError, HostConfig, SbiMode, SbiTimeouts, DEFAULT_SBI_CALL_TIMEOUT, NSMF_MARGIN,
+};
 pub use counters::{IoEvent, WorkerCounters};
 pub use io::{CallFailed, CallReply, CallToken, Hop, Input, Output, ServerToken, UeNgap};
 pub use nfs::{HostAmf, HostAusf, HostSmf, HostUdm};

@@ -130,6 +130,7 @@ impl<P: Placement> Net<P> {
             sbi_pool: true,
             directory: StaticDirectory::new(),
             pfcp: Retransmission::default(),
+            sbi_timeouts: SbiTimeouts::default(),
         };
         let hosts = workers
             .iter()

@@ -246,6 +246,9 @@ enum CallKind {
     SmUpdate(u8),
     /// Nsmf ReleaseSMContext of a UE whose context is gone.
     SmRelease,
+    /// Nsmf ReleaseSMContext of an SM context created for a UE, or a PDU session, that was
+    /// gone when the creation's answer came.
+    SmOrphan,
 }
 
 /// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
@@ -280,6 +283,9 @@ struct Local {
     next_tmsi: u32,
     next_call: u64,
     calls: HashMap<u64, (u64, CallKind)>,
+    /// The UE's 5GSM message each outstanding Nsmf call carries, sent back to the UE if the
+    /// call fails without an answer for it (see [`session`]).
+    sm_n1: HashMap<u64, Vec<u8>>,
     /// SUPI → AMF-UE-NGAP-ID of the UEs with PDU sessions this worker set up, so an
     /// N1N2MessageTransfer naming the SUPI finds its UE (see [`session`]).
     supi_index: HashMap<String, u64>,
@@ -322,6 +328,7 @@ where
                 next_tmsi: 0,
                 next_call: 0,
                 calls: HashMap::new(),
+                sm_n1: HashMap::new(),
                 supi_index: HashMap::new(),
                 stats: AmfStats::default(),
                 sm_stats: session::SessionStats::default(),
@@ -804,9 +811,11 @@ where
             l.stats.stray_replies += 1;
             return;
         };
-        if kind == CallKind::SmRelease {
+        match kind {
             // The UE context that asked is gone by design.
-            return l.on_sm_released(status);
+            CallKind::SmRelease => return l.on_sm_released(status),
+            CallKind::SmOrphan => return l.on_orphan_released(status),
+            _ => {}
         }
         let effects = self.ues.with(&id, |u| {
             let ue = u?;
@@ -815,7 +824,16 @@ where
         });
         match effects {
             Some(e) => self.apply(e),
-            None => self.local.stats.stray_replies += 1,
+            None => {
+                let l = &mut self.local;
+                l.sm_n1.remove(&call_id);
+                l.stats.stray_replies += 1;
+                if let CallKind::SmCreate(psi) = kind {
+                    // The UE went while its SM context was being created.
+                    l.orphan_created(id, psi, status, location);
+                    self.flush();
+                }
+            }
         }
     }
 
@@ -897,6 +915,7 @@ impl Local {
                 location,
                 content_type,
                 body,
+                sent: self.sm_n1.remove(&call_id),
             };
             return match kind {
                 CallKind::SmCreate(_) => self.on_sm_created(ue, psi, reply),
@@ -914,7 +933,10 @@ impl Local {
             CallKind::Confirmation => self.on_confirmation(now, ue, status, body),
             CallKind::Uecm => self.on_uecm(now, ue, status, body),
             CallKind::Sdm => self.on_sdm(now, ue, status, body),
-            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
+            CallKind::SmCreate(_)
+            | CallKind::SmUpdate(_)
+            | CallKind::SmRelease
+            | CallKind::SmOrphan => {}
         }
     }
 
