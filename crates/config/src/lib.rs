@@ -407,8 +407,14 @@ impl Config {
     fn validate_limits(&self) -> Result<(), ConfigError> {
         let l = &self.limits;
         for (field, v) in [
-            ("limits.sbi_max_concurrent_streams", l.sbi_max_concurrent_streams),
-            ("limits.sbi_max_requests_in_progress", l.sbi_max_requests_in_progress),
+            (
+                "limits.sbi_max_concurrent_streams",
+                l.sbi_max_concurrent_streams,
+            ),
+            (
+                "limits.sbi_max_requests_in_progress",
+                l.sbi_max_requests_in_progress,
+            ),
             ("limits.amf_max_ue_contexts", l.amf_max_ue_contexts),
             ("limits.smf_max_sm_contexts", l.smf_max_sm_contexts),
             ("limits.mesh_max_outbox", l.mesh_max_outbox),
@@ -421,7 +427,10 @@ impl Config {
         }
         // RFC 9260 §6.2: a window smaller than one full packet could never take a message.
         if l.sctp_receive_window < 1500 {
-            return Err(invalid("limits.sctp_receive_window", "must be at least 1500 bytes"));
+            return Err(invalid(
+                "limits.sctp_receive_window",
+                "must be at least 1500 bytes",
+            ));
         }
         // RFC 9110 §10.2.3 sets no bound; a day is past any sensible back-off.
         if l.sbi_retry_after_s > 86_400 {
@@ -435,7 +444,10 @@ impl Config {
             ));
         }
         if !(1..=99).contains(&o.traffic_load_reduction) {
-            return Err(invalid("overload.traffic_load_reduction", "must be 1 to 99"));
+            return Err(invalid(
+                "overload.traffic_load_reduction",
+                "must be 1 to 99",
+            ));
         }
         if o.t3346_s == 0 || o.t3346_s > 31 * 360 {
             return Err(invalid(

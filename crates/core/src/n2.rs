@@ -435,6 +435,8 @@ pub(crate) fn add_endpoint_stats(t: &mut sctp::EndpointStats, o: &sctp::Endpoint
     t.aborts_received += o.aborts_received;
     t.heartbeats_sent += o.heartbeats_sent;
     t.duplicate_tsns += o.duplicate_tsns;
+    t.data_dropped += o.data_dropped;
+    t.associations_refused += o.associations_refused;
 }
 
 /// Adds `o` to `t`.
