@@ -621,7 +621,10 @@ fn overload_start_and_stop_reach_every_ready_gnb() {
     // Association 9 has not completed NG Setup.
     assert_eq!(
         sent(&out),
-        vec![(7, MessageKind::OverloadStart), (8, MessageKind::OverloadStart)]
+        vec![
+            (7, MessageKind::OverloadStart),
+            (8, MessageKind::OverloadStart)
+        ]
     );
     let N2Output::Send { pdu, .. } = &out[0];
     let got = ngap::OverloadStart::parse(&ngap::decode(pdu).unwrap()).unwrap();
@@ -635,7 +638,10 @@ fn overload_start_and_stop_reach_every_ready_gnb() {
     amf.handle(9, 0, &default_request(), &mut out);
     assert_eq!(
         sent(&out),
-        vec![(9, MessageKind::NgSetupResponse), (9, MessageKind::OverloadStart)]
+        vec![
+            (9, MessageKind::NgSetupResponse),
+            (9, MessageKind::OverloadStart)
+        ]
     );
     out.clear();
     amf.overload(off(1), &mut out);

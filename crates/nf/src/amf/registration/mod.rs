@@ -458,7 +458,11 @@ where
                     "AMF worker overloaded: new registrations rejected with #22"
                 );
             } else {
-                debug!(worker = l.cfg.worker.0, in_flight = l.in_flight, "AMF worker recovered");
+                debug!(
+                    worker = l.cfg.worker.0,
+                    in_flight = l.in_flight,
+                    "AMF worker recovered"
+                );
             }
             self.overload_changes.push_back(change);
         }
@@ -731,7 +735,7 @@ where
         }
         // TS 23.501 §5.19.5.2, TS 24.501 §5.5.1.2.5: a worker at its context limit or in
         // overload rejects the registration with #22 and T3346 before reading it.
-        let held = self.ues.len();
+        let held = self.ues.len_hint();
         let l = &mut self.local;
         let limit = l.cfg.max_ue_contexts.saturating_mul(if M::SHARED {
             usize::from(l.cfg.workers.count())
@@ -740,7 +744,10 @@ where
         });
         if held >= limit.saturating_add(reject_headroom(limit)) {
             l.stats.initial_ue_dropped += 1;
-            debug!(assoc, gnb_id, held, "INITIAL UE MESSAGE dropped: no room even to reject");
+            debug!(
+                assoc,
+                gnb_id, held, "INITIAL UE MESSAGE dropped: no room even to reject"
+            );
             return;
         }
         let refusal = if held >= limit {
@@ -1003,7 +1010,12 @@ impl Local {
         }
         self.stats.registration_rejects += 1;
         let secs = u32::try_from(self.cfg.t3346.as_secs()).unwrap_or(u32::MAX);
-        debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, ?why, t3346_s = secs, "registration rejected: congestion");
+        debug!(
+            amf_ue_ngap_id = ue.amf_ue_ngap_id,
+            ?why,
+            t3346_s = secs,
+            "registration rejected: congestion"
+        );
         let reject = RegistrationReject::congestion(TimerValue::Seconds(secs));
         self.send_nas(ue, &NasMessage::RegistrationReject(reject));
         self.release(now, ue, NasCause::Unspecified.into(), false);
