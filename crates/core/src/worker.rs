@@ -404,6 +404,8 @@ impl<P: Placement> Worker<P> {
 
     /// Hands queued hops to the mesh; those that meet a full queue wait for the next turn,
     /// in order. Then the AMF's overload transitions go to this worker's N2 side.
+    // SendError hands the hop back by value (see Outbox::push).
+    #[allow(clippy::result_large_err)]
     fn flush_mesh(&mut self) {
         let mesh = &mut self.mesh;
         let f = self.outbox.flush(|to, hop| mesh.send(to, hop));

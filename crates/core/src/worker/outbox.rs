@@ -45,6 +45,9 @@ impl Outbox {
 
     /// Queues `hop` for worker `to`, or gives it back when it is new work and the outbox
     /// already holds its bound of it.
+    // The hop comes back by value, as the mesh's own SendError gives it: boxing it would
+    // allocate for every refusal.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn push(&mut self, to: WorkerId, hop: Hop) -> Result<(), (WorkerId, Hop)> {
         if hop.refusable() {
             if self.new_work >= self.max_new_work {
