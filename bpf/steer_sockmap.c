@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 //
-// steer_sockmap: per-message steering inside one TCP stream with sockmap + strparser, the
-// measured alternative to the one-hop user-space hand-off (DESIGN.md principle 3; issue 4,
-// item 1e). It is not the default: on this kernel it is slower than a user-space split and
-// the inbound connection loses TCP backpressure (KERNEL.md §2.2).
+// steer_sockmap: per-message steering inside one TCP stream with sockmap + strparser, the measured
+// alternative to the one-hop user-space hand-off. It is not the default: on this kernel it is
+// slower than a user-space split and the inbound connection loses TCP backpressure (KERNEL.md
+// §2.2).
 //
 // The inbound TCP connections sit in `streams` (a SOCKMAP) with the parser and verdict below
 // attached to it; worker i's target socket (one end of a unix socketpair) sits at index i of

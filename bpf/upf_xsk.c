@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 //
 // upf_xsk: hands the UPF's user-plane traffic to AF_XDP sockets (crates/upf-afxdp), the
-// user-space path the issue compares with the XDP fast path and with sockets/TUN.
+// user-space path `steer5g bench upf` compares with the XDP fast path and with sockets/TUN.
 //
 //   upf_xsk_n3 on the N3 interface: IPv4/UDP to the N3 address, destination port 2152
 //              (GTP-U, TS 29.281 §4.4.2), goes to the AF_XDP socket of its rx queue.

@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/steer5g/target}"
 export CARGO_TERM_COLOR=never
 # In CI a test that needs root, namespaces or BPF fails instead of skipping.
-# And every core a test starts must load its sk_reuseport programs (issue 4: "--require-bpf
-# makes a failed BPF load fatal, and CI uses it"); tests of the fallback ask for it
-# explicitly.
+# And every core a test starts must load its sk_reuseport programs (STEER5G_REQUIRE_BPF makes
+# a failed BPF load fatal), so that CI never passes on the fallback path by accident; tests of
+# the fallback ask for it explicitly.
 if [ -n "${CI:-}" ]; then
   export STEER5G_REQUIRE_PRIV=1
   export STEER5G_REQUIRE_BPF=1

@@ -1,13 +1,13 @@
 //! `steer5g demo`: the whole core (AMF, AUSF, UDM on the thread-per-core runtime) and the UE
 //! load generator in one process on the loopback plan, with a report.
 //!
-//! DESIGN.md's demo defaults: SCTP over UDP encapsulation (no privilege), h2c SBI on
-//! loopback, SUCI Profile A, a fresh data directory provisioned with N subscribers. The core
-//! runs an SMF and an in-process UPF (rules in memory, no packet forwarding) as `steer5g core
-//! --smf --upf-inproc` does. Every UE registers, establishes `--pdu-sessions` PDU sessions,
-//! holds them until every UE holds its own (where the user-plane stage goes:
-//! [`user_plane_stage`]), releases them and deregisters; the run succeeds only if every UE
-//! went through every stage and the UPF holds no rule at the end.
+//! The demo's defaults, chosen so that it runs anywhere: SCTP over UDP encapsulation (no
+//! privilege), h2c SBI on loopback, SUCI Profile A, a fresh data directory provisioned with N
+//! subscribers. The core runs an SMF and an in-process UPF (rules in memory, no packet forwarding)
+//! as `steer5g core --smf --upf-inproc` does. Every UE registers, establishes `--pdu-sessions` PDU
+//! sessions, holds them until every UE holds its own (where the user-plane stage goes:
+//! [`user_plane_stage`]), releases them and deregisters; the run succeeds only if every UE went
+//! through every stage and the UPF holds no rule at the end.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
@@ -36,9 +36,9 @@ use ran::load::report::SctpCounters;
 use ran::load::schedule::{Limit, Load};
 use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SessionPlan, SuciArg};
 
-/// The SBI port of every NF on the loopback plan (DESIGN.md Conventions).
+/// The SBI port of every NF on the loopback plan.
 const SBI_PORT: u16 = 7777;
-/// The in-process UPF's PFCP and N3 address (DESIGN.md: 127.0.0.7); its PFCP port is the
+/// The in-process UPF's PFCP and N3 address (the loopback plan's 127.0.0.7); its PFCP port is the
 /// OS's choice, so that demos can run side by side.
 const UPF_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
 /// How long the UPF may take to drop the last sessions' rules once the UEs are gone (the

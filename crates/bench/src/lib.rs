@@ -1,5 +1,6 @@
-//! `steer5g bench`: benchmark scenarios, each measured in one run side by side with its
-//! baseline (DESIGN.md principle 6), with the machine and commit recorded beside the figures.
+//! `steer5g bench`: benchmark scenarios, each measured in one run side by side with its baseline
+//! (the same code with locks, or the path it should beat), with the machine and commit recorded
+//! beside the figures.
 //!
 //! Also here: [`demo`], the core, the load generator and the user-plane bed run together
 //! with their report (`steer5g demo`), and [`live`], the core's live counters as the reports
@@ -77,7 +78,7 @@ pub enum Scenario {
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
-/// `json` (DESIGN.md Conventions), else the human form.
+/// `json`, else the human form.
 pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
     match scenario {
         Scenario::Sctp(a) => sctp::run(json, a),
@@ -92,7 +93,8 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
     }
 }
 
-/// Prints one JSON object on standard output (DESIGN.md Conventions: exactly one per run).
+/// Prints one JSON object on standard output (exactly one per run, so that a script can
+/// parse standard output whole).
 pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), BenchError> {
     let s =
         serde_json::to_string(v).map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;

@@ -1,5 +1,5 @@
-//! The facts recorded beside every figure (STYLE.md lesson 8): the machine, the kernel, the
-//! commit and the date.
+//! The facts recorded beside every figure, so that a figure can be reproduced and judged:
+//! the machine, the kernel, the commit and the date.
 
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -47,8 +47,8 @@ use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
 use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SuciArg};
 
-/// The target: core CPU per Profile A registration with the in-process SBI at most
-/// this many times its crypto floor.
+/// The target the report checks: core CPU per Profile A registration with the in-process
+/// SBI at most this many times its crypto floor (what the crypto alone costs).
 const TARGET_RATIO: f64 = 3.0;
 /// The SBI port of the NFs on each case's loopback addresses.
 const SBI_PORT: u16 = 7777;

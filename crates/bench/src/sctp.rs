@@ -19,7 +19,8 @@ use super::sweep::{self, seconds, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
-/// The target: SCTP echo at no less than half the plain UDP echo rate.
+/// The target the report checks: SCTP echo at no less than half the plain UDP echo rate, so
+/// that the user-space stack is not what limits N2.
 const TARGET_RATIO: f64 = 0.5;
 /// Largest SCTP packet: a 1500-byte Ethernet MTU less the IPv4 and UDP headers, so that the
 /// same size fits both raw IP and UDP encapsulation on a real network even though loopback

@@ -41,11 +41,13 @@ use super::sweep::{shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
-/// Inner IPv4 packet sizes of the sweep.
+/// Inner IPv4 packet sizes of the sweep: the smallest, a typical small packet, and up to
+/// what fits a 1500-byte MTU after the N3 headers.
 const SIZES: [usize; 6] = [64, 128, 256, 512, 1024, 1400];
 /// The size the target is judged at.
 const TARGET_SIZE: usize = 128;
-/// The target: the XDP path at least this many times cheaper per packet.
+/// The target the report checks: the XDP path at least this many times cheaper per packet
+/// than the sockets/TUN path.
 const TARGET_RATIO: f64 = 5.0;
 /// Outer IPv4 + UDP + GTP-U with a PDU Session Container: what N3 adds to a packet.
 const N3_OVERHEAD: usize = 20 + 8 + 16;
@@ -380,8 +382,8 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
             .lines
             .first()
             .ok_or_else(|| BenchError::Failed("no case measured".to_owned()))?;
-        // `Line` serializes its fields in declaration order: the seven keys first,
-        // then the AF_XDP ones.
+        // `Line` serializes its fields in declaration order: the seven original keys first
+        // (scripts read this line), then the AF_XDP ones.
         println!(
             "{}",
             serde_json::to_string(l).map_err(|e| failed("json", e))?
@@ -468,7 +470,7 @@ struct Lab {
 }
 
 fn teid(i: u32) -> u32 {
-    // Worker 1 in the top bits (DESIGN.md: TEIDs encode the owning worker).
+    // Worker 1 in the top bits (TEIDs encode the owning worker, `ids::upf`).
     0x0100_0000 | i
 }
 

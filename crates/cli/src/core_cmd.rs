@@ -118,8 +118,8 @@ impl BpfArgs {
     }
 }
 
-/// One start-up line per SBI listener group: how requests reach their owners (issue 4,
-/// "chosen per interface and reported at start-up").
+/// One start-up line per SBI listener group: how requests reach their owners. The mechanism
+/// is chosen per interface, so the operator is told which one each interface got.
 pub(crate) fn log_sbi_listeners(l: &steer5g_core::Listening) {
     // Info, not a warning: steer-bpf has already warned once about a failed load.
     for s in &l.sbi {

@@ -1,4 +1,5 @@
-//! The errors a subcommand ends with, each mapped to DESIGN.md's exit status.
+//! The errors a subcommand ends with, each mapped to its exit status (the README's
+//! conventions: 1 the run failed, 2 bad usage or input, 3 a missing privilege).
 
 /// Why a run did not succeed.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! `steer5g`: one binary for the core, its network functions, the RAN/UE load generator, the
 //! benchmarks and the operator's tools.
 //!
-//! Conventions (DESIGN.md): configuration is file < environment < flags; with `--json`
+//! Conventions (also in the README): configuration is file < environment < flags; with `--json`
 //! standard output carries exactly one JSON object and logs go to standard error; exit status
 //! 0 success, 1 the run failed, 2 bad usage or input, 3 a needed privilege is missing.
 

@@ -1,6 +1,6 @@
-//! `steer5g ausf` and `steer5g udm`: one network function per process (DESIGN.md
-//! Conventions, "Subcommands"), on the same core crate as `steer5g core` with only that NF
-//! hosted; the NFs it calls are reached over h2c at their directory addresses.
+//! `steer5g ausf` and `steer5g udm`: one network function per process, on the same core crate as
+//! `steer5g core` with only that NF hosted; the NFs it calls are reached over h2c at their
+//! directory addresses.
 //!
 //! Also the machinery `steer5g amf` shares with them: the common flags, the options, the
 //! wait for SIGINT/SIGTERM/`--duration`, and the mapping of core errors to exit statuses.
@@ -49,8 +49,8 @@ pub(crate) struct NfRunArgs {
     pub(crate) limits: crate::cli::LimitArgs,
 }
 
-/// Where the process serves Prometheus `GET /metrics` (DESIGN.md Conventions: port 9090 of
-/// the NF's address). One endpoint per process: `steer5g core` serves it on the AMF's.
+/// Where the process serves Prometheus `GET /metrics` (by convention port 9090 of the NF's
+/// address). One endpoint per process: `steer5g core` serves it on the AMF's.
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct MetricsArgs {
     /// Serve /metrics here (default: port 9090 of the first hosted NF's address: AMF,
@@ -62,7 +62,7 @@ pub(crate) struct MetricsArgs {
     pub(crate) no_metrics: bool,
 }
 
-/// The Prometheus port of every NF (DESIGN.md Conventions).
+/// The Prometheus port of every NF (the README's conventions).
 const METRICS_PORT: u16 = 9090;
 
 impl MetricsArgs {
@@ -182,8 +182,8 @@ fn state_name(s: StateArg) -> &'static str {
     }
 }
 
-/// Starts the core, with its /metrics endpoint as `metrics` says, with exit statuses per
-/// DESIGN.md: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW (or
+/// Starts the core, with its /metrics endpoint as `metrics` says, with the README's exit
+/// statuses: bad settings 2 (a taken metrics port too: a flag fixes it), no CAP_NET_RAW (or
 /// no CAP_BPF with `--require-bpf`) 3; says how each SBI listener delivers.
 pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<CoreHandle, CliError> {
     opts.metrics = metrics.resolve(&opts);

@@ -6,7 +6,8 @@ use crate::exit::CliError;
 use crate::n2::amf::WorkerReport;
 use ran::load::report::SctpCounters;
 
-/// Prints one JSON object on standard output (DESIGN.md Conventions: exactly one per run).
+/// Prints one JSON object on standard output (exactly one per run, so that a script can
+/// parse standard output whole).
 pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
     let s = serde_json::to_string(v).map_err(|e| CliError::Failed(format!("JSON report: {e}")))?;
     println!("{s}");

@@ -1,4 +1,4 @@
-//! `steer5g smf`: the SMF alone (DESIGN.md Conventions, "Subcommands"), on the core crate
+//! `steer5g smf`: the SMF alone (every NF can run as a process of its own), on the core crate
 //! with only SMF shards hosted: Nsmf_PDUSession (TS 29.502) served over h2c on a listener
 //! group at its directory address (127.0.0.4:7777), PFCP (TS 29.244) from every worker to
 //! the UPF, and the UDM (Nudm_SDM) and the AMF (Namf_Communication N1N2MessageTransfer)

@@ -1,4 +1,4 @@
-//! `steer5g upf`: the UPF's PFCP side (N4) on its DESIGN.md address, with a chosen user-plane
+//! `steer5g upf`: the UPF's PFCP side (N4) on its loopback-plan address, with a chosen user-plane
 //! datapath, until SIGINT/SIGTERM or `--duration`; then the report (`--json`: one object).
 //!
 //! [`build_datapath`] is where the user-plane paths plug in: the XDP fast path (crate
@@ -434,7 +434,8 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
             println!("  {name} counters: {}", nonzero.join(", "));
         }
     }
-    // The maps must be empty once every session has ended (issue 5).
+    // The maps must be empty once every session has ended: an entry left behind would
+    // forward a released UE's packets.
     match report.entries_after {
         Some(e) if e == upf::Entries::default() => Ok(()),
         Some(e) => Err(CliError::Failed(format!(

@@ -55,8 +55,8 @@ fn single_size_json_is_one_line_with_the_seven_keys_then_afxdp() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     let v: Value = serde_json::from_str(lines[0]).unwrap();
-    // The seven keys in its order, then the AF_XDP path's two (text order: the
-    // parsed map may sort its keys).
+    // The line's seven original keys in their fixed order (scripts read this line), then
+    // the AF_XDP path's two (text order: the parsed map may sort its keys).
     let order: Vec<usize> = [
         "packet_size",
         "direction",

@@ -24,7 +24,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// UEs in the CSV, each registered and de-registered `--count` / `UES` times.
 const UES: u64 = 2;
 const RUNS: u64 = 2;
-/// h2c on the SBI port of DESIGN.md; tshark only guesses HTTP/2 on well-known ports.
+/// h2c on the SBI port of the loopback plan; tshark only guesses HTTP/2 on well-known ports.
 const SBI_AS_HTTP2: &str = "tcp.port==7777,http2";
 
 /// 5GMM message types (TS 24.501 §9.7, Table 9.7.1) every run must show in clear.

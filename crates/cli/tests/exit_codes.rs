@@ -1,4 +1,4 @@
-//! Exit statuses of `amf` and `ran` (DESIGN.md Conventions): 2 for bad usage, 3 when raw IP
+//! Exit statuses of `amf` and `ran` (the README's conventions): 2 for bad usage, 3 when raw IP
 //! is asked for without CAP_NET_RAW. As root the privilege is dropped for the child with
 //! `setpriv` (an empty bounding set leaves a root process without capabilities).
 #![allow(clippy::unwrap_used)]

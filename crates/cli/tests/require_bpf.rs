@@ -1,4 +1,4 @@
-//! SBI kernel steering at the command line (issue 4, item 1f): each SBI listener says at
+//! SBI kernel steering at the command line: each SBI listener says at
 //! start-up how it delivers; without CAP_BPF a process still runs on the one-hop path and says
 //! so, unless `--require-bpf` makes that exit status 3. As root the privilege is dropped for
 //! the child with `setpriv` (an empty bounding set leaves a root process without

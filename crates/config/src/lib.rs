@@ -6,7 +6,7 @@
 //! values it got on top with the `override_*` helpers, so every source goes through the same
 //! validation.
 //!
-//! The defaults are DESIGN.md's Conventions: the 3GPP test network (PLMN 001/01, TAC 000001,
+//! The defaults are the README's conventions: the 3GPP test network (PLMN 001/01, TAC 000001,
 //! S-NSSAI SST 1 without SD) and Open5GS's loopback plan (AMF on 127.0.0.5, SCTP port 38412,
 //! UDP encapsulation on 9899).
 
@@ -276,7 +276,7 @@ impl std::fmt::Display for Transport {
     }
 }
 
-/// The AMF's default N2 address in DESIGN.md's loopback plan.
+/// The AMF's default N2 address in the loopback plan (Open5GS's).
 pub const DEFAULT_AMF_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
 /// NGAP's SCTP port (TS 38.412 §7).
 pub const DEFAULT_SCTP_PORT: u16 = 38412;

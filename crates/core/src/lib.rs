@@ -1,5 +1,6 @@
 //! `steer5g core`: the AMF, AUSF and UDM in one process, on the thread-per-core runtime
-//! of [`steer`] (DESIGN.md principles 1-6).
+//! of [`steer`]: each worker is one thread with its own single-threaded runtime and owns
+//! the state of the subscribers placed on it.
 //!
 //! Every worker drives one [`nf::host::Host`]: a shard of each NF behind one sans-IO
 //! interface. This crate is its I/O: sockets, the mesh, timers, the SQN persister and
@@ -10,7 +11,7 @@
 //! whatever it reads ([`nf::host::placement`] has every difference). The NF code is the
 //! same.
 //!
-//! N2 associations spread over the workers (issue 4, item 1c): with UDP encapsulation
+//! N2 associations spread over the workers: with UDP encapsulation
 //! every worker reads its own socket of an `SO_REUSEPORT` group, steered by SCTP source
 //! port, and owns the associations and non-UE N2 state ([`nf::amf::n2::AmfN2`]) that reach
 //! it; raw IP stays on worker 0 ([`N2Placement`]). UE-associated messages are split by owner
@@ -90,7 +91,8 @@ pub use metrics::WakeCounters;
 pub use nf::amf::registration::AmfStats;
 pub use nf::host::{SbiMode, WorkerCounters};
 
-/// Where per-UE state lives (DESIGN.md principle 6).
+/// Where per-UE state lives: the sharded mode, or the locking baseline that runs the same
+/// NF code so that the two can be compared in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateMode {
     /// Each worker owns its shard; messages hop to the owner.
@@ -100,7 +102,7 @@ pub enum StateMode {
 }
 
 /// Which NFs this process hosts; the others are reached over h2c at their
-/// [`StaticDirectory`] addresses (DESIGN.md Conventions, "Subcommands": one NF per process).
+/// [`StaticDirectory`] addresses (each NF can also run as a process of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NfSet {
     /// The AMF: N2 sockets and registration on every worker ([`N2Placement`]).
@@ -301,7 +303,7 @@ impl CoreOptions {
 /// How the SMF shards are set up.
 #[derive(Debug, Clone)]
 pub struct SmfOptions {
-    /// The UPF's PFCP address (DESIGN.md: 127.0.0.7:8805).
+    /// The UPF's PFCP address (the loopback plan's 127.0.0.7:8805).
     pub upf: SocketAddr,
     /// The address each worker's PFCP socket binds (port chosen by the OS: one socket per
     /// worker, as each numbers its own requests) and advertises in its CP F-SEID.

@@ -1,5 +1,5 @@
 //! The core's live counters: what each worker publishes at the end of every loop turn, and
-//! the page the `/metrics` endpoint renders from them (issue 4 item 2).
+//! the page the `/metrics` endpoint renders from them.
 //!
 //! Each worker owns one [`steer_metrics::Block`]; at the end of a loop turn it copies its
 //! host's plain [`WorkerCounters`] and its own [`WakeCounters`] into it with relaxed stores (no lock, no

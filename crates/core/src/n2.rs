@@ -2,8 +2,8 @@
 //! non-UE-associated NGAP state of those associations ([`AmfN2`]: NG Setup).
 //! UE-associated messages are returned to the worker for routing by owner.
 //!
-//! Where associations live (issue 4, item 1c; "each mechanism is chosen per interface and
-//! reported at start-up"):
+//! Where associations live (the mechanism is chosen per transport and reported at start-up,
+//! so an operator can tell whether associations are steered or only hashed):
 //!
 //! * UDP encapsulation (RFC 6951): one `SO_REUSEPORT` socket per worker on the
 //!   encapsulation port. The `sk_reuseport` program reads the SCTP source port (the first

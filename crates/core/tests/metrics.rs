@@ -1,27 +1,27 @@
-//! The `/metrics` endpoint of a running core, scraped over HTTP while UEs register through
-//! it (issue 4 item 2: "in locked mode they must read above zero under load, which shows
-//! they are live"). The gNB and UEs are the `ran` emulators over SCTP with UDP
+//! The `/metrics` endpoint of a running core, scraped over HTTP while UEs register through it: in
+//! the locked mode the lock counters must read above zero under load, which shows they are live and
+//! not a report written at the end. The gNB and UEs are the `ran` emulators over SCTP with UDP
 //! encapsulation on loopback, as in `registration.rs`.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use proto::ids::defaults;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
-use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent};
+use ran::gnb::GnbConfig;
+use ran::ue::{SuciScheme, Ue, UeConfig};
 use rand::SeedableRng;
 use sbi::{NfType, StaticDirectory};
-use sctp::{Endpoint, EndpointConfig, Event};
-use sctp_io::{SctpSocket, Transport};
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreError, CoreHandle, CoreOptions, SbiMode, StateMode};
 use store::{Profile, RedbStore, SubscriberStore};
+use testkit::sim::{Fleet, UePlan};
+
+mod common;
 
 const UES: usize = 20;
-const NGAP_PPID: u32 = 60;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A core on 127.0.`net`.x with `UES` subscribers and metrics on an ephemeral port of
@@ -95,88 +95,23 @@ fn register_all(net: u8, amf: SocketAddr, ues: Vec<Ue>) -> usize {
     rt.block_on(drive(Ipv4Addr::new(127, 0, net, 100), amf, ues))
 }
 
-async fn drive(local: Ipv4Addr, amf: SocketAddr, mut ues: Vec<Ue>) -> usize {
-    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
-    let mut sock = SctpSocket::new(
-        transport,
-        Endpoint::new(EndpointConfig {
-            listen_port: None,
-            association: sctp::AssociationConfig::default(),
-            cookie_key: [7; 32],
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 4,
-            rng_seed: 5,
-        }),
-    );
-    let cfg = GnbConfig::default();
-    let mut gnb = Gnb::new(cfg.clone()).unwrap();
-    let mut n2ues = GnbUes::new(&cfg, 1, 4);
-    let assoc = sock
-        .endpoint_mut()
-        .connect(Instant::now(), amf, 38412, 38412)
-        .unwrap();
-    let (mut ready, mut released, mut deregistered) = (false, 0, 0);
-    let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
+async fn drive(local: Ipv4Addr, amf: SocketAddr, ues: Vec<Ue>) -> usize {
+    let (mut sock, assoc) = common::gnb_socket(local, amf, 38412, 38412, 5);
+    let mut fleet = Fleet::new();
+    let g = fleet.add_gnb(GnbConfig::default(), 4);
+    for ue in ues {
+        fleet.add_ue(g, ue, UePlan::register_deregister());
+    }
     let deadline = Instant::now() + DEADLINE;
-    while released < ues.len() && Instant::now() < deadline {
-        for (stream, pdu) in pending.drain(..) {
-            sock.endpoint_mut()
-                .send(assoc, stream, NGAP_PPID, false, pdu.into())
-                .unwrap();
-        }
-        sock.drive(Some(deadline)).await.unwrap();
-        while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
-            match ev {
-                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
-                Event::Message(m) if !ready => {
-                    assert!(matches!(gnb.handle(m.stream, &m.data), GnbEvent::SetupOk));
-                    ready = true;
-                    for (i, ue) in ues.iter_mut().enumerate() {
-                        ue.prepare().unwrap();
-                        let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
-                        let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
-                        pending.push((s.stream, s.pdu));
-                    }
-                }
-                Event::Message(m) => {
-                    let o = n2ues.handle_downlink(m.stream, &m.data);
-                    pending.extend(o.transmit.into_iter().map(|t| (t.stream, t.pdu)));
-                    for e in o.events {
-                        match e {
-                            GnbUeEvent::NasToUe { ue: key, nas } => {
-                                let ue = ues.get_mut(key as usize).unwrap();
-                                let r = ue.handle_downlink_nas(&nas);
-                                if let Some(up) = r.uplink {
-                                    let s = n2ues.uplink_nas(key, &up).unwrap();
-                                    pending.push((s.stream, s.pdu));
-                                }
-                                match r.event {
-                                    UeEvent::Registered => {
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::Deregistered => deregistered += 1,
-                                    _ => {}
-                                }
-                            }
-                            GnbUeEvent::Released { .. } => released += 1,
-                            _ => {}
-                        }
-                    }
-                }
-                Event::Closed { reason } => panic!("association closed: {reason:?}"),
-                _ => {}
-            }
-        }
-    }
-    let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
-    let grace = Instant::now() + Duration::from_secs(1);
-    while !sock.endpoint().is_empty() && Instant::now() < grace {
-        sock.drive(Some(grace)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
-    }
-    deregistered
+    assert!(
+        common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| f
+            .all_done())
+        .await
+    );
+    common::close(&mut sock, assoc).await;
+    let s = fleet.summary();
+    assert!(s.failures.is_empty(), "{:?}", s.failures);
+    s.deregistered
 }
 
 /// One scrape: status line, headers, and the samples summed per family.

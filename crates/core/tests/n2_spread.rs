@@ -1,4 +1,4 @@
-//! N2 associations spread over the workers (issue 4, item 1c): 64 gNBs over SCTP with UDP
+//! N2 associations spread over the workers: 64 gNBs over SCTP with UDP
 //! encapsulation against a 2-worker core, each gNB on its own UDP socket and SCTP source
 //! port. With the `sk_reuseport` program each association lives on worker
 //! `source port % 2`, which the test computes on its own; with BPF off the kernel's hash
@@ -7,27 +7,26 @@
 //! hashed to.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_new_ue};
 use proto::ids::defaults;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
-use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent};
+use ran::gnb::GnbConfig;
+use ran::ue::{SuciScheme, Ue, UeConfig};
 use rand::SeedableRng;
 use sbi::{NfType, StaticDirectory};
-use sctp::{Endpoint, EndpointConfig, Event};
-use sctp_io::{SctpSocket, Transport};
 use steer::{WorkerId, Workers};
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{BpfPolicy, Core, CoreOptions, CoreReport, N2Placement, SbiMode, StateMode};
 use store::{RedbStore, SubscriberStore};
+use testkit::sim::{Fleet, UePlan};
+
+mod common;
 
 const GNBS: usize = 64;
 const UES_PER_GNB: usize = 3;
 const WORKERS: u16 = 2;
-const NGAP_PPID: u32 = 60;
 const DEADLINE: Duration = Duration::from_secs(60);
 /// SCTP source port of gNB i is `PORT_BASE + i`: consecutive ports alternate workers.
 const PORT_BASE: u16 = 41_000;
@@ -127,113 +126,38 @@ async fn drive_gnb(
     local: Ipv4Addr,
     amf: SocketAddr,
     sctp_port: u16,
-    mut ues: Vec<Ue>,
+    ues: Vec<Ue>,
 ) -> GnbOutcome {
-    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
-    let mut sock = SctpSocket::new(
-        transport,
-        Endpoint::new(EndpointConfig {
-            listen_port: None,
-            association: sctp::AssociationConfig::default(),
-            cookie_key: [7; 32],
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 4,
-            rng_seed: 99 + g as u64,
-        }),
-    );
+    let port = PORT_BASE + g as u16;
+    let (mut sock, assoc) = common::gnb_socket(local, amf, port, sctp_port, 99 + g as u64);
+    let mut fleet = Fleet::new();
     let cfg = GnbConfig {
         gnb_id: gnb_id(g),
         name: format!("gnb-{g}"),
         ..GnbConfig::default()
     };
-    let mut gnb = Gnb::new(cfg.clone()).unwrap();
-    let mut n2ues = GnbUes::new(&cfg, 1, 4);
-    let port = PORT_BASE + g as u16;
-    let assoc = sock
-        .endpoint_mut()
-        .connect(Instant::now(), amf, port, sctp_port)
-        .unwrap();
-    let mut out = GnbOutcome::default();
-    let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
-    let mut registered: HashMap<u64, bool> = HashMap::new();
+    let gi = fleet.add_gnb(cfg, 4);
+    for ue in ues {
+        fleet.add_ue(gi, ue, UePlan::register_deregister());
+    }
     let deadline = Instant::now() + DEADLINE;
-    while out.released < ues.len() && Instant::now() < deadline {
-        for (stream, pdu) in pending.drain(..) {
-            sock.endpoint_mut()
-                .send(assoc, stream, NGAP_PPID, false, pdu.into())
-                .unwrap();
-        }
-        sock.drive(Some(deadline)).await.unwrap();
-        while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
-            match ev {
-                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
-                Event::Message(m) if !out.setup => match gnb.handle(m.stream, &m.data) {
-                    GnbEvent::SetupOk => {
-                        out.setup = true;
-                        for (i, ue) in ues.iter_mut().enumerate() {
-                            ue.prepare().unwrap();
-                            let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
-                            let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
-                            pending.push((s.stream, s.pdu));
-                        }
-                    }
-                    other => out.failures.push(format!("NG Setup: {other:?}")),
-                },
-                Event::Message(m) => {
-                    let o = n2ues.handle_downlink(m.stream, &m.data);
-                    for t in o.transmit {
-                        pending.push((t.stream, t.pdu));
-                    }
-                    for e in o.events {
-                        match e {
-                            GnbUeEvent::NasToUe { ue: key, nas } => {
-                                let Some(ue) = ues.get_mut(key as usize) else {
-                                    continue;
-                                };
-                                let r = ue.handle_downlink_nas(&nas);
-                                if let Some(up) = r.uplink {
-                                    let s = n2ues.uplink_nas(key, &up).unwrap();
-                                    pending.push((s.stream, s.pdu));
-                                }
-                                match r.event {
-                                    UeEvent::Registered => {
-                                        out.registered += 1;
-                                        registered.insert(key, true);
-                                        out.ids.push((
-                                            n2ues.ran_ue_ngap_id(key).unwrap(),
-                                            n2ues.amf_ue_ngap_id(key).unwrap(),
-                                        ));
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::Deregistered
-                                    | UeEvent::Authenticated
-                                    | UeEvent::SecurityModeCompleted => {}
-                                    other => out.failures.push(format!("UE {key}: {other:?}")),
-                                }
-                            }
-                            GnbUeEvent::ContextSetup { .. } => {}
-                            GnbUeEvent::Released { .. } => out.released += 1,
-                            other => out.failures.push(format!("gNB: {other:?}")),
-                        }
-                    }
-                }
-                Event::Closed { reason } => {
-                    out.failures.push(format!("association closed: {reason:?}"));
-                    return out;
-                }
-                _ => {}
-            }
-        }
+    let ok = common::pump(&mut sock, assoc, &mut fleet, gi, deadline, |f, _| {
+        f.all_done()
+    })
+    .await;
+    common::close(&mut sock, assoc).await;
+    let s = fleet.summary();
+    let mut failures = s.failures;
+    if !ok {
+        failures.push("association closed or deadline".into());
     }
-    let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
-    let grace = Instant::now() + Duration::from_secs(1);
-    while !sock.endpoint().is_empty() && Instant::now() < grace {
-        sock.drive(Some(grace)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
+    GnbOutcome {
+        setup: fleet.ready(gi),
+        registered: s.registered,
+        released: s.released,
+        failures,
+        ids: fleet.records().filter_map(|r| r.ngap_ids).collect(),
     }
-    out
 }
 
 /// What must hold whatever placed the associations.

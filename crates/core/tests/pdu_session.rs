@@ -83,6 +83,18 @@ fn run_tweaked(
     sbi: SbiMode,
     tweak: fn(&mut CoreOptions),
 ) -> (Outcome, CoreReport) {
+    run_with_gnb_n3(net, workers, state, plan, sbi, tweak, None)
+}
+
+fn run_with_gnb_n3(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+    tweak: fn(&mut CoreOptions),
+    gnb_n3: Option<Ipv4Addr>,
+) -> (Outcome, CoreReport) {
     let subs = common::subscribers(u64::from(net), UES);
     let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
     let mut config = Config::default();
@@ -131,7 +143,7 @@ fn run_tweaked(
         local: ip(100),
         amf: n2,
         sctp_port: config.n2.sctp_port,
-        gnb_n3: None,
+        gnb_n3,
         upf_n3: ip(7),
     };
     let outcome = rt.block_on(drive(side, subs.ues, plan, &mut Rules(datapath)));
@@ -341,4 +353,52 @@ fn h2c_transfers_find_their_ue_on_another_worker() {
     assert!(c.namf_handed_off < UES as u64, "{c:?}");
     let n1n2: u64 = r.workers.iter().map(|w| w.amf_sessions.n1n2).sum();
     assert_eq!(n1n2, UES as u64);
+}
+
+/// The gNB announces 0.0.0.0 as its N3 address: the SMF refuses the PDU Session Resource
+/// Setup Response Transfer, never installs that tunnel at the UPF, and releases each session
+/// through the AMF (N1N2MessageTransfer with the release command and NGAP cause "transport
+/// resource unavailable"). Every session ends released at the UE, the gNB, the AMF, the SMF
+/// and the UPF; the UEs then deregister as after any release.
+#[test]
+fn an_unusable_gnb_address_ends_every_session_released() {
+    for (net, workers, state, sbi) in [
+        (74, 1, StateMode::Sharded, SbiMode::Inproc),
+        (75, 2, StateMode::Sharded, SbiMode::H2c),
+    ] {
+        let (o, r) = run_with_gnb_n3(
+            net,
+            workers,
+            state,
+            Plan::Release,
+            sbi,
+            |_| {},
+            Some(Ipv4Addr::UNSPECIFIED),
+        );
+        let want = Outcome {
+            registered: UES,
+            established: UES,
+            rejected: 0,
+            upf_checked: 0,
+            released_sessions: UES,
+            deregistered: UES,
+            released: UES,
+            addresses: UES,
+            rules_left: 0,
+            failures: Vec::new(),
+        };
+        assert_eq!(o, want, "{sbi:?}");
+        let t = r.workers.iter().fold((0, 0, 0, 0, 0), |t, w| {
+            (
+                t.0 + w.smf.bad_tunnels,
+                t.1 + w.smf.network_releases,
+                t.2 + w.smf.activated,
+                t.3 + w.smf.released,
+                t.4 + w.amf_sessions.release_commands,
+            )
+        });
+        let n = UES as u64;
+        assert_eq!(t, (n, n, 0, n, n), "{sbi:?}");
+        assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
+    }
 }

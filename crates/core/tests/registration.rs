@@ -1,27 +1,30 @@
 //! Registrations end to end through a real core: the test runs gNB and UE emulators
-//! (`ran`) over SCTP with UDP encapsulation on loopback against `Core::start`, with real
-//! subscribers in a redb store and SUCIs concealed with Profile A under the data
-//! directory's home network key. Every mode (1 and 2 workers, sharded and locked, h2c and
-//! in-process SBI) must give the same outcome: every UE registered and deregistered.
+//! (`ran`, planned by `testkit::sim::Fleet`) over SCTP on loopback against `Core::start`,
+//! with real subscribers in a redb store and SUCIs concealed with Profile A under the data
+//! directory's home network key. What is left here needs the sockets: the mesh and h2c of
+//! a real two-worker core, short connections through the `sk_reuseport` program, both N2
+//! transports, and starting and stopping the process. The mode matrix (1 to 3 workers,
+//! sharded and locked, h2c and in-process) and its counters run in the simulator
+//! (`crates/testkit/tests/sim.rs`).
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use proto::ids::defaults;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
-use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent};
+use ran::gnb::GnbConfig;
+use ran::ue::{SuciScheme, Ue, UeConfig};
 use rand::SeedableRng;
 use sbi::{NfType, StaticDirectory};
-use sctp::{Endpoint, EndpointConfig, Event};
-use sctp_io::{SctpSocket, Transport};
+use sctp_io::Transport;
 use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
 use store::{Profile, RedbStore, SubscriberStore};
+use testkit::sim::{Fleet, UePlan};
+
+mod common;
 
 const UES: usize = 20;
-const NGAP_PPID: u32 = 60;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// What the UEs saw.
@@ -149,7 +152,7 @@ async fn drive_ues(
     local: Ipv4Addr,
     amf: SocketAddr,
     sctp_port: u16,
-    mut ues: Vec<Ue>,
+    ues: Vec<Ue>,
     kind: TransportKind,
 ) -> Outcome {
     let (transport, amf) = match kind {
@@ -162,101 +165,29 @@ async fn drive_ues(
             amf,
         ),
     };
-    let mut sock = SctpSocket::new(
-        transport,
-        Endpoint::new(EndpointConfig {
-            listen_port: None,
-            association: sctp::AssociationConfig::default(),
-            cookie_key: [7; 32],
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 16,
-            rng_seed: 99,
-        }),
-    );
-    let cfg = GnbConfig::default();
-    let mut gnb = Gnb::new(cfg.clone()).unwrap();
-    let mut n2ues = GnbUes::new(&cfg, 1, 4);
-    let assoc = sock
-        .endpoint_mut()
-        .connect(Instant::now(), amf, 38412, sctp_port)
-        .unwrap();
-    let mut out = Outcome::default();
-    let mut ready = false;
-    let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
-    let mut registered: HashMap<u64, bool> = HashMap::new();
+    let (mut sock, assoc) = common::gnb_socket_on(transport, amf, 38412, sctp_port, 99);
+    let mut fleet = Fleet::new();
+    let g = fleet.add_gnb(GnbConfig::default(), 4);
+    for ue in ues {
+        fleet.add_ue(g, ue, UePlan::register_deregister());
+    }
     let deadline = Instant::now() + DEADLINE;
-    while out.released < ues.len() && Instant::now() < deadline {
-        for (stream, pdu) in pending.drain(..) {
-            sock.endpoint_mut()
-                .send(assoc, stream, NGAP_PPID, false, pdu.into())
-                .unwrap();
-        }
-        sock.drive(Some(deadline)).await.unwrap();
-        while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
-            match ev {
-                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
-                Event::Message(m) if !ready => match gnb.handle(m.stream, &m.data) {
-                    GnbEvent::SetupOk => {
-                        ready = true;
-                        for (i, ue) in ues.iter_mut().enumerate() {
-                            ue.prepare().unwrap();
-                            let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
-                            let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
-                            pending.push((s.stream, s.pdu));
-                        }
-                    }
-                    other => out.failures.push(format!("NG Setup: {other:?}")),
-                },
-                Event::Message(m) => {
-                    let o = n2ues.handle_downlink(m.stream, &m.data);
-                    for t in o.transmit {
-                        pending.push((t.stream, t.pdu));
-                    }
-                    for e in o.events {
-                        match e {
-                            GnbUeEvent::NasToUe { ue: key, nas } => {
-                                let Some(ue) = ues.get_mut(key as usize) else {
-                                    continue;
-                                };
-                                let r = ue.handle_downlink_nas(&nas);
-                                if let Some(up) = r.uplink {
-                                    let s = n2ues.uplink_nas(key, &up).unwrap();
-                                    pending.push((s.stream, s.pdu));
-                                }
-                                match r.event {
-                                    UeEvent::Registered => {
-                                        out.registered += 1;
-                                        registered.insert(key, true);
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::Deregistered => out.deregistered += 1,
-                                    UeEvent::Authenticated | UeEvent::SecurityModeCompleted => {}
-                                    other => out.failures.push(format!("UE {key}: {other:?}")),
-                                }
-                            }
-                            GnbUeEvent::ContextSetup { .. } => {}
-                            GnbUeEvent::Released { .. } => out.released += 1,
-                            other => out.failures.push(format!("gNB: {other:?}")),
-                        }
-                    }
-                }
-                Event::Closed { reason } => {
-                    out.failures.push(format!("association closed: {reason:?}"));
-                    return out;
-                }
-                _ => {}
-            }
-        }
+    let ok = common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| {
+        f.all_done()
+    })
+    .await;
+    common::close(&mut sock, assoc).await;
+    let s = fleet.summary();
+    let mut failures = s.failures;
+    if !ok {
+        failures.push("association closed or deadline".into());
     }
-    let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
-    let grace = Instant::now() + Duration::from_secs(1);
-    while !sock.endpoint().is_empty() && Instant::now() < grace {
-        sock.drive(Some(grace)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
+    Outcome {
+        registered: s.registered,
+        deregistered: s.deregistered,
+        released: s.released,
+        failures,
     }
-    out
 }
 
 fn expect_all(outcome: &Outcome, report: &CoreReport) {
@@ -281,15 +212,6 @@ fn expect_n(outcome: &Outcome, report: &CoreReport, n: usize) {
 }
 
 #[test]
-fn sharded_h2c_one_worker() {
-    let (o, r) = run_case(31, 1, StateMode::Sharded, SbiMode::H2c);
-    expect_all(&o, &r);
-    assert_eq!(r.handoffs(), 0);
-    assert_eq!(r.locks.acquisitions, 0);
-    assert!(r.counters_total().sbi_served > 0);
-}
-
-#[test]
 fn sharded_h2c_two_workers_hand_off() {
     let (o, r) = run_case(32, 2, StateMode::Sharded, SbiMode::H2c);
     expect_all(&o, &r);
@@ -298,49 +220,6 @@ fn sharded_h2c_two_workers_hand_off() {
     assert_eq!(c.ngap_handed_off, c.ngap_from_mesh);
     assert!(c.sbi_served > 0);
     assert_eq!(r.locks.acquisitions, 0);
-}
-
-#[test]
-fn locked_h2c_two_workers_take_locks() {
-    let (o, r) = run_case(33, 2, StateMode::Locked, SbiMode::H2c);
-    expect_all(&o, &r);
-    assert!(r.locks.acquisitions > 0);
-    let c = r.counters_total();
-    assert_eq!(c.sbi_handed_off + c.udm_forwards, 0, "{c:?}");
-}
-
-#[test]
-fn sharded_inproc_one_worker() {
-    let (o, r) = run_case(34, 1, StateMode::Sharded, SbiMode::Inproc);
-    expect_all(&o, &r);
-    assert_eq!(r.counters_total().sbi_served, 0, "no sockets");
-    assert_eq!(r.counters_total().h2c_calls, 0);
-}
-
-#[test]
-fn sharded_inproc_two_workers_hand_off() {
-    let (o, r) = run_case(35, 2, StateMode::Sharded, SbiMode::Inproc);
-    expect_all(&o, &r);
-    assert!(r.handoffs() > 0);
-    assert!(r.mesh_total.sent > 0);
-    assert_eq!(r.locks.acquisitions, 0);
-}
-
-#[test]
-fn locked_inproc_two_workers_take_locks() {
-    let (o, r) = run_case(36, 2, StateMode::Locked, SbiMode::Inproc);
-    expect_all(&o, &r);
-    assert!(r.locks.acquisitions > 0);
-}
-
-#[test]
-fn locked_one_worker_both_sbi_modes() {
-    for (net, sbi) in [(37, SbiMode::H2c), (38, SbiMode::Inproc)] {
-        let (o, r) = run_case(net, 1, StateMode::Locked, sbi);
-        expect_all(&o, &r);
-        assert!(r.locks.acquisitions > 0);
-        assert_eq!(r.handoffs(), 0);
-    }
 }
 
 #[test]
@@ -396,13 +275,6 @@ fn many_ues_on_two_sharded_workers_with_short_connections() {
         assert!(c.sbi_kernel_steered > 0 && c.sbi_pool_steered > 0, "{c:?}");
         assert_eq!((c.sbi_handed_off, c.sbi_misdirected), (0, 0), "{c:?}");
     }
-}
-
-#[test]
-fn many_ues_on_two_locked_workers() {
-    let (o, r) = run_n(41, 2, StateMode::Locked, SbiMode::Inproc, 200, false);
-    expect_n(&o, &r, 200);
-    assert!(r.locks.acquisitions > 0);
 }
 
 #[test]

@@ -1,8 +1,9 @@
-//! SBI steering end to end (issue 4, items 1a, 1b, 1f): a core hosting the AUSF and UDM on
+//! SBI steering end to end (kernel-steered listeners, the shard-aware client pool, and the
+//! one-hop fallback without BPF): a core hosting the AUSF and UDM on
 //! two workers, and a client made of two client "workers" that use the shard-aware pool of
 //! `sbi` directly. Each request is a UDM GET keyed by a SUPI (cheap: a store lookup); the
 //! test computes the owner of every SUPI itself (FNV-1a 64, halves folded, modulo the
-//! worker count: the layout of DESIGN.md, written out again here rather than called) and
+//! worker count: the layout of `ids::udm`, written out again here rather than called) and
 //! checks from the core's per-worker counters that every request took the path under test
 //! and reached that owner.
 //!

@@ -1,5 +1,6 @@
 //! Who owns what: the bit layouts of every identifier steer5g hands out and the stable hash
-//! that places new state (DESIGN.md principle 2 and its "Identifiers and ownership" table).
+//! that places new state. Because every identifier names its owner, any worker (or the
+//! kernel, or a client) can deliver a message to the owner without a lookup table.
 //!
 //! This crate is the one place where those layouts live. It is plain integer and string math
 //! with no dependencies, no runtime and no I/O, so the sans-IO NFs, the runtime, the load

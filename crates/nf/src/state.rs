@@ -1,5 +1,5 @@
-//! Where per-UE state lives: one procedure code, two state stores (DESIGN.md principle 6,
-//! STYLE.md lesson 9).
+//! Where per-UE state lives: one procedure code, two state stores, so that the locking
+//! baseline differs from the sharded mode in where state lives and in nothing else.
 //!
 //! The NF state machines are generic over [`ContextMap`]. In the sharded mode each worker
 //! owns a [`ShardMap`]: a plain `HashMap`, touched only by its worker, with no lock anywhere.

@@ -1,6 +1,7 @@
-//! 5G AKA end to end on in-memory links: AUSF and UDM workers wired by a small router that
-//! moves each `Action::Call` to the UDM worker a client would pick and each answer back, like
-//! quinn's test `Pair`. The test plays the AMF/SEAF and the UE. The UE (its USIM with
+//! 5G AKA end to end in the simulated core ([`testkit::sim`]): AUSF and UDM workers in
+//! their hosts, each AUSF call carried to the UDM worker a shard-aware client picks and each
+//! answer back, in virtual time. The test plays the AMF/SEAF (an SBI client of the AUSF)
+//! and the UE. The UE (its USIM with
 //! MILENAGE, and the TS 33.501 Annex A derivations) is computed in this file from AES,
 //! HMAC-SHA-256 and SHA-256 alone, never with the `security` crate the UDM and AUSF use, and
 //! that computation is itself pinned to TS 35.208 test set 1 and to published 5G-AKA values;
@@ -9,27 +10,28 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use ids::ausf::owner_of_auth_ctx_id;
 use ids::owner_of_key;
-use ids::{WorkerId, Workers};
-use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
-use nf::state::{ContextMap, LockedMap, ShardMap};
-use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use ids::Workers;
+use nf::ausf::{self, AuthContext};
+use nf::host::Placement;
+use nf::state::ContextMap;
+use nf::udm::{self, UeRecord};
 use sbi::model::{
     AccessAndMobilitySubscriptionData, AuthData5g, AuthResult, ConfirmationDataResponse, HexBytes,
     Nssai, ProblemDetails, ResynchronizationInfo, SmfSelectionSubscriptionData,
     UeAuthenticationCtx,
 };
-use sbi::{SbiRequest, SbiResponse};
+use sbi::{NfType, SbiRequest, SbiResponse};
 use security::kdf::{self, Abba};
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
-use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
+use testkit::sim::{LinkConfig, Links, Sim, SimConfig};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 const AUSF_ROOT: &str = "http://127.0.0.11:7777";
@@ -356,25 +358,12 @@ impl Ue {
     }
 }
 
-/// AUSF and UDM workers and the links between them.
-struct Net<MA, MU, QU> {
-    now: Instant,
+/// AUSF and UDM workers: the hosts of a simulated core ([`testkit::sim`]), which carry
+/// every AUSF → UDM call to the worker a shard-aware client picks and every answer back.
+struct Net<P: Placement> {
+    sim: Sim<P>,
     workers: Workers,
-    ausfs: Vec<Ausf<MA>>,
-    udms: Vec<Udm<MU, QU>>,
-    store: Arc<MemStore>,
-    next_req: u64,
-    /// UDM request id → (AUSF worker, call id).
-    calls: HashMap<u64, (usize, u64)>,
-    answers: HashMap<u64, SbiResponse>,
-    forwards: u64,
-    persists: u64,
 }
-
-type Sharded =
-    Net<ShardMap<String, AuthContext>, ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
-type Locked =
-    Net<LockedMap<String, AuthContext>, LockedMap<String, UeRecord>, LockedMap<(), SqnShard>>;
 
 fn store_with(n: u32) -> Arc<MemStore> {
     let store = Arc::new(MemStore::new());
@@ -385,46 +374,22 @@ fn store_with(n: u32) -> Arc<MemStore> {
     store
 }
 
-fn ausf_cfg(worker: WorkerId, workers: Workers) -> AusfConfig {
-    AusfConfig {
-        worker,
-        workers,
-        api_root: AUSF_ROOT.to_owned(),
-        serving_networks: vec![SNN.to_owned()],
-        instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-        context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
-        wall_clock: None,
-    }
+/// `n` workers over 20 subscribers, calls over h2c (each a message between hosts), links
+/// without delay.
+fn sim_cfg(n: u16) -> SimConfig {
+    let mut c = SimConfig::new(n, store_with(20)).h2c();
+    c.host.udm.rand_seed = Some(42);
+    c.links = Links::uniform(LinkConfig::ideal(Duration::ZERO));
+    c.persist_delay = Duration::ZERO;
+    c
 }
 
-fn udm_cfg(worker: WorkerId, workers: Workers) -> UdmConfig {
-    UdmConfig {
-        worker,
-        workers,
-        api_root: "http://127.0.0.12:7777".to_owned(),
-        serving_networks: vec![SNN.to_owned()],
-        hn_keys: SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
-        rand_seed: Some(42),
-    }
+fn sharded(n: u16) -> Net<nf::host::Sharded> {
+    Net::new(Sim::sharded(sim_cfg(n)))
 }
 
-fn sharded(n: u16) -> Sharded {
-    let workers = Workers::new(n).unwrap();
-    let store = store_with(20);
-    Net::build(workers, store, ShardMap::new, ShardMap::new, ShardMap::new)
-}
-
-fn locked(n: u16) -> Locked {
-    let workers = Workers::new(n).unwrap();
-    let store = store_with(20);
-    let (a, u, q) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
-    Net::build(
-        workers,
-        store,
-        move || a.clone(),
-        move || u.clone(),
-        move || q.clone(),
-    )
+fn locked(n: u16) -> Net<nf::host::Locked> {
+    Net::new(Sim::locked(sim_cfg(n)))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -455,138 +420,59 @@ fn problem(r: &SbiResponse) -> Outcome {
     }
 }
 
-impl<MA, MU, QU> Net<MA, MU, QU>
-where
-    MA: ContextMap<String, AuthContext>,
-    MU: ContextMap<String, UeRecord>,
-    QU: ContextMap<(), SqnShard>,
-{
-    fn build(
-        workers: Workers,
-        store: Arc<MemStore>,
-        mut ma: impl FnMut() -> MA,
-        mut mu: impl FnMut() -> MU,
-        mut qu: impl FnMut() -> QU,
-    ) -> Self {
-        let ausfs = workers
-            .iter()
-            .map(|w| Ausf::new(ausf_cfg(w, workers), ma()))
-            .collect();
-        let udms = workers
-            .iter()
-            .map(|w| {
-                let s: Arc<dyn SubscriberStore> = store.clone();
-                Udm::new(udm_cfg(w, workers), s, mu(), qu())
-            })
-            .collect();
+impl<P: Placement> Net<P> {
+    fn new(sim: Sim<P>) -> Self {
         Net {
-            now: Instant::now(),
-            workers,
-            ausfs,
-            udms,
-            store,
-            next_req: 0,
-            calls: HashMap::new(),
-            answers: HashMap::new(),
-            forwards: 0,
-            persists: 0,
+            workers: sim.workers(),
+            sim,
         }
     }
 
-    fn req_id(&mut self) -> u64 {
-        self.next_req += 1;
-        self.next_req
-    }
-
-    /// Moves actions until every NF is quiet.
-    fn run(&mut self) {
-        loop {
-            let mut progress = false;
-            for i in 0..self.ausfs.len() {
-                while let Some(a) = self.ausfs[i].poll_action() {
-                    progress = true;
-                    match a {
-                        ausf::Action::Respond { req_id, response } => {
-                            self.answers.insert(req_id, response);
-                        }
-                        ausf::Action::Call {
-                            call_id,
-                            nf,
-                            method,
-                            path,
-                            body,
-                        } => {
-                            assert_eq!(nf, sbi::NfType::Udm);
-                            // A shard-aware client hashes the SUPI or SUCI in the path.
-                            let key = path.split('/').nth(3).unwrap_or_default().to_owned();
-                            let to = owner_of_key(key.as_bytes(), self.workers).index();
-                            let id = self.req_id();
-                            self.calls.insert(id, (i, call_id));
-                            let mut r = req(method, &path, "");
-                            r.body = body;
-                            self.udms[to].handle_request(id, r);
-                        }
-                        _ => unreachable!(),
-                    }
-                }
-            }
-            for i in 0..self.udms.len() {
-                while let Some(a) = self.udms[i].poll_action() {
-                    progress = true;
-                    match a {
-                        udm::Action::Respond { req_id, response } => {
-                            match self.calls.remove(&req_id) {
-                                Some((w, call_id)) => self.ausfs[w].handle_reply(
-                                    self.now,
-                                    call_id,
-                                    response.status,
-                                    &response.body,
-                                ),
-                                None => {
-                                    self.answers.insert(req_id, response);
-                                }
-                            }
-                        }
-                        udm::Action::Forward {
-                            to,
-                            req_id,
-                            request,
-                        } => {
-                            assert_ne!(to.index(), i);
-                            self.forwards += 1;
-                            self.udms[to.index()].handle_forwarded(req_id, request);
-                        }
-                        udm::Action::PersistSqn(p) => {
-                            self.persists += 1;
-                            let hw = self.store.sqn_persist(&p.supi, p.high_water).unwrap();
-                            for u in &mut self.udms {
-                                u.sqn_persisted(&p.supi, hw);
-                            }
-                        }
-                        _ => unreachable!(),
-                    }
-                }
-            }
-            if !progress {
-                return;
-            }
-        }
+    /// The locking baseline: any worker serves any request.
+    fn shared() -> bool {
+        <P::Map<String, AuthContext> as ContextMap<String, AuthContext>>::SHARED
     }
 
     /// The AMF sends `r` to AUSF worker `w`; the answer.
     fn ausf(&mut self, w: usize, r: SbiRequest) -> SbiResponse {
-        let id = self.req_id();
-        self.ausfs[w].handle_request(self.now, id, r);
-        self.run();
-        self.answers.remove(&id).unwrap()
+        self.sim.sbi(w, NfType::Ausf, r)
     }
 
     /// A client sends `r` straight to UDM worker `w`; the answer.
     fn udm(&mut self, w: usize, r: SbiRequest) -> SbiResponse {
-        let id = self.req_id();
-        self.udms[w].handle_request(id, r);
-        self.run();
-        self.answers.remove(&id).unwrap()
+        self.sim.sbi(w, NfType::Udm, r)
+    }
+
+    fn ausf_stats(&self, w: usize) -> ausf::AusfStats {
+        self.sim.nf_stats(w).ausf
+    }
+
+    fn udm_stats(&self, w: usize) -> udm::UdmStats {
+        self.sim.nf_stats(w).udm
+    }
+
+    fn udm_sum(&self, f: impl Fn(udm::UdmStats) -> u64) -> u64 {
+        (0..self.sim.workers().count())
+            .map(|w| f(self.udm_stats(usize::from(w))))
+            .sum()
+    }
+
+    fn contexts(&mut self, w: usize) -> usize {
+        self.sim.host_mut(w).ausf().contexts()
+    }
+
+    fn record(&mut self, w: usize, supi: &str) -> Option<UeRecord> {
+        self.sim.host_mut(w).udm().record(supi)
+    }
+
+    /// UDM requests forwarded to their owner after SUCI deconcealment.
+    fn forwards(&self) -> u64 {
+        self.sim.counters_total().udm_forwards
+    }
+
+    /// SQN writes asked of the persister.
+    fn persists(&self) -> u64 {
+        self.sim.counters_total().sqn_writes
     }
 
     fn start(&mut self, id: &str, resync: Option<ResynchronizationInfo>) -> SbiResponse {
@@ -642,8 +528,8 @@ where
                     let ctx_id = path.split('/').nth(4).unwrap();
                     let owner = owner_of_auth_ctx_id(ctx_id, self.workers).unwrap().index();
                     // In the locking baseline any worker will do: ask another one.
-                    let w = if MA::SHARED {
-                        (owner + 1) % self.ausfs.len()
+                    let w = if Self::shared() {
+                        (owner + 1) % usize::from(self.workers.count())
                     } else {
                         owner
                     };
@@ -697,18 +583,14 @@ fn five_g_aka_succeeds_and_keys_agree() {
     let mut net = sharded(1);
     let mut ue = Ue::new(1);
     assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
-    assert_eq!(net.ausfs[0].stats().successes, 1);
-    assert_eq!(net.ausfs[0].stats().events_acked, 1);
-    assert_eq!(
-        net.ausfs[0].contexts(),
-        0,
-        "context removed after confirmation"
-    );
-    let rec = net.udms[0].record(&supi(1)).unwrap();
+    assert_eq!(net.ausf_stats(0).successes, 1);
+    assert_eq!(net.ausf_stats(0).events_acked, 1);
+    assert_eq!(net.contexts(0), 0, "context removed after confirmation");
+    let rec = net.record(0, &supi(1)).unwrap();
     assert!(rec.last_auth_event.unwrap().success);
     // The first vector waited for its SQN reservation to become durable.
-    assert!(net.persists >= 1);
-    assert!(net.store.get(&supi(1)).unwrap().unwrap().sqn >= ue.sqn_ms);
+    assert!(net.persists() >= 1);
+    assert!(net.sim.store().get(&supi(1)).unwrap().unwrap().sqn >= ue.sqn_ms);
 }
 
 #[test]
@@ -726,8 +608,8 @@ fn wrong_res_star_fails_and_is_reported() {
             kamf_matches: false,
         }
     );
-    assert_eq!(net.ausfs[0].stats().failures, 1);
-    let rec = net.udms[0].record(&supi(2)).unwrap();
+    assert_eq!(net.ausf_stats(0).failures, 1);
+    let rec = net.record(0, &supi(2)).unwrap();
     assert!(!rec.last_auth_event.unwrap().success);
 }
 
@@ -809,17 +691,17 @@ fn suci_takes_one_counted_hop_to_the_owner() {
         let suci = ue.suci(Some(Profile::A));
         assert_eq!(net.aka(&mut ue, &suci, false), success(k));
     }
-    let hops: u64 = net.udms.iter().map(|u| u.stats().suci_hops).sum();
-    assert_eq!(hops, net.forwards);
+    let hops = net.udm_sum(|u| u.suci_hops);
+    assert_eq!(hops, net.forwards());
     assert!(
         hops > 0,
         "12 SUCIs over 4 workers all landed on their owner?"
     );
     // A SUPI is routed to its owner by the client and never hops.
-    let before = net.forwards;
+    let before = net.forwards();
     let mut ue = Ue::new(13);
     assert_eq!(net.aka(&mut ue, &supi(13), false), success(13));
-    assert_eq!(net.forwards, before);
+    assert_eq!(net.forwards(), before);
 
     let mut net = locked(4);
     for k in 1..=12 {
@@ -827,7 +709,7 @@ fn suci_takes_one_counted_hop_to_the_owner() {
         let suci = ue.suci(Some(Profile::A));
         assert_eq!(net.aka(&mut ue, &suci, false), success(k));
     }
-    assert_eq!(net.forwards, 0, "the locking baseline never forwards");
+    assert_eq!(net.forwards(), 0, "the locking baseline never forwards");
 }
 
 #[test]
@@ -836,12 +718,12 @@ fn resynchronisation_recovers_a_ue_ahead() {
     let mut ue = Ue::new(7);
     ue.sqn_ms = 0x10_0000;
     assert_eq!(net.aka(&mut ue, &supi(7), false), success(7));
-    let resyncs: u64 = net.udms.iter().map(|u| u.stats().resyncs).sum();
+    let resyncs = net.udm_sum(|u| u.resyncs);
     assert_eq!(resyncs, 1);
     assert!(ue.seen[0] > 0x10_0000);
     // And the next one goes through without a resync.
     assert_eq!(net.aka(&mut ue, &supi(7), false), success(7));
-    let resyncs: u64 = net.udms.iter().map(|u| u.stats().resyncs).sum();
+    let resyncs = net.udm_sum(|u| u.resyncs);
     assert_eq!(resyncs, 1);
 }
 
@@ -854,7 +736,7 @@ fn forged_auts_is_refused() {
     };
     let r = net.start(&supi(8), Some(info));
     assert_eq!(problem(&r), rejected(403, "AUTHENTICATION_REJECTED"));
-    assert_eq!(net.udms[0].stats().resync_failures, 1);
+    assert_eq!(net.udm_stats(0).resync_failures, 1);
 }
 
 #[test]
@@ -869,9 +751,9 @@ fn sqn_strictly_increases_across_blocks() {
     // SEQ + 1 each time, IND kept (TS 33.102 Annex C.1.1.2).
     assert!(ue.seen.windows(2).all(|w| w[1] - w[0] == 32));
     // Never an SQN above what the store holds durably.
-    let stored = net.store.get(&supi(9)).unwrap().unwrap().sqn;
+    let stored = net.sim.store().get(&supi(9)).unwrap().unwrap().sqn;
     assert!(stored >= *ue.seen.last().unwrap());
-    assert!(net.persists >= 150 / 64);
+    assert!(net.persists() >= 150 / 64);
 }
 
 #[test]
@@ -917,9 +799,13 @@ fn unknown_or_foreign_auth_ctx_id_is_404() {
         let r = net.ausf(0, req(Method::PUT, &path, body));
         assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"), "{id}");
     }
-    assert_eq!(net.ausfs[0].stats().misrouted, 2);
+    // The id naming no worker reached the AUSF where it landed, which counts it; the one
+    // naming worker 1 went there in one counted hop and was unknown there too.
+    assert_eq!(net.ausf_stats(0).misrouted, 1);
+    assert_eq!(net.sim.counters(0).sbi_handed_off, 1);
+    assert_eq!(net.ausf_stats(1).misrouted, 0);
 
-    // A real context asked at the wrong worker is also not found there, and stays.
+    // A real context asked at the wrong worker is handed to its owner, and used once.
     let r = net.start(&supi(10), None);
     assert_eq!(r.status, StatusCode::CREATED);
     let href = r
@@ -931,9 +817,9 @@ fn unknown_or_foreign_auth_ctx_id_is_404() {
     let id = href.rsplit('/').next().unwrap().to_owned();
     let owner = owner_of_auth_ctx_id(&id, net.workers).unwrap().index();
     let path = format!("{href}/5g-aka-confirmation");
+    let handed = net.sim.counters(1 - owner).sbi_handed_off;
     let r = net.ausf(1 - owner, req(Method::PUT, &path, body));
-    assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"));
-    let r = net.ausf(owner, req(Method::PUT, &path, body));
+    assert_eq!(net.sim.counters(1 - owner).sbi_handed_off, handed + 1);
     assert_eq!(
         r.status,
         StatusCode::OK,
@@ -950,16 +836,18 @@ fn unconfirmed_context_expires() {
     let mut net = sharded(1);
     let r = net.start(&supi(11), None);
     assert_eq!(r.status, StatusCode::CREATED);
-    assert_eq!(net.ausfs[0].contexts(), 1);
-    let deadline = net.ausfs[0].poll_timeout().unwrap();
-    assert_eq!(deadline, net.now + ausf::DEFAULT_CONTEXT_TIMEOUT);
-    net.ausfs[0].handle_timeout(deadline - Duration::from_millis(1));
-    assert_eq!(net.ausfs[0].contexts(), 1);
-    net.now = deadline;
-    net.ausfs[0].handle_timeout(net.now);
-    assert_eq!(net.ausfs[0].contexts(), 0);
-    assert_eq!(net.ausfs[0].stats().expired, 1);
-    assert_eq!(net.ausfs[0].poll_timeout(), None);
+    assert_eq!(net.contexts(0), 1);
+    let created = net.sim.now();
+    let deadline = net.sim.host_mut(0).ausf().poll_timeout().unwrap();
+    assert_eq!(deadline, created + ausf::DEFAULT_CONTEXT_TIMEOUT);
+    net.sim
+        .advance(ausf::DEFAULT_CONTEXT_TIMEOUT - Duration::from_millis(1));
+    assert_eq!(net.contexts(0), 1);
+    net.sim.advance(Duration::from_millis(1));
+    assert_eq!(net.sim.now(), deadline);
+    assert_eq!(net.contexts(0), 0);
+    assert_eq!(net.ausf_stats(0).expired, 1);
+    assert_eq!(net.sim.host_mut(0).ausf().poll_timeout(), None);
     let path = format!(
         "{}/5g-aka-confirmation",
         r.location().unwrap().strip_prefix(AUSF_ROOT).unwrap()
@@ -985,7 +873,7 @@ fn uecm_registration_and_sdm_reads() {
     assert!(r.location().unwrap().ends_with(&path));
     let r = net.udm(0, req(Method::PUT, &path, &reg));
     assert_eq!(r.status, StatusCode::OK);
-    assert!(net.udms[0].record(&s).unwrap().registration.is_some());
+    assert!(net.record(0, &s).unwrap().registration.is_some());
 
     let r = net.udm(
         0,
@@ -1029,6 +917,8 @@ fn uecm_registration_and_sdm_reads() {
     assert_eq!(problem(&r), rejected(404, "USER_NOT_FOUND"));
 }
 
+/// A request that names its subscriber goes to the owner before the UDM sees it: the
+/// host's placement hands it over in one counted hop, and the UDM never forwards it.
 #[test]
 fn misrouted_supi_requests_are_forwarded_to_the_owner() {
     let mut net = sharded(4);
@@ -1040,17 +930,14 @@ fn misrouted_supi_requests_are_forwarded_to_the_owner() {
         req(Method::GET, &format!("/nudm-sdm/v2/{s}/nssai"), ""),
     );
     assert_eq!(r.status, StatusCode::OK);
-    assert_eq!(net.forwards, 1);
-    assert_eq!(net.udms[other].stats().misrouted, 1);
+    assert_eq!(net.sim.counters(other).sbi_handed_off, 1);
+    assert_eq!(net.sim.counters(owner).sbi_from_mesh, 1);
+    assert_eq!(net.forwards(), 0);
+    assert_eq!(net.udm_stats(other).misrouted, 0);
 }
 
 /// The same sequence of procedures, sharded and locked, on 2 workers.
-fn scenario<MA, MU, QU>(net: &mut Net<MA, MU, QU>) -> Vec<Outcome>
-where
-    MA: ContextMap<String, AuthContext>,
-    MU: ContextMap<String, UeRecord>,
-    QU: ContextMap<(), SqnShard>,
-{
+fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     let mut out = Vec::new();
     for k in 1..=8 {
         let mut ue = Ue::new(k);
@@ -1071,17 +958,7 @@ where
 #[test]
 fn sharded_and_locked_give_identical_outcomes() {
     let mut a = sharded(2);
-    let (am, um, qm) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
-    let mut b: Locked = {
-        let (am, um, qm) = (am.clone(), um.clone(), qm.clone());
-        Net::build(
-            Workers::new(2).unwrap(),
-            store_with(20),
-            move || am.clone(),
-            move || um.clone(),
-            move || qm.clone(),
-        )
-    };
+    let mut b = locked(2);
     let oa = scenario(&mut a);
     let ob = scenario(&mut b);
     assert_eq!(oa, ob);
@@ -1092,13 +969,15 @@ fn sharded_and_locked_give_identical_outcomes() {
     ));
     // The challenge the UE answered with AUTS is never confirmed: one context waits for
     // its timeout, in both modes.
-    let left: usize = a.ausfs.iter().map(|x| x.contexts()).sum();
+    let left: usize = (0..2).map(|w| a.contexts(w)).sum();
     assert_eq!(left, 1);
-    assert_eq!(b.ausfs[0].contexts(), 1);
+    assert_eq!(b.contexts(0), 1);
     // The baseline took its locks; on one thread none was contended.
-    for s in [am.stats(), um.stats(), qm.stats()] {
-        assert!(s.acquisitions > 0);
-        assert_eq!(s.contended, 0);
+    for (nf, map, s) in b.sim.placement().lock_stats() {
+        if ["auth_contexts", "ue_records", "sqn"].contains(&map) {
+            assert!(s.acquisitions > 0, "{nf} {map}");
+        }
+        assert_eq!(s.contended, 0, "{nf} {map}");
     }
 }
 
@@ -1106,19 +985,164 @@ fn sharded_and_locked_give_identical_outcomes() {
 /// stored SQN, taking the next one and collecting the persist requests are one access.
 #[test]
 fn a_vector_takes_the_sqn_lock_once() {
-    let (a, u, q) = (LockedMap::new(), LockedMap::new(), LockedMap::new());
-    let sqn = q.clone();
-    let mut net = Net::build(
-        Workers::new(1).unwrap(),
-        store_with(20),
-        move || a.clone(),
-        move || u.clone(),
-        move || q.clone(),
-    );
+    let mut net = locked(1);
+    let sqn = |net: &Net<nf::host::Locked>| {
+        let rows = net.sim.placement().lock_stats();
+        rows.iter()
+            .find(|(nf, map, _)| (*nf, *map) == ("udm", "sqn"))
+            .unwrap()
+            .2
+            .acquisitions
+    };
     let mut ue = Ue::new(1);
     assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
     // The first vector waited for its reservation; the second is within it.
-    let before = sqn.stats().acquisitions;
+    let before = sqn(&net);
     assert_eq!(net.aka(&mut ue, &supi(1), false), success(1));
-    assert_eq!(sqn.stats().acquisitions - before, 1);
+    assert_eq!(sqn(&net) - before, 1);
+}
+
+/// The parameters a 400 names, with its cause.
+fn named(r: &SbiResponse) -> (String, Vec<String>) {
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(r.content_type, Some("application/problem+json"));
+    let p: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
+    let params = p
+        .invalid_params
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.param)
+        .collect();
+    (p.cause.unwrap_or_default(), params)
+}
+
+fn named_as(cause: &str, param: &str) -> (String, Vec<String>) {
+    (cause.to_owned(), vec![param.to_owned()])
+}
+
+/// Bodies, path variables and query parameters that break the OpenAPI rules or the 3GPP
+/// ranges are refused with 400 naming the parameter, before any state is touched or any
+/// other NF is asked; none of the refused values comes back in the answer.
+#[test]
+fn malformed_members_are_refused_by_name() {
+    let mut net = sharded(1);
+    let auth = "/nausf-auth/v1/ue-authentications";
+    let body = |id: &str, snn: &str| {
+        serde_json::json!({"supiOrSuci": id, "servingNetworkName": snn}).to_string()
+    };
+    // A serving network name with a tail the YAML's pattern would let through.
+    let r = net.ausf(
+        0,
+        req(Method::POST, auth, &body(&supi(1), &format!("{SNN}.x"))),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "/servingNetworkName")
+    );
+    // An IMSI of two digits, and a SUPI type that does not exist.
+    for id in ["imsi-12", "msisdn-0900000001"] {
+        let r = net.ausf(0, req(Method::POST, auth, &body(id, SNN)));
+        assert_eq!(
+            named(&r),
+            named_as("MANDATORY_IE_INCORRECT", "/supiOrSuci"),
+            "{id}"
+        );
+    }
+    // A RES* of 15 octets: named, not echoed.
+    let res = "ab".repeat(15);
+    let r = net.ausf(
+        0,
+        req(
+            Method::PUT,
+            "/nausf-auth/v1/ue-authentications/w00-0000000000000000/5g-aka-confirmation",
+            &format!("{{\"resStar\": \"{res}\"}}"),
+        ),
+    );
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "/resStar"));
+    assert!(!String::from_utf8_lossy(&r.body).contains(&res));
+    // A query parameter the operation does not have.
+    let mut q = req(Method::POST, auth, &body(&supi(1), SNN));
+    q.query = Some("supported-features=1".into());
+    let r = net.ausf(0, q);
+    assert_eq!(
+        named(&r),
+        named_as("INVALID_QUERY_PARAM", "supported-features")
+    );
+    assert_eq!(net.ausf_stats(0).contexts, 0);
+
+    // The UDM: the path's SUPI or SUCI, the AUSF's instance id, the auth event's time.
+    let gad = |id: &str| format!("/nudm-ueau/v1/{id}/security-information/generate-auth-data");
+    let ok_gad = serde_json::json!({"servingNetworkName": SNN,
+        "ausfInstanceId": "7c5d4a2e-0000-4000-8000-000000000011"})
+    .to_string();
+    let r = net.udm(
+        0,
+        req(Method::POST, &gad("suci-0-001-01-0000-1-0-ab"), &ok_gad),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "{supiOrSuci}")
+    );
+    let bad_ausf =
+        serde_json::json!({"servingNetworkName": SNN, "ausfInstanceId": "ausf"}).to_string();
+    let r = net.udm(0, req(Method::POST, &gad(&supi(1)), &bad_ausf));
+    assert_eq!(
+        named(&r),
+        named_as("MANDATORY_IE_INCORRECT", "/ausfInstanceId")
+    );
+    assert_eq!(net.udm_stats(0).vectors, 0);
+    let ev = serde_json::json!({"nfInstanceId": "7c5d4a2e-0000-4000-8000-000000000011",
+        "success": true, "timeStamp": "2026-02-30T00:00:00Z", "authType": "5G_AKA",
+        "servingNetworkName": SNN})
+    .to_string();
+    let path = format!("/nudm-ueau/v1/{}/auth-events", supi(1));
+    let r = net.udm(0, req(Method::POST, &path, &ev));
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "/timeStamp"));
+    assert!(net.record(0, &supi(1)).is_none());
+
+    // UECM: the body's supi must be the path's.
+    let path = format!("/nudm-uecm/v1/{}/registrations/amf-3gpp-access", supi(1));
+    let reg = serde_json::json!({
+        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
+        "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
+        "ratType": "NR", "supi": supi(2)
+    })
+    .to_string();
+    let r = net.udm(0, req(Method::PUT, &path, &reg));
+    assert_eq!(named(&r), named_as("OPTIONAL_IE_INCORRECT", "/supi"));
+    assert!(net.record(0, &supi(1)).is_none());
+
+    // SDM reads: query parameters the YAML defines, with their values checked.
+    let am = format!("/nudm-sdm/v2/{}/am-data", supi(1));
+    let get = |query: &str| {
+        let mut r = req(Method::GET, &am, "");
+        r.query = Some(query.to_owned());
+        r
+    };
+    let r = net.udm(
+        0,
+        get("plmn-id=%7B%22mcc%22%3A%22001%22%2C%22mnc%22%3A%2201%22%7D"),
+    );
+    assert_eq!(r.status, StatusCode::OK);
+    let r = net.udm(
+        0,
+        get("plmn-id=%7B%22mcc%22%3A%221%22%2C%22mnc%22%3A%2201%22%7D"),
+    );
+    assert_eq!(
+        named(&r),
+        named_as("OPTIONAL_QUERY_PARAM_INCORRECT", "plmn-id")
+    );
+    let r = net.udm(0, get("dataset-names=AM,SMF_SEL"));
+    assert_eq!(named(&r), named_as("INVALID_QUERY_PARAM", "dataset-names"));
+    let r = net.udm(0, req(Method::GET, "/nudm-sdm/v2/imsi-0010/nssai", ""));
+    assert_eq!(named(&r), named_as("MANDATORY_IE_INCORRECT", "{supi}"));
+    let mut r = req(
+        Method::GET,
+        &format!("/nudm-sdm/v2/{}/sm-data", supi(1)),
+        "",
+    );
+    r.query = Some("dnn=no%20such%20dnn".into());
+    let r = net.udm(0, r);
+    assert_eq!(named(&r), named_as("OPTIONAL_QUERY_PARAM_INCORRECT", "dnn"));
 }

@@ -1,25 +1,24 @@
-//! The AMF's registration procedures end to end in memory: the test plays the gNB and
-//! the UE (a USIM with MILENAGE over TS 35.208 test set 1, the TS 33.501 Annex A
-//! derivations and its own NAS security context), and wires the AMF to a real AUSF and
-//! UDM over a small router that moves every SBI call and answer. Time is virtual; there
-//! are no sockets. Every key the AMF hands out is checked against the UE's own.
+//! The AMF's registration procedures end to end in the simulated core ([`testkit::sim`]:
+//! four workers' hosts with their AMF, AUSF and UDM, the N2 side of a core worker, h2c
+//! calls between hosts): the test plays the gNB on associations of its own and the UE (a
+//! USIM with MILENAGE over TS 35.208 test set 1, the TS 33.501 Annex A derivations and its
+//! own NAS security context), and the SMF where a PDU session needs one. Time is virtual;
+//! there are no sockets. Every key the AMF hands out is checked against the UE's own.
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
 use ids::{WorkerId, Workers};
 use nf::amf::registration::{
-    route, Action, Amf, AmfConfig, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS,
-    RELEASE_GUARD,
+    route, AmfStats, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS, RELEASE_GUARD,
 };
-use nf::ausf::{self, Ausf, AusfConfig, AuthContext};
-use nf::state::{ContextMap, LockedMap, ShardMap};
-use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use nf::host::{CallReply, HostAmf, Locked, Placement, Sharded};
+use nf::state::ContextMap;
+use nf::udm::UeRecord;
 use proto::ids::{defaults, Snssai};
 use proto::nas::{
     AuthenticationFailure, AuthenticationResponse, DeregistrationRequestUeOriginating, Direction,
@@ -33,12 +32,14 @@ use proto::ngap::{
     RrcEstablishmentCause, UeContextReleaseCommand, UeContextReleaseComplete, UplinkNasTransport,
     UserLocation,
 };
+use ran::gnb::{Gnb, GnbConfig, GnbEvent};
 use sbi::SbiRequest;
 use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Kamf, Opc, Rand, Sqn, K};
-use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
+use testkit::sim::{Link, LinkConfig, Links, Sim, SimConfig};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 // TS 35.208 test set 1: K and OPc.
@@ -48,10 +49,8 @@ const K1: [u8; 16] = [
 const OPC1: [u8; 16] = [
     0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
 ];
-/// The AMF worker under test, of four.
+/// A worker of the four (the one a forged 5G-TMSI names).
 const WORKER: WorkerId = WorkerId(2);
-const ASSOC: u32 = 7;
-const OTHER_ASSOC: u32 = 8;
 const STREAM: u16 = 1;
 const GNB: u32 = 0x1234;
 
@@ -63,39 +62,19 @@ fn workers() -> Workers {
     Workers::new(4).unwrap()
 }
 
-// ---- the network: AMF, AUSF, UDM and the router between them ----
+// ---- the network: the simulated core, and the gNB the test plays ----
 
-type AusfS = Ausf<ShardMap<String, AuthContext>>;
-type UdmS = Udm<ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
-
-enum Origin {
-    Amf(u64),
-    Ausf(u64),
+/// A simulated core of four workers ([`testkit::sim`]) and the test's gNB: association
+/// `assoc` (gNB [`GNB`], NG Setup done), `other` (gNB `GNB + 1`, NG Setup done) and
+/// `unready` (no NG Setup), the AMF's SBI calls over h2c, recorded.
+struct World<P: Placement> {
+    sim: Sim<P>,
+    assoc: u32,
+    other: u32,
+    unready: u32,
+    /// With the locking baseline: the contexts checked after every step ([`Watch`]).
+    watch: Option<Watch>,
 }
-
-struct World<M, P> {
-    now: Instant,
-    amf: Amf<M, P>,
-    ausf: AusfS,
-    udm: UdmS,
-    store: Arc<MemStore>,
-    next_req: u64,
-    ausf_reqs: HashMap<u64, u64>,
-    udm_reqs: HashMap<u64, Origin>,
-    /// NGAP the AMF sent: (assoc, stream, PDU).
-    downlink: VecDeque<(u32, u16, Vec<u8>)>,
-    /// SBI calls the AMF made: (method, path).
-    calls: Vec<(String, String)>,
-    /// Calls to the SMF, answered by the test: (call id, path, body).
-    smf_calls: VecDeque<(u64, String, Bytes)>,
-    /// The AMF's answers to SBI requests: (request id, status).
-    answers: Vec<(u64, http::StatusCode)>,
-    /// The kinds of the NGAP messages handed to the AMF.
-    routed: std::collections::BTreeSet<String>,
-}
-
-type Sharded = World<ShardMap<u64, UeContext>, ShardMap<u32, IdleUe>>;
-type Locked = World<LockedMap<u64, UeContext>, LockedMap<u32, IdleUe>>;
 
 fn store_with(n: u32) -> Arc<MemStore> {
     let store = Arc::new(MemStore::new());
@@ -110,215 +89,245 @@ fn supi(n: u32) -> String {
     format!("imsi-00101{n:010}")
 }
 
-fn amf_cfg(always_auth: bool) -> AmfConfig {
-    let mut c = AmfConfig::new(WORKER, workers());
-    c.always_auth = always_auth;
+fn sim_cfg(always_auth: bool) -> SimConfig {
+    let mut c = SimConfig::new(workers().count(), store_with(5)).h2c();
+    c.host.amf.always_auth = always_auth;
+    c.links = Links::uniform(LinkConfig::ideal(Duration::ZERO));
+    c.persist_delay = Duration::ZERO;
+    c.record = true;
     c
 }
 
-fn sharded(always_auth: bool) -> Sharded {
-    World::build(Amf::new(
-        amf_cfg(always_auth),
-        ShardMap::new(),
-        ShardMap::new(),
-    ))
+fn sharded(always_auth: bool) -> World<Sharded> {
+    World::build(Sim::sharded(sim_cfg(always_auth)))
 }
 
-fn locked(always_auth: bool) -> Locked {
-    World::build(Amf::new(
-        amf_cfg(always_auth),
-        LockedMap::new(),
-        LockedMap::new(),
-    ))
+fn locked(always_auth: bool) -> World<Locked> {
+    World::build(Sim::locked(sim_cfg(always_auth)))
 }
 
-fn sbi_req(method: http::Method, path: &str, body: Bytes) -> SbiRequest {
-    SbiRequest {
-        method,
-        path: path.to_owned(),
-        query: None,
-        body,
-        content_type: Some("application/json".to_owned()),
-    }
+/// The worker an INITIAL UE MESSAGE of RAN-UE-NGAP-ID `ran_id` from [`GNB`] is placed on.
+fn worker_of(ran_id: u32) -> WorkerId {
+    ids::amf::owner_of_new_ue(GNB, ran_id, workers())
 }
 
-impl<M, P> World<M, P>
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
-    fn build(amf: Amf<M, P>) -> Self {
-        let store = store_with(5);
-        let one = Workers::single();
-        let ausf = Ausf::new(
-            AusfConfig {
-                worker: WorkerId(0),
-                workers: one,
-                api_root: "http://127.0.0.11:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-                context_timeout: ausf::DEFAULT_CONTEXT_TIMEOUT,
-                wall_clock: None,
-            },
-            ShardMap::new(),
-        );
-        let s: Arc<dyn SubscriberStore> = store.clone();
-        let udm = Udm::new(
-            UdmConfig {
-                worker: WorkerId(0),
-                workers: one,
-                api_root: "http://127.0.0.12:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                hn_keys: SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
-                rand_seed: Some(7),
-            },
-            s,
-            ShardMap::new(),
-            ShardMap::new(),
-        );
+impl<P: Placement> World<P> {
+    fn build(mut sim: Sim<P>) -> Self {
+        // Calls to the SMF wait for the test to answer them.
+        sim.set_external(sbi::NfType::Smf, Box::new(|_| None));
+        let setup = |sim: &mut Sim<P>, w: usize, gnb_id: u32| {
+            let assoc = sim.open_association(w);
+            let mut gnb = Gnb::new(GnbConfig {
+                gnb_id,
+                ..GnbConfig::default()
+            })
+            .unwrap();
+            sim.inject_ngap(assoc, 0, gnb.ng_setup_request());
+            sim.run_until_quiet();
+            let (_, rsp) = sim.take_downlink(assoc).unwrap();
+            assert_eq!(gnb.handle(0, &rsp), GnbEvent::SetupOk);
+            assoc
+        };
+        let assoc = setup(&mut sim, 0, GNB);
+        let other = setup(&mut sim, 1, GNB + 1);
+        let unready = sim.open_association(0);
         World {
-            now: Instant::now(),
-            amf,
-            ausf,
-            udm,
-            store,
-            next_req: 0,
-            ausf_reqs: HashMap::new(),
-            udm_reqs: HashMap::new(),
-            downlink: VecDeque::new(),
-            calls: Vec::new(),
-            smf_calls: VecDeque::new(),
-            answers: Vec::new(),
-            routed: Default::default(),
+            sim,
+            assoc,
+            other,
+            unready,
+            watch: None,
         }
     }
 
-    /// Moves actions until every NF is quiet.
+    /// Runs until quiet; with a watch, one step at a time, checking after each.
     fn run(&mut self) {
-        loop {
-            let mut progress = false;
-            while let Some(a) = self.amf.poll_action() {
-                progress = true;
-                match a {
-                    Action::Ngap { assoc, stream, pdu } => {
-                        self.downlink.push_back((assoc, stream, pdu))
-                    }
-                    Action::Call {
-                        call_id,
-                        nf,
-                        method,
-                        path,
-                        body,
-                        ..
-                    } => {
-                        self.next_req += 1;
-                        let id = self.next_req;
-                        self.calls.push((method.to_string(), path.clone()));
-                        if nf == sbi::NfType::Smf {
-                            self.smf_calls.push_back((call_id, path, body));
-                            continue;
-                        }
-                        let r = sbi_req(method, &path, body);
-                        if nf == sbi::NfType::Ausf {
-                            self.ausf_reqs.insert(id, call_id);
-                            self.ausf.handle_request(self.now, id, r);
-                        } else {
-                            assert_eq!(nf, sbi::NfType::Udm);
-                            self.udm_reqs.insert(id, Origin::Amf(call_id));
-                            self.udm.handle_request(id, r);
-                        }
-                    }
-                    Action::Respond { req_id, response } => {
-                        self.answers.push((req_id, response.status))
-                    }
-                    _ => unreachable!(),
+        if self.watch.is_none() {
+            return self.sim.run_until_quiet();
+        }
+        while self.sim.in_flight() > 0 {
+            self.sim.step();
+            self.check("after a step");
+        }
+    }
+
+    /// Every watched context still in the shared map, seen from worker 3.
+    fn check(&mut self, when: &str) {
+        let Some(w) = self.watch.as_ref() else {
+            return;
+        };
+        let ids: Vec<u64> = w.live.difference(&w.releasing).copied().collect();
+        for id in ids {
+            assert!(
+                self.amf(WorkerId(3)).ue(id).is_some(),
+                "UE context {id:#x} is missing from the shared map {when}"
+            );
+        }
+    }
+
+    /// Marks the contexts whose UE CONTEXT RELEASE COMMAND waits for the test's gNB.
+    fn note_releases(&mut self) {
+        let Some(w) = self.watch.as_mut() else {
+            return;
+        };
+        for (_, pdu) in self.sim.downlinks(self.assoc) {
+            if let Ok(p) = ngap::decode(pdu) {
+                if let Ok(c) = UeContextReleaseCommand::parse(&p) {
+                    w.releasing.insert(c.ue_ngap_ids.amf());
                 }
-            }
-            while let Some(a) = self.ausf.poll_action() {
-                progress = true;
-                match a {
-                    ausf::Action::Respond { req_id, response } => {
-                        let call = self.ausf_reqs.remove(&req_id).unwrap();
-                        self.amf
-                            .handle_sbi_reply(self.now, call, response.status, &response.body);
-                    }
-                    ausf::Action::Call {
-                        call_id,
-                        method,
-                        path,
-                        body,
-                        ..
-                    } => {
-                        self.next_req += 1;
-                        let id = self.next_req;
-                        self.udm_reqs.insert(id, Origin::Ausf(call_id));
-                        self.udm.handle_request(id, sbi_req(method, &path, body));
-                    }
-                    _ => unreachable!(),
-                }
-            }
-            while let Some(a) = self.udm.poll_action() {
-                progress = true;
-                match a {
-                    udm::Action::Respond { req_id, response } => {
-                        match self.udm_reqs.remove(&req_id).unwrap() {
-                            Origin::Amf(c) => self.amf.handle_sbi_reply(
-                                self.now,
-                                c,
-                                response.status,
-                                &response.body,
-                            ),
-                            Origin::Ausf(c) => {
-                                self.ausf
-                                    .handle_reply(self.now, c, response.status, &response.body)
-                            }
-                        }
-                    }
-                    udm::Action::PersistSqn(p) => {
-                        let hw = self.store.sqn_persist(&p.supi, p.high_water).unwrap();
-                        self.udm.sqn_persisted(&p.supi, hw);
-                    }
-                    _ => unreachable!(),
-                }
-            }
-            if !progress {
-                break;
             }
         }
     }
 
-    /// One NGAP message from the gNB on `assoc`, NG Setup done or not.
-    /// Routed as the reading worker would, then handled: the message is decoded once.
-    fn ngap_on(&mut self, assoc: u32, ready: bool, pdu: &[u8]) {
+    /// Whether every worker shares one UE map (the locking baseline).
+    fn shared() -> bool {
+        <P::Map<u64, UeContext> as ContextMap<u64, UeContext>>::SHARED
+    }
+
+    /// One NGAP message from the test's gNB on `assoc`, carried to the AMF as a core
+    /// worker's N2 side does, until the core is quiet. Routing decodes nothing: the AMF
+    /// that handles the message decodes it once.
+    fn ngap_on(&mut self, assoc: u32, pdu: &[u8]) {
         let before = ngap::decode_count();
         let _ = route(pdu, GNB, workers());
         assert_eq!(ngap::decode_count(), before, "routing decodes nothing");
-        self.amf
-            .handle_ngap(self.now, assoc, STREAM, ready, GNB, pdu);
-        assert_eq!(ngap::decode_count(), before + 1, "one decode per message");
-        self.routed
-            .extend(ngap::peek(pdu).ok().map(|p| format!("{:?}", p.kind)));
+        if let (Some(w), Ok(p)) = (self.watch.as_mut(), ngap::peek(pdu)) {
+            if let Some(id) = p.amf_ue_ngap_id {
+                if p.kind == MessageKind::UeContextReleaseComplete {
+                    w.releasing.insert(id);
+                } else {
+                    w.live.insert(id);
+                }
+            }
+        }
+        self.sim.inject_ngap(assoc, STREAM, pdu.to_vec());
         self.run();
+        assert_eq!(ngap::decode_count(), before + 1, "one decode per message");
     }
 
     fn ngap(&mut self, pdu: &[u8]) {
-        self.ngap_on(ASSOC, true, pdu)
+        let a = self.assoc;
+        self.ngap_on(a, pdu)
     }
 
     fn advance(&mut self, d: Duration) {
-        self.now += d;
-        self.amf.handle_timeout(self.now);
-        self.run();
+        let end = self.sim.now() + d;
+        if self.watch.is_some() {
+            while self.sim.next_due().is_some_and(|t| t <= end) {
+                self.sim.step();
+                self.note_releases();
+                self.check("after a timer");
+            }
+        }
+        self.sim.advance(end - self.sim.now());
     }
 
-    fn next_dl(&mut self) -> ngap::NgapPdu {
-        let (assoc, stream, pdu) = self.downlink.pop_front().expect("a downlink message");
-        assert_eq!((assoc, stream), (ASSOC, STREAM));
+    fn next_dl_on(&mut self, assoc: u32) -> ngap::NgapPdu {
+        let (stream, pdu) = self.sim.take_downlink(assoc).expect("a downlink message");
+        assert_eq!(stream, STREAM);
         ngap::decode(&pdu).unwrap()
     }
 
+    fn next_dl(&mut self) -> ngap::NgapPdu {
+        let a = self.assoc;
+        self.next_dl_on(a)
+    }
+
     fn quiet(&self) -> bool {
-        self.downlink.is_empty()
+        self.sim.downlink_len(self.assoc) == 0
+    }
+
+    fn clear_downlink(&mut self) {
+        while self.sim.take_downlink(self.assoc).is_some() {}
+    }
+
+    /// The AMF of worker `w`.
+    fn amf(&mut self, w: WorkerId) -> &mut HostAmf<P> {
+        self.sim.host_mut(w.index()).amf()
+    }
+
+    /// The workers whose maps count: one in the locking baseline (they share them).
+    fn map_workers() -> impl Iterator<Item = WorkerId> {
+        workers().iter().take(if Self::shared() { 1 } else { 4 })
+    }
+
+    fn contexts(&mut self) -> usize {
+        Self::map_workers().map(|w| self.amf(w).contexts()).sum()
+    }
+
+    fn idle_contexts(&mut self) -> usize {
+        Self::map_workers()
+            .map(|w| self.amf(w).idle_contexts())
+            .sum()
+    }
+
+    fn ue(&mut self, id: u64) -> Option<UeContext> {
+        let w = owner_of_amf_ue_ngap_id(id, workers()).unwrap_or(WorkerId(0));
+        self.amf(w).ue(id)
+    }
+
+    fn idle_ue(&mut self, tmsi: u32) -> Option<IdleUe> {
+        let w = owner_of_tmsi(tmsi, workers()).unwrap_or(WorkerId(0));
+        self.amf(w).idle_ue(tmsi)
+    }
+
+    /// The AMF counters summed over the workers.
+    fn stats(&self) -> AmfStats {
+        let mut t = AmfStats::default();
+        for n in self.sim.nf_stats_all() {
+            let a = n.amf;
+            t.ues_created += a.ues_created;
+            t.registrations += a.registrations;
+            t.registration_rejects += a.registration_rejects;
+            t.authentication_rejects += a.authentication_rejects;
+            t.resyncs += a.resyncs;
+            t.deregistrations += a.deregistrations;
+            t.mac_failures += a.mac_failures;
+            t.unprotected_discarded += a.unprotected_discarded;
+            t.statuses += a.statuses;
+            t.error_indications += a.error_indications;
+            t.retransmissions += a.retransmissions;
+            t.aborted += a.aborted;
+            t.releases += a.releases;
+            t.stray_replies += a.stray_replies;
+        }
+        t
+    }
+
+    fn udm_resyncs(&self) -> u64 {
+        self.sim.nf_stats_all().iter().map(|n| n.udm.resyncs).sum()
+    }
+
+    fn udm_record(&mut self, s: &str) -> Option<UeRecord> {
+        let w = ids::udm::owner_of_supi(s, workers()).index();
+        self.sim.host_mut(w).udm().record(s)
+    }
+
+    /// The SBI calls the AMF made: (method, path). The AUSF's own calls to the UDM
+    /// (authentication vectors and events) are not the AMF's.
+    fn calls(&self) -> Vec<(String, String)> {
+        self.sim
+            .sbi_log()
+            .iter()
+            .filter(|e| {
+                !(e.nf == sbi::NfType::Udm
+                    && (e.path.contains("/security-information/")
+                        || e.path.contains("/auth-events")))
+            })
+            .map(|e| (e.method.to_string(), e.path.clone()))
+            .collect()
+    }
+
+    /// The kinds of the UE-associated NGAP messages the core read.
+    fn routed(&self) -> std::collections::BTreeSet<String> {
+        self.sim
+            .trace()
+            .iter()
+            .filter(|e| e.link == Link::N2)
+            .filter_map(|e| e.kind.strip_prefix("up "))
+            .filter(|k| *k != "undecodable" && *k != "NgSetupRequest")
+            .map(str::to_owned)
+            .collect()
     }
 }
 
@@ -557,11 +566,7 @@ impl TestUe {
     }
 }
 
-fn expect_release<M, P>(w: &mut World<M, P>, cause: Cause) -> UeContextReleaseCommand
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn expect_release<P: Placement>(w: &mut World<P>, cause: Cause) -> UeContextReleaseCommand {
     let pdu = w.next_dl();
     assert_eq!(pdu.kind(), MessageKind::UeContextReleaseCommand);
     let c = UeContextReleaseCommand::parse(&pdu).unwrap();
@@ -569,22 +574,14 @@ where
     c
 }
 
-fn expect_ei<M, P>(w: &mut World<M, P>) -> ErrorIndication
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn expect_ei<P: Placement>(w: &mut World<P>) -> ErrorIndication {
     let pdu = w.next_dl();
     assert_eq!(pdu.kind(), MessageKind::ErrorIndication);
     ErrorIndication::parse(&pdu).unwrap()
 }
 
 /// Initial registration with the SUCI up to the INITIAL CONTEXT SETUP REQUEST.
-fn register_until_ics<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> Guti
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn register_until_ics<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> Guti {
     let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
     w.ngap(
         &ue.initial_ue(
@@ -620,36 +617,24 @@ where
     ue.read_ics(&pdu, smc_count)
 }
 
-fn complete_registration<M, P>(w: &mut World<M, P>, ue: &mut TestUe)
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn complete_registration<P: Placement>(w: &mut World<P>, ue: &mut TestUe) {
     w.ngap(&ue.ics_response());
     w.ngap(&ue.protected(
         NasMessage::RegistrationComplete(RegistrationComplete),
         SecurityHeaderType::IntegrityProtectedAndCiphered,
     ));
     assert!(w.quiet());
-    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    let ctx = w.ue(ue.amf_id.unwrap()).unwrap();
     assert_eq!(ctx.state(), UeState::Registered);
 }
 
-fn register<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> Guti
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn register<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> Guti {
     let g = register_until_ics(w, ue);
     complete_registration(w, ue);
     g
 }
 
-fn deregister<M, P>(w: &mut World<M, P>, ue: &mut TestUe, switch_off: bool)
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn deregister<P: Placement>(w: &mut World<P>, ue: &mut TestUe, switch_off: bool) {
     let d = NasMessage::DeregistrationRequestUeOriginating(DeregistrationRequestUeOriginating {
         switch_off,
         access: proto::nas::AccessType::ThreeGpp,
@@ -677,26 +662,27 @@ fn initial_registration_end_to_end() {
     let mut ue = TestUe::new(1, 100);
     ue.concealed = true;
     let g = register(&mut w, &mut ue);
-    // The 5G-TMSI and the AMF-UE-NGAP-ID name this worker.
-    assert_eq!(owner_of_tmsi(g.tmsi, workers()), Some(WORKER));
+    // The 5G-TMSI and the AMF-UE-NGAP-ID name the worker the first message hashed to.
+    assert_eq!(owner_of_tmsi(g.tmsi, workers()), Some(worker_of(100)));
     assert_eq!(
         owner_of_amf_ue_ngap_id(ue.amf_id.unwrap(), workers()),
-        Some(WORKER)
+        Some(worker_of(100))
     );
     assert_eq!(g.plmn, defaults::PLMN);
-    assert_eq!(w.amf.contexts(), 1);
-    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    assert_eq!(w.contexts(), 1);
+    let ctx = w.ue(ue.amf_id.unwrap()).unwrap();
     assert_eq!(ctx.supi(), Some(supi(1).as_str()));
     assert_eq!(ctx.guti(), Some(&g));
-    assert_eq!(w.amf.stats().registrations, 1);
+    assert_eq!(w.stats().registrations, 1);
     // AUSF twice (authenticate, confirm), UECM, SDM.
-    let paths: Vec<&str> = w.calls.iter().map(|(_, p)| p.as_str()).collect();
+    let calls = w.calls();
+    let paths: Vec<&str> = calls.iter().map(|(_, p)| p.as_str()).collect();
     assert!(paths[0].ends_with("/ue-authentications"));
     assert!(paths[1].ends_with("/5g-aka-confirmation"));
     assert!(paths[2].ends_with("/registrations/amf-3gpp-access"));
     assert!(paths[3].ends_with("/am-data"));
     assert_eq!(
-        w.udm.record(&supi(1)).unwrap().registration.unwrap().supi,
+        w.udm_record(&supi(1)).unwrap().registration.unwrap().supi,
         Some(supi(1))
     );
 }
@@ -707,16 +693,16 @@ fn deregistration_releases_and_keeps_security() {
     let mut ue = TestUe::new(1, 100);
     let g = register(&mut w, &mut ue);
     deregister(&mut w, &mut ue, false);
-    assert_eq!(w.amf.contexts(), 0);
-    assert_eq!(w.amf.idle_contexts(), 1);
-    assert!(w.amf.idle_ue(g.tmsi).is_some());
-    assert_eq!(w.amf.stats().deregistrations, 1);
+    assert_eq!(w.contexts(), 0);
+    assert_eq!(w.idle_contexts(), 1);
+    assert!(w.idle_ue(g.tmsi).is_some());
+    assert_eq!(w.stats().deregistrations, 1);
     // Switch off: no accept.
     let mut ue2 = TestUe::new(2, 101);
     register(&mut w, &mut ue2);
     deregister(&mut w, &mut ue2, true);
-    assert_eq!(w.amf.contexts(), 0);
-    assert_eq!(w.amf.idle_contexts(), 2);
+    assert_eq!(w.contexts(), 0);
+    assert_eq!(w.idle_contexts(), 2);
 }
 
 /// Goes idle (AN release), then registers again with the 5G-GUTI under the kept
@@ -737,7 +723,7 @@ fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
     );
     expect_release(&mut w, RadioNetworkCause::UserInactivity.into());
     w.ngap(&ue.release_complete());
-    assert_eq!((w.amf.contexts(), w.amf.idle_contexts()), (0, 1));
+    assert_eq!((w.contexts(), w.idle_contexts()), (0, 1));
     // A new connection: mobility registration with the GUTI, integrity protected.
     ue.ran_id = 200;
     let req = ue.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g1));
@@ -755,7 +741,10 @@ fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
         )
         .unwrap();
     let init = ue.initial_ue(nas, true);
-    assert_eq!(route(&init, GNB, workers()), Route::ToWorker(WORKER));
+    assert_eq!(
+        route(&init, GNB, workers()),
+        Route::ToWorker(worker_of(100))
+    );
     w.ngap(&init);
     let mut auths = 0;
     let g2 = if always_auth {
@@ -789,8 +778,8 @@ fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
         ue.read_ics(&pdu, count)
     };
     complete_registration(&mut w, &mut ue);
-    assert_eq!(w.amf.idle_contexts(), 0);
-    assert_eq!(w.amf.contexts(), 1);
+    assert_eq!(w.idle_contexts(), 0);
+    assert_eq!(w.contexts(), 1);
     (auths, g1, g2)
 }
 
@@ -799,7 +788,7 @@ fn mobility_registration_keeps_security_context() {
     let (auths, g1, g2) = mobility(false);
     assert_eq!(auths, 0);
     assert_ne!(g1.tmsi, g2.tmsi, "a new 5G-GUTI on each registration");
-    assert_eq!(owner_of_tmsi(g2.tmsi, workers()), Some(WORKER));
+    assert_eq!(owner_of_tmsi(g2.tmsi, workers()), Some(worker_of(100)));
 }
 
 #[test]
@@ -845,15 +834,11 @@ fn synch_failure_resynchronises_at_the_udm() {
         ue.read_dl(&pdu),
         NasMessage::SecurityModeCommand(_)
     ));
-    assert_eq!(w.amf.stats().resyncs, 1);
-    assert_eq!(w.udm.stats().resyncs, 1);
+    assert_eq!(w.stats().resyncs, 1);
+    assert_eq!(w.udm_resyncs(), 1);
 }
 
-fn first_challenge<M, P>(w: &mut World<M, P>, ue: &mut TestUe) -> ([u8; 16], [u8; 16])
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn first_challenge<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> ([u8; 16], [u8; 16]) {
     let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
     w.ngap(&ue.initial_ue(
         NasMessage::RegistrationRequest(req).encode().unwrap(),
@@ -866,11 +851,7 @@ where
     (a.rand, a.autn)
 }
 
-fn expect_auth_reject_and_release<M, P>(w: &mut World<M, P>, ue: &mut TestUe)
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn expect_auth_reject_and_release<P: Placement>(w: &mut World<P>, ue: &mut TestUe) {
     let pdu = w.next_dl();
     assert!(matches!(
         ue.read_dl(&pdu),
@@ -879,8 +860,8 @@ where
     expect_release(w, NasCause::AuthenticationFailure.into());
     w.ngap(&ue.release_complete());
     assert!(w.quiet());
-    assert_eq!(w.amf.contexts(), 0);
-    assert_eq!(w.amf.idle_contexts(), 0);
+    assert_eq!(w.contexts(), 0);
+    assert_eq!(w.idle_contexts(), 0);
 }
 
 #[test]
@@ -892,7 +873,7 @@ fn mac_failure_is_rejected() {
         AuthenticationFailure::mac_failure(),
     )));
     expect_auth_reject_and_release(&mut w, &mut ue);
-    assert_eq!(w.amf.stats().authentication_rejects, 1);
+    assert_eq!(w.stats().authentication_rejects, 1);
 }
 
 #[test]
@@ -908,7 +889,7 @@ fn wrong_res_star_is_rejected_before_confirmation() {
     expect_auth_reject_and_release(&mut w, &mut ue);
     // HRES* failed at the SEAF: the AUSF was never asked to confirm.
     assert!(!w
-        .calls
+        .calls()
         .iter()
         .any(|(_, p)| p.ends_with("5g-aka-confirmation")));
 }
@@ -930,7 +911,7 @@ fn unknown_supi_gets_the_mapped_cause() {
     assert_eq!(r.cause, FiveGmmCause::FiveGsServicesNotAllowed);
     expect_release(&mut w, NasCause::Unspecified.into());
     w.ngap(&ue.release_complete());
-    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.contexts(), 0);
 }
 
 #[test]
@@ -950,16 +931,15 @@ fn t3560_retransmits_then_aborts() {
     }
     w.advance(Duration::from_secs(6));
     expect_release(&mut w, NasCause::Unspecified.into());
-    assert_eq!(
-        w.amf.stats().retransmissions,
-        u64::from(MAX_RETRANSMISSIONS)
-    );
-    assert_eq!(w.amf.stats().aborted, 1);
+    assert_eq!(w.stats().retransmissions, u64::from(MAX_RETRANSMISSIONS));
+    assert_eq!(w.stats().aborted, 1);
     // No RELEASE COMPLETE: the guard drops the context anyway.
-    assert_eq!(w.amf.contexts(), 1);
+    assert_eq!(w.contexts(), 1);
     w.advance(Duration::from_secs(5));
-    assert_eq!(w.amf.contexts(), 0);
-    assert_eq!(w.amf.poll_timeout(), None);
+    assert_eq!(w.contexts(), 0);
+    for x in workers().iter() {
+        assert_eq!(w.amf(x).poll_timeout(), None);
+    }
 }
 
 #[test]
@@ -979,7 +959,7 @@ fn t3550_retransmits_the_accept() {
         SecurityHeaderType::IntegrityProtectedAndCiphered,
     ));
     assert_eq!(
-        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        w.ue(ue.amf_id.unwrap()).unwrap().state(),
         UeState::Registered
     );
     w.advance(Duration::from_secs(60));
@@ -993,7 +973,7 @@ fn bad_ngap_gets_error_indication_and_never_a_context() {
     let mut w = sharded(false);
     let mut ue = TestUe::new(1, 100);
     register(&mut w, &mut ue);
-    let base = w.amf.contexts();
+    let base = w.contexts();
     let id = ue.amf_id.unwrap();
 
     // Not NGAP at all: transfer syntax error.
@@ -1024,12 +1004,9 @@ fn bad_ngap_gets_error_indication_and_never_a_context() {
 
     // The right id on another gNB's association.
     let pdu = ue.plain(NasMessage::RegistrationComplete(RegistrationComplete));
-    w.amf
-        .handle_ngap(w.now, OTHER_ASSOC, STREAM, true, GNB + 1, &pdu);
-    w.run();
-    let (assoc, _, ei) = w.downlink.pop_front().unwrap();
-    assert_eq!(assoc, OTHER_ASSOC);
-    let ei = ErrorIndication::parse(&ngap::decode(&ei).unwrap()).unwrap();
+    let other = w.other;
+    w.ngap_on(other, &pdu);
+    let ei = ErrorIndication::parse(&w.next_dl_on(other)).unwrap();
     assert_eq!(
         ei.cause,
         Some(RadioNetworkCause::UnknownLocalUENGAPID.into())
@@ -1050,25 +1027,27 @@ fn bad_ngap_gets_error_indication_and_never_a_context() {
         RegistrationType::Initial,
         MobileIdentity::Suci(fresh.suci()),
     );
+    let unready = w.unready;
     w.ngap_on(
-        ASSOC,
-        false,
+        unready,
         &fresh.initial_ue(
             NasMessage::RegistrationRequest(req).encode().unwrap(),
             false,
         ),
     );
+    let pdu = w.next_dl_on(unready);
+    assert_eq!(pdu.kind(), MessageKind::ErrorIndication);
     assert_eq!(
-        expect_ei(&mut w).cause,
+        ErrorIndication::parse(&pdu).unwrap().cause,
         Some(ProtocolCause::MessageNotCompatibleWithReceiverState.into())
     );
 
     // The registered UE was never touched by any of it.
     assert!(w.quiet());
-    assert_eq!(w.amf.contexts(), base);
-    assert_eq!(w.amf.ue(id).unwrap().state(), UeState::Registered);
+    assert_eq!(w.contexts(), base);
+    assert_eq!(w.ue(id).unwrap().state(), UeState::Registered);
     deregister(&mut w, &mut ue, true);
-    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.contexts(), 0);
 }
 
 #[test]
@@ -1083,7 +1062,7 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     });
     w.ngap(&ue.initial_ue(smc.encode().unwrap(), false));
     assert!(w.quiet());
-    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.contexts(), 0);
 
     let (rand, autn) = first_challenge(&mut w, &mut ue);
     // REGISTRATION COMPLETE and SECURITY MODE COMPLETE before authentication: plain,
@@ -1091,7 +1070,7 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     w.ngap(&ue.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
     w.ngap(&ue.plain(smc.clone()));
     assert!(w.quiet());
-    assert_eq!(w.amf.stats().unprotected_discarded, 3);
+    assert_eq!(w.stats().unprotected_discarded, 3);
 
     // Malformed NAS: 5GMM STATUS with the fault's cause.
     w.ngap(&ue.uplink(vec![0x7e, 0x00, 0x41, 0x79]));
@@ -1132,9 +1111,9 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     bytes[3] ^= 0x01;
     w.ngap(&ue.uplink(bytes));
     assert!(w.quiet());
-    assert_eq!(w.amf.stats().mac_failures, 1);
+    assert_eq!(w.stats().mac_failures, 1);
     assert_eq!(
-        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        w.ue(ue.amf_id.unwrap()).unwrap().state(),
         UeState::WaitSmcComplete
     );
     // The right one still works (its COUNT was not consumed by the forgery).
@@ -1156,9 +1135,9 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     });
     w.ngap(&ue.plain(d));
     assert!(w.quiet());
-    assert_eq!(w.amf.contexts(), 1);
+    assert_eq!(w.contexts(), 1);
     deregister(&mut w, &mut ue, true);
-    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.contexts(), 0);
 }
 
 #[test]
@@ -1174,7 +1153,7 @@ fn malformed_initial_registration_is_rejected_and_released() {
     assert_eq!(r.cause, FiveGmmCause::InvalidMandatoryInformation);
     expect_release(&mut w, NasCause::Unspecified.into());
     w.ngap(&ue.release_complete());
-    assert_eq!(w.amf.contexts(), 0);
+    assert_eq!(w.contexts(), 0);
     // An unknown 5G-GUTI, integrity protected with no context to check it: the AMF asks
     // for the SUCI.
     let mut stranger = TestUe::new(2, 101);
@@ -1217,7 +1196,7 @@ fn malformed_initial_registration_is_rejected_and_released() {
         stranger.read_dl(&pdu),
         NasMessage::AuthenticationRequest(_)
     ));
-    assert_eq!(w.amf.contexts(), 1);
+    assert_eq!(w.contexts(), 1);
 }
 
 #[test]
@@ -1244,10 +1223,10 @@ fn random_octets_never_crash_or_leak() {
         let nas: Vec<u8> = (0..(next() % 40)).map(|_| next() as u8).collect();
         w.ngap(&ue.uplink(nas));
     }
-    w.downlink.clear();
-    assert_eq!(w.amf.contexts(), 1);
+    w.clear_downlink();
+    assert_eq!(w.contexts(), 1);
     assert_eq!(
-        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        w.ue(ue.amf_id.unwrap()).unwrap().state(),
         UeState::Registered
     );
 }
@@ -1278,23 +1257,22 @@ fn routing_uses_the_self_routing_ids() {
 }
 
 /// One script, both stores: the same downlink, message for message.
-fn script<M, P>(mut w: World<M, P>) -> Vec<(MessageKind, usize)>
-where
-    M: ContextMap<u64, UeContext>,
-    P: ContextMap<u32, IdleUe>,
-{
+fn script<P: Placement>(mut w: World<P>) -> Vec<(MessageKind, usize)> {
     let mut seen = Vec::new();
     let mut ue = TestUe::new(1, 100);
     let g = register_until_ics(&mut w, &mut ue);
-    seen.push((MessageKind::InitialContextSetupRequest, g.tmsi as usize));
+    // The worker bits differ (the sharded core places the UE by hash, the baseline by
+    // stream); the per-worker counter does not.
+    let counter = g.tmsi & ids::amf::TMSI_COUNTER_MASK;
+    seen.push((MessageKind::InitialContextSetupRequest, counter as usize));
     complete_registration(&mut w, &mut ue);
     let mut bad = TestUe::new(1, 555);
     bad.amf_id = Some(ue.amf_id.unwrap());
     w.ngap(&bad.plain(NasMessage::RegistrationComplete(RegistrationComplete)));
-    seen.push((w.next_dl().kind(), w.amf.contexts()));
+    seen.push((w.next_dl().kind(), w.contexts()));
     deregister(&mut w, &mut ue, false);
-    seen.push((MessageKind::UeContextReleaseComplete, w.amf.contexts()));
-    seen.push((MessageKind::Other, w.amf.idle_contexts()));
+    seen.push((MessageKind::UeContextReleaseComplete, w.contexts()));
+    seen.push((MessageKind::Other, w.idle_contexts()));
     seen
 }
 
@@ -1311,7 +1289,7 @@ fn amf_ue_ngap_id_beyond_40_bits_is_an_error_indication() {
     let mut w = sharded(false);
     let mut ue = TestUe::new(1, 100);
     register(&mut w, &mut ue);
-    let base = w.amf.contexts();
+    let base = w.contexts();
     let mut probe = TestUe::new(1, 100);
     probe.amf_id = Some(ngap::AMF_UE_NGAP_ID_MAX);
     let pdu = probe.plain(NasMessage::RegistrationComplete(RegistrationComplete));
@@ -1334,9 +1312,9 @@ fn amf_ue_ngap_id_beyond_40_bits_is_an_error_indication() {
     let diag = ei.criticality_diagnostics.unwrap();
     assert_eq!(diag.ies.first().map(|i| i.id), Some(10));
     assert!(w.quiet());
-    assert_eq!(w.amf.contexts(), base);
+    assert_eq!(w.contexts(), base);
     assert_eq!(
-        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        w.ue(ue.amf_id.unwrap()).unwrap().state(),
         UeState::Registered
     );
 }
@@ -1350,10 +1328,10 @@ fn contexts_never_print_keys() {
     let hex: String = kamf.iter().map(|b| format!("{b:02x}")).collect();
     let dec = format!("{:?}", &kamf[..4]);
     let dec = dec.trim_end_matches(']');
-    let ctx = format!("{:?}", w.amf.ue(ue.amf_id.unwrap()).unwrap());
+    let ctx = format!("{:?}", w.ue(ue.amf_id.unwrap()).unwrap());
     assert!(!ctx.contains(&hex) && !ctx.contains(dec), "{ctx}");
     deregister(&mut w, &mut ue, true);
-    let idle = format!("{:?}", w.amf.idle_ue(g.tmsi).unwrap());
+    let idle = format!("{:?}", w.idle_ue(g.tmsi).unwrap());
     assert!(!idle.contains(&hex) && !idle.contains(dec), "{idle}");
     let k: String = K1.iter().map(|b| format!("{b:02x}")).collect();
     assert!(!ctx.contains(&k) && !idle.contains(&k));
@@ -1382,10 +1360,10 @@ fn periodic_registration_on_a_connected_ue_uses_nas_transport() {
     ));
     assert!(w.quiet());
     assert_eq!(
-        w.amf.ue(ue.amf_id.unwrap()).unwrap().state(),
+        w.ue(ue.amf_id.unwrap()).unwrap().state(),
         UeState::Registered
     );
-    assert_eq!(w.amf.stats().registrations, 2);
+    assert_eq!(w.stats().registrations, 2);
 }
 
 #[test]
@@ -1409,95 +1387,31 @@ fn second_synch_failure_in_a_row_is_rejected() {
         AuthenticationFailure::synch_failure(*auts.as_bytes()),
     )));
     expect_auth_reject_and_release(&mut w, &mut ue);
-    assert_eq!(w.amf.stats().resyncs, 1);
+    assert_eq!(w.stats().resyncs, 1);
 }
 
 // ---- the locking baseline: what another worker sees ----
 
-/// One worker's clone of the shared UE map that, around every access the AMF makes,
-/// checks through a second clone (another worker's view) that every UE context created
-/// and not yet released is in the map. A context may leave the map only when its release
-/// ends (state `Releasing`); any other removal leaves it live, and the next check finds it
-/// missing.
-struct Watched {
-    map: LockedMap<u64, UeContext>,
-    other: LockedMap<u64, UeContext>,
+/// UE contexts watched from another worker in the locking baseline: `live` those the
+/// test's gNB has named in an uplink message, `releasing` those whose release has begun
+/// (a UE CONTEXT RELEASE COMMAND came, or the gNB completed the release). After every
+/// step of the simulation, every live context not releasing must be in the shared map as
+/// worker 3 sees it.
+#[derive(Default)]
+struct Watch {
     live: std::collections::BTreeSet<u64>,
+    releasing: std::collections::BTreeSet<u64>,
 }
 
-impl Watched {
-    fn new() -> Self {
-        let map = LockedMap::new();
-        let other = map.clone();
-        Watched {
-            map,
-            other,
-            live: Default::default(),
-        }
-    }
+type Watching = World<Locked>;
 
-    fn check(&mut self, when: &str) {
-        let other = &mut self.other;
-        for id in &self.live {
-            assert!(
-                other.with(id, |u| u.is_some()),
-                "UE context {id:#x} is missing from the shared map {when}"
-            );
-        }
-    }
-
-    fn removed(&mut self, k: u64, v: &Option<UeContext>) {
-        if v.as_ref().is_some_and(|u| u.state() == UeState::Releasing) {
-            self.live.remove(&k);
-        }
+impl World<Locked> {
+    fn watching() -> Self {
+        let mut w = locked(false);
+        w.watch = Some(Watch::default());
+        w
     }
 }
-
-impl ContextMap<u64, UeContext> for Watched {
-    const SHARED: bool = true;
-
-    fn with<R>(&mut self, k: &u64, f: impl FnOnce(Option<&mut UeContext>) -> R) -> R {
-        self.check("before an access");
-        let r = self.map.with(k, f);
-        self.check("after an access");
-        r
-    }
-
-    fn with_or_insert<R>(
-        &mut self,
-        k: u64,
-        default: impl FnOnce() -> UeContext,
-        f: impl FnOnce(&mut UeContext, bool) -> R,
-    ) -> R {
-        self.check("before an access");
-        let r = self.map.with_or_insert(k, default, f);
-        self.live.insert(k);
-        self.check("after an access");
-        r
-    }
-
-    fn insert(&mut self, k: u64, v: UeContext) -> Option<UeContext> {
-        self.check("before an insertion");
-        let r = self.map.insert(k, v);
-        self.live.insert(k);
-        self.check("after an insertion");
-        r
-    }
-
-    fn remove(&mut self, k: &u64) -> Option<UeContext> {
-        self.check("before a removal");
-        let r = self.map.remove(k);
-        self.removed(*k, &r);
-        self.check("after a removal");
-        r
-    }
-
-    fn len(&self) -> usize {
-        self.map.len()
-    }
-}
-
-type Watching = World<Watched, LockedMap<u32, IdleUe>>;
 
 const PSI: u8 = 5;
 const SM_REF: &str = "00000000000000aa";
@@ -1534,18 +1448,22 @@ fn smf_answers(
     location: Option<&str>,
     parts: Option<Vec<sbi::multipart::Part>>,
 ) {
-    let (call, path, _) = w.smf_calls.pop_front().expect("a call to the SMF");
-    assert!(path.ends_with(path_end), "{path}");
+    let call = w.sim.take_external().expect("a call to the SMF");
+    assert!(call.path.ends_with(path_end), "{}", call.path);
     let (ct, body) = match parts {
         Some(p) => (
-            Some(sbi::multipart::CONTENT_TYPE),
+            Some(sbi::multipart::CONTENT_TYPE.to_owned()),
             sbi::multipart::encode(&p).unwrap(),
         ),
         None => (None, Bytes::new()),
     };
-    let now = w.now;
-    w.amf
-        .handle_sbi_response(now, call, status, location, ct, &body);
+    let reply = CallReply {
+        status,
+        location: location.map(str::to_owned),
+        content_type: ct,
+        body,
+    };
+    w.sim.answer(&call, Ok(reply));
     w.run();
 }
 
@@ -1598,9 +1516,12 @@ fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
         content_type: Some(multipart::CONTENT_TYPE.to_owned()),
         body: multipart::encode(&parts).unwrap(),
     };
-    w.amf.handle_request(77, req);
+    let id = w.sim.sbi_request(0, sbi::NfType::Amf, req);
     w.run();
-    assert_eq!(w.answers.pop(), Some((77, http::StatusCode::OK)));
+    assert_eq!(
+        w.sim.take_answer(id).map(|r| r.status),
+        Some(http::StatusCode::OK)
+    );
     let pdu = w.next_dl();
     assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupRequest);
     let rsp = ngap::PduSessionResourceSetupResponse {
@@ -1658,7 +1579,7 @@ fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
     w.ngap(&done.encode().unwrap());
     let complete = ul_sm(ue, 0xd4, false);
     w.ngap(&complete);
-    let ctx = w.amf.ue(ue.amf_id.unwrap()).unwrap();
+    let ctx = w.ue(ue.amf_id.unwrap()).unwrap();
     assert!(ctx.sessions().is_empty(), "{:?}", ctx.sessions());
     assert!(w.quiet());
 }
@@ -1668,7 +1589,7 @@ fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
 /// worker: a UE context never leaves the shared map between its creation and its release.
 #[test]
 fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
-    let mut w: Watching = World::build(Amf::new(amf_cfg(false), Watched::new(), LockedMap::new()));
+    let mut w = Watching::watching();
     // A registration, a PDU session, then a deregistration that releases an open one.
     let mut a = TestUe::new(1, 100);
     let g = register(&mut w, &mut a);
@@ -1684,7 +1605,7 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
         None,
     );
     deregister(&mut w, &mut a, false);
-    assert!(w.smf_calls.iter().any(|(_, p, _)| p.ends_with("/release")));
+    assert!(w.sim.held_external().any(|c| c.path.ends_with("/release")));
     // Back with the 5G-GUTI under the kept security context.
     a.ran_id = 300;
     let req = a.registration_request(RegistrationType::MobilityUpdating, MobileIdentity::Guti(g));
@@ -1722,7 +1643,7 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
         b.read_dl(&pdu),
         NasMessage::SecurityModeCommand(_)
     ));
-    assert_eq!(w.amf.stats().resyncs, 1);
+    assert_eq!(w.stats().resyncs, 1);
     // A MAC failure: AUTHENTICATION REJECT and the release.
     let mut c = TestUe::new(2, 102);
     first_challenge(&mut w, &mut c);
@@ -1742,11 +1663,11 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
         w.advance(Duration::from_secs(6));
     }
     w.advance(RELEASE_GUARD);
-    w.downlink.clear();
-    assert_eq!(w.amf.stats().aborted, 1);
-    assert_eq!(w.amf.contexts(), 0);
-    assert_eq!(w.amf.stats().releases, 4);
-    assert_eq!(w.amf.stats().registrations, 2);
+    w.clear_downlink();
+    assert_eq!(w.stats().aborted, 1);
+    assert_eq!(w.contexts(), 0);
+    assert_eq!(w.stats().releases, 4);
+    assert_eq!(w.stats().registrations, 2);
 }
 
 /// In the locking baseline a registration takes the UE map's lock once per message or
@@ -1755,9 +1676,15 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
 /// CONTEXT SETUP RESPONSE and the REGISTRATION COMPLETE.
 #[test]
 fn a_registration_takes_the_ue_lock_once_per_message() {
-    let ues = LockedMap::new();
-    let idle = LockedMap::new();
-    let mut w = World::build(Amf::new(amf_cfg(false), ues.clone(), idle.clone()));
+    let mut w = locked(false);
+    let acquisitions = |w: &World<Locked>, map: &str| {
+        let rows = w.sim.placement().lock_stats();
+        rows.iter()
+            .find(|(nf, m, _)| (*nf, *m) == ("amf", map))
+            .unwrap()
+            .2
+            .acquisitions
+    };
     let mut ue = TestUe::new(1, 100);
     register_until_ics(&mut w, &mut ue);
     w.ngap(&ue.ics_response());
@@ -1765,9 +1692,9 @@ fn a_registration_takes_the_ue_lock_once_per_message() {
         NasMessage::RegistrationComplete(RegistrationComplete),
         SecurityHeaderType::IntegrityProtectedAndCiphered,
     ));
-    assert_eq!(w.amf.stats().registrations, 1);
-    assert_eq!(ues.stats().acquisitions, 9);
-    assert_eq!(idle.stats().acquisitions, 0);
+    assert_eq!(w.stats().registrations, 1);
+    assert_eq!(acquisitions(&w, "ue_contexts"), 9);
+    assert_eq!(acquisitions(&w, "idle_ues"), 0);
 }
 
 /// Each UE-associated message kind the AMF routes is routed without a decode and decoded
@@ -1823,7 +1750,8 @@ fn every_ue_message_kind_is_decoded_once() {
     w.ngap(&failure.encode().unwrap());
     // Undecodable octets are decoded once too, by the AMF that answers them.
     w.ngap(&[0x00, 0x2e, 0x40, 0x05, 0xff]);
-    let kinds: Vec<&str> = w.routed.iter().map(String::as_str).collect();
+    let routed = w.routed();
+    let kinds: Vec<&str> = routed.iter().map(String::as_str).collect();
     assert_eq!(
         kinds,
         [

@@ -1,6 +1,7 @@
-//! The SMF end to end in memory: SMF workers, a UDM worker and the UPF's PFCP node with its
-//! in-memory datapath, wired by a small router that plays the SBI and PFCP transports and
-//! the AMF (it records each N1N2MessageTransfer and answers it). The test plays the UE and
+//! The SMF end to end in the simulated core ([`testkit::sim`]): SMF workers and their UDM
+//! in the hosts, the UPF's PFCP node with its in-memory datapath over a simulated N4, h2c
+//! calls between hosts; the test plays the AMF (it records each N1N2MessageTransfer and
+//! answers it). The test plays the UE and
 //! gNB: it builds the N1 PDU Session Establishment Request and the N2 PDU Session Resource
 //! Setup Response Transfer, and checks the UPF's installed rules after every step. Every
 //! JSON body is validated against the Rel-18 OpenAPI schema it claims to be.
@@ -10,17 +11,17 @@
 #[path = "../../sbi/tests/openapi/mod.rs"]
 mod openapi;
 
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use ids::{WorkerId, Workers};
-use nf::smf::{self, Action, DnnPool, SmContext, Smf, SmfConfig};
-use nf::state::{ContextMap, LockedMap, ShardMap};
-use nf::udm::{self, SidfKeys, Udm, UdmConfig, UeRecord};
+use nf::host::{CallReply, HostSmf, Locked, Placement, Sharded};
+use nf::smf::{self, DnnPool, SmfConfig};
 use openapi::{escape, SchemaValidator};
 use oxirush_nas::nas_5gs as ox;
 use pfcp::ie::NodeId;
@@ -31,9 +32,10 @@ use sbi::model::{
 use sbi::multipart::{self, Part};
 use sbi::{NfType, SbiRequest, SbiResponse};
 use serde_json::Value;
-use store::{MemStore, OpOrOpc, SqnShard, Subscriber, SubscriberStore};
+use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
+use testkit::sim::{LinkConfig, Links, N4Direction, Sim, SimConfig};
 use upf::datapath::{Datapath, DownlinkAction, Entries, UplinkAction};
-use upf::{MemoryDatapath, NodeConfig, UpfNode};
+use upf::{MemoryDatapath, UpfNode};
 
 const SMF_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 4);
 const UPF_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
@@ -90,27 +92,16 @@ fn smf_cfg(worker: u16, workers: Workers) -> SmfConfig {
     }
 }
 
-type UdmT = Udm<ShardMap<String, UeRecord>, ShardMap<(), SqnShard>>;
-
-/// What the UPF does with PFCP.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum UpfMode {
-    Up,
-    /// Never answers: every request times out.
-    Down,
-}
-
-struct Net<M> {
-    smfs: Vec<Smf<M>>,
-    udm: UdmT,
-    upf: UpfNode,
-    dp: MemoryDatapath,
-    now: Instant,
-    upf_mode: UpfMode,
-    amf_status: StatusCode,
-    responses: HashMap<u64, SbiResponse>,
-    n1n2: Vec<(String, Bytes)>,
-    next_req: u64,
+/// SMF workers in the simulated core ([`testkit::sim`]) with their UDM and the UPF node
+/// behind them over N4; the test plays the AMF (it answers every N1N2MessageTransfer with
+/// `amf_status`) and reads every SBI body the hosts exchanged.
+struct Net<P: Placement> {
+    sim: Sim<P>,
+    amf_status: Rc<Cell<StatusCode>>,
+    /// N1N2MessageTransfers the SMF sent: (path, body).
+    n1n2: Rc<RefCell<Vec<(String, Bytes)>>>,
+    /// SBI exchanges already validated.
+    checked: usize,
     validators: Validators,
 }
 
@@ -156,164 +147,127 @@ fn json_of(ct: Option<&str>, body: &[u8]) -> (Value, Vec<Part>) {
     }
 }
 
-impl<M: ContextMap<u64, SmContext>> Net<M> {
-    fn build(workers: u16, mut maps: impl FnMut() -> M) -> Self {
-        let w = Workers::new(workers).unwrap();
-        let udm_cfg = UdmConfig {
-            worker: WorkerId(0),
-            workers: Workers::single(),
-            api_root: "http://127.0.0.12:7777".into(),
-            serving_networks: vec![],
-            hn_keys: SidfKeys::new(vec![]),
-            rand_seed: Some(1),
-        };
-        let now = Instant::now();
-        let mut cfg = NodeConfig::new(NodeId::Ipv4(UPF_IP), UPF_IP, UPF_IP, 1000);
-        cfg.worker = 0;
-        cfg.heartbeat_interval = None;
-        let store: Arc<dyn SubscriberStore> = store();
+fn sim_cfg(workers: u16) -> SimConfig {
+    let w = Workers::new(workers).unwrap();
+    let mut c = SimConfig::new(workers, store()).h2c().with_smf();
+    c.host.smf = Some(smf_cfg(0, w));
+    c.host.udm.rand_seed = Some(1);
+    c.links = Links::uniform(LinkConfig::ideal(Duration::ZERO));
+    c.persist_delay = Duration::ZERO;
+    c.record = true;
+    c
+}
+
+fn sharded(workers: u16) -> Net<Sharded> {
+    Net::build(Sim::sharded(sim_cfg(workers)))
+}
+
+fn locked(workers: u16) -> Net<Locked> {
+    Net::build(Sim::locked(sim_cfg(workers)))
+}
+
+impl<P: Placement> Net<P> {
+    fn build(mut sim: Sim<P>) -> Self {
+        let amf_status = Rc::new(Cell::new(StatusCode::OK));
+        let n1n2 = Rc::new(RefCell::new(Vec::new()));
+        let (status, seen) = (amf_status.clone(), n1n2.clone());
+        sim.set_external(
+            NfType::Amf,
+            Box::new(move |call| {
+                assert_eq!(call.method, Method::POST);
+                seen.borrow_mut()
+                    .push((call.path.clone(), call.body.clone()));
+                Some(Ok(CallReply {
+                    status: status.get(),
+                    location: None,
+                    content_type: Some("application/json".into()),
+                    body: Bytes::from_static(br#"{"cause":"N1_N2_TRANSFER_INITIATED"}"#),
+                }))
+            }),
+        );
         Net {
-            smfs: (0..workers)
-                .map(|i| Smf::new(smf_cfg(i, w), maps()))
-                .collect(),
-            udm: Udm::new(udm_cfg, store, ShardMap::new(), ShardMap::new()),
-            upf: UpfNode::new(now, cfg),
-            dp: MemoryDatapath::new(),
-            now,
-            upf_mode: UpfMode::Up,
-            amf_status: StatusCode::OK,
-            responses: HashMap::new(),
-            n1n2: Vec::new(),
-            next_req: 1,
+            sim,
+            amf_status,
+            n1n2,
+            checked: 0,
             validators: Validators::new(),
         }
     }
 
-    /// Moves every action until nothing is left to do.
-    fn run(&mut self) {
-        loop {
-            let mut moved = false;
-            for i in 0..self.smfs.len() {
-                while let Some(a) = self.smfs[i].poll_action() {
-                    moved = true;
-                    self.act(i, a);
-                }
-            }
-            if !moved {
-                return;
-            }
-        }
-    }
-
-    fn act(&mut self, i: usize, a: Action) {
-        match a {
-            Action::Respond { req_id, response } => {
-                assert!(self.responses.insert(req_id, response).is_none());
-            }
-            Action::Forward {
-                to,
-                req_id,
-                request,
-            } => self.smfs[usize::from(to.0)].handle_forwarded(req_id, request),
-            Action::Call {
-                call_id,
-                nf: NfType::Udm,
-                method,
-                path,
-                body,
-                ..
-            } => {
-                let (path, query) = match path.split_once('?') {
-                    Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
-                    None => (path, None),
-                };
-                self.udm.handle_request(
-                    call_id,
-                    SbiRequest {
-                        method,
-                        path,
-                        query,
-                        body,
-                        content_type: None,
-                    },
-                );
-                while let Some(u) = self.udm.poll_action() {
-                    let udm::Action::Respond { req_id, response } = u else {
-                        panic!("{u:?}")
-                    };
-                    if response.status == StatusCode::OK {
-                        self.validators
-                            .sm_data
-                            .assert_valid(&serde_json::from_slice(&response.body).unwrap());
-                    }
-                    self.smfs[i].handle_reply(req_id, response.status, &response.body);
-                }
-            }
-            Action::Call {
-                call_id,
-                nf: NfType::Amf,
-                method,
-                path,
-                content_type,
-                body,
-            } => {
-                assert_eq!(method, Method::POST);
-                let (j, _) = json_of(Some(content_type), &body);
-                self.validators.n1n2.assert_valid(&j);
-                self.n1n2.push((path, body));
-                let rsp = br#"{"cause":"N1_N2_TRANSFER_INITIATED"}"#;
-                self.smfs[i].handle_reply(call_id, self.amf_status, rsp);
-            }
-            Action::Call { nf, .. } => panic!("call to {nf:?}"),
-            Action::Pfcp {
-                to,
-                sequence,
-                bytes,
-            } => {
-                assert_eq!(to, SocketAddr::from((UPF_IP, 8805)));
-                if self.upf_mode == UpfMode::Down {
-                    return self.smfs[i].pfcp_timeout(sequence);
-                }
-                let mut dp = self.dp.clone();
-                // Each worker has its own PFCP socket (its own port, so its own sequence
-                // number space at the UPF); answers go back to the sender.
-                let from = SocketAddr::from((SMF_IP, 8805 + i as u16));
-                self.upf.handle(self.now, from, &bytes, &mut dp);
-                while let Some(t) = self.upf.poll_transmit() {
-                    self.smfs[i].handle_pfcp(&t.contents);
-                }
-            }
-            Action::PfcpResponse { bytes, .. } => {
-                let mut dp = self.dp.clone();
-                let from = SocketAddr::from((SMF_IP, 8805 + i as u16));
-                self.upf.handle(self.now, from, &bytes, &mut dp);
-                while let Some(t) = self.upf.poll_transmit() {
-                    self.smfs[i].handle_pfcp(&t.contents);
-                }
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
+    /// The SMF's PFCP associations come up (they start with the hosts).
     fn associate(&mut self) {
-        for i in 0..self.smfs.len() {
-            self.smfs[i].associate(7);
+        self.sim.run_until_quiet();
+        for w in 0..self.workers() {
+            assert!(self.smf(w).associated());
         }
-        self.run();
-        assert!(self.smfs.iter().all(|s| s.associated()));
     }
 
-    /// Sends `req` to worker `w` and returns its answer.
+    fn workers(&self) -> usize {
+        usize::from(self.sim.workers().count())
+    }
+
+    fn smf(&mut self, w: usize) -> &mut HostSmf<P> {
+        self.sim.host_mut(w).smf().unwrap()
+    }
+
+    fn stats(&self, w: usize) -> smf::SmfStats {
+        self.sim.nf_stats(w).smf
+    }
+
+    fn upf(&self) -> &UpfNode {
+        self.sim.upf().unwrap()
+    }
+
+    fn dp(&self) -> &MemoryDatapath {
+        self.sim.datapath().unwrap()
+    }
+
+    /// The UPF stops answering (every PFCP datagram is lost), or answers again.
+    fn upf_down(&mut self, down: bool) {
+        self.sim.links_mut().n4.loss = if down { 1.0 } else { 0.0 };
+    }
+
+    /// Sends `req` to worker `w` and returns its answer; every body the hosts exchanged
+    /// on the way is checked against its schema.
     fn request(&mut self, w: usize, req: SbiRequest) -> SbiResponse {
-        let id = self.next_req;
-        self.next_req += 1;
-        self.smfs[w].handle_request(id, req);
-        self.run();
-        self.responses.remove(&id).expect("answered")
+        let rsp = self.sim.sbi(w, NfType::Smf, req);
+        self.validate();
+        rsp
+    }
+
+    fn validate(&mut self) {
+        let log = self.sim.sbi_log();
+        for e in log.iter().skip(self.checked) {
+            if e.nf == NfType::Udm && e.status == Some(StatusCode::OK) {
+                self.validators
+                    .sm_data
+                    .assert_valid(&serde_json::from_slice(&e.response_body).unwrap());
+            }
+            if e.nf == NfType::Amf {
+                let (j, _) = json_of(Some(e.request_content_type), &e.request_body);
+                self.validators.n1n2.assert_valid(&j);
+            }
+        }
+        self.checked = log.len();
     }
 
     fn entries(&self) -> Entries {
-        self.dp.entries().unwrap()
+        self.dp().entries().unwrap()
+    }
+
+    /// PFCP Session Modification Requests the SMFs sent.
+    fn modifications(&self) -> usize {
+        self.sim
+            .pfcp_log()
+            .iter()
+            .filter(|(_, _, dir, bytes)| {
+                *dir == N4Direction::ToUpf
+                    && matches!(
+                        pfcp::PfcpMessage::parse(bytes).map(|m| m.message),
+                        Ok(pfcp::Message::SessionModificationRequest(_))
+                    )
+            })
+            .count()
     }
 }
 
@@ -396,7 +350,7 @@ enum Outcome {
     Status(u16),
 }
 
-impl<M: ContextMap<u64, SmContext>> Net<M> {
+impl<P: Placement> Net<P> {
     /// CreateSMContext; on success also checks the N1N2MessageTransfer and the UPF's rules
     /// and returns the SM context ref.
     fn establish(&mut self, w: usize, supi: &str, psi: u8, dnn: &str) -> (Outcome, Option<String>) {
@@ -417,7 +371,7 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
         dnn: &str,
         n1: Vec<u8>,
     ) -> (Outcome, Option<String>) {
-        let sent = self.n1n2.len();
+        let sent = self.n1n2.borrow().len();
         let rsp = self.request(w, create_req(supi, psi, dnn, n1));
         let (j, parts) = json_of(rsp.content_type, &rsp.body);
         if rsp.status != StatusCode::CREATED {
@@ -438,7 +392,7 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
             };
             assert_eq!(h.pdu_session_identity, psi);
             assert_eq!(
-                self.n1n2.len(),
+                self.n1n2.borrow().len(),
                 sent,
                 "no N1N2MessageTransfer after a reject"
             );
@@ -458,12 +412,12 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
             ids::smf::owner_of_sm_context_ref(&sm_ref),
             Some(WorkerId(w as u16))
         );
-        let ctx = self.smfs[w].context(&sm_ref).unwrap();
+        let ctx = self.smf(w).context(&sm_ref).unwrap();
         let ue_ip = ctx.ue_ip.unwrap();
 
         // The N1N2MessageTransfer: JSON, N1 accept, N2 setup request transfer.
-        assert_eq!(self.n1n2.len(), sent + 1);
-        let (path, body) = self.n1n2.last().unwrap().clone();
+        assert_eq!(self.n1n2.borrow().len(), sent + 1);
+        let (path, body) = self.n1n2.borrow().last().unwrap().clone();
         assert_eq!(
             path,
             format!("/namf-comm/v1/ue-contexts/{supi}/n1-n2-messages")
@@ -511,19 +465,19 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
         // The UPF: uplink by the TEID it chose, downlink buffered for the UE's address.
         let (teid, n3) = ctx.ul_tunnel.unwrap();
         assert_eq!(n3, UPF_IP);
-        let ul = self.dp.uplink(teid).unwrap_or_else(|| {
+        let ul = self.dp().uplink(teid).unwrap_or_else(|| {
             panic!(
                 "no uplink {teid:#x}: {:?} sessions {} ctx {ctx:?} stats {:?}",
-                self.dp.uplink_rules(),
-                self.upf.session_count(),
-                self.smfs[w].stats()
+                self.dp().uplink_rules(),
+                self.upf().session_count(),
+                self.stats(w)
             )
         });
         assert_eq!(ul.action, UplinkAction::Forward);
         assert_eq!(ul.ue_ip, ue_ip);
         assert_eq!(ul.gate.mbr_bps, 1_000_000_000);
         assert_eq!(
-            self.dp.downlink(ue_ip).unwrap().action,
+            self.dp().downlink(ue_ip).unwrap().action,
             DownlinkAction::Buffer
         );
         (Outcome::Created { ue_ip }, Some(sm_ref))
@@ -551,10 +505,10 @@ impl<M: ContextMap<u64, SmContext>> Net<M> {
 }
 
 /// The life of sessions on a 2-worker SMF; the outcomes must not depend on where state lives.
-fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
+fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     let mut out = Vec::new();
     net.associate();
-    assert_eq!(net.upf.association_count(), 1);
+    assert_eq!(net.upf().association_count(), 1);
 
     // Establish → activate → release, on worker 0.
     let (o, r) = net.establish(0, &supi(1), 5, "internet");
@@ -566,14 +520,14 @@ fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
     assert_eq!(net.entries().uplink, 1);
     out.push(net.activate(0, &r, 0x1234));
     assert_eq!(
-        net.dp.downlink(ue_ip).unwrap().action,
+        net.dp().downlink(ue_ip).unwrap().action,
         DownlinkAction::Forward {
             teid: 0x1234,
             peer: GNB,
             qfi: None
         }
     );
-    assert_eq!(net.smfs[0].context(&r).unwrap().state, smf::SmState::Active);
+    assert_eq!(net.smf(0).context(&r).unwrap().state, smf::SmState::Active);
     let rsp = net.request(0, release_req(&r));
     out.push(Outcome::Status(rsp.status.as_u16()));
     assert_eq!(rsp.status, StatusCode::NO_CONTENT);
@@ -582,8 +536,8 @@ fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
         Entries::default(),
         "the UPF holds no entries"
     );
-    assert_eq!(net.upf.session_count(), 0);
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.upf().session_count(), 0);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
     // A released context is gone.
     let rsp = net.request(0, release_req(&r));
     out.push(Outcome::Status(rsp.status.as_u16()));
@@ -646,35 +600,35 @@ fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
         held.push(r.unwrap());
     }
     out.push(net.establish(0, &supi(6), 3, "tiny").0);
-    assert_eq!(net.smfs[0].addresses_in_use("tiny"), 2);
+    assert_eq!(net.smf(0).addresses_in_use("tiny"), 2);
     for r in &held {
         assert_eq!(
             net.request(0, release_req(r)).status,
             StatusCode::NO_CONTENT
         );
     }
-    assert_eq!(net.smfs[0].addresses_in_use("tiny"), 0);
+    assert_eq!(net.smf(0).addresses_in_use("tiny"), 0);
     // A released address is used again.
     let (o, r) = net.establish(0, &supi(6), 3, "tiny");
     out.push(o);
     net.request(0, release_req(&r.unwrap()));
 
     // The UPF does not answer: 504 and #26, nothing left behind.
-    net.upf_mode = UpfMode::Down;
+    net.upf_down(true);
     out.push(net.establish(0, &supi(7), 4, "internet").0);
-    net.upf_mode = UpfMode::Up;
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    net.upf_down(false);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
 
     // The AMF refuses the N1N2MessageTransfer: the session is torn down again.
-    net.amf_status = StatusCode::NOT_FOUND;
+    net.amf_status.set(StatusCode::NOT_FOUND);
     let n1 = establishment_request(4, 1, None);
     let rsp = net.request(0, create_req(&supi(8), 4, "internet", n1));
     out.push(Outcome::Status(rsp.status.as_u16()));
     assert_eq!(rsp.status, StatusCode::CREATED);
-    net.amf_status = StatusCode::OK;
-    assert_eq!(net.smfs[0].stats().n1n2_failed, 1);
+    net.amf_status.set(StatusCode::OK);
+    assert_eq!(net.stats(0).n1n2_failed, 1);
     assert_eq!(net.entries(), Entries::default());
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
 
     // Malformed input never panics and gets problem+json.
     let mut bad = create_req(&supi(9), 4, "internet", vec![0x2e, 0x04]);
@@ -687,8 +641,8 @@ fn scenario<M: ContextMap<u64, SmContext>>(net: &mut Net<M>) -> Vec<Outcome> {
     assert_eq!(rsp.content_type, Some(sbi::problem::PROBLEM_JSON));
 
     assert_eq!(net.entries(), Entries::default());
-    assert_eq!(net.upf.session_count(), 0);
-    assert!(net.smfs.iter().all(|s| s.context_count() == 0));
+    assert_eq!(net.upf().session_count(), 0);
+    assert!((0..net.workers()).all(|w| net.smf(w).context_count() == 0));
     out
 }
 
@@ -699,7 +653,12 @@ fn upf_refusal_rejects_with_insufficient_resources() {
     if !openapi::present("upf_refusal_rejects_with_insufficient_resources") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    // The association request is lost; the UPF answers again only after it.
+    let mut c = sim_cfg(1);
+    c.links.n4.loss = 1.0;
+    let mut net = Net::build(Sim::sharded(c));
+    net.upf_down(false);
+    assert_eq!(net.upf().association_count(), 0);
     let (o, _) = net.establish(0, &supi(1), 5, "internet");
     assert_eq!(
         o,
@@ -709,8 +668,8 @@ fn upf_refusal_rejects_with_insufficient_resources() {
             gsm: 26
         }
     );
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
-    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
+    assert_eq!(net.smf(0).context_count(), 0);
     assert_eq!(net.entries(), Entries::default());
 }
 
@@ -719,10 +678,9 @@ fn sharded_and_locked_give_identical_outcomes() {
     if !openapi::present("sharded_and_locked_give_identical_outcomes") {
         return;
     }
-    let mut sharded: Net<ShardMap<u64, SmContext>> = Net::build(2, ShardMap::new);
+    let mut sharded = sharded(2);
     let a = scenario(&mut sharded);
-    let shared = LockedMap::new();
-    let mut locked: Net<LockedMap<u64, SmContext>> = Net::build(2, move || shared.clone());
+    let mut locked = locked(2);
     let b = scenario(&mut locked);
     assert_eq!(a, b);
     let expect_rejects = [
@@ -742,26 +700,14 @@ fn sharded_and_locked_give_identical_outcomes() {
             "{cause} missing from {a:?}"
         );
     }
-    // Only the sharded SMF had to hand the cross-worker update to the owner.
-    assert_eq!(sharded.smfs[0].stats().misrouted, 1);
-    assert_eq!(locked.smfs[0].stats().misrouted, 0);
-    let activated = |s: smf::SmfStats| s.activated;
-    assert_eq!(
-        sharded
-            .smfs
-            .iter()
-            .map(|s| activated(s.stats()))
-            .sum::<u64>(),
-        2
-    );
-    assert_eq!(
-        locked
-            .smfs
-            .iter()
-            .map(|s| activated(s.stats()))
-            .sum::<u64>(),
-        2
-    );
+    // Only the sharded host had to hand the cross-worker update to the owner (its SM
+    // context ref names it), before the SMF saw it.
+    assert_eq!(sharded.sim.counters(0).nsmf_handed_off, 1);
+    assert_eq!(locked.sim.counters_total().nsmf_handed_off, 0);
+    for net in [&sharded.sim.nf_stats_all(), &locked.sim.nf_stats_all()] {
+        assert_eq!(net.iter().map(|n| n.smf.misrouted).sum::<u64>(), 0);
+        assert_eq!(net.iter().map(|n| n.smf.activated).sum::<u64>(), 2);
+    }
 }
 
 #[test]
@@ -769,22 +715,16 @@ fn udm_sm_data_answers_per_slice_and_dnn() {
     if !openapi::present("udm_sm_data_answers_per_slice_and_dnn") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let mut net = sharded(1);
     let get = |net: &mut Net<_>, path: &str, query: Option<&str>| {
-        net.udm.handle_request(
-            1,
-            SbiRequest {
-                method: Method::GET,
-                path: path.into(),
-                query: query.map(str::to_owned),
-                body: Bytes::new(),
-                content_type: None,
-            },
-        );
-        let Some(udm::Action::Respond { response, .. }) = net.udm.poll_action() else {
-            panic!()
+        let req = SbiRequest {
+            method: Method::GET,
+            path: path.into(),
+            query: query.map(str::to_owned),
+            body: Bytes::new(),
+            content_type: None,
         };
-        response
+        net.sim.sbi(0, NfType::Udm, req)
     };
     let r = get(
         &mut net,
@@ -819,27 +759,29 @@ fn release_during_establishment_answers_both() {
     if !openapi::present("release_during_establishment_answers_both") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let mut net = sharded(1);
     net.associate();
     let n1 = establishment_request(5, 1, None);
-    net.smfs[0].handle_request(100, create_req(&supi(1), 5, "internet", n1));
-    // The UDM call is queued; the context exists with the ref the SMF will report.
+    let create = net
+        .sim
+        .sbi_request(0, NfType::Smf, create_req(&supi(1), 5, "internet", n1));
+    // The UDM call is on its way; the context exists with the ref the SMF will report.
     let sm_ref = format!("{:016x}", 1);
-    assert!(net.smfs[0].context(&sm_ref).is_some());
-    net.smfs[0].handle_request(101, release_req(&sm_ref));
-    net.run();
+    assert!(net.smf(0).context(&sm_ref).is_some());
+    let release = net.sim.sbi_request(0, NfType::Smf, release_req(&sm_ref));
+    net.sim.run_until_quiet();
     assert_eq!(
-        net.responses.remove(&101).unwrap().status,
+        net.sim.take_answer(release).unwrap().status,
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        net.responses.remove(&100).unwrap().status,
+        net.sim.take_answer(create).unwrap().status,
         StatusCode::NOT_FOUND
     );
-    assert_eq!(net.smfs[0].context_count(), 0);
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
+    assert_eq!(net.smf(0).context_count(), 0);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
     assert_eq!(net.entries(), Entries::default());
-    assert!(net.n1n2.is_empty());
+    assert!(net.n1n2.borrow().is_empty());
 }
 
 /// Arbitrary octets in every input the SMF parses give answers, never a panic: mutated
@@ -849,7 +791,7 @@ fn mutated_inputs_never_panic() {
     if !openapi::present("mutated_inputs_never_panic") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let mut net = sharded(1);
     net.associate();
     let (_, r) = net.establish(0, &supi(1), 5, "internet");
     let r = r.unwrap();
@@ -896,17 +838,18 @@ fn mutated_inputs_never_panic() {
         );
         assert!(rsp.status.as_u16() < 600);
         let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
-        net.smfs[0].handle_pfcp(&junk);
+        net.sim.inject_pfcp(0, junk);
+        net.sim.run_until_quiet();
     }
     assert_eq!(answered, 300);
-    assert!(net.smfs[0].stats().stray_pfcp > 0);
+    assert!(net.stats(0).stray_pfcp > 0);
     // The first session is still intact and can be released.
     assert_eq!(
         net.request(0, release_req(&r)).status,
         StatusCode::NO_CONTENT
     );
     assert_eq!(net.entries(), Entries::default());
-    assert_eq!(net.smfs[0].context_count(), 0);
+    assert_eq!(net.smf(0).context_count(), 0);
 }
 
 /// A volume threshold crossed on the UPF reaches the SMF as a Session Report Request, which
@@ -916,17 +859,17 @@ fn usage_reports_and_heartbeats_are_answered() {
     if !openapi::present("usage_reports_and_heartbeats_are_answered") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let mut net = sharded(1);
     net.associate();
     let (o, r) = net.establish(0, &supi(1), 5, "internet");
     let Outcome::Created { .. } = o else {
         panic!("{o:?}")
     };
     let r = r.unwrap();
-    let (teid, _) = net.smfs[0].context(&r).unwrap().ul_tunnel.unwrap();
-    let usage = net.dp.uplink(teid).unwrap().usage.unwrap();
+    let (teid, _) = net.smf(0).context(&r).unwrap().ul_tunnel.unwrap();
+    let usage = net.dp().uplink(teid).unwrap().usage.unwrap();
     let over = 3u64 << 30;
-    assert!(net.dp.count(
+    assert!(net.dp().count(
         usage,
         upf::Usage {
             ul_bytes: over,
@@ -934,31 +877,31 @@ fn usage_reports_and_heartbeats_are_answered() {
             ..Default::default()
         }
     ));
-    let mut reports = 0;
-    for _ in 0..5 {
-        net.now += std::time::Duration::from_secs(5);
-        let mut dp = net.dp.clone();
-        net.upf.handle_timeout(net.now, &mut dp);
-        while let Some(t) = net.upf.poll_transmit() {
-            let m = pfcp::PfcpMessage::parse(&t.contents).unwrap();
-            if matches!(m.message, pfcp::Message::SessionReportRequest(_)) {
-                reports += 1;
-            }
-            net.smfs[0].handle_pfcp(&t.contents);
-        }
-        net.run();
-    }
+    // The UPF polls its usage on its own timer; 25 s of virtual time.
+    let logged = net.sim.pfcp_log().len();
+    net.sim.advance(Duration::from_secs(25));
+    let reports = net.sim.pfcp_log()[logged..]
+        .iter()
+        .filter(|(_, _, d, b)| {
+            *d == N4Direction::ToSmf
+                && matches!(
+                    pfcp::PfcpMessage::parse(b).unwrap().message,
+                    pfcp::Message::SessionReportRequest(_)
+                )
+        })
+        .count();
     assert!(reports >= 1, "the UPF reported");
-    let ctx = net.smfs[0].context(&r).unwrap();
+    let ctx = net.smf(0).context(&r).unwrap();
     assert!(ctx.reported_octets >= over, "{ctx:?}");
-    assert!(net.smfs[0].stats().usage_reports >= 1);
+    assert!(net.stats(0).usage_reports >= 1);
 
     // The SMF answers a heartbeat with its recovery time stamp.
     let hb = pfcp::PfcpMessage::new(77, None, pfcp::requests::heartbeat(5)).emit();
-    net.smfs[0].handle_pfcp(&hb);
-    let Some(Action::PfcpResponse { bytes, .. }) = net.smfs[0].poll_action() else {
-        panic!()
-    };
+    let logged = net.sim.pfcp_log().len();
+    net.sim.inject_pfcp(0, hb);
+    net.sim.run_until_quiet();
+    let (_, _, dir, bytes) = net.sim.pfcp_log()[logged + 1].clone();
+    assert_eq!(dir, N4Direction::ToUpf);
     let m = pfcp::PfcpMessage::parse(&bytes).unwrap();
     assert_eq!(m.header.sequence, 77);
     let pfcp::Message::HeartbeatResponse(h) = m.message else {
@@ -1010,7 +953,7 @@ fn unknown_subscriber_is_refused() {
     if !openapi::present("unknown_subscriber_is_refused") {
         return;
     }
-    let mut net: Net<ShardMap<u64, SmContext>> = Net::build(1, ShardMap::new);
+    let mut net = sharded(1);
     net.associate();
     let (o, _) = net.establish(0, "imsi-001019999999999", 5, "internet");
     assert_eq!(
@@ -1021,7 +964,194 @@ fn unknown_subscriber_is_refused() {
             gsm: 29
         }
     );
-    assert_eq!(net.smfs[0].addresses_in_use("internet"), 0);
-    assert_eq!(net.smfs[0].context_count(), 0);
-    assert_eq!(net.upf.session_count(), 0);
+    assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
+    assert_eq!(net.smf(0).context_count(), 0);
+    assert_eq!(net.upf().session_count(), 0);
+}
+
+fn refusal(v: &Validators, rsp: &SbiResponse) -> (String, Vec<String>) {
+    assert_eq!(rsp.status, StatusCode::BAD_REQUEST);
+    assert_eq!(rsp.content_type, Some(sbi::problem::PROBLEM_JSON));
+    let j: Value = serde_json::from_slice(&rsp.body).unwrap();
+    v.problem.assert_valid(&j);
+    let p: sbi::ProblemDetails = serde_json::from_value(j).unwrap();
+    let params = p
+        .invalid_params
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.param)
+        .collect();
+    (p.cause.unwrap_or_default(), params)
+}
+
+#[test]
+fn pdu_session_id_out_of_range_or_contradicting_n1_is_refused() {
+    if !openapi::present("pdu_session_id_out_of_range_or_contradicting_n1_is_refused") {
+        return;
+    }
+    let mut net = sharded(1);
+    net.associate();
+    let mandatory = (
+        "MANDATORY_IE_INCORRECT".to_owned(),
+        vec!["/pduSessionId".to_owned()],
+    );
+    for (json_psi, n1_psi) in [(0, 5), (16, 5), (6, 5)] {
+        let n1 = establishment_request(n1_psi, 1, None);
+        let rsp = net.request(0, create_req(&supi(1), json_psi, "internet", n1));
+        assert_eq!(
+            refusal(&net.validators, &rsp),
+            mandatory,
+            "{json_psi} vs {n1_psi}"
+        );
+    }
+    assert_eq!(net.smf(0).context_count(), 0);
+    assert_eq!(net.upf().session_count(), 0);
+    assert!(net.n1n2.borrow().is_empty());
+    assert_eq!(net.stats(0).rejected, 0);
+
+    // The N1 header's own identities: "none assigned" opens nothing, and the UE is told
+    // (TS 24.501 §7.3.1, §7.3.2).
+    for (psi, pti, gsm) in [(0, 1, 43), (5, 0, 81)] {
+        let n1 = establishment_request(psi, pti, None);
+        let rsp = net.request(0, create_req(&supi(1), 5, "internet", n1));
+        assert_eq!(rsp.status, StatusCode::FORBIDDEN);
+        let (j, parts) = json_of(rsp.content_type, &rsp.body);
+        let err: SmContextCreateError = serde_json::from_value(j).unwrap();
+        assert_eq!(err.error.cause.as_deref(), Some("N1_SM_ERROR"));
+        assert_eq!(err.error.invalid_params.unwrap()[0].param, "/n1SmMsg");
+        let n1 = multipart::find_part(&parts, &err.n1_sm_msg.unwrap().content_id).unwrap();
+        let ox::Nas5gsMessage::Gsm(_, ox::Nas5gsmMessage::PduSessionEstablishmentReject(r)) =
+            ox::Nas5gsMessage::decode(&n1.body).unwrap()
+        else {
+            panic!("not a reject")
+        };
+        assert_eq!(r.fgsm_cause.cause_raw(), gsm);
+    }
+    assert_eq!(net.smf(0).context_count(), 0);
+
+    // Other members: a SUPI that is no SUPI, a query parameter the operation lacks.
+    let mut req = create_req("imsi-12", 5, "internet", establishment_request(5, 1, None));
+    let rsp = net.request(0, req.clone());
+    assert_eq!(
+        refusal(&net.validators, &rsp),
+        (
+            "MANDATORY_IE_INCORRECT".to_owned(),
+            vec!["/supi".to_owned()]
+        )
+    );
+    req = create_req(&supi(1), 5, "internet", establishment_request(5, 1, None));
+    req.query = Some("plmn-id=1".into());
+    let rsp = net.request(0, req);
+    assert_eq!(
+        refusal(&net.validators, &rsp),
+        ("INVALID_QUERY_PARAM".to_owned(), vec!["plmn-id".to_owned()])
+    );
+    assert_eq!(net.smf(0).context_count(), 0);
+    // And a valid one still goes through.
+    let (o, r) = net.establish(0, &supi(1), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    net.request(0, release_req(&r.unwrap()));
+}
+
+#[test]
+fn an_unusable_gnb_address_releases_the_session() {
+    if !openapi::present("an_unusable_gnb_address_releases_the_session") {
+        return;
+    }
+    let mut net = sharded(1);
+    net.associate();
+    let bad = [
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::new(224, 0, 0, 5),
+        Ipv4Addr::new(240, 0, 0, 1),
+    ];
+    for (i, addr) in bad.into_iter().enumerate() {
+        let psi = 5;
+        let (o, r) = net.establish(0, &supi(1 + i as u32), psi, "internet");
+        let Outcome::Created { ue_ip } = o else {
+            panic!("{o:?}")
+        };
+        let r = r.unwrap();
+        let sent = net.n1n2.borrow().len();
+        let n2 = smf::n2::build_setup_response_transfer(addr, 0x1234, 1).unwrap();
+        let data = SmContextUpdateData {
+            n2_sm_info: Some(RefToBinaryData::new("n2")),
+            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
+            ..Default::default()
+        };
+        let rsp = net.request(
+            0,
+            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", n2)]),
+        );
+        assert_eq!(
+            refusal(&net.validators, &rsp),
+            (
+                "MANDATORY_IE_INCORRECT".to_owned(),
+                vec!["/n2SmInfo".to_owned()]
+            ),
+            "{addr}"
+        );
+        assert_eq!(
+            net.modifications(),
+            0,
+            "{addr}: no forwarding rule towards it"
+        );
+        // Nothing is left: context, address, UPF rules.
+        assert!(net.smf(0).context(&r).is_none(), "{addr}");
+        assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
+        assert!(net.dp().downlink(ue_ip).is_none());
+        assert_eq!(net.entries(), Entries::default());
+        // The release goes to the AMF for the gNB and the UE.
+        assert_eq!(net.n1n2.borrow().len(), sent + 1);
+        let (path, body) = net.n1n2.borrow().last().unwrap().clone();
+        assert_eq!(
+            path,
+            format!(
+                "/namf-comm/v1/ue-contexts/{}/n1-n2-messages",
+                supi(1 + i as u32)
+            )
+        );
+        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
+        let req: N1N2MessageTransferReqData =
+            serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+        assert_eq!(req.pdu_session_id, Some(psi));
+        let sm = req.n2_info_container.unwrap().sm_info.unwrap();
+        let content = sm.n2_info_content.unwrap();
+        assert_eq!(content.ngap_ie_type.as_deref(), Some("PDU_RES_REL_CMD"));
+        let n2 = multipart::find_part(&parts, &content.ngap_data.content_id).unwrap();
+        let t = proto::ngap::PduSessionResourceReleaseCommandTransfer::decode(&n2.body).unwrap();
+        assert_eq!(
+            t.cause,
+            proto::ngap::Cause::Transport(
+                proto::ngap::TransportCause::TransportResourceUnavailable
+            )
+        );
+        let n1_id = req
+            .n1_message_container
+            .unwrap()
+            .n1_message_content
+            .content_id;
+        let n1 = multipart::find_part(&parts, &n1_id).unwrap();
+        let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionReleaseCommand(c)) =
+            ox::Nas5gsMessage::decode(&n1.body).unwrap()
+        else {
+            panic!("not a release command")
+        };
+        assert_eq!(
+            (h.pdu_session_identity, h.procedure_transaction_identity),
+            (psi, 0)
+        );
+        assert_eq!(c.fgsm_cause.cause_raw(), 26, "#26 insufficient resources");
+    }
+    let st = net.stats(0);
+    assert_eq!(
+        (st.bad_tunnels, st.network_releases, st.activated),
+        (4, 4, 0)
+    );
+    assert_eq!(net.upf().session_count(), 0);
+    // A usable address still activates.
+    let (_, r) = net.establish(0, &supi(9), 5, "internet");
+    assert_eq!(net.activate(0, &r.unwrap(), 0x99), Outcome::Status(200));
+    assert_eq!(net.modifications(), 1);
 }

@@ -473,7 +473,7 @@ impl fmt::Display for GlobalRanNodeId {
     }
 }
 
-/// The values the whole project agrees on out of the box (DESIGN.md, Conventions): the
+/// The values the whole project agrees on out of the box (the README's conventions): the
 /// 3GPP test network 001/01, TAC 000001, S-NSSAI SST 1 without SD.
 pub mod defaults {
     use super::{GnbId, Guami, Plmn, Snssai, Tac, Tai};

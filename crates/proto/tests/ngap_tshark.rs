@@ -1,5 +1,6 @@
 //! Wireshark as an independent oracle: every PDU we build must dissect as the message
-//! we meant, with no malformed packet or expert warning (DESIGN.md principle 5).
+//! we meant, with no malformed packet or expert warning (an encoder checked only against
+//! its own decoder can be wrong in the same way twice).
 //! Skipped, with a note, where `tshark`/`text2pcap` are not installed.
 #![allow(clippy::unwrap_used)]
 

@@ -504,7 +504,8 @@ fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
 }
 
-/// Wireshark as an independent oracle (DESIGN.md principle 5): each PDU dissects as
+/// Wireshark as an independent oracle (an encoder checked only against its own decoder can
+/// be wrong in the same way twice): each PDU dissects as
 /// the message meant, NGAP and the NAS-5GS inside, with no malformed packet and no
 /// expert info. Skipped, with a note, where `tshark`/`text2pcap` are not installed.
 #[test]

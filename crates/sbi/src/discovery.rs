@@ -1,7 +1,8 @@
 //! NF discovery by static configuration.
 //!
 //! steer5g does not run an NRF yet: every NF finds its peers in a [`StaticDirectory`] built
-//! from the address plan of DESIGN.md (each NF on its own loopback address, port 7777), which
+//! from the loopback address plan of the README's conventions (each NF on its own loopback
+//! address, port 7777, as Open5GS lays them out), which
 //! configuration may override. Nnrf_NFManagement (register, heartbeat) and Nnrf_NFDiscovery
 //! (TS 29.510) come later, when NFs run as separate processes on several hosts; the
 //! [`NfType::Nrf`] entry already reserves its address.
@@ -57,7 +58,7 @@ impl NfType {
             .find(|t| t.as_str().eq_ignore_ascii_case(s))
     }
 
-    /// The default SBI base URI of DESIGN.md's address plan.
+    /// The default SBI base URI of the loopback address plan.
     pub fn default_base_uri(self) -> &'static str {
         match self {
             NfType::Amf => "http://127.0.0.5:7777",
@@ -98,7 +99,7 @@ impl Default for StaticDirectory {
 }
 
 impl StaticDirectory {
-    /// The DESIGN.md defaults.
+    /// The loopback address plan's defaults.
     pub fn new() -> Self {
         Self::default()
     }

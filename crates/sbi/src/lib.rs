@@ -13,6 +13,8 @@
 //!   crate, off in the workspace dependency): without it the crate is the sans-IO half the NF
 //!   state machines use (crate `nf`), with no Tokio, hyper or BPF loader behind it.
 //! - [`paths`]: resource URIs and a router with path variables.
+//! - [`validate`]: checks of request bodies, path variables and query parameters against the
+//!   OpenAPI rules and the 3GPP ranges, and the 400 problem that names what is wrong.
 //! - [`discovery`]: static NF directory (no NRF yet).
 //! - [`pool`]: shard-aware source-port placement, so that each request reaches the server
 //!   worker owning its state through the server's `sk_reuseport` program.
@@ -30,6 +32,7 @@ pub mod pool;
 pub mod problem;
 #[cfg(feature = "io")]
 pub mod server;
+pub mod validate;
 
 #[cfg(feature = "io")]
 pub use client::{ClientConfig, ClientStats, JsonResponse, SbiClient, SbiError};

@@ -169,35 +169,78 @@ pub fn parse_json<T: DeserializeOwned>(req: &SbiRequest) -> Result<T, ProblemDet
 // add an allocation there.
 #[allow(clippy::result_large_err)]
 pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProblemDetails> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    match serde_path_to_error::deserialize::<_, T>(de) {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            let pointer = json_pointer(e.path());
-            let inner = e.into_inner();
-            match inner.classify() {
-                serde_json::error::Category::Data => {
-                    let msg = inner.to_string();
-                    // serde's wording for an absent required member.
-                    if let Some(field) = missing_field(&msg) {
-                        let param = if pointer.is_empty() {
-                            format!("/{field}")
-                        } else {
-                            format!("{pointer}/{field}")
-                        };
-                        Err(ProblemDetails::mandatory_ie_missing(param))
-                    } else {
-                        let param = if pointer.is_empty() {
-                            "/".to_owned()
-                        } else {
-                            pointer
-                        };
-                        Err(ProblemDetails::mandatory_ie_incorrect(param, msg))
-                    }
-                }
-                _ => Err(ProblemDetails::invalid_msg_format(inner.to_string())),
-            }
+    decode_detailed(body).map_err(|e| match e {
+        DecodeError::Syntax(detail) => ProblemDetails::invalid_msg_format(detail),
+        DecodeError::Missing(param) => ProblemDetails::mandatory_ie_missing(param),
+        DecodeError::Incorrect { param, reason } => {
+            ProblemDetails::mandatory_ie_incorrect(param, reason)
         }
+    })
+}
+
+/// Why a JSON body did not decode into its model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// Not JSON at all (or trailing garbage): the parser's message, which quotes no input.
+    Syntax(String),
+    /// A required member is absent: its JSON pointer.
+    Missing(String),
+    /// A member of the wrong type or value: its JSON pointer and a fixed reason.
+    Incorrect {
+        /// JSON pointer of the member (`/` for the root).
+        param: String,
+        /// Why, in words that never quote the value.
+        reason: &'static str,
+    },
+}
+
+/// Decodes `body` into `T`, naming the offending member through `serde_path_to_error`.
+pub(crate) fn decode_detailed<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let e = match serde_path_to_error::deserialize::<_, T>(de) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let pointer = json_pointer(e.path());
+    let inner = e.into_inner();
+    if inner.classify() != serde_json::error::Category::Data {
+        return Err(DecodeError::Syntax(inner.to_string()));
+    }
+    let msg = inner.to_string();
+    // serde's wording for an absent required member.
+    if let Some(field) = missing_field(&msg) {
+        return Err(DecodeError::Missing(format!("{pointer}/{field}")));
+    }
+    let param = if pointer.is_empty() {
+        "/".to_owned()
+    } else {
+        pointer
+    };
+    Err(DecodeError::Incorrect {
+        param,
+        reason: data_reason(&msg),
+    })
+}
+
+/// A fixed reason for a serde data error: serde's own message may quote the value (`invalid
+/// type: string "…"`), and a value in a request body may be key material.
+fn data_reason(msg: &str) -> &'static str {
+    if msg.starts_with("invalid type") {
+        "wrong JSON type"
+    } else if msg.starts_with("invalid value") {
+        "value out of range"
+    } else if msg.starts_with("invalid length") {
+        "wrong number of elements"
+    } else if msg.starts_with("unknown variant") {
+        "not one of the enumerated values"
+    } else if msg.starts_with("duplicate field") {
+        "member repeated"
+    } else if msg.starts_with("expected") && msg.contains("hex characters") {
+        "wrong number of hex characters"
+    } else if msg.starts_with("invalid hex character") {
+        "not hexadecimal"
+    } else {
+        "malformed value"
     }
 }
 

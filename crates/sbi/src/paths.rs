@@ -37,6 +37,8 @@ pub enum Route {
     SmfSelectData,
     /// GET `/nudm-sdm/v2/{supi}/nssai`.
     Nssai,
+    /// GET `/nudm-sdm/v2/{supi}/sm-data` (Nudm_SDM_Get for session management data).
+    SmData,
 }
 
 /// Every route, for iteration.
@@ -49,6 +51,7 @@ pub const ROUTES: &[Route] = &[
     Route::AmData,
     Route::SmfSelectData,
     Route::Nssai,
+    Route::SmData,
 ];
 
 impl Route {
@@ -69,6 +72,7 @@ impl Route {
             Route::AmData => "/nudm-sdm/v2/{supi}/am-data",
             Route::SmfSelectData => "/nudm-sdm/v2/{supi}/smf-select-data",
             Route::Nssai => "/nudm-sdm/v2/{supi}/nssai",
+            Route::SmData => "/nudm-sdm/v2/{supi}/sm-data",
         }
     }
 
@@ -77,7 +81,7 @@ impl Route {
         match self {
             Route::UeAuthentications | Route::GenerateAuthData | Route::AuthEvents => Method::POST,
             Route::FiveGAkaConfirmation | Route::Amf3GppAccessRegistration => Method::PUT,
-            Route::AmData | Route::SmfSelectData | Route::Nssai => Method::GET,
+            Route::AmData | Route::SmfSelectData | Route::Nssai | Route::SmData => Method::GET,
         }
     }
 
@@ -140,6 +144,10 @@ pub mod build {
     pub fn nssai(supi: &str) -> String {
         Route::Nssai.path(&[supi]).unwrap_or_default()
     }
+    /// `/nudm-sdm/v2/{supi}/sm-data`.
+    pub fn sm_data(supi: &str) -> String {
+        Route::SmData.path(&[supi]).unwrap_or_default()
+    }
 }
 
 /// A matched route and its decoded path variables, in template order.
@@ -194,7 +202,7 @@ fn match_template(template: &'static str, path: &str) -> Option<Vec<(&'static st
             (None, None) => return Some(params),
             (Some(ts), Some(ps)) => {
                 if let Some(name) = ts.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                    let v = decode_segment(ps)?;
+                    let v = decode_component(ps)?;
                     if v.is_empty() {
                         return None;
                     }
@@ -208,8 +216,9 @@ fn match_template(template: &'static str, path: &str) -> Option<Vec<(&'static st
     }
 }
 
-/// RFC 3986 §2.1 percent-decoding of one path segment; `None` on a bad escape or non-UTF-8.
-fn decode_segment(s: &str) -> Option<String> {
+/// RFC 3986 §2.1 percent-decoding of one path segment or query component; `None` on a bad
+/// escape or non-UTF-8. A `+` stays a `+` (form encoding's space is not RFC 3986's).
+pub(crate) fn decode_component(s: &str) -> Option<String> {
     if !s.contains('%') {
         return Some(s.to_owned());
     }

@@ -1,7 +1,8 @@
-//! Shard-aware connection placement for the SBI client (DESIGN.md principle 3; issue 4,
-//! item 1b): which source port a client worker binds so that the server's `sk_reuseport`
-//! program (crates/steer-bpf; its rule is in crates/ids, `ids::app`) hands the connection to the server worker that owns the
-//! request's state.
+//! Shard-aware connection placement for the SBI client: which source port a client worker
+//! binds so that the server's `sk_reuseport` program (crates/steer-bpf; its rule is in
+//! crates/ids, `ids::app`) hands the connection to the server worker that owns the
+//! request's state. A request sent this way reaches its owner with no hop between the
+//! server's workers.
 //!
 //! A server group of `W` workers gives a new connection to worker `source_port % W`
 //! ([`ids::app::owner_of_app_id`]). So the client of worker `c` (of `C` client workers)

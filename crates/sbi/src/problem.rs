@@ -23,8 +23,16 @@ pub enum Cause {
     MandatoryIeIncorrect,
     /// 400: a mandatory IE is missing (TS 29.500).
     MandatoryIeMissing,
-    /// 400: a query parameter is wrong (TS 29.500).
+    /// 400: an optional IE is present with a value that prevents processing (TS 29.500).
+    OptionalIeIncorrect,
+    /// 400: the URI carries a query parameter the operation does not define (TS 29.500).
     InvalidQueryParam,
+    /// 400: a mandatory query parameter has a wrong value (TS 29.500).
+    MandatoryQueryParamIncorrect,
+    /// 400: an optional query parameter has a value that prevents processing (TS 29.500).
+    OptionalQueryParamIncorrect,
+    /// 400: a mandatory query parameter is missing (TS 29.500).
+    MandatoryQueryParamMissing,
     /// 403: the serving network may not use this subscriber (TS 29.509, TS 29.503).
     ServingNetworkNotAuthorized,
     /// 403: the user cannot be authenticated, e.g. a wrong RES* or no suitable method
@@ -76,7 +84,11 @@ impl Cause {
             Cause::InvalidMsgFormat => "INVALID_MSG_FORMAT",
             Cause::MandatoryIeIncorrect => "MANDATORY_IE_INCORRECT",
             Cause::MandatoryIeMissing => "MANDATORY_IE_MISSING",
+            Cause::OptionalIeIncorrect => "OPTIONAL_IE_INCORRECT",
             Cause::InvalidQueryParam => "INVALID_QUERY_PARAM",
+            Cause::MandatoryQueryParamIncorrect => "MANDATORY_QUERY_PARAM_INCORRECT",
+            Cause::OptionalQueryParamIncorrect => "OPTIONAL_QUERY_PARAM_INCORRECT",
+            Cause::MandatoryQueryParamMissing => "MANDATORY_QUERY_PARAM_MISSING",
             Cause::ServingNetworkNotAuthorized => "SERVING_NETWORK_NOT_AUTHORIZED",
             Cause::AuthenticationRejected => "AUTHENTICATION_REJECTED",
             Cause::InvalidHnPublicKeyIdentifier => "INVALID_HN_PUBLIC_KEY_IDENTIFIER",
@@ -106,7 +118,11 @@ impl Cause {
             Cause::InvalidMsgFormat,
             Cause::MandatoryIeIncorrect,
             Cause::MandatoryIeMissing,
+            Cause::OptionalIeIncorrect,
             Cause::InvalidQueryParam,
+            Cause::MandatoryQueryParamIncorrect,
+            Cause::OptionalQueryParamIncorrect,
+            Cause::MandatoryQueryParamMissing,
             Cause::ServingNetworkNotAuthorized,
             Cause::AuthenticationRejected,
             Cause::InvalidHnPublicKeyIdentifier,
@@ -140,7 +156,11 @@ impl Cause {
             Cause::InvalidMsgFormat
             | Cause::MandatoryIeIncorrect
             | Cause::MandatoryIeMissing
-            | Cause::InvalidQueryParam => 400,
+            | Cause::OptionalIeIncorrect
+            | Cause::InvalidQueryParam
+            | Cause::MandatoryQueryParamIncorrect
+            | Cause::OptionalQueryParamIncorrect
+            | Cause::MandatoryQueryParamMissing => 400,
             Cause::ServingNetworkNotAuthorized
             | Cause::AuthenticationRejected
             | Cause::InvalidHnPublicKeyIdentifier
@@ -268,6 +288,17 @@ impl ProblemDetails {
             param,
             reason: Some("missing".to_owned()),
         }]);
+        p
+    }
+
+    /// 400 with `cause`, naming every parameter of `params` in `invalidParams` (TS 29.500
+    /// §5.2.7.2, TS 29.571 `InvalidParam`). The detail lists the names only: reasons are
+    /// fixed texts and no value is echoed, since a refused value may be key material.
+    pub fn invalid_params(cause: Cause, params: Vec<InvalidParam>) -> Self {
+        let names: Vec<&str> = params.iter().map(|p| p.param.as_str()).collect();
+        let detail = format!("invalid: {}", names.join(", "));
+        let mut p = Self::from_cause(cause, detail);
+        p.invalid_params = (!params.is_empty()).then_some(params);
         p
     }
 

@@ -9,11 +9,12 @@
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response};
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -26,6 +27,7 @@ pub use crate::message::{
     DEFAULT_MAX_BODY,
 };
 use crate::model::ProblemDetails;
+use crate::problem::PROBLEM_JSON;
 
 /// The NF's request handler. Implemented for `Fn(SbiRequest) -> impl Future<Output =
 /// SbiResponse>` closures too.
@@ -133,8 +135,8 @@ impl<H: Handler> Server<H> {
         // acknowledged our SETTINGS, so a burst at connection start is refused too.
         builder.max_concurrent_streams(self.max_streams);
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((s, _)) => s,
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(x) => x,
                 Err(e) => {
                     tracing::warn!(error = %e, "sbi accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -152,7 +154,7 @@ impl<H: Handler> Server<H> {
                 let stats = stats.clone();
                 async move {
                     stats.requests.set(stats.requests.get() + 1);
-                    Ok::<_, Infallible>(dispatch(&*handler, req, max_body).await)
+                    Ok::<_, Infallible>(dispatch(&*handler, req, max_body, peer).await)
                 }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), service);
@@ -174,6 +176,7 @@ async fn dispatch<H: Handler>(
     handler: &H,
     req: Request<Incoming>,
     max_body: usize,
+    peer: SocketAddr,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let body = match Limited::new(body, max_body).collect().await {
@@ -202,7 +205,70 @@ async fn dispatch<H: Handler>(
         body,
         content_type,
     };
-    into_http(handler.handle(sbi).await)
+    let (method, path) = (sbi.method.clone(), sbi.path.clone());
+    let response = handler.handle(sbi).await;
+    if response.status == StatusCode::BAD_REQUEST {
+        log_refusal(peer, &method, &path, &response);
+    }
+    into_http(response)
+}
+
+/// One line per request refused as malformed (400): who sent it, to which operation, and
+/// the cause and parameters the answer names. Values are never logged (the answer's reasons
+/// are fixed texts), and subscriber identities in the path are masked.
+fn log_refusal(peer: SocketAddr, method: &Method, path: &str, r: &SbiResponse) {
+    let problem = refusal_problem(r);
+    let params: Vec<&str> = problem
+        .as_ref()
+        .and_then(|p| p.invalid_params.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|i| i.param.as_str())
+        .collect();
+    tracing::warn!(
+        target: "sbi::refusal",
+        %peer,
+        operation = %format_args!("{method} {}", mask_identities(path)),
+        cause = problem.as_ref().and_then(|p| p.cause.as_deref()).unwrap_or("-"),
+        params = %params.join(","),
+        "SBI request refused"
+    );
+}
+
+/// The problem of a refusal: the body itself (`application/problem+json`), or the `error`
+/// of the JSON part of an Nsmf error (`SmContextCreateError` and its kin, TS 29.502).
+fn refusal_problem(r: &SbiResponse) -> Option<ProblemDetails> {
+    let json = match r.content_type {
+        Some(PROBLEM_JSON) => r.body.clone(),
+        Some(ct) if ct.starts_with("multipart/") => {
+            let parts = crate::multipart::decode(ct, &r.body).ok()?;
+            crate::multipart::json_part(&parts)?.body.clone()
+        }
+        _ => r.body.clone(),
+    };
+    let v: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    let p = v.get("error").unwrap_or(&v);
+    serde_json::from_value(p.clone()).ok()
+}
+
+/// `path` with every segment that holds a subscriber or equipment identity (TS 23.003 §2.2A,
+/// §28.7.3, §6.2) replaced by `*`: those are personal data, and an operator reading refusals
+/// needs the operation, not the subscriber.
+fn mask_identities(path: &str) -> String {
+    const PREFIXES: &[&str] = &[
+        "imsi-", "suci-", "nai-", "gci-", "gli-", "msisdn-", "extid-", "imei-", "imeisv-",
+    ];
+    path.split('/')
+        .map(|seg| {
+            let lower = seg.to_ascii_lowercase();
+            if PREFIXES.iter().any(|p| lower.starts_with(p)) {
+                "*"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn into_http(r: SbiResponse) -> Response<Full<Bytes>> {
@@ -214,4 +280,34 @@ fn into_http(r: SbiResponse) -> Response<Full<Bytes>> {
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
     }
     resp
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_problem_and_mask_identities() {
+        assert_eq!(
+            mask_identities("/nudm-sdm/v2/imsi-001010000000001/am-data"),
+            "/nudm-sdm/v2/*/am-data"
+        );
+        assert_eq!(
+            mask_identities("/nsmf-pdusession/v1/sm-contexts/0001/modify"),
+            "/nsmf-pdusession/v1/sm-contexts/0001/modify"
+        );
+        let r = SbiResponse::problem(&ProblemDetails::mandatory_ie_incorrect(
+            "/pduSessionId",
+            "x",
+        ));
+        let p = refusal_problem(&r).unwrap();
+        assert_eq!(p.invalid_params.unwrap()[0].param, "/pduSessionId");
+        let body = serde_json::json!({"error": {"cause": "N1_SM_ERROR", "status": 403}});
+        let r = SbiResponse::json(StatusCode::FORBIDDEN, &body);
+        assert_eq!(
+            refusal_problem(&r).unwrap().cause.as_deref(),
+            Some("N1_SM_ERROR")
+        );
+    }
 }

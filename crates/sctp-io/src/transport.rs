@@ -1,9 +1,10 @@
 //! The two ways an SCTP packet travels here: raw IPv4 protocol 132 and UDP encapsulation.
 //!
-//! This is the only module of the crate that touches sockets (STYLE.md lesson 5: every syscall
-//! behind one seam). Both transports hand the sans-IO endpoint the same thing: the SCTP packet
-//! from its common header on, and the remote transport address as a `SocketAddr` whose port is
-//! the peer's UDP encapsulation port, or 0 for raw IP.
+//! This is the only module of the crate that touches sockets: every system call sits behind one
+//! seam, so the rest of the stack stays sans-IO and testable without a network. Both transports
+//! hand the sans-IO endpoint the same thing: the SCTP packet from its common header on, and the
+//! remote transport address as a `SocketAddr` whose port is the peer's UDP encapsulation port, or 0
+//! for raw IP.
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};

@@ -1,6 +1,6 @@
 //! Per-message steering inside a TCP stream in the kernel: sockmap + strparser
 //! (`bpf/steer_sockmap.c`), the **measured alternative** to the one-hop user-space hand-off,
-//! not the default (DESIGN.md principle 3; issue 4, item 1e).
+//! not the default.
 //!
 //! An inbound TCP connection added with [`StreamSteering::add_stream`] is cut into messages by
 //! the kernel (each framed by [`encode_header`]: total length and app id) and every message is

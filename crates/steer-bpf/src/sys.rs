@@ -1,5 +1,6 @@
 //! The one syscall libbpf and socket2 do not wrap, and the capability check: the seam where
-//! this crate touches the kernel directly (STYLE.md lesson 5).
+//! this crate touches the kernel directly, kept in one place so that the `unsafe` it needs is
+//! too.
 
 // `unsafe` is allowed here, and only here: `setsockopt` takes a raw pointer. The pointer is
 // to a live local `c_int` and the length is its size, so the kernel reads exactly that value.

@@ -1,9 +1,10 @@
-//! Every delivery mechanism, 100k tagged requests each, on loopback and across a netns pair
-//! (issue 4, tests of items 1a, 1c, 1d): the test computes the owner of every request
-//! itself, checks that each one reached that worker, and checks from the per-path counters
-//! that every one took the mechanism's path (kernel-steered = all of them, fallbacks and
-//! hand-offs = 0 where the kernel steers; hand-offs = all not owned by the reader on the
-//! one-hop path). Needs root (CAP_BPF, namespaces).
+//! Every delivery mechanism (TCP connections and UDP datagrams steered by the `sk_reuseport`
+//! program, SCTP associations by source port, and the one-hop hand-off), 100k tagged requests each,
+//! on loopback and across a netns pair: the test computes the owner of every request itself, checks
+//! that each one reached that worker, and checks from the per-path counters that every one took the
+//! mechanism's path (kernel-steered = all of them, fallbacks and hand-offs = 0 where the kernel
+//! steers; hand-offs = all not owned by the reader on the one-hop path). Needs root (CAP_BPF,
+//! namespaces).
 #![allow(clippy::unwrap_used)]
 
 mod common;

@@ -2,7 +2,7 @@
 //! moving hot state at run time.
 //!
 //! Which worker owns what (the bit layouts of the self-routing identifiers and the stable
-//! placement hash, DESIGN.md "Identifiers and ownership") is decided in the crate `ids`, which
+//! placement hash) is decided in the crate `ids`, which
 //! has no runtime; [`WorkerId`] and [`Workers`] are re-exported from it for convenience.
 //!
 //! - [`runtime`]: the thread-per-core runtime: one pinned thread per worker, each with its own

@@ -1,5 +1,6 @@
 //! The one-hop hand-off: a lock-free single-producer single-consumer queue for every ordered
-//! pair of workers (DESIGN.md principle 3).
+//! pair of workers: the path a message takes when it was read on a worker that does not own
+//! its state and the kernel could not deliver it to the owner.
 //!
 //! A worker that reads a stream carrying many subscribers (an SCTP association, an HTTP/2
 //! connection) splits it and hands each message to the worker that owns its subscriber. Each
@@ -12,7 +13,7 @@
 //! it parks in [`MeshEnd::recv_ready`], and the sender that lowers it pays for the wake-up. A
 //! busy receiver is never woken; it finds the messages on its next drain. [`MeshStats`]
 //! counts both the wake-ups sent and those that found nothing, so the bench can show the
-//! wake-up rate against the locking baseline (DESIGN.md "Measuring").
+//! wake-up rate against the locking baseline.
 
 use std::fmt;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};

@@ -1,4 +1,5 @@
-//! The thread-per-core runtime (DESIGN.md principle 1; STYLE.md lesson 1): one OS thread per
+//! The thread-per-core runtime, so that each subscriber's state is touched by one thread
+//! only and needs no lock: one OS thread per
 //! worker, each optionally pinned to a core, each running its own Tokio `current_thread`
 //! runtime with a `LocalSet`.
 //!

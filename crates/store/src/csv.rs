@@ -1,5 +1,6 @@
 //! The subscriber CSV shared by `steer5g subscriber import|export|generate` and
-//! `steer5g ran --subscribers` (DESIGN.md Conventions).
+//! `steer5g ran --subscribers` (one format, so that what is provisioned is what the load
+//! generator's USIMs hold).
 //!
 //! Header, exactly: `supi,k,opc,amf,sqn,sst,sd,dnn`. One row per subscriber:
 //! - `supi`: `imsi-` + 5..=15 digits; `k`, `opc`: 32 hex digits; `amf`: 4 hex digits;

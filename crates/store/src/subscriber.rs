@@ -15,7 +15,7 @@ pub const DEFAULT_AMF: [u8; 2] = [0x80, 0x00];
 /// open cores provision for a new subscriber, so that the default never throttles a test.
 pub const DEFAULT_AMBR_BPS: u64 = 1_000_000_000;
 
-/// Default DNN of new subscribers (DESIGN.md network defaults).
+/// Default DNN of new subscribers (the README's network defaults).
 pub const DEFAULT_DNN: &str = "internet";
 
 /// Longest DNN: an APN is at most 100 octets (TS 23.003 §9.1).

@@ -6,7 +6,11 @@
 //! checked by Wireshark's dissectors ([`tshark`]), an independent SCTP peer built on Debian's
 //! libusrsctp ([`usrsctp`]), and child processes that cannot outlive a test ([`process`]).
 //!
-//! Most of it needs root. Every test that does calls [`privilege::require`] first, which
+//! Behind the `sim` feature, [`sim`] is the other half: the whole core (every worker's
+//! host, the N2 side, the UPF node, the SQN persister) with gNB and UE emulators on
+//! simulated links in virtual time, for the procedure tests that need no kernel.
+//!
+//! Most of the rest needs root. Every test that does calls [`privilege::require`] first, which
 //! skips the test on a developer machine and fails it in CI.
 //!
 //! Everything here shells out to the system tools (`ip`, `nft`, `ethtool`, `tshark`, `cc`)
@@ -19,6 +23,8 @@ pub mod netns;
 pub mod nft;
 pub mod privilege;
 pub mod process;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod tshark;
 pub mod usrsctp;
 

@@ -1,4 +1,4 @@
-//! The UPF's user-space path over AF_XDP sockets in copy mode (issue 5, item 3);
+//! The UPF's user-space path over AF_XDP sockets in copy mode;
 //! implements [`upf::Datapath`] beside the XDP fast path (crate `upf-xdp`) and the
 //! sockets/TUN path ([`upf::userspace::TunDatapath`]), so the three can be compared.
 //!

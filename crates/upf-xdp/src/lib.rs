@@ -1,4 +1,4 @@
-//! The UPF's XDP fast path (issue 5, item 3); implements [`upf::Datapath`].
+//! The UPF's XDP fast path; implements [`upf::Datapath`].
 //!
 //! `bpf/upf_xdp.c` holds two programs sharing their maps: `upf_n3` on the N3 interface
 //! decapsulates uplink G-PDUs (TS 29.281) and redirects the inner packet to N6, `upf_n6`

@@ -54,7 +54,7 @@ fn bed(tag: &str) -> Option<Bed> {
 }
 
 fn teid(i: u32) -> u32 {
-    // TEIDs encode the owning worker in their top bits (DESIGN.md); worker 1 here.
+    // TEIDs encode the owning worker in their top bits (`ids::upf`); worker 1 here.
     0x0100_0000 | i
 }
 

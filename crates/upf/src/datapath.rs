@@ -3,8 +3,8 @@
 //! destination UE IPv4 address. Rules are plain values so that the XDP path can copy them
 //! into BPF maps and the user-space paths into their own tables.
 //!
-//! TEIDs encode the owning worker (DESIGN.md "Identifiers and ownership": top bits of the
-//! TEID); UE addresses come from per-worker ranges of the DNN's pool.
+//! TEIDs encode the owning worker in their top bits (`ids::upf`), so a G-PDU can be
+//! steered to it without a table; UE addresses come from per-worker ranges of the DNN's pool.
 
 use std::net::Ipv4Addr;
 
@@ -114,8 +114,8 @@ pub struct Usage {
     pub dropped: u64,
 }
 
-/// How many entries a datapath holds: after every session has ended, all are zero (issue 5,
-/// "the UPF's maps hold no entries after all sessions end").
+/// How many entries a datapath holds: after every session has ended, all are zero (a rule
+/// left behind would forward a released UE's packets and fill the maps over time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Entries {
     /// Uplink rules.

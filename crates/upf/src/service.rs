@@ -172,7 +172,7 @@ fn socket_addr(a: SockaddrStorage) -> Option<SocketAddr> {
 /// What the service needs to start.
 #[derive(Debug, Clone)]
 pub struct ServiceOptions {
-    /// Where PFCP is served (DESIGN.md: 127.0.0.7:8805).
+    /// Where PFCP is served (the loopback plan's 127.0.0.7:8805).
     pub pfcp: SocketAddr,
     /// The node's settings; `NodeConfig::new` from [`ServiceOptions::new`] by default.
     pub node: NodeConfig,

@@ -31,8 +31,8 @@ use super::sweep::{self, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 
-/// The target: at 2 workers and a lock share of 0.25, sharded at least this many
-/// times locked.
+/// The target the report checks: at 2 workers and a lock share of 0.25, sharded at least
+/// this many times locked.
 pub(crate) const TARGET_RATIO: f64 = 1.15;
 
 /// `--realtime`'s SCHED_FIFO priorities, both low (no kernel thread is starved of more than
@@ -373,7 +373,7 @@ pub(crate) struct SweepReport {
     pub(crate) client_core: Option<usize>,
     pub(crate) runs: Vec<PointReport>,
     pub(crate) crossover: Crossover,
-    /// The target (2 workers, share 0.25: sharded >= 1.15 x locked), when this sweep
+    /// The target check (2 workers, share 0.25: sharded >= 1.15 x locked), when this sweep
     /// measured that point.
     pub(crate) target: Option<TargetCheck>,
 }

@@ -9,14 +9,14 @@
 //!   without a lock. Without the program (no privilege), the kernel's hash spreads the
 //!   datagrams and a worker hands a request it does not own one hop to its owner over the
 //!   mesh, counted as `handed_off`.
-//! - locked (the baseline of the AppSteer echo experiment, reference 001 §V, and DESIGN.md
-//!   principle 6): every record sits in one map behind one mutex and a request is served by
-//!   whichever worker reads it. By default all workers wait on one shared socket (each
-//!   registers the same socket in its own epoll, so a datagram wakes all of them and one
-//!   wins: the "all workers woken" of a vanilla multi-threaded server). `--locked-rx hash`
-//!   gives each worker its own `SO_REUSEPORT` socket instead and lets the kernel's 4-tuple
-//!   hash spread the client's flows, which avoids the herd but balances only as well as a
-//!   few flows hash.
+//! - locked (the baseline of the AppSteer echo experiment, reference 001 §V, and the same kind of
+//!   baseline steer5g's locked mode is): every record sits in one map behind one mutex and a
+//!   request is served by whichever worker reads it. By default all workers wait on one shared
+//!   socket (each registers the same socket in its own epoll, so a datagram wakes all of them and
+//!   one wins: the "all workers woken" of a vanilla multi-threaded server). `--locked-rx hash`
+//!   gives each worker its own `SO_REUSEPORT` socket instead and lets the kernel's 4-tuple hash
+//!   spread the client's flows, which avoids the herd but balances only as well as a few flows
+//!   hash.
 //!
 //! Every request does `outside` units of work, then takes the state (the lock, or nothing),
 //! does `locked` units of work mixed into the key's record and lets go. The clocks around

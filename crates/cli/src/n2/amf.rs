@@ -1,4 +1,4 @@
-//! `steer5g amf`: the AMF alone (DESIGN.md Conventions, "Subcommands"), on the core crate
+//! `steer5g amf`: the AMF alone (every NF can run as a process of its own), on the core crate
 //! with only the AMF hosted: N2 (NG Setup and the UE-associated NGAP of registration) on
 //! worker 0's socket(s), registration shards on every worker, and the AUSF and UDM called
 //! over h2c at their directory addresses (or `--ausf` / `--udm`).

@@ -1,6 +1,6 @@
 //! `steer5g subscriber`: provisioning the UDR's store under `--data-dir`.
 //!
-//! Subcommands: `add`, `list`, `show`, `delete`, `import` (the DESIGN.md CSV), `export`,
+//! Subcommands: `add`, `list`, `show`, `delete`, `import` (the CSV of `store::csv`), `export`,
 //! `generate` (a CSV of made-up subscribers for demos and load tests) and `keys` (the home
 //! network SUCI key file, created with fresh keys when absent).
 //!

@@ -1,22 +1,22 @@
-//! gNB and UE emulators (`ran`) driving UEs through a real core, shared by the PDU session
-//! and the user-plane tests: a store of generated subscribers and their UEs, and one
+//! gNB and UE emulators (`ran`, planned by the simulator's `testkit::sim::Fleet`) driving UEs
+//! through a real core over SCTP, shared by the socket tests: a store of generated subscribers and their UEs, and one
 //! driver that registers every UE, establishes one PDU session each, hands the sessions to
 //! the test once all are up, then releases (or deregisters) and waits for the UPF's rules
 //! to go.
 #![allow(clippy::unwrap_used, dead_code)]
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use proto::ids::defaults;
-use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
-use ran::ue::{RegistrationKind, SessionRequest, SuciScheme, Ue, UeConfig, UeEvent};
+use ran::gnb::GnbConfig;
+use ran::ue::{SessionRequest, SuciScheme, Ue, UeConfig};
 use ran::userplane::UpSession;
 use rand::SeedableRng;
 use sctp::{Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
 use store::{Profile, RedbStore, SubscriberStore};
+use testkit::sim::{Fleet, SessionOutcome, UePlan};
 
 const NGAP_PPID: u32 = 60;
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -119,69 +119,21 @@ pub(crate) trait UpfCheck {
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize;
 }
 
-/// Registers every UE, establishes one session each, lets `check` look at the UPF, then
-/// ends the sessions per `plan` and waits (bounded) for the UPF's rules to go.
-pub(crate) async fn drive(
-    side: RanSide,
-    mut ues: Vec<Ue>,
-    plan: Plan,
-    check: &mut dyn UpfCheck,
-) -> Outcome {
-    let transport = Transport::bind_udp(SocketAddrV4::new(side.local, 0)).unwrap();
-    let mut sock = SctpSocket::new(
-        transport,
-        Endpoint::new(EndpointConfig {
-            listen_port: None,
-            association: sctp::AssociationConfig::default(),
-            cookie_key: [7; 32],
-            cookie_lifetime: Duration::from_secs(60),
-            max_associations: 16,
-            rng_seed: 99,
-        }),
-    );
-    let cfg = GnbConfig::default();
-    let mut gnb = Gnb::new(cfg.clone()).unwrap();
-    let mut n2ues = GnbUes::new(&cfg, 1, 4);
-    if let Some(n3) = side.gnb_n3 {
-        n2ues.set_n3_address(n3);
-    }
-    let assoc = sock
-        .endpoint_mut()
-        .connect(Instant::now(), side.amf, 38412, side.sctp_port)
-        .unwrap();
-    let mut out = Outcome::default();
-    let mut ready = false;
+/// Carries a fleet's gNB `g` over one SCTP association: NG Setup once it is up, then every
+/// message each way, until `done` holds (it may queue more uplink messages) or `deadline`.
+/// False when the association closed.
+pub(crate) async fn pump(
+    sock: &mut SctpSocket,
+    assoc: sctp::AssocId,
+    fleet: &mut Fleet,
+    g: usize,
+    deadline: Instant,
+    mut done: impl FnMut(&mut Fleet, &mut Vec<(u16, Vec<u8>)>) -> bool,
+) -> bool {
     let mut pending: Vec<(u16, Vec<u8>)> = Vec::new();
-    // Per UE: its address, as its PDU SESSION ESTABLISHMENT ACCEPT gave it.
-    let mut ue_ips: HashMap<u64, Ipv4Addr> = HashMap::new();
-    let mut all_ips = Vec::new();
-    let mut checked = false;
-    let deadline = Instant::now() + DEADLINE;
-    while out.released < ues.len() && Instant::now() < deadline {
-        // Once every session is up at the UE and the gNB, hand them to the check, then
-        // have every UE end its session.
-        let gnb_up = n2ues.sessions().len();
-        if !checked && out.established == ues.len() && gnb_up == ues.len() {
-            let sessions: Vec<UpSession> = n2ues
-                .sessions()
-                .iter()
-                .filter_map(|s| ue_ips.get(&s.ue).map(|ip| UpSession::new(*ip, s)))
-                .collect();
-            if check.established(&sessions, &mut out) {
-                checked = true;
-                for key in ue_ips.keys() {
-                    let ue = &mut ues[*key as usize];
-                    let up = if plan == Plan::Deregister {
-                        ue.deregistration_request(false).unwrap()
-                    } else {
-                        ue.pdu_session_release_request(1).unwrap()
-                    };
-                    let s = n2ues.uplink_nas(*key, &up).unwrap();
-                    pending.push((s.stream, s.pdu));
-                }
-            } else {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
+    while Instant::now() < deadline {
+        if done(fleet, &mut pending) && pending.is_empty() {
+            return true;
         }
         for (stream, pdu) in pending.drain(..) {
             sock.endpoint_mut()
@@ -191,109 +143,150 @@ pub(crate) async fn drive(
         let turn = (Instant::now() + Duration::from_millis(20)).min(deadline);
         sock.drive(Some(turn)).await.unwrap();
         while let Some((_, ev)) = sock.endpoint_mut().poll_event() {
-            match ev {
-                Event::Connected { .. } => pending.push((0, gnb.ng_setup_request())),
-                Event::Message(m) if !ready => match gnb.handle(m.stream, &m.data) {
-                    GnbEvent::SetupOk => {
-                        ready = true;
-                        for (i, ue) in ues.iter_mut().enumerate() {
-                            ue.prepare().unwrap();
-                            let reg = ue.registration_request(RegistrationKind::Initial).unwrap();
-                            let s = n2ues.initial_ue_message(i as u64, &reg, None).unwrap();
-                            pending.push((s.stream, s.pdu));
-                        }
-                    }
-                    other => out.failures.push(format!("NG Setup: {other:?}")),
-                },
-                Event::Message(m) => {
-                    let o = n2ues.handle_downlink(m.stream, &m.data);
-                    for t in o.transmit {
-                        pending.push((t.stream, t.pdu));
-                    }
-                    for e in o.events {
-                        match e {
-                            GnbUeEvent::NasToUe { ue: key, nas } => {
-                                let Some(ue) = ues.get_mut(key as usize) else {
-                                    continue;
-                                };
-                                let r = ue.handle_downlink_nas(&nas);
-                                if let Some(up) = r.uplink {
-                                    let s = n2ues.uplink_nas(key, &up).unwrap();
-                                    pending.push((s.stream, s.pdu));
-                                }
-                                match r.event {
-                                    UeEvent::Registered => {
-                                        out.registered += 1;
-                                        let mut sr = SessionRequest::default();
-                                        if plan == Plan::Reject {
-                                            sr.dnn = "nope".into();
-                                        }
-                                        let req =
-                                            ue.pdu_session_establishment_request(&sr).unwrap();
-                                        let s = n2ues.uplink_nas(key, &req).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::PduSessionEstablished { ue_ip, .. } => {
-                                        out.established += 1;
-                                        if let Some(ip) = ue_ip {
-                                            ue_ips.insert(key, ip);
-                                        }
-                                        all_ips.extend(ue_ip);
-                                    }
-                                    UeEvent::PduSessionRejected { .. } => {
-                                        out.rejected += 1;
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::PduSessionReleased { .. } => {
-                                        out.released_sessions += 1;
-                                        let d = ue.deregistration_request(false).unwrap();
-                                        let s = n2ues.uplink_nas(key, &d).unwrap();
-                                        pending.push((s.stream, s.pdu));
-                                    }
-                                    UeEvent::Deregistered => out.deregistered += 1,
-                                    UeEvent::Authenticated | UeEvent::SecurityModeCompleted => {}
-                                    other => out.failures.push(format!("UE {key}: {other:?}")),
-                                }
-                            }
-                            GnbUeEvent::PduSessionSetup(s) => {
-                                if s.upf.addr != side.upf_n3 {
-                                    out.failures.push(format!("UPF N3 {:?}", s.upf));
-                                }
-                            }
-                            GnbUeEvent::PduSessionReleased { .. } => {}
-                            GnbUeEvent::ContextSetup { .. } => {}
-                            GnbUeEvent::Released { .. } => out.released += 1,
-                            other => out.failures.push(format!("gNB: {other:?}")),
-                        }
-                    }
-                }
-                Event::Closed { reason } => {
-                    out.failures.push(format!("association closed: {reason:?}"));
-                    return out;
-                }
-                _ => {}
-            }
+            let out = match ev {
+                Event::Connected { .. } => fleet.connected(g),
+                Event::Message(m) => fleet.downlink(g, m.stream, &m.data),
+                Event::Closed { .. } => return false,
+                _ => Vec::new(),
+            };
+            pending.extend(out.into_iter().map(|s| (s.stream, s.pdu)));
         }
     }
-    // The last UE CONTEXT RELEASE COMPLETEs: the AMF releases SM contexts on them.
-    for (stream, pdu) in pending.drain(..) {
-        sock.endpoint_mut()
-            .send(assoc, stream, NGAP_PPID, false, pdu.into())
-            .unwrap();
-    }
-    let flush = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < flush {
-        sock.drive(Some(flush)).await.unwrap();
-        while sock.endpoint_mut().poll_event().is_some() {}
-    }
+    false
+}
+
+/// A gNB's SCTP endpoint on `local` (UDP encapsulation), connected to `amf` from SCTP
+/// source port `port`.
+pub(crate) fn gnb_socket(
+    local: Ipv4Addr,
+    amf: SocketAddr,
+    port: u16,
+    sctp_port: u16,
+    seed: u64,
+) -> (SctpSocket, sctp::AssocId) {
+    let transport = Transport::bind_udp(SocketAddrV4::new(local, 0)).unwrap();
+    gnb_socket_on(transport, amf, port, sctp_port, seed)
+}
+
+/// The same over `transport`.
+pub(crate) fn gnb_socket_on(
+    transport: Transport,
+    amf: SocketAddr,
+    port: u16,
+    sctp_port: u16,
+    seed: u64,
+) -> (SctpSocket, sctp::AssocId) {
+    let mut sock = SctpSocket::new(
+        transport,
+        Endpoint::new(EndpointConfig {
+            listen_port: None,
+            association: sctp::AssociationConfig::default(),
+            cookie_key: [7; 32],
+            cookie_lifetime: Duration::from_secs(60),
+            max_associations: 16,
+            rng_seed: seed,
+        }),
+    );
+    let assoc = sock
+        .endpoint_mut()
+        .connect(Instant::now(), amf, port, sctp_port)
+        .unwrap();
+    (sock, assoc)
+}
+
+/// Shuts the association down gracefully (bounded).
+pub(crate) async fn close(sock: &mut SctpSocket, assoc: sctp::AssocId) {
     let _ = sock.endpoint_mut().shutdown(Instant::now(), assoc);
     let grace = Instant::now() + Duration::from_secs(1);
     while !sock.endpoint().is_empty() && Instant::now() < grace {
         sock.drive(Some(grace)).await.unwrap();
         while sock.endpoint_mut().poll_event().is_some() {}
     }
+}
+
+/// Registers every UE, establishes one session each, lets `check` look at the UPF, then
+/// ends the sessions per `plan` and waits (bounded) for the UPF's rules to go. The gNB and
+/// UE procedure logic is the simulator's [`Fleet`]; this carries it over SCTP.
+pub(crate) async fn drive(
+    side: RanSide,
+    ues: Vec<Ue>,
+    plan: Plan,
+    check: &mut dyn UpfCheck,
+) -> Outcome {
+    let (mut sock, assoc) = gnb_socket(side.local, side.amf, 38412, side.sctp_port, 99);
+    let mut fleet = Fleet::new();
+    let g = fleet.add_gnb(GnbConfig::default(), 4);
+    if let Some(n3) = side.gnb_n3 {
+        fleet.gnb_ues_mut(g).set_n3_address(n3);
+    }
+    let mut sr = SessionRequest::default();
+    if plan == Plan::Reject {
+        sr.dnn = "nope".into();
+    }
+    let ue_plan = UePlan {
+        session: Some(sr),
+        hold: plan != Plan::Reject,
+        release: plan == Plan::Release,
+        deregister: true,
+    };
+    let n = ues.len();
+    for ue in ues {
+        fleet.add_ue(g, ue, ue_plan.clone());
+    }
+    let mut out = Outcome::default();
+    let mut checked = plan == Plan::Reject;
+    let deadline = Instant::now() + DEADLINE;
+    let closed = !pump(&mut sock, assoc, &mut fleet, g, deadline, |f, pending| {
+        if !checked && f.all_held() && f.gnb_ues(g).sessions().len() == n {
+            // Every session is up at the UE and the gNB: the check, then every UE ends it.
+            let sessions: Vec<UpSession> = f
+                .gnb_ues(g)
+                .sessions()
+                .iter()
+                .filter_map(|s| match f.record(s.ue as usize).session {
+                    Some(SessionOutcome::Established(Some(ip))) => Some(UpSession::new(ip, s)),
+                    _ => None,
+                })
+                .collect();
+            for s in f.gnb_ues(g).sessions() {
+                if s.upf.addr != side.upf_n3 {
+                    out.failures.push(format!("UPF N3 {:?}", s.upf));
+                }
+            }
+            if check.established(&sessions, &mut out) {
+                checked = true;
+                pending.extend(f.proceed().into_iter().map(|(_, s)| (s.stream, s.pdu)));
+            }
+        }
+        f.all_done()
+    })
+    .await;
+    // The last UE CONTEXT RELEASE COMPLETEs reach the AMF, which releases SM contexts on
+    // them.
+    let flush = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < flush {
+        sock.drive(Some(flush)).await.unwrap();
+        while sock.endpoint_mut().poll_event().is_some() {}
+    }
+    close(&mut sock, assoc).await;
+    if closed {
+        out.failures.push("association closed or deadline".into());
+    }
+    let s = fleet.summary();
+    out.registered = s.registered;
+    out.established = s.established;
+    out.rejected = s.rejected;
+    out.released_sessions = s.released_sessions;
+    out.deregistered = s.deregistered;
+    out.released = s.released;
+    out.failures.extend(s.failures);
+    let mut all_ips: Vec<Ipv4Addr> = fleet
+        .records()
+        .filter_map(|r| match r.session {
+            Some(SessionOutcome::Established(ip)) => ip,
+            _ => None,
+        })
+        .collect();
     all_ips.sort();
     all_ips.dedup();
     // The SMF deletes the UPF's sessions after the N2 side is done (on deregistration, once

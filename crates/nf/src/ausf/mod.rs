@@ -33,13 +33,14 @@ use http::{Method, StatusCode};
 use ids::ausf::{auth_ctx_id, owner_of_auth_ctx_id};
 use ids::{WorkerId, Workers};
 use sbi::discovery::NfType;
-use sbi::message::{decode_json, parse_json};
+use sbi::message::decode_json;
 use sbi::model::{
     AuthEvent, AuthResult, AuthType, AuthenticationInfo, AuthenticationInfoRequest,
     AuthenticationInfoResult, AuthenticationVector, Av5gAka, ConfirmationData,
     ConfirmationDataResponse, HexBytes, ProblemDetails, UeAuthenticationCtx,
 };
 use sbi::paths::{build, resolve, Route};
+use sbi::validate::{parse_valid, query};
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::{Kausf, Kseaf, Rand, ResStar, XresStar};
@@ -263,6 +264,10 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
             Ok(m) => m,
             Err(p) => return self.problem(req_id, p),
         };
+        // TS 29.509 §6.1.3: neither operation takes a query parameter.
+        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
+            return self.problem(req_id, p);
+        }
         match m.route {
             Route::UeAuthentications => self.authenticate(req_id, &req),
             _ => {
@@ -274,7 +279,7 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
 
     /// POST `/ue-authentications` (TS 29.509 §5.2.2.2.2).
     fn authenticate(&mut self, req_id: u64, req: &SbiRequest) {
-        let info: AuthenticationInfo = match parse_json(req) {
+        let info: AuthenticationInfo = match parse_valid(req) {
             Ok(i) => i,
             Err(p) => return self.problem(req_id, p),
         };
@@ -398,7 +403,7 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
 
     /// PUT `/ue-authentications/{authCtxId}/5g-aka-confirmation` (TS 29.509 §5.2.2.2.2).
     fn confirm(&mut self, now: Instant, req_id: u64, id: &str, req: &SbiRequest) {
-        let data: ConfirmationData = match parse_json(req) {
+        let data: ConfirmationData = match parse_valid(req) {
             Ok(d) => d,
             Err(p) => return self.problem(req_id, p),
         };

@@ -1,5 +1,5 @@
 //! All NFs of one worker behind one sans-IO interface, shaped like quinn-proto's
-//! `Endpoint` (DESIGN.md principle 4, the `nf` row of its components table).
+//! `Endpoint`: protocol logic with no I/O, driven by whatever owns the sockets.
 //!
 //! A [`Host`] owns one worker's AMF, AUSF, UDM and SMF, the bookkeeping that joins them
 //! (which request waits for which answer, where an SBI request or an NGAP message is

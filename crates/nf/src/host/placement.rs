@@ -1,6 +1,6 @@
 //! Where state lives and where work is done: every difference between the sharded mode and
-//! the locking baseline (DESIGN.md principles 1 and 6, STYLE.md lesson 9), and nothing else
-//! of the host, is here.
+//! the locking baseline, and nothing else of the host, is here: keeping them in one place is
+//! what makes the sharded/locked ratio a measure of where state lives and nothing else.
 //!
 //! | question | [`Sharded`] | [`Locked`] |
 //! |---|---|---|

@@ -64,6 +64,7 @@ use sbi::model::{
 };
 use sbi::multipart::{self, Part};
 use sbi::problem::Cause;
+use sbi::validate::{self, decode_valid, query, rules, Violation};
 use sbi::{NfType, SbiRequest, SbiResponse};
 use serde::Serialize;
 use thiserror::Error;
@@ -272,6 +273,11 @@ pub struct SmfStats {
     /// CreateSMContexts refused because the worker held [`Smf::set_max_contexts`] SM
     /// contexts (also in `rejected`).
     pub context_limit_rejects: u64,
+    /// PDU Session Resource Setup Response Transfers refused for an unusable gNB address
+    /// (each session then released by the network).
+    pub bad_tunnels: u64,
+    /// Network-requested releases sent to the AMF (N1N2MessageTransfer).
+    pub network_releases: u64,
 }
 
 /// SM contexts one SMF worker holds unless told otherwise ([`Smf::set_max_contexts`]).
@@ -279,8 +285,28 @@ pub const DEFAULT_MAX_SM_CONTEXTS: usize = 250_000;
 
 #[derive(Debug)]
 enum Pending {
-    SmData { req_id: u64, sm_ref: u64 },
-    N1N2 { sm_ref: u64 },
+    SmData {
+        req_id: u64,
+        sm_ref: u64,
+    },
+    N1N2 {
+        sm_ref: u64,
+    },
+    /// The N1N2MessageTransfer of a network-requested release: the context is gone already.
+    N1N2Release,
+}
+
+/// What follows a PFCP Session Deletion once the UPF has answered (or never will).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Nothing more: ReleaseSMContext, or a session that could not be set up.
+    Nothing,
+    /// The UE asked with this PTI (TS 23.502 §4.3.4.2): the update's answer carries the N1
+    /// PDU SESSION RELEASE COMMAND and the N2 Release Command Transfer.
+    UeRequested(u8),
+    /// The SMF releases on its own (TS 23.502 §4.3.4.2 step 1e): the release command and
+    /// transfer, with this NGAP cause, go to the AMF in an N1N2MessageTransfer.
+    Network(proto::ngap::Cause),
 }
 
 #[derive(Debug)]
@@ -297,7 +323,7 @@ enum PfcpPending {
     Delete {
         req_id: Option<u64>,
         sm_ref: u64,
-        ue_release: Option<u8>,
+        then: Then,
     },
 }
 
@@ -308,6 +334,8 @@ struct Refusal {
     status: u16,
     cause: &'static str,
     detail: String,
+    /// The parameter at fault, when one is (`invalidParams`).
+    param: Option<Violation>,
 }
 
 impl Refusal {
@@ -317,7 +345,19 @@ impl Refusal {
             status,
             cause,
             detail: detail.into(),
+            param: None,
         }
+    }
+
+    fn problem(&self) -> ProblemDetails {
+        let mut p = problem(self.status, self.cause, self.detail.clone());
+        p.invalid_params = self.param.as_ref().map(|v| {
+            vec![sbi::model::InvalidParam {
+                param: v.param.clone(),
+                reason: Some(v.reason.to_owned()),
+            }]
+        });
+        p
     }
 }
 
@@ -563,13 +603,17 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
             );
         }
+        // TS 29.502 §6.1.3: no operation served here takes a query parameter.
+        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
+            return self.problem(req_id, p);
+        }
         let found = r
             .and_then(parse_sm_context_ref)
             .map(|v| (v, self.contexts.with(&v, |c| c.is_some())));
         match (r, op, found) {
             (None, _, _) => self.create(req_id, &req),
             (Some(_), "modify", Some((v, true))) => self.update(req_id, v, &req),
-            (Some(_), "release", Some((v, true))) => self.release(req_id, v),
+            (Some(_), "release", Some((v, true))) => self.release(req_id, v, &req),
             (Some(r), "modify" | "release", _) => self.problem(
                 req_id,
                 ProblemDetails::context_not_found(format!("no SM context {r}")),
@@ -600,10 +644,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             Ok(x) => x,
             Err(p) => return self.problem(req_id, p),
         };
-        let data: SmContextCreateData = match decode_json(&json) {
+        let data: SmContextCreateData = match decode_valid(&json) {
             Ok(d) => d,
             Err(p) => return self.problem(req_id, p),
         };
+        // `decode_valid` refuses a body without them; the fallbacks never run.
         let Some(supi) = data.supi.clone() else {
             return self.problem(req_id, ProblemDetails::mandatory_ie_missing("/supi"));
         };
@@ -621,7 +666,41 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             // TS 29.502 table 6.1.3.2.3.1-3: N1_SM_ERROR for an N1 SM message in error.
             Err(e) => return self.problem(req_id, problem(403, "N1_SM_ERROR", e.to_string())),
         };
+        // The 5GSM header's identities (the codec refuses the reserved values, 16 to 255 and
+        // PTI 255): "none assigned" cannot open a session. The UE learns why (TS 24.501
+        // §7.3.1 a: #81 for the PTI; §7.3.2: #43 for the PDU session identity).
+        let n1_fault = |reason: &'static str| Violation {
+            param: "/n1SmMsg".to_owned(),
+            missing: false,
+            reason,
+        };
+        let header = match (
+            rules::pdu_session_id(est.psi),
+            rules::pti_ue_allocated(est.pti),
+        ) {
+            (Err(reason), _) => Some((GsmCause::InvalidPduSessionIdentity, reason)),
+            (_, Err(reason)) => Some((GsmCause::InvalidPtiValue, reason)),
+            _ => None,
+        };
+        if let Some((gsm, reason)) = header {
+            let mut r = Refusal::new(gsm, 403, "N1_SM_ERROR", reason);
+            r.param = Some(n1_fault(reason));
+            return self.refuse(req_id, est.psi, est.pti, r);
+        }
+        // TS 29.502 §6.1.6.2.2: pduSessionId is the PDU session of the N1 message; a body
+        // that names another is contradictory and the AMF's to correct.
         let psi = data.pdu_session_id.unwrap_or(est.psi);
+        if psi != est.psi {
+            let p = validate::problem(
+                Cause::MandatoryIeIncorrect,
+                &[Violation {
+                    param: "/pduSessionId".to_owned(),
+                    missing: false,
+                    reason: "TS 24.007 §11.2.3.1b: differs from the PDU session identity of the N1 SM message",
+                }],
+            );
+            return self.problem(req_id, p);
+        }
         let refuse = |s: &mut Self, r: Refusal| s.refuse(req_id, psi, est.pti, r);
         // TS 24.501 §6.4.1.2: IPv4 only here; IPv4v6 gets IPv4 (the UE learns it from the
         // selected PDU session type); anything else is #28.
@@ -723,7 +802,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     fn refuse(&mut self, req_id: u64, psi: u8, pti: u8, r: Refusal) {
         self.stats.rejected += 1;
         let err = SmContextCreateError {
-            error: problem(r.status, r.cause, r.detail),
+            error: r.problem(),
             n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
         };
         let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::FORBIDDEN);
@@ -744,7 +823,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     fn abandon(&mut self, req_id: u64, sm_ref: u64, r: Refusal) {
         let Some(ctx) = self.contexts.remove(&sm_ref) else {
             // Released while being established: the creation still gets its answer.
-            return self.problem(req_id, problem(r.status, r.cause, r.detail));
+            return self.problem(req_id, r.problem());
         };
         if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
             pool.release(ip);
@@ -762,7 +841,14 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 } else {
                     // The UE cannot learn of its session: give the resources back.
                     self.stats.n1n2_failed += 1;
-                    self.delete_session(None, sm_ref, None);
+                    self.delete_session(None, sm_ref, Then::Nothing);
+                }
+            }
+            Some(Pending::N1N2Release) => {
+                if status.is_success() {
+                    self.stats.n1n2_sent += 1;
+                } else {
+                    self.stats.n1n2_failed += 1;
                 }
             }
             None => {}
@@ -968,13 +1054,13 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 PfcpPending::Delete {
                     req_id,
                     sm_ref,
-                    ue_release,
+                    then,
                 },
                 Message::SessionDeletionResponse(_),
             ) => {
                 // Whatever the cause, the UPF holds nothing more we could delete (§7.5.7.2:
                 // "session context not found" means it is already gone).
-                self.deleted(req_id, sm_ref, ue_release);
+                self.deleted(req_id, sm_ref, then);
             }
             (p, _) => {
                 // The answer does not fit the request: treat it as no answer.
@@ -1054,8 +1140,8 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             PfcpPending::Delete {
                 req_id,
                 sm_ref,
-                ue_release,
-            } => self.deleted(req_id, sm_ref, ue_release),
+                then,
+            } => self.deleted(req_id, sm_ref, then),
         }
     }
 
@@ -1075,7 +1161,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 PfcpPending::Delete {
                     req_id: None,
                     sm_ref,
-                    ue_release: None,
+                    then: Then::Nothing,
                 },
             );
             return self.released_meanwhile(req_id);
@@ -1087,7 +1173,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                     req_id,
                     ProblemDetails::unspecified_nf_failure(e.to_string()),
                 );
-                return self.delete_session(None, sm_ref, None);
+                return self.delete_session(None, sm_ref, Then::Nothing);
             }
         };
         self.stats.created += 1;
@@ -1103,6 +1189,22 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         );
         self.respond(req_id, SbiResponse::created(&location, &created));
         // TS 23.502 §4.3.2.2.1 step 11: N1 accept and N2 setup request to the AMF.
+        if !self.n1n2_transfer(&ctx, "PDU_RES_SETUP_REQ", n1, n2, Pending::N1N2 { sm_ref }) {
+            self.stats.n1n2_failed += 1;
+            self.delete_session(None, sm_ref, Then::Nothing);
+        }
+    }
+
+    /// Namf_Communication N1N2MessageTransfer (TS 29.518 §5.2.2.3.1) of `n1` and the N2 SM
+    /// information `n2` of type `ie_type` for `ctx`'s session; false if it did not encode.
+    fn n1n2_transfer(
+        &mut self,
+        ctx: &SmContext,
+        ie_type: &str,
+        n1: Vec<u8>,
+        n2: Vec<u8>,
+        pending: Pending,
+    ) -> bool {
         let body = N1N2MessageTransferReqData {
             n1_message_container: Some(N1MessageContainer {
                 n1_message_class: "SM".into(),
@@ -1113,7 +1215,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 sm_info: Some(N2SmInformation {
                     pdu_session_id: ctx.psi,
                     n2_info_content: Some(N2InfoContent {
-                        ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
+                        ngap_ie_type: Some(ie_type.into()),
                         ngap_data: RefToBinaryData::new(N2_ID),
                     }),
                     s_nssai: Some(ctx.snssai),
@@ -1126,19 +1228,37 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             Part::binary(multipart::NAS_5G, N1_ID, n1),
             Part::binary(multipart::NGAP, N2_ID, n2),
         ];
-        match multipart::encode(&parts) {
-            Ok(bytes) => self.call(
-                NfType::Amf,
-                Method::POST,
-                format!("{NAMF_COMM}/ue-contexts/{}/n1-n2-messages", ctx.supi),
-                multipart::CONTENT_TYPE,
-                bytes,
-                Pending::N1N2 { sm_ref },
-            ),
-            Err(_) => {
-                self.stats.n1n2_failed += 1;
-                self.delete_session(None, sm_ref, None);
+        let Ok(bytes) = multipart::encode(&parts) else {
+            return false;
+        };
+        self.call(
+            NfType::Amf,
+            Method::POST,
+            format!("{NAMF_COMM}/ue-contexts/{}/n1-n2-messages", ctx.supi),
+            multipart::CONTENT_TYPE,
+            bytes,
+            pending,
+        );
+        true
+    }
+
+    /// The SMF-requested release of TS 23.502 §4.3.4.2 (steps 3b, 4), after the N4 session
+    /// is gone: the N1 PDU SESSION RELEASE COMMAND with no PTI (TS 24.501 §6.3.3.2: the
+    /// network starts the procedure) and #26 "insufficient resources", and the N2 Release
+    /// Command Transfer with the NGAP `cause`, to the AMF.
+    fn network_release(&mut self, ctx: &SmContext, cause: proto::ngap::Cause) {
+        let msgs = nas::release_command(ctx.psi, 0, GsmCause::InsufficientResources)
+            .and_then(|n1| Ok((n1, n2::release_command_transfer_with(cause)?)));
+        let sent = match msgs {
+            Ok((n1, n2)) => {
+                self.n1n2_transfer(ctx, "PDU_RES_REL_CMD", n1, n2, Pending::N1N2Release)
             }
+            Err(_) => false,
+        };
+        if sent {
+            self.stats.network_releases += 1;
+        } else {
+            self.stats.n1n2_failed += 1;
         }
     }
 
@@ -1184,7 +1304,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             Ok(x) => x,
             Err(p) => return self.problem(req_id, p),
         };
-        let data: SmContextUpdateData = match decode_json(&json) {
+        let data: SmContextUpdateData = match decode_valid(&json) {
             Ok(d) => d,
             Err(p) => return self.problem(req_id, p),
         };
@@ -1196,7 +1316,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         if let Some(n1) = part(&data.n1_sm_msg) {
             return match nas::ue_sm(&n1) {
                 Ok(nas::UeSm::ReleaseRequest { pti }) => {
-                    self.delete_session(Some(req_id), sm_ref, Some(pti))
+                    self.delete_session(Some(req_id), sm_ref, Then::UeRequested(pti))
                 }
                 // §4.3.4.2 step 10: the context is already gone; nothing left to do.
                 Ok(nas::UeSm::ReleaseComplete) => self.respond(req_id, SbiResponse::no_content()),
@@ -1222,6 +1342,9 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                         return self.problem(req_id, problem(403, "N2_SM_ERROR", e.to_string()))
                     }
                 };
+                if let Err(reason) = n2::usable_n3_address(dl.1) {
+                    return self.refuse_tunnel(req_id, sm_ref, reason);
+                }
                 let up_seid = self.contexts.with(&sm_ref, |c| {
                     let c = c?;
                     if c.state != SmState::Activating && c.state != SmState::Active {
@@ -1274,14 +1397,56 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         }
     }
 
-    /// ReleaseSMContext (TS 29.502 §5.2.2.4).
-    fn release(&mut self, req_id: u64, sm_ref: u64) {
-        self.delete_session(Some(req_id), sm_ref, None);
+    /// The gNB's N3 address in a PDU Session Resource Setup Response Transfer can be no
+    /// tunnel end (see [`n2::usable_n3_address`]). The update is refused naming the N2 SM
+    /// information (400 MANDATORY_IE_INCORRECT, TS 29.502 §5.2.2.3.1 with TS 29.500
+    /// §5.2.7.2), the UPF is never told to forward there, and a session waiting for its
+    /// tunnel is released by the network (TS 23.502 §4.3.4.2): PFCP Session Deletion, then
+    /// the N1 PDU SESSION RELEASE COMMAND and the N2 Release Command Transfer with the NGAP
+    /// cause "transport resource unavailable" (TS 38.413 §9.3.1.2) go to the AMF. The SM
+    /// context, the UE's address and the UPF's rules are gone; the AMF releases the
+    /// session at the gNB and the UE.
+    fn refuse_tunnel(&mut self, req_id: u64, sm_ref: u64, reason: &'static str) {
+        self.stats.bad_tunnels += 1;
+        self.problem(
+            req_id,
+            validate::problem(
+                Cause::MandatoryIeIncorrect,
+                &[Violation {
+                    param: "/n2SmInfo".to_owned(),
+                    missing: false,
+                    reason,
+                }],
+            ),
+        );
+        let waiting = self.contexts.with(&sm_ref, |c| {
+            c.is_some_and(|c| matches!(c.state, SmState::Activating | SmState::Active))
+        });
+        if waiting {
+            let cause = proto::ngap::Cause::Transport(
+                proto::ngap::TransportCause::TransportResourceUnavailable,
+            );
+            self.delete_session(None, sm_ref, Then::Network(cause));
+        }
+    }
+
+    /// ReleaseSMContext (TS 29.502 §5.2.2.4); its body is optional and checked when there.
+    fn release(&mut self, req_id: u64, sm_ref: u64, req: &SbiRequest) {
+        if !req.body.is_empty() {
+            let json = match Self::parts(req) {
+                Ok((json, _)) => json,
+                Err(p) => return self.problem(req_id, p),
+            };
+            if let Err(p) = decode_valid::<sbi::model::SmContextReleaseData>(&json) {
+                return self.problem(req_id, p);
+            }
+        }
+        self.delete_session(Some(req_id), sm_ref, Then::Nothing);
     }
 
     /// PFCP Session Deletion of `sm_ref`, or straight to [`Self::deleted`] when the UPF holds
     /// nothing yet.
-    fn delete_session(&mut self, req_id: Option<u64>, sm_ref: u64, ue_release: Option<u8>) {
+    fn delete_session(&mut self, req_id: Option<u64>, sm_ref: u64, then: Then) {
         let up = self.contexts.with(&sm_ref, |c| {
             let c = c?;
             let up = c.up_seid;
@@ -1295,26 +1460,29 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 PfcpPending::Delete {
                     req_id,
                     sm_ref,
-                    ue_release,
+                    then,
                 },
             ),
-            _ => self.deleted(req_id, sm_ref, ue_release),
+            _ => self.deleted(req_id, sm_ref, then),
         }
     }
 
-    fn deleted(&mut self, req_id: Option<u64>, sm_ref: u64, ue_release: Option<u8>) {
+    fn deleted(&mut self, req_id: Option<u64>, sm_ref: u64, then: Then) {
         let ctx = self.contexts.remove(&sm_ref);
         if let Some(ctx) = &ctx {
             self.stats.released += 1;
             if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
                 pool.release(ip);
             }
+            if let Then::Network(cause) = then {
+                self.network_release(ctx, cause);
+            }
         }
         let Some(req_id) = req_id else { return };
-        let response = match (ue_release, ctx) {
+        let response = match (then, ctx) {
             // TS 23.502 §4.3.4.2 step 3b: the N1 Release Command and the N2 Release Command
             // Transfer go back in the update's answer.
-            (Some(pti), Some(ctx)) => {
+            (Then::UeRequested(pti), Some(ctx)) => {
                 let msgs = nas::release_command(ctx.psi, pti, GsmCause::RegularDeactivation)
                     .and_then(|n1| Ok((n1, n2::release_command_transfer()?)));
                 match msgs {

@@ -72,11 +72,33 @@ pub fn setup_response_transfer(octets: &[u8]) -> Result<(u32, Ipv4Addr), SmError
 
 /// PDU Session Resource Release Command Transfer (§9.3.4.12) with NAS cause normal release.
 pub fn release_command_transfer() -> Result<Vec<u8>, SmError> {
-    PduSessionResourceReleaseCommandTransfer {
-        cause: Cause::Nas(NasCause::NormalRelease),
+    release_command_transfer_with(Cause::Nas(NasCause::NormalRelease))
+}
+
+/// PDU Session Resource Release Command Transfer (§9.3.4.12) with `cause`.
+pub fn release_command_transfer_with(cause: Cause) -> Result<Vec<u8>, SmError> {
+    PduSessionResourceReleaseCommandTransfer { cause }
+        .encode()
+        .map_err(enc)
+}
+
+/// Whether `a`, the gNB's end of an N3 tunnel (the Transport Layer Address of §9.3.2.4 in
+/// the DL NG-U UP TNL Information), can be the destination of G-PDUs: a unicast IPv4
+/// address. Refused: 0.0.0.0/8 ("this network", RFC 1122 §3.2.1.3, the unspecified address
+/// among them), 224.0.0.0/4 multicast, 240.0.0.0/4 reserved (RFC 1112 §4) and the limited
+/// broadcast 255.255.255.255 inside it. Loopback and private ranges are kept: a test
+/// network or a lab gNB uses them.
+pub fn usable_n3_address(a: Ipv4Addr) -> Result<(), &'static str> {
+    let [first, ..] = a.octets();
+    if first == 0 {
+        Err("TS 38.413 §9.3.2.4: 0.0.0.0/8 is no tunnel end (RFC 1122 §3.2.1.3)")
+    } else if a.is_multicast() {
+        Err("TS 38.413 §9.3.2.4: a multicast address is no tunnel end")
+    } else if first >= 240 {
+        Err("TS 38.413 §9.3.2.4: broadcast or reserved (240.0.0.0/4) is no tunnel end")
+    } else {
+        Ok(())
     }
-    .encode()
-    .map_err(enc)
 }
 
 /// For tests: the Response Transfer a gNB sends for QoS flow `qfi`.
@@ -127,5 +149,38 @@ mod tests {
             assert!(setup_response_transfer(&rsp[..n]).is_err());
         }
         assert!(!release_command_transfer().unwrap().is_empty());
+        let t = release_command_transfer_with(Cause::Transport(
+            proto::ngap::TransportCause::TransportResourceUnavailable,
+        ))
+        .unwrap();
+        assert_eq!(
+            PduSessionResourceReleaseCommandTransfer::decode(&t)
+                .unwrap()
+                .cause,
+            Cause::Transport(proto::ngap::TransportCause::TransportResourceUnavailable)
+        );
+    }
+
+    #[test]
+    fn n3_addresses() {
+        for ok in [
+            "10.1.0.1",
+            "127.0.0.1",
+            "192.168.1.1",
+            "169.254.0.1",
+            "223.255.255.254",
+        ] {
+            assert_eq!(usable_n3_address(ok.parse().unwrap()), Ok(()), "{ok}");
+        }
+        for bad in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "224.0.0.1",
+            "239.255.255.255",
+            "240.0.0.1",
+            "255.255.255.255",
+        ] {
+            assert!(usable_n3_address(bad.parse().unwrap()).is_err(), "{bad}");
+        }
     }
 }

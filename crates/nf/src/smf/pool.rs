@@ -1,5 +1,6 @@
 //! UE IPv4 address pools, one per DNN, each cut into one contiguous range per worker so that
-//! workers allocate without talking to each other (DESIGN.md principle: state has one owner).
+//! workers allocate without talking to each other: each range has one owner, so no
+//! allocation takes a lock or a hop.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -11,7 +12,9 @@ pub struct Ipv4Range {
     /// One past the last usable address.
     end: u32,
     next: u32,
-    /// Released addresses, handed out again lowest first.
+    /// Released addresses, handed out again (lowest first) only once the range has no fresh
+    /// one left: an address just released may still be the destination of downlink packets
+    /// in flight or of a DN's stale route, so it should not name another UE at once.
     free: BTreeSet<u32>,
     in_use: usize,
 }
@@ -44,14 +47,12 @@ impl Ipv4Range {
 
     /// An address, or `None` when the range is used up.
     pub fn allocate(&mut self) -> Option<Ipv4Addr> {
-        let a = if let Some(a) = self.free.pop_first() {
-            a
-        } else if self.next < self.end {
+        let a = if self.next < self.end {
             let a = self.next;
             self.next += 1;
             a
         } else {
-            return None;
+            self.free.pop_first()?
         };
         self.in_use += 1;
         Some(Ipv4Addr::from(a))
@@ -97,7 +98,12 @@ mod tests {
         assert!(!a.release(y));
         assert!(a.release(x));
         assert!(!a.release(x), "double release");
-        assert_eq!(a.allocate(), Some(x));
+        // A released address waits until the fresh ones are used up.
+        let fresh: Vec<Ipv4Addr> = std::iter::from_fn(|| a.allocate()).take(200).collect();
+        assert_eq!(fresh.len(), 126);
+        assert_eq!(fresh.last(), Some(&x), "reused last");
+        assert!(!fresh[..125].contains(&x));
+        assert_eq!(a.allocate(), None);
         let mut tiny = Ipv4Range::share(net, 30, 0, 1);
         assert!(tiny.allocate().is_some());
         assert_eq!(tiny.allocate(), None);

@@ -29,7 +29,6 @@ use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
-use sbi::message::parse_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, Arp, AuthEvent, AuthType,
     AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
@@ -38,6 +37,7 @@ use sbi::model::{
     SmfSelectionSubscriptionData, Snssai, SnssaiInfo, SscModes, SubscribedDefaultQos,
 };
 use sbi::paths::{resolve, Route};
+use sbi::validate::{self, parse_valid, query, Checker};
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
@@ -241,9 +241,9 @@ where
 
     /// A request from the SBI server.
     pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
-        if let Some((supi, query)) = sm_data_supi(&req) {
+        if let Some((supi, q)) = sm_data_supi(&req) {
             // A read of the subscriber store only: any worker may answer it.
-            let response = match self.sm_data(&supi, query.as_deref()) {
+            let response = match self.sm_data(&supi, q.as_deref()) {
                 Ok(r) => r,
                 Err(p) => SbiResponse::problem(&p),
             };
@@ -253,13 +253,24 @@ where
             Ok(m) => m,
             Err(p) => return self.problem(req_id, p),
         };
-        if m.route == Route::GenerateAuthData {
-            let Some(id) = m.param("supiOrSuci").map(str::to_owned) else {
-                return self.problem(req_id, ProblemDetails::resource_not_found(&req.path));
-            };
-            return self.generate_auth_data(req_id, &id, &req);
+        // The path variable and the query are checked where the request arrives, before it
+        // is handed to another worker.
+        let (name, value) = m.params.first().cloned().unwrap_or(("supi", String::new()));
+        let path_ok = if m.route == Route::GenerateAuthData {
+            validate::path_supi_or_suci(name, &value)
+        } else {
+            validate::path_supi(name, &value)
+        };
+        if let Err(p) = path_ok {
+            return self.problem(req_id, p);
         }
-        let supi = m.params.first().map(|(_, v)| v.clone()).unwrap_or_default();
+        if let Err(p) = query::check(req.query.as_deref(), query::for_route(m.route)) {
+            return self.problem(req_id, p);
+        }
+        if m.route == Route::GenerateAuthData {
+            return self.generate_auth_data(req_id, &value, &req);
+        }
+        let supi = value;
         if let Some(to) = self.foreign_owner(&supi) {
             self.stats.misrouted += 1;
             self.actions.push_back(Action::Forward {
@@ -288,7 +299,7 @@ where
 
     /// POST `/{supiOrSuci}/security-information/generate-auth-data` (TS 29.503 §5.4.2.2).
     fn generate_auth_data(&mut self, req_id: u64, supi_or_suci: &str, req: &SbiRequest) {
-        let body: AuthenticationInfoRequest = match parse_json(req) {
+        let body: AuthenticationInfoRequest = match parse_valid(req) {
             Ok(b) => b,
             Err(p) => return self.problem(req_id, p),
         };
@@ -528,7 +539,7 @@ where
         match route {
             // TS 29.503 §5.4.2.3 Nudm_UEAuthentication_ResultConfirmation.
             Route::AuthEvents => {
-                let ev: AuthEvent = parse_json(req)?;
+                let ev: AuthEvent = parse_valid(req)?;
                 self.subscriber(supi)?;
                 let n = self
                     .ues
@@ -542,7 +553,15 @@ where
             }
             // TS 29.503 §5.3.2.2.2: 201 for a new registration, 200 when it replaces one.
             Route::Amf3GppAccessRegistration => {
-                let reg: Amf3GppAccessRegistration = parse_json(req)?;
+                let reg: Amf3GppAccessRegistration = parse_valid(req)?;
+                let mut c = Checker::new();
+                reg.check_ue_id(supi, &mut c);
+                if !c.is_clean() {
+                    return Err(validate::body_problem(
+                        <Amf3GppAccessRegistration as validate::Validate>::MANDATORY,
+                        c.violations(),
+                    ));
+                }
                 self.subscriber(supi)?;
                 let replaced =
                     self.ues
@@ -613,12 +632,11 @@ where
     /// every subscribed DNN (or only the `dnn` of the query).
     /// Session AMBR [`SESSION_AMBR_BPS`] each way, 5QI [`DEFAULT_5QI`], ARP [`DEFAULT_ARP`].
     #[allow(clippy::result_large_err)]
-    fn sm_data(&self, supi: &str, query: Option<&str>) -> Result<SbiResponse, ProblemDetails> {
+    fn sm_data(&self, supi: &str, q: Option<&str>) -> Result<SbiResponse, ProblemDetails> {
+        validate::path_supi("supi", supi)?;
+        let q = query::check(q, query::SM_DATA)?;
         let sub = self.subscriber(supi)?;
-        let want = query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .find_map(|kv| kv.strip_prefix("dnn="));
+        let want = q.get("dnn");
         let conf = DnnConfiguration {
             pdu_session_types: PduSessionTypes {
                 default_session_type: Some("IPV4".into()),

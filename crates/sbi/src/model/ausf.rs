@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{required_nullable, HexBytes, LinksValue};
+use super::common::{not_null, required_nullable, HexBytes, LinksValue};
 use super::udm::{AuthType, ResynchronizationInfo};
 
 /// The `_links` relation name that carries the 5G-AKA confirmation URI (TS 29.509 §6.1.6.2.2).
@@ -18,19 +18,39 @@ pub struct AuthenticationInfo {
     /// `5G:mnc<MNC>.mcc<MCC>.3gppnetwork.org` (TS 33.501 §6.1.1.4).
     pub serving_network_name: String,
     /// RAND and AUTS after a synchronisation failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub resynchronization_info: Option<ResynchronizationInfo>,
     /// Permanent Equipment Identifier.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pei: Option<String>,
     /// UDM group of the subscriber.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub udm_group_id: Option<String>,
     /// Routing indicator from the SUCI, 1 to 4 digits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub routing_indicator: Option<String>,
     /// Supported features bitmask (hex).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub supported_features: Option<String>,
 }
 
@@ -109,7 +129,11 @@ pub struct ConfirmationData {
     #[serde(deserialize_with = "required_nullable")]
     pub res_star: Option<HexBytes<16>>,
     /// Supported features bitmask (hex).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub supported_features: Option<String>,
 }
 

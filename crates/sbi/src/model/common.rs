@@ -113,6 +113,17 @@ where
     Option::<T>::deserialize(d)
 }
 
+/// Deserialises an optional member that is not nullable (`#[serde(default, deserialize_with
+/// = "not_null")]`): absent is `None` by the `default`, `null` is an error, as the YAML
+/// (which marks the nullable ones) has it. serde alone would read `null` as absent.
+pub(crate) fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// Mobile Country Code and Mobile Network Code (TS 29.571 §5.4.4.3 `PlmnId`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PlmnId {
@@ -142,7 +153,11 @@ pub struct PlmnIdNid {
     /// Mobile Network Code.
     pub mnc: String,
     /// Network identifier of an SNPN, 11 hex characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub nid: Option<String>,
 }
 
@@ -172,7 +187,11 @@ pub struct Snssai {
     /// Slice/Service Type, 0..=255.
     pub sst: u8,
     /// Slice Differentiator, absent when the slice has none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub sd: Option<HexBytes<3>>,
 }
 

@@ -71,6 +71,14 @@ pub fn checked_dir(dir: PathBuf) -> PathBuf {
 /// Loads one document as JSON, with the OpenAPI→JSON Schema rewrite applied and object
 /// schemas closed (see [`close_objects`]).
 pub fn load(file: &str) -> Value {
+    let mut v = load_open(file);
+    close_objects(&mut v, false);
+    v
+}
+
+/// Loads one document as JSON with the OpenAPI→JSON Schema rewrite only: object schemas stay
+/// open, as the spec has them, for judging what a peer may send.
+pub fn load_open(file: &str) -> Value {
     let path = openapi_dir().join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
@@ -78,7 +86,6 @@ pub fn load(file: &str) -> Value {
         serde_norway::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
     let mut v = yaml_to_json(&doc);
     openapi_to_json_schema(&mut v);
-    close_objects(&mut v, false);
     v
 }
 
@@ -246,15 +253,25 @@ fn closure(file: &str, pointer: &str) -> Vec<String> {
 
 /// [`load`], memoised across the tests of one binary (CommonData alone is large).
 pub fn cached(file: &str) -> Value {
+    memo(file, false)
+}
+
+/// [`load_open`], memoised.
+pub fn cached_open(file: &str) -> Value {
+    memo(file, true)
+}
+
+fn memo(file: &str, open: bool) -> Value {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static DOCS: OnceLock<Mutex<HashMap<String, Value>>> = OnceLock::new();
+    static DOCS: OnceLock<Mutex<HashMap<(String, bool), Value>>> = OnceLock::new();
     let docs = DOCS.get_or_init(Default::default);
-    if let Some(v) = docs.lock().unwrap().get(file) {
+    let key = (file.to_owned(), open);
+    if let Some(v) = docs.lock().unwrap().get(&key) {
         return v.clone();
     }
-    let v = load(file);
-    docs.lock().unwrap().insert(file.to_owned(), v.clone());
+    let v = if open { load_open(file) } else { load(file) };
+    docs.lock().unwrap().insert(key, v.clone());
     v
 }
 
@@ -266,11 +283,27 @@ pub struct SchemaValidator {
 }
 
 impl SchemaValidator {
-    /// Compiles the schema at `pointer` in `file`.
+    /// Compiles the schema at `pointer` in `file`, object schemas closed.
     pub fn new(file: &str, pointer: &str) -> Self {
+        Self::build(file, pointer, false)
+    }
+
+    /// Compiles the schema at `pointer` in `file` as the spec has it (object schemas open):
+    /// the judge of what a peer may send.
+    pub fn open(file: &str, pointer: &str) -> Self {
+        Self::build(file, pointer, true)
+    }
+
+    /// [`SchemaValidator::open`] for a named schema under `components/schemas`.
+    pub fn open_component(file: &str, name: &str) -> Self {
+        Self::open(file, &format!("/components/schemas/{name}"))
+    }
+
+    fn build(file: &str, pointer: &str, open: bool) -> Self {
+        let doc_of = |f: &str| if open { cached_open(f) } else { cached(f) };
         // Fail clearly if the pointer does not exist (a typo would otherwise surface as a
         // resolution error deep inside jsonschema).
-        let doc = cached(file);
+        let doc = doc_of(file);
         assert!(
             doc.pointer(pointer).is_some(),
             "{file}#{pointer} does not exist"
@@ -286,7 +319,7 @@ impl SchemaValidator {
             .extend(
                 closure(file, pointer)
                     .into_iter()
-                    .map(|f| (format!("{BASE}{f}"), cached(&f))),
+                    .map(|f| (format!("{BASE}{f}"), doc_of(&f))),
             )
             .and_then(|b| b.prepare())
             .unwrap_or_else(|e| panic!("registry for {file}: {e}"));
@@ -304,6 +337,14 @@ impl SchemaValidator {
     /// The named schema under `components/schemas`.
     pub fn component(file: &str, name: &str) -> Self {
         Self::new(file, &format!("/components/schemas/{name}"))
+    }
+
+    /// The JSON pointer of every validation error's instance.
+    pub fn error_paths(&self, instance: &Value) -> Vec<String> {
+        self.validator
+            .iter_errors(instance)
+            .map(|e| e.instance_path().to_string())
+            .collect()
     }
 
     /// Every validation error, as text.

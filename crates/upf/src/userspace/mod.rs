@@ -1,4 +1,4 @@
-//! The user-space user plane (issue 5, item 3), the way Open5GS's UPF works: G-PDUs arrive
+//! The user-space user plane, the way Open5GS's UPF works: G-PDUs arrive
 //! on a UDP socket on N3 port 2152, their inner packets go to the kernel through a TUN
 //! device, and packets the kernel routes to the UE pool come back out of that TUN device to
 //! be encapsulated and sent to the gNB. It implements [`crate::Datapath`] like the XDP fast

@@ -149,7 +149,9 @@ impl Peer {
     }
 }
 
-/// The whole session life cycle with every check the issue asks for; returns the UPF's report.
+/// The whole session life cycle (association, establishment, modification, usage report,
+/// deletion, release), checking every answer and that no rule is left; returns the UPF's
+/// report.
 /// Used by the plain test and by the tshark test (which captures it).
 pub fn life_cycle(svc: UpfService, dp: MemoryDatapath, mut p: Peer) -> upf::ServiceReport {
     use pfcp::ie::{ty, FTeid, Triggers};

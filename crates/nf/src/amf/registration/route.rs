@@ -1,5 +1,5 @@
 //! Which worker a UE-associated NGAP message belongs to, from the self-routing
-//! identifiers alone (DESIGN.md "Identifiers and ownership").
+//! identifiers alone: each one names its owner (`ids::amf`), so no table is consulted.
 //!
 //! The answer only picks a worker. It proves nothing: the owner still checks the
 //! association and the RAN-UE-NGAP-ID against the context before it acts.

@@ -15,7 +15,9 @@
 
 use http::{Method, StatusCode};
 use proto::ids::Snssai;
-use proto::nas::sm_ue::{DlNasTransport, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL};
+use proto::nas::sm_ue::{
+    DlNasTransport, SmMessage, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL,
+};
 use proto::nas::{Direction, SecurityHeaderType};
 use proto::ngap::{
     PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
@@ -30,6 +32,8 @@ use sbi::model::{
     SmContextUpdatedData,
 };
 use sbi::multipart::{self, Part};
+use sbi::problem::Cause;
+use sbi::validate::{self, decode_valid, query, Violation};
 use sbi::{SbiRequest, SbiResponse};
 use tracing::debug;
 
@@ -159,6 +163,59 @@ fn n1n2_supi(path: &str) -> Option<&str> {
         .filter(|s| !s.contains('/'))
 }
 
+/// Checks an N1N2MessageTransfer's N1 SM message against its JSON (TS 29.518 §6.1.6.2.1):
+/// a 5GSM message whose header names the body's PDU session (TS 24.007 §11.2.3.1b), and,
+/// where it carries an S-NSSAI (a PDU SESSION ESTABLISHMENT ACCEPT, TS 24.501 §8.3.2), the
+/// slice of the N2 SM information. A mismatch is 400 MANDATORY_IE_INCORRECT naming the N1
+/// message container.
+#[allow(clippy::result_large_err)]
+fn check_sm_parts(
+    data: &N1N2MessageTransferReqData,
+    n1: Option<&[u8]>,
+) -> Result<(), ProblemDetails> {
+    let (Some(c), Some(n1)) = (&data.n1_message_container, n1) else {
+        return Ok(());
+    };
+    if c.n1_message_class != "SM" {
+        return Ok(());
+    }
+    let sm = data
+        .n2_info_container
+        .as_ref()
+        .and_then(|c| c.sm_info.as_ref());
+    let psi = data.pdu_session_id.or(sm.map(|s| s.pdu_session_id));
+    // Octet 1 the extended protocol discriminator of 5GSM, octet 2 the PDU session
+    // identity (TS 24.501 §9.2, §9.4).
+    let reason = match n1 {
+        [0x2e, id, ..] if Some(*id) == psi => None,
+        [0x2e, ..] => Some("TS 24.007 §11.2.3.1b: the N1 message names another PDU session"),
+        _ => Some("TS 24.501 §9.2: not a 5GSM message"),
+    };
+    let reason = reason.or_else(|| match SmMessage::parse(n1) {
+        Ok(SmMessage::EstablishmentAccept(a)) => {
+            let n2 = sm.and_then(|s| s.s_nssai.as_ref()).map(from_model_snssai);
+            match (a.snssai, n2) {
+                (Some(a), Some(b)) if a != b => {
+                    Some("TS 24.501 §8.3.2: the N1 message's S-NSSAI differs from sNssai")
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    });
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(validate::problem(
+            Cause::MandatoryIeIncorrect,
+            &[Violation {
+                param: "/n1MessageContainer".to_owned(),
+                missing: false,
+                reason,
+            }],
+        )),
+    }
+}
+
 impl<M, P> Amf<M, P>
 where
     M: ContextMap<u64, UeContext>,
@@ -198,6 +255,11 @@ where
                 req_id,
                 ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
             );
+        }
+        // TS 29.518 §6.1.3.5.4: N1N2MessageTransfer takes no query parameter.
+        if let Err(p) = query::check(req.query.as_deref(), query::NONE) {
+            l.sm_stats.n1n2_refused += 1;
+            return l.respond(req_id, p);
         }
         let outcome = match l.supi_index.get(&supi).copied() {
             Some(id) => self.ues.with(&id, |u| {
@@ -633,13 +695,14 @@ impl Local {
         }
         let (json, parts) = split_body(req.content_type.as_deref(), &req.body)
             .ok_or_else(|| ProblemDetails::invalid_msg_format("body does not decode"))?;
-        let data: N1N2MessageTransferReqData = decode_json(&json)?;
+        let data: N1N2MessageTransferReqData = decode_valid(&json)?;
         let n1 = part(
             &parts,
             data.n1_message_container
                 .as_ref()
                 .map(|c| &c.n1_message_content),
         );
+        check_sm_parts(&data, n1.as_deref())?;
         let sm = data
             .n2_info_container
             .as_ref()
@@ -681,6 +744,36 @@ impl Local {
                     .encode()
                     .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
                 self.sm_stats.setup_requests += 1;
+                self.emit(Action::Ngap {
+                    assoc: ue.assoc,
+                    stream: ue.stream,
+                    pdu,
+                });
+                Ok(())
+            }
+            (Some("PDU_RES_REL_CMD"), Some(transfer)) => {
+                let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) else {
+                    return Err(ProblemDetails::context_not_found(format!(
+                        "no PDU session {psi}"
+                    )));
+                };
+                // TS 23.502 §4.3.4.2 step 4: the network releases the session; the UE's
+                // RELEASE COMPLETE ends it here (as after a release it asked for).
+                s.state = SessionState::Releasing;
+                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
+                let m = PduSessionResourceReleaseCommand {
+                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
+                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
+                    nas_pdu,
+                    sessions: vec![PduSessionTransferItem {
+                        pdu_session_id: psi,
+                        transfer,
+                    }],
+                };
+                let pdu = m
+                    .encode()
+                    .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
+                self.sm_stats.release_commands += 1;
                 self.emit(Action::Ngap {
                     assoc: ue.assoc,
                     stream: ue.stream,
@@ -865,5 +958,201 @@ mod tests {
         assert!(split_body(Some(multipart::CONTENT_TYPE), b"garbage").is_none());
         let (json, got) = split_body(None, b"{}").unwrap();
         assert_eq!((&json[..], got.len()), (&b"{}"[..], 0));
+    }
+
+    const UE_PATH: &str = "/namf-comm/v1/ue-contexts/imsi-001010000000001/n1-n2-messages";
+
+    /// An AMF holding one UE with PDU session 5 up, indexed by its SUPI.
+    fn amf_with_session() -> TestAmf {
+        let mut a = amf();
+        let mut ue = UeContext::new(1, 2, 3, 1);
+        ue.supi = Some("imsi-001010000000001".into());
+        ue.sessions.push(PduSession {
+            psi: 5,
+            sm_ref: Some("00000000000000aa".into()),
+            state: SessionState::Active,
+            snssai: Snssai { sst: 1, sd: None },
+            pending_setup: None,
+        });
+        a.local.supi_index.insert("imsi-001010000000001".into(), 1);
+        a.ues.insert(1, ue);
+        a
+    }
+
+    fn transfer(json: serde_json::Value, n1: Vec<u8>, n2: Vec<u8>) -> SbiRequest {
+        let body = multipart::encode(&[
+            Part::json(serde_json::to_vec(&json).unwrap()),
+            Part::binary(multipart::NAS_5G, N1_ID, n1),
+            Part::binary(multipart::NGAP, N2_ID, n2),
+        ])
+        .unwrap();
+        SbiRequest {
+            method: Method::POST,
+            path: UE_PATH.to_owned(),
+            query: None,
+            content_type: Some(multipart::CONTENT_TYPE.to_owned()),
+            body,
+        }
+    }
+
+    fn json(ie_type: &str, psi: u8, sm_psi: u8) -> serde_json::Value {
+        serde_json::json!({
+            "n1MessageContainer": {"n1MessageClass": "SM", "n1MessageContent": {"contentId": N1_ID}},
+            "n2InfoContainer": {"n2InformationClass": "SM", "smInfo": {
+                "pduSessionId": sm_psi, "sNssai": {"sst": 1},
+                "n2InfoContent": {"ngapIeType": ie_type, "ngapData": {"contentId": N2_ID}}
+            }},
+            "pduSessionId": psi
+        })
+    }
+
+    fn release_command(psi: u8) -> Vec<u8> {
+        SmMessage::ReleaseCommand(proto::nas::sm_ue::PduSessionReleaseCommand {
+            pdu_session_id: psi,
+            pti: 0,
+            cause: 26,
+        })
+        .encode()
+        .unwrap()
+    }
+
+    fn refusal(a: &mut TestAmf) -> (String, Vec<String>) {
+        match a.poll_action() {
+            Some(Action::Respond { response, .. }) => {
+                assert_eq!(response.status, StatusCode::BAD_REQUEST);
+                let p: ProblemDetails = serde_json::from_slice(&response.body).unwrap();
+                let params = p
+                    .invalid_params
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|i| i.param)
+                    .collect();
+                (p.cause.unwrap_or_default(), params)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// TS 29.518 §6.1.6.2.1 with TS 24.007 §11.2.3.1b: the JSON, the N2 SM information and
+    /// the N1 message must name one PDU session of 1 to 15; nothing reaches the gNB
+    /// otherwise.
+    #[test]
+    fn n1n2_session_ids_must_agree_and_be_in_range() {
+        let mut a = amf_with_session();
+        let incorrect = |p: &str| ("MANDATORY_IE_INCORRECT".to_owned(), vec![p.to_owned()]);
+        a.handle_request(
+            1,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(6), vec![1]),
+        );
+        assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
+        a.handle_request(
+            2,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 6), release_command(5), vec![1]),
+        );
+        assert_eq!(
+            refusal(&mut a),
+            incorrect("/n2InfoContainer/smInfo/pduSessionId")
+        );
+        a.handle_request(
+            3,
+            transfer(json("PDU_RES_SETUP_REQ", 0, 0), release_command(0), vec![1]),
+        );
+        let (cause, params) = refusal(&mut a);
+        assert_eq!(cause, "MANDATORY_IE_INCORRECT");
+        assert_eq!(
+            params,
+            ["/n2InfoContainer/smInfo/pduSessionId", "/pduSessionId"]
+        );
+        a.handle_request(
+            4,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), vec![0x7e, 5], vec![1]),
+        );
+        assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
+        let mut q = transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(5), vec![1]);
+        q.query = Some("x=1".into());
+        a.handle_request(5, q);
+        assert_eq!(
+            refusal(&mut a),
+            ("INVALID_QUERY_PARAM".to_owned(), vec!["x".to_owned()])
+        );
+        assert_eq!(a.session_stats().n1n2_refused, 5);
+        assert_eq!(a.session_stats().setup_requests, 0);
+        assert!(a.poll_action().is_none());
+    }
+
+    /// An accept whose S-NSSAI is not the slice of the N2 SM information is refused, and
+    /// no setup reaches the gNB; with the same slice it goes through.
+    #[test]
+    fn n1n2_accept_slice_must_match() {
+        let accept = |sst| {
+            SmMessage::EstablishmentAccept(proto::nas::sm_ue::PduSessionEstablishmentAccept {
+                pdu_session_id: 5,
+                pti: 1,
+                pdu_session_type: 1,
+                ssc_mode: 1,
+                qos_rules: proto::nas::sm_ue::default_qos_rule(1),
+                session_ambr: proto::nas::sm_ue::SessionAmbr {
+                    dl_kbps: 1000,
+                    ul_kbps: 1000,
+                },
+                pdu_address: None,
+                snssai: Some(Snssai { sst, sd: None }),
+                dnn: Some("internet".into()),
+            })
+            .encode()
+            .unwrap()
+        };
+        let mut a = amf_with_session();
+        a.handle_request(
+            1,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(2), vec![1]),
+        );
+        assert_eq!(
+            refusal(&mut a),
+            (
+                "MANDATORY_IE_INCORRECT".to_owned(),
+                vec!["/n1MessageContainer".to_owned()]
+            )
+        );
+        assert_eq!(a.session_stats().setup_requests, 0);
+        a.handle_request(
+            2,
+            transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(1), vec![1]),
+        );
+        assert!(matches!(a.poll_action(), Some(Action::Ngap { .. })));
+        assert_eq!(answer(&mut a), (2, StatusCode::OK));
+    }
+
+    /// TS 23.502 §4.3.4.2: a network-requested release is relayed to the gNB as a PDU
+    /// SESSION RESOURCE RELEASE COMMAND, and the session waits for the UE's RELEASE COMPLETE.
+    #[test]
+    fn n1n2_release_command_goes_to_the_gnb() {
+        let mut a = amf_with_session();
+        a.handle_request(
+            9,
+            transfer(
+                json("PDU_RES_REL_CMD", 5, 5),
+                release_command(5),
+                vec![7, 7],
+            ),
+        );
+        let Some(Action::Ngap { pdu, .. }) = a.poll_action() else {
+            panic!("no NGAP")
+        };
+        let m =
+            PduSessionResourceReleaseCommand::parse(&proto::ngap::decode(&pdu).unwrap()).unwrap();
+        assert_eq!(m.sessions[0].pdu_session_id, 5);
+        assert_eq!(m.sessions[0].transfer, vec![7, 7]);
+        assert_eq!(answer(&mut a), (9, StatusCode::OK));
+        let ue = a.ues.remove(&1).unwrap();
+        assert_eq!(ue.sessions[0].state, SessionState::Releasing);
+        assert_eq!(a.session_stats().release_commands, 1);
+        // A release for a session the UE does not have is not found.
+        a.ues.insert(1, ue);
+        a.handle_request(
+            10,
+            transfer(json("PDU_RES_REL_CMD", 6, 6), release_command(6), vec![7]),
+        );
+        assert_eq!(answer(&mut a), (10, StatusCode::NOT_FOUND));
     }
 }
