@@ -14,6 +14,7 @@ mod floor;
 pub mod live;
 mod lockecho;
 mod machine;
+mod overload;
 mod plot;
 mod rebalance;
 mod registration;
@@ -31,6 +32,7 @@ use serde::Serialize;
 
 pub use self::error::BenchError;
 pub use self::lockecho::LockEchoArgs;
+pub use self::overload::OverloadArgs;
 pub use self::rebalance::RebalanceArgs;
 pub use self::registration::RegistrationCmd;
 pub use self::sctp::SctpArgs;
@@ -69,6 +71,10 @@ pub enum Scenario {
     /// PDU session establishments per second and core CPU per establishment of an
     /// in-process core (SMF and in-process UPF) against workers, sharded vs locked.
     Sessions(SessionsArgs),
+    /// AMF overload control: the sustainable registration rate of an in-process core, then
+    /// 0.8× and 2× of it with overload control on (OVERLOAD START, #22 with T3346), in one
+    /// run.
+    Overload(OverloadArgs),
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
@@ -83,6 +89,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Steering(a) => steering::run(json, a),
         Scenario::Upf(a) => upf::run(json, a),
         Scenario::Sessions(a) => sessions::run(json, a),
+        Scenario::Overload(a) => overload::run(json, a),
     }
 }
 

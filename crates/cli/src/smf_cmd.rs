@@ -66,7 +66,8 @@ pub(crate) fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
 
 /// `steer5g smf`.
 pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
-    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let mut cfg = crate::cli::load_config(global, &args.network, None)?;
+    args.run.limits.apply(&mut cfg)?;
     let limit = nf_cmd::duration_limit(args.run.duration)?;
     // The served slices are the configuration's (`--slice`), as the AMF's are.
     let (_, _, slices) = steer5g_core::identity(&cfg)?;

@@ -555,6 +555,11 @@ impl CoreReport {
             t.aborted += a.aborted;
             t.releases += a.releases;
             t.stray_replies += a.stray_replies;
+            t.congestion_rejects += a.congestion_rejects;
+            t.context_limit_rejects += a.context_limit_rejects;
+            t.initial_ue_dropped += a.initial_ue_dropped;
+            t.overload_starts += a.overload_starts;
+            t.registrations_in_flight += a.registrations_in_flight;
         }
         t
     }
@@ -888,6 +893,10 @@ impl Core {
         let host = nf_cfgs.host_config(&opts, store, sidf, smf.as_ref())?;
         let shared = Arc::new(worker::Shared {
             host,
+            limits: settings::NfSettings::host_limits(&opts),
+            max_outbox: usize::try_from(opts.config.limits.mesh_max_outbox).unwrap_or(usize::MAX),
+            sbi_max_streams: opts.config.limits.sbi_max_concurrent_streams,
+            n2_limits: n2::N2Limits::new(&opts.config.limits, workers),
             n2_amf: nf_cfgs.n2.clone(),
             nfs: opts.nfs,
             short_connections: opts.short_connections,

@@ -186,6 +186,11 @@ pub fn ngap_decode(data: &[u8]) {
         let _ = n::UeContextReleaseCommand::parse(&pdu);
         let _ = n::UeContextReleaseComplete::parse(&pdu);
         let _ = n::UeContextReleaseRequest::parse(&pdu);
+        if let Ok(m) = n::OverloadStart::parse(&pdu) {
+            // What parses re-encodes (the reduction is kept within 1-99 by the parser).
+            let _ = m.encode();
+        }
+        let _ = n::OverloadStop::parse(&pdu);
     }
 }
 

@@ -71,6 +71,7 @@ fn transport_reports(
 /// `steer5g amf`.
 pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
+    args.run.limits.apply(&mut cfg)?;
     if let Some(name) = &args.amf_name {
         cfg.amf.name = name.clone();
         cfg.validate()?;

@@ -36,6 +36,8 @@
 //! context. Outstanding calls (UDM, AMF, UPF transactions) stay with the worker
 //! that made them: replies come back to their sender.
 
+#[cfg(test)]
+mod limits_tests;
 pub mod n2;
 mod n4;
 pub mod nas;
@@ -279,12 +281,18 @@ pub struct SmfStats {
     pub abandoned_delete_failed: u64,
     /// Establishments the UPF accepted without naming the session: nothing can delete it.
     pub abandoned_unnamed: u64,
+    /// CreateSMContexts refused because the worker held [`Smf::set_max_contexts`] SM
+    /// contexts (also in `rejected`).
+    pub context_limit_rejects: u64,
     /// PDU Session Resource Setup Response Transfers refused for an unusable gNB address
     /// (each session then released by the network).
     pub bad_tunnels: u64,
     /// Network-requested releases sent to the AMF (N1N2MessageTransfer).
     pub network_releases: u64,
 }
+
+/// SM contexts one SMF worker holds unless told otherwise ([`Smf::set_max_contexts`]).
+pub const DEFAULT_MAX_SM_CONTEXTS: usize = 250_000;
 
 #[derive(Debug)]
 enum Pending {
@@ -351,6 +359,8 @@ pub struct Smf<M> {
     associated: bool,
     actions: VecDeque<Action>,
     stats: SmfStats,
+    /// Most SM contexts on this worker.
+    max_contexts: usize,
 }
 
 impl<M> std::fmt::Debug for Smf<M> {
@@ -437,7 +447,16 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             associated: false,
             actions: VecDeque::new(),
             stats: SmfStats::default(),
+            max_contexts: DEFAULT_MAX_SM_CONTEXTS,
         }
+    }
+
+    /// Bounds the SM contexts of this worker (in the locking baseline, `workers ×` this
+    /// over the shared map): a CreateSMContext beyond it is refused with 500
+    /// INSUFFICIENT_RESOURCES (TS 29.500 §5.2.7.2) and an N1 PDU SESSION ESTABLISHMENT
+    /// REJECT with 5GSM #26 "insufficient resources" (TS 24.501 §6.4.1.4).
+    pub fn set_max_contexts(&mut self, max: usize) {
+        self.max_contexts = max;
     }
 
     /// Counters.
@@ -691,6 +710,23 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                     403,
                     "SNSSAI_DENIED",
                     format!("slice {} not served", snssai.to_key()),
+                ),
+            );
+        }
+        let limit = self.max_contexts.saturating_mul(if M::SHARED {
+            usize::from(self.cfg.workers.count())
+        } else {
+            1
+        });
+        if self.contexts.len_hint() >= limit {
+            self.stats.context_limit_rejects += 1;
+            return refuse(
+                self,
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    500,
+                    "INSUFFICIENT_RESOURCES",
+                    format!("{limit} SM contexts held"),
                 ),
             );
         }
