@@ -78,6 +78,7 @@ fn hosts(workers: u16, amf: impl Fn(&mut AmfConfig)) -> Vec<Host<Sharded>> {
         sbi_pool: false,
         directory: StaticDirectory::new(),
         pfcp: Retransmission::default(),
+        sbi_timeouts: SbiTimeouts::default(),
     };
     workers
         .iter()
