@@ -9,6 +9,8 @@
 # sharded/locked ratio of each tree; OUT gets every turn's JSON and the summary as JSON.
 #
 #   BASE=b7d73ba ROUNDS=3 UES=1000 WORKERS=1 OUT=ab-out ./scripts/ab-registration.sh
+#
+# BASE_BIN=path uses an already built release binary of BASE instead of building it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,16 +27,20 @@ cargo build --release --locked -q -p steer5g
 new_bin="$out/steer5g-new"
 cp "$target/release/steer5g" "$new_bin"
 
-echo "building $base (A)" >&2
-wt="$(mktemp -d)"
-cleanup() { git worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"; }
-trap cleanup EXIT
-git worktree add --detach -q "$wt" "$base"
-# A separate target directory: the two trees' workspace crates share names and paths
-# relative to their roots, and one directory would mix their artifacts.
-(cd "$wt" && CARGO_TARGET_DIR="$target-ab-base" cargo build --release --locked -q -p steer5g)
 base_bin="$out/steer5g-base"
-cp "$target-ab-base/release/steer5g" "$base_bin"
+if [ -n "${BASE_BIN:-}" ]; then
+  cp "$BASE_BIN" "$base_bin"
+else
+  echo "building $base (A)" >&2
+  wt="$(mktemp -d)"
+  cleanup() { git worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"; }
+  trap cleanup EXIT
+  git worktree add --detach -q "$wt" "$base"
+  # A separate target directory: the two trees' workspace crates share names and paths
+  # relative to their roots, and one directory would mix their artifacts.
+  (cd "$wt" && CARGO_TARGET_DIR="$target-ab-base" cargo build --release --locked -q -p steer5g)
+  cp "$target-ab-base/release/steer5g" "$base_bin"
+fi
 
 run() { # tree binary turn
   "$2" --json bench registration --suci a --sbi inproc,h2c --state sharded,locked \

@@ -1,48 +1,28 @@
-//! Compiles the BPF programs in `bpf/` (C) with clang into `OUT_DIR`, where `src/` embeds them
-//! with `include_bytes!`. The identifier layouts they use come from crate `ids`, written to
-//! `OUT_DIR/steer5g_ids.h` first ([`ids::c_header`]).
-//!
-//! Without clang the build still succeeds: an empty object is embedded and loading it fails
-//! with `Error::NotBuilt` at run time, so crates that only fall back to user-space steering
-//! keep building on a machine without the BPF toolchain. CI installs clang
-//! (scripts/install-deps.sh), and its tests demand a working load.
+//! Compiles the BPF programs in `bpf/` (C) into `OUT_DIR`, where `src/` embeds them with
+//! `include_bytes!`, the way every BPF crate here does (`bpf/clang.rs`): with the identifier
+//! layouts of crate `ids` on the include path, and empty objects without clang, which
+//! loading reports as `Error::NotBuilt` at run time, so crates that only fall back to
+//! user-space steering keep building on a machine without the BPF toolchain.
+//! steer_sockmap also gets the running kernel's `vmlinux.h` where bpftool can write one.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+#[path = "../../bpf/clang.rs"]
+mod clang;
+
 fn main() {
-    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
-    println!("cargo:rerun-if-env-changed=CLANG");
-    let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_owned());
-    // Debian keeps <asm/types.h> under the multiarch directory, which `-target bpf` does
-    // not search by itself.
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-    let multiarch = match arch.as_str() {
-        "x86_64" => "/usr/include/x86_64-linux-gnu",
-        "aarch64" => "/usr/include/aarch64-linux-gnu",
-        _ => "/usr/include",
-    };
-    ids_header(&out);
+    let bpf = clang::BpfBuild::new("steer-bpf");
     // Every program src/ embeds; each lands in OUT_DIR as NAME.bpf.o.
     for name in ["steer_reuseport", "xdp_pass"] {
-        compile(&clang, multiarch, &manifest, &out, name, &[]);
+        bpf.compile(name, &[]);
     }
     // steer_sockmap reads kernel structs through CO-RE: with the running kernel's vmlinux.h
     // when bpftool can write one, else with the minimal struct subset inside the source.
-    let vmlinux = vmlinux_h(&out);
+    let vmlinux = vmlinux_h(&bpf.out);
     let defines: &[&str] = if vmlinux { &["-DSTEER_VMLINUX"] } else { &[] };
-    compile(&clang, multiarch, &manifest, &out, "steer_sockmap", defines);
-}
-
-/// Writes the identifier layouts of crate `ids` as `OUT_DIR/steer5g_ids.h`, so a program
-/// includes them rather than repeating a value the Rust side defines.
-fn ids_header(out: &Path) {
-    let path = out.join("steer5g_ids.h");
-    if let Err(e) = std::fs::write(&path, ids::c_header()) {
-        panic!("cannot write {}: {e}", path.display());
-    }
+    bpf.compile("steer_sockmap", defines);
 }
 
 /// Writes `OUT_DIR/vmlinux.h` with `bpftool btf dump file /sys/kernel/btf/vmlinux format c`;
@@ -69,42 +49,6 @@ fn vmlinux_h(out: &Path) -> bool {
                  steer_sockmap uses its built-in CO-RE struct subset"
             );
             false
-        }
-    }
-}
-
-fn compile(
-    clang: &str,
-    multiarch: &str,
-    manifest: &Path,
-    out: &Path,
-    name: &str,
-    defines: &[&str],
-) {
-    let src = manifest.join(format!("../../bpf/{name}.c"));
-    let obj = out.join(format!("{name}.bpf.o"));
-    println!("cargo:rerun-if-changed={}", src.display());
-    let status = Command::new(clang)
-        .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
-        .arg(format!("-I{multiarch}"))
-        .arg(format!("-I{}", out.display()))
-        .args(defines)
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => panic!("{clang} failed on {} ({s})", src.display()),
-        Err(e) => {
-            println!(
-                "cargo:warning=steer-bpf: {clang} not runnable ({e}); embedding no BPF object \
-                 for {name}, loading it will report NotBuilt"
-            );
-            if let Err(e) = std::fs::write(&obj, b"") {
-                panic!("cannot write {}: {e}", obj.display());
-            }
         }
     }
 }

@@ -14,6 +14,7 @@ mod floor;
 pub mod live;
 mod lockecho;
 mod machine;
+mod overload;
 mod plot;
 mod rebalance;
 mod registration;
@@ -32,6 +33,7 @@ use serde::Serialize;
 
 pub use self::error::BenchError;
 pub use self::lockecho::LockEchoArgs;
+pub use self::overload::OverloadArgs;
 pub use self::rebalance::RebalanceArgs;
 pub use self::registration::RegistrationCmd;
 pub use self::sctp::SctpArgs;
@@ -75,6 +77,10 @@ pub enum Scenario {
     /// rate for `--minutes N`, sampling contexts, UPF entries, descriptors and RSS: they
     /// must come back to where they started (docs/BENCHMARKS.md).
     Soak(SoakArgs),
+    /// AMF overload control: the sustainable registration rate of an in-process core, then
+    /// 0.8× and 2× of it with overload control on (OVERLOAD START, #22 with T3346), in one
+    /// run.
+    Overload(OverloadArgs),
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
@@ -90,6 +96,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Upf(a) => upf::run(json, a),
         Scenario::Sessions(a) => sessions::run(json, a),
         Scenario::Soak(a) => soak::run(json, a),
+        Scenario::Overload(a) => overload::run(json, a),
     }
 }
 

@@ -35,6 +35,7 @@ use steer::table::{AppId, SteeringTable};
 use steer::{Runtime, RuntimeOptions, WorkerId, Workers};
 
 use super::machine::Machine;
+use super::plot::{finish, line, svg_err, svg_root};
 use super::sweep::{self, shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
@@ -579,9 +580,7 @@ fn csv(report: &RebalanceBenchReport) -> String {
 }
 
 fn write_svg(path: &Path, report: &RebalanceBenchReport) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(path, (760, 440))?;
     // The first round's two cases.
     let cases: Vec<&CaseReport> = report.cases.iter().filter(|c| c.round == 0).collect();
     let xmax = cases
@@ -607,7 +606,7 @@ fn write_svg(path: &Path, report: &RebalanceBenchReport) -> Result<(), String> {
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(0..xmax, 0.9f64..ymax)
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc(format!(
@@ -616,7 +615,7 @@ fn write_svg(path: &Path, report: &RebalanceBenchReport) -> Result<(), String> {
         ))
         .y_desc("max / mean")
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let colors = [RGBColor(170, 170, 170), RGBColor(31, 119, 180)];
     for (c, color) in cases.iter().zip(colors) {
         let pts: Vec<(usize, f64)> = c
@@ -625,23 +624,10 @@ fn write_svg(path: &Path, report: &RebalanceBenchReport) -> Result<(), String> {
             .enumerate()
             .filter_map(|(i, v)| v.map(|v| (i, v)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(format!("{} ({:.0} msg/s)", c.case, c.msgs_per_s))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        let label = format!("{} ({:.0} msg/s)", c.case, c.msgs_per_s);
+        line(&mut chart, pts, color, 2, label, 16)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]

@@ -5,10 +5,9 @@
 
 use std::path::Path;
 
-use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::plot::{above, bars, finish, svg_err, svg_root, Slots};
 use super::registration::RegistrationBenchReport;
 use super::sweepplot::{write_sweep, Panel};
 
@@ -18,21 +17,10 @@ const FLOOR_COLOR: RGBColor = RGBColor(200, 0, 0);
 
 /// Writes the chart of `report` to `path`.
 pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result<(), String> {
-    let n = report.cases.len().max(1);
-    let width = i32::try_from(n).unwrap_or(i32::MAX / 100) * 100;
-    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
-    let names: Vec<String> = report.cases.iter().map(|c| c.case.clone()).collect();
-    let label_of = |x: &i32| {
-        usize::try_from(x / 100)
-            .ok()
-            .and_then(|i| names.get(i).cloned())
-            .unwrap_or_default()
-    };
-    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let slots = Slots::new(report.cases.iter().map(|c| c.case.clone()).collect());
+    let n = slots.count();
     let w = u32::try_from(n).unwrap_or(u32::MAX / 400) * 2 * 130 + 300;
-    let root = SVGBackend::new(path, (w, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
+    let root = svg_root(path, (w, 520))?
         .titled(
             &format!(
                 "steer5g registration + de-registration, {} UEs, K={}",
@@ -40,10 +28,14 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
             ),
             ("sans-serif", 20),
         )
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let (left, right) = root.split_horizontally(w / 2);
-    let above =
-        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    let above = above(13);
+    let builder = |area| {
+        let mut b = ChartBuilder::on(area);
+        b.margin(16).x_label_area_size(40).y_label_area_size(64);
+        b
+    };
 
     // Registrations per second.
     let ymax = report
@@ -52,30 +44,9 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
         .map(|c| c.registrations_per_s)
         .fold(1.0f64, f64::max)
         * 1.2;
-    let mut chart = ChartBuilder::on(&left)
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
-        .build_cartesian_2d((0..width).with_key_points(centers.clone()), 0f64..ymax)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_max_light_lines(1)
-        .x_labels(n)
-        .x_label_formatter(&label_of)
-        .y_desc("registrations per second")
-        .draw()
-        .map_err(|e| err(&e))?;
-    chart
-        .draw_series(report.cases.iter().enumerate().map(|(i, c)| {
-            let x = i as i32 * 100;
-            Rectangle::new(
-                [(x + 20, 0.0), (x + 80, c.registrations_per_s)],
-                RATE_COLOR.filled(),
-            )
-        }))
-        .map_err(|e| err(&e))?;
+    let mut chart = slots.chart(&mut builder(&left), ymax, "registrations per second", None)?;
+    let rate = report.cases.iter().map(|c| c.registrations_per_s);
+    bars(&mut chart, rate, (20, 60), RATE_COLOR, None)?;
     chart
         .draw_series(report.cases.iter().enumerate().map(|(i, c)| {
             Text::new(
@@ -84,7 +55,7 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
                 above.clone(),
             )
         }))
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
 
     // Core CPU per registration, with the floor.
     let ymax = report
@@ -96,32 +67,14 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
         })
         .fold(1.0f64, f64::max)
         * 1.2;
-    let mut chart = ChartBuilder::on(&right)
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
-        .build_cartesian_2d((0..width).with_key_points(centers), 0f64..ymax)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_max_light_lines(1)
-        .x_labels(n)
-        .x_label_formatter(&label_of)
-        .y_desc("core CPU per registration (µs)")
-        .draw()
-        .map_err(|e| err(&e))?;
-    chart
-        .draw_series(report.cases.iter().enumerate().map(|(i, c)| {
-            let x = i as i32 * 100;
-            Rectangle::new(
-                [(x + 20, 0.0), (x + 80, c.core_cpu_us_per_registration)],
-                CPU_COLOR.filled(),
-            )
-        }))
-        .map_err(|e| err(&e))?
-        .label("core CPU")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], CPU_COLOR.filled()));
+    let mut chart = slots.chart(
+        &mut builder(&right),
+        ymax,
+        "core CPU per registration (µs)",
+        None,
+    )?;
+    let cpu = report.cases.iter().map(|c| c.core_cpu_us_per_registration);
+    bars(&mut chart, cpu, (20, 60), CPU_COLOR, Some("core CPU"))?;
     chart
         .draw_series(report.cases.iter().enumerate().map(|(i, c)| {
             let x = i as i32 * 100;
@@ -133,7 +86,7 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
                 FLOOR_COLOR.stroke_width(3),
             )
         }))
-        .map_err(|e| err(&e))?
+        .map_err(svg_err)?
         .label("crypto floor")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], FLOOR_COLOR.stroke_width(3)));
     chart
@@ -149,16 +102,8 @@ pub(crate) fn write_svg(path: &Path, report: &RegistrationBenchReport) -> Result
                 above.clone(),
             )
         }))
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+        .map_err(svg_err)?;
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 /// registration-sweep.svg: against the worker count, one line per state, SBI mode,

@@ -256,6 +256,49 @@ struct Outcome {
     handoff_sends: u64,
 }
 
+impl Outcome {
+    /// The figures every path measures: `messages` in `elapsed`, the CPU of the sender and
+    /// of the workers, what the workers' receives looked like, and the machine's busy time
+    /// since `busy0` (read now, as the case is being summed up).
+    fn measured(
+        messages: u64,
+        elapsed: Duration,
+        busy0: Option<Duration>,
+        (sender_cpu, workers_cpu): (Duration, Duration),
+        rx: RxStats,
+    ) -> Outcome {
+        Outcome {
+            messages,
+            elapsed,
+            sender_cpu,
+            workers_cpu,
+            system_busy: busy_since(busy0),
+            rx,
+            ..Outcome::default()
+        }
+    }
+
+    /// What a one-hop path measured: [`Outcome::measured`] plus worker 0's hand-offs.
+    fn one_hop(
+        messages: u64,
+        elapsed: Duration,
+        busy0: Option<Duration>,
+        run: OneHopRun,
+    ) -> Outcome {
+        Outcome {
+            handed_off: run.handed,
+            handoff_sends: run.sends,
+            ..Outcome::measured(
+                messages,
+                elapsed,
+                busy0,
+                (run.sender_cpu, run.workers_cpu),
+                run.rx,
+            )
+        }
+    }
+}
+
 /// How the workers of a case received: the wake-up pattern the cost depends on.
 #[derive(Debug, Default, Clone, Copy)]
 struct RxStats {
@@ -723,47 +766,31 @@ fn kernel_udp(
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
-        let workers: Vec<_> = sockets
-            .iter()
-            .zip(&expected)
-            .zip(&read)
-            .enumerate()
-            .map(|(w, ((sock, e), read))| {
-                s.spawn(move || {
-                    timed(|| -> Result<(Sink, RxStats), BenchError> {
-                        let mut sink = Sink::default();
-                        let mut rx = RxStats::default();
-                        if e.0 > 0 {
-                            drain_udp(sock, a.batch, deadline, "kernel-udp", &mut rx, |msg, _| {
-                                sink.handle(msg, w, a.workers);
-                                read.add(1);
-                                Ok(sink.count >= e.0)
-                            })?;
-                        }
-                        Ok((sink, rx))
-                    })
-                })
-            })
-            .collect();
-        let (sent, sender_cpu) = sender_timed(a, || {
-            udp_sender(&client, msgs, a.batch, &read, deadline, progress)
-        });
-        join_all(workers, sent, sender_cpu)
-    })?;
+    let (sinks, rx, cpu) = run_owners(
+        a,
+        sockets.iter().zip(&read),
+        &expected,
+        |w, (sock, read), want| {
+            let mut sink = Sink::default();
+            let mut rx = RxStats::default();
+            if want > 0 {
+                drain_udp(sock, a.batch, deadline, "kernel-udp", &mut rx, |msg, _| {
+                    sink.handle(msg, w, a.workers);
+                    read.add(1);
+                    Ok(sink.count >= want)
+                })?;
+            }
+            Ok((sink, rx))
+        },
+        || udp_sender(&client, msgs, a.batch, &read, deadline, progress),
+    )?;
     let elapsed = start.elapsed();
     check("kernel-udp", &sinks, &expected)?;
     let c = steering.counters().map_err(bpf_error)?;
     Ok(Outcome {
-        messages: msgs.count,
-        elapsed,
-        sender_cpu,
-        workers_cpu,
-        system_busy: busy_since(busy0),
         kernel_steered: c.steered,
         fallbacks: c.fallbacks(),
-        rx,
-        ..Outcome::default()
+        ..Outcome::measured(msgs.count, elapsed, busy0, cpu, rx)
     })
 }
 
@@ -773,12 +800,16 @@ fn busy_since(before: Option<Duration>) -> Option<Duration> {
 
 type WorkerResult = (Result<(Sink, RxStats), BenchError>, Duration);
 
+/// What the owners of a case hand back once joined: their sinks in worker order, their
+/// receive counts summed, and the CPU of the sender and of all the owners.
+type Joined = (Vec<Sink>, RxStats, (Duration, Duration));
+
 /// Joins worker threads, adds their CPU and receive counts, and surfaces the first error.
 fn join_all(
     workers: Vec<std::thread::ScopedJoinHandle<'_, WorkerResult>>,
     sent: Result<(), BenchError>,
     sender_cpu: Duration,
-) -> Result<(Vec<Sink>, RxStats, Duration, Duration), BenchError> {
+) -> Result<Joined, BenchError> {
     let mut sinks = Vec::new();
     let mut rx = RxStats::default();
     let mut cpu = Duration::ZERO;
@@ -800,8 +831,78 @@ fn join_all(
     }
     match first_err {
         Some(e) => Err(e),
-        None => Ok((sinks, rx, sender_cpu, cpu)),
+        None => Ok((sinks, rx, (sender_cpu, cpu))),
     }
+}
+
+/// Runs one owner thread per item beside `sender` (on this thread), and joins them: owner
+/// `w` runs `owner(w, item, want)`, `want` being the messages it is expected to receive.
+fn run_owners<T: Send>(
+    a: &CaseArgs,
+    items: impl IntoIterator<Item = T>,
+    expected: &[(u64, u64)],
+    owner: impl Fn(usize, T, u64) -> Result<(Sink, RxStats), BenchError> + Sync,
+    sender: impl FnOnce() -> Result<(), BenchError>,
+) -> Result<Joined, BenchError> {
+    let owner = &owner;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = items
+            .into_iter()
+            .zip(expected)
+            .enumerate()
+            .map(|(w, (item, e))| {
+                let want = e.0;
+                s.spawn(move || timed(|| owner(w, item, want)))
+            })
+            .collect();
+        let (sent, sender_cpu) = sender_timed(a, sender);
+        join_all(workers, sent, sender_cpu)
+    })
+}
+
+/// Runs one owner per stream beside `sender`: owner `w` reads the framed messages it expects
+/// off `streams[w]` into its sink, as [`read_frames`] does.
+fn stream_owners<T>(
+    route: Route,
+    msgs: &Messages,
+    a: &CaseArgs,
+    streams: &[T],
+    expected: &[(u64, u64)],
+    deadline: Instant,
+    sender: impl FnOnce() -> Result<(), BenchError>,
+) -> Result<Joined, BenchError>
+where
+    T: std::os::fd::AsFd + Sync,
+    for<'x> &'x T: Read,
+{
+    // Blocking reads on the sockmap's targets: they report EAGAIN early (KERNEL.md §2.2),
+    // so readiness from poll is not relied on there.
+    let polled = route != Route::SockmapTcp;
+    run_owners(
+        a,
+        streams,
+        expected,
+        |w, sock, want| {
+            let mut sink = Sink::default();
+            let mut rx = RxStats::default();
+            read_frames(
+                sock,
+                a.batch * msgs.size,
+                want,
+                deadline,
+                route.label(),
+                polled,
+                &mut rx,
+                |m| {
+                    sink.handle(m, w, a.workers);
+                    Ok(())
+                },
+                || Ok(()),
+            )?;
+            Ok((sink, rx))
+        },
+        sender,
+    )
 }
 
 /// What a one-hop run hands back: every sink (worker 0's first), receive counts, sender
@@ -853,7 +954,7 @@ where
             .join()
             .unwrap_or_else(|_| (Err(failed("worker 0 panicked")), Duration::ZERO));
         let (sink0, handoff, rx0) = r0?;
-        let (mut sinks, mut rx, sender_cpu, cpu) = join_all(owners, sent, sender_cpu)?;
+        let (mut sinks, mut rx, (sender_cpu, cpu)) = join_all(owners, sent, sender_cpu)?;
         sinks.insert(0, sink0);
         rx.add(rx0);
         Ok(OneHopRun {
@@ -915,17 +1016,7 @@ fn one_hop_udp(
     )?;
     let elapsed = start.elapsed();
     check("one-hop-udp", &run.sinks, &msgs.expected(a.workers))?;
-    Ok(Outcome {
-        messages: msgs.count,
-        elapsed,
-        sender_cpu: run.sender_cpu,
-        workers_cpu: run.workers_cpu,
-        system_busy: busy_since(busy0),
-        handed_off: run.handed,
-        rx: run.rx,
-        handoff_sends: run.sends,
-        ..Outcome::default()
-    })
+    Ok(Outcome::one_hop(msgs.count, elapsed, busy0, run))
 }
 
 /// Reads framed messages from a stream until `want` came, giving each to `f` and calling
@@ -1022,36 +1113,14 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
-        let workers: Vec<_> = accepted
-            .iter()
-            .zip(&expected)
-            .enumerate()
-            .map(|(w, (sock, e))| {
-                s.spawn(move || {
-                    timed(|| {
-                        let mut sink = Sink::default();
-                        let mut rx = RxStats::default();
-                        read_frames(
-                            sock,
-                            a.batch * msgs.size,
-                            e.0,
-                            deadline,
-                            "pool-tcp",
-                            true,
-                            &mut rx,
-                            |m| {
-                                sink.handle(m, w, a.workers);
-                                Ok(())
-                            },
-                            || Ok(()),
-                        )
-                        .map(|()| (sink, rx))
-                    })
-                })
-            })
-            .collect();
-        let (sent, sender_cpu) = sender_timed(a, || -> Result<(), BenchError> {
+    let (sinks, rx, cpu) = stream_owners(
+        Route::PoolTcp,
+        msgs,
+        a,
+        &accepted,
+        &expected,
+        deadline,
+        || -> Result<(), BenchError> {
             // The shard-aware client: each message goes into its owner's buffer, and a
             // buffer is written when it holds `batch` messages, so every connection gets
             // writes of the same size as the single connection of the one-hop path.
@@ -1080,9 +1149,8 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
             }
             progress.set_position(msgs.count);
             Ok(())
-        });
-        join_all(workers, sent, sender_cpu)
-    })?;
+        },
+    )?;
     let elapsed = start.elapsed();
     check("pool-tcp", &sinks, &expected)?;
     let c = steering.counters().map_err(bpf_error)?;
@@ -1092,15 +1160,9 @@ fn pool_tcp(msgs: &Messages, a: &CaseArgs, progress: &ProgressBar) -> Result<Out
         )));
     }
     Ok(Outcome {
-        messages: msgs.count,
-        elapsed,
-        sender_cpu,
-        workers_cpu,
-        system_busy: busy_since(busy0),
         client_steered: msgs.count,
         fallbacks: c.fallbacks(),
-        rx,
-        ..Outcome::default()
+        ..Outcome::measured(msgs.count, elapsed, busy0, cpu, rx)
     })
 }
 
@@ -1189,17 +1251,7 @@ fn one_hop_tcp(
     )?;
     let elapsed = start.elapsed();
     check("one-hop-tcp", &run.sinks, &msgs.expected(a.workers))?;
-    Ok(Outcome {
-        messages: msgs.count,
-        elapsed,
-        sender_cpu: run.sender_cpu,
-        workers_cpu: run.workers_cpu,
-        system_busy: busy_since(busy0),
-        handed_off: run.handed,
-        rx: run.rx,
-        handoff_sends: run.sends,
-        ..Outcome::default()
-    })
+    Ok(Outcome::one_hop(msgs.count, elapsed, busy0, run))
 }
 
 fn sockmap_tcp(
@@ -1218,55 +1270,23 @@ fn sockmap_tcp(
     let deadline = a.deadline();
     let busy0 = system_busy();
     let start = Instant::now();
-    let (sinks, rx, sender_cpu, workers_cpu) = std::thread::scope(|s| {
-        let workers: Vec<_> = targets
-            .iter()
-            .zip(&expected)
-            .enumerate()
-            .map(|(w, (sock, e))| {
-                s.spawn(move || {
-                    timed(|| {
-                        let mut sink = Sink::default();
-                        let mut rx = RxStats::default();
-                        // Blocking reads: a sockmap target reports EAGAIN early (KERNEL.md
-                        // §2.2), so readiness from poll is not relied on here.
-                        read_frames(
-                            sock,
-                            a.batch * msgs.size,
-                            e.0,
-                            deadline,
-                            "sockmap-tcp",
-                            false,
-                            &mut rx,
-                            |m| {
-                                sink.handle(m, w, a.workers);
-                                Ok(())
-                            },
-                            || Ok(()),
-                        )
-                        .map(|()| (sink, rx))
-                    })
-                })
-            })
-            .collect();
-        let (sent, sender_cpu) =
-            sender_timed(a, || stream_sender(&client, msgs, a.batch, progress));
-        join_all(workers, sent, sender_cpu)
-    })?;
+    let (sinks, rx, cpu) = stream_owners(
+        Route::SockmapTcp,
+        msgs,
+        a,
+        &targets,
+        &expected,
+        deadline,
+        || stream_sender(&client, msgs, a.batch, progress),
+    )?;
     let elapsed = start.elapsed();
     check("sockmap-tcp", &sinks, &expected)?;
     let c = steering.counters().map_err(bpf_error)?;
     drop(conn);
     Ok(Outcome {
-        messages: msgs.count,
-        elapsed,
-        sender_cpu,
-        workers_cpu,
-        system_busy: busy_since(busy0),
         kernel_steered: c.steered,
         fallbacks: c.fallbacks(),
-        rx,
-        ..Outcome::default()
+        ..Outcome::measured(msgs.count, elapsed, busy0, cpu, rx)
     })
 }
 
@@ -2126,16 +2146,12 @@ fn table(r: &SteeringReport) -> String {
 /// steering.svg: CPU ns per message of every path (left), and SCTP reader CPU per message,
 /// local vs hand-off, by K (right).
 fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
-    use plotters::coord::combinators::BindKeyPoints;
+    use super::plot::{above, bars, finish, legend, line, svg_err, svg_root, Slots};
     use plotters::prelude::*;
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
 
     const BASE: RGBColor = RGBColor(170, 170, 170);
     const HAND: RGBColor = RGBColor(255, 127, 14);
-    let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
+    let root = svg_root(path, (1200, 520))?
         .titled(
             &format!(
                 "steering cost per message ({} B, {} workers, {} build{})",
@@ -2150,10 +2166,9 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
             ),
             ("sans-serif", 20),
         )
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let (left, right) = root.split_horizontally(640);
-    let above =
-        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    let above = above(13);
 
     // CPU per message against the batch, one line per path, both axes log: the paths span
     // two orders of magnitude (sockmap against the TCP paths) and the batches 1..64.
@@ -2170,7 +2185,7 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .x_label_area_size(36)
         .y_label_area_size(64)
         .build_cartesian_2d((0.7f64..bmax).log_scale(), (floor..ymax).log_scale())
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("messages per system call (batch)")
@@ -2178,7 +2193,7 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     for (i, route) in Route::ALL.iter().enumerate() {
         let pts: Vec<(f64, f64)> = r
             .cases
@@ -2191,98 +2206,50 @@ fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
         }
         let color = Palette99::pick(i).to_rgba();
         let dashed = route.label().starts_with("one-hop");
-        chart
-            .draw_series(LineSeries::new(
-                pts.clone(),
-                color.stroke_width(if dashed { 1 } else { 2 }),
-            ))
-            .map_err(|e| err(&e))?
-            .label(route.label())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
+        let width = if dashed { 1 } else { 2 };
+        line(&mut chart, pts.clone(), color, width, route.label(), 16)?;
         chart
             .draw_series(
                 pts.iter()
                     .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
             )
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
         chart
             .draw_series(
                 pts.iter()
                     .map(|&(x, y)| Text::new(format!("{y:.0}"), (x, y * 1.08), above.clone())),
             )
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
 
-    let k = r.sctp_handoff.len().max(1);
-    let width = i32::try_from(k).unwrap_or(1) * 100;
-    let centers: Vec<i32> = (0..width / 100).map(|i| i * 100 + 50).collect();
-    let ks: Vec<String> = r
-        .sctp_handoff
-        .iter()
-        .map(|h| format!("K={}", h.k))
-        .collect();
+    let slots = Slots::new(
+        r.sctp_handoff
+            .iter()
+            .map(|h| format!("K={}", h.k))
+            .collect(),
+    );
     let ymax = r
         .sctp_handoff
         .iter()
         .map(|h| h.handoff_ns_per_msg.max(h.local_ns_per_msg))
         .fold(1.0f64, f64::max)
         * 1.2;
-    let mut chart = ChartBuilder::on(&right)
-        .margin(14)
-        .caption("SCTP reader CPU per message", ("sans-serif", 15))
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d((0..width).with_key_points(centers), 0f64..ymax)
-        .map_err(|e| err(&e))?;
-    let k_of = |x: &i32| {
-        usize::try_from(x / 100)
-            .ok()
-            .and_then(|i| ks.get(i).cloned())
-            .unwrap_or_default()
-    };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(k)
-        .x_label_formatter(&k_of)
-        .y_desc("ns per message")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()
-        .map_err(|e| err(&e))?;
-    chart
-        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
-            let x0 = i as i32 * 100 + 12;
-            Rectangle::new([(x0, 0.0), (x0 + 38, h.local_ns_per_msg)], BASE.filled())
-        }))
-        .map_err(|e| err(&e))?
-        .label("local")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BASE.filled()));
-    chart
-        .draw_series(r.sctp_handoff.iter().enumerate().map(|(i, h)| {
-            let x0 = i as i32 * 100 + 50;
-            Rectangle::new([(x0, 0.0), (x0 + 38, h.handoff_ns_per_msg)], HAND.filled())
-        }))
-        .map_err(|e| err(&e))?
-        .label("hand-off")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], HAND.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    let mut chart = slots.chart(
+        ChartBuilder::on(&right)
+            .margin(14)
+            .caption("SCTP reader CPU per message", ("sans-serif", 15))
+            .x_label_area_size(36)
+            .y_label_area_size(64),
+        ymax,
+        "ns per message",
+        Some(&|y| format!("{y:.0}")),
+    )?;
+    let local = r.sctp_handoff.iter().map(|h| h.local_ns_per_msg);
+    bars(&mut chart, local, (12, 38), BASE, Some("local"))?;
+    let handed = r.sctp_handoff.iter().map(|h| h.handoff_ns_per_msg);
+    bars(&mut chart, handed, (50, 38), HAND, Some("hand-off"))?;
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]

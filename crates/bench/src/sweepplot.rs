@@ -119,3 +119,104 @@ pub(crate) fn write_sweep(path: &Path, title: &str, panels: &[Panel]) -> Result<
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
+
+/// One point of [`write_xy`]: its series, x and y.
+pub(crate) type XyPoint = (String, f64, f64);
+
+/// One panel of [`write_xy`].
+pub(crate) struct XyPanel {
+    pub(crate) y_desc: String,
+    pub(crate) points: Vec<XyPoint>,
+}
+
+/// [`write_sweep`] against any x (an offered rate...): `panels` side by side under
+/// `title`, x described by `x_desc`; series keep the order in which they first appear, and
+/// the first panel carries the legend.
+pub(crate) fn write_xy(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    panels: &[XyPanel],
+) -> Result<(), String> {
+    let mut series: Vec<&str> = Vec::new();
+    for p in panels {
+        for (s, _, _) in &p.points {
+            if !series.contains(&s.as_str()) {
+                series.push(s);
+            }
+        }
+    }
+    let xmax = panels
+        .iter()
+        .flat_map(|p| p.points.iter().map(|x| x.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-3)
+        * 1.1;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let n = u32::try_from(panels.len().max(1)).unwrap_or(1);
+    let root = SVGBackend::new(path, (500 * n, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 20))
+        .map_err(|e| err(&e))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (p, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
+        let ymax = panel
+            .points
+            .iter()
+            .map(|x| x.2)
+            .fold(0.0f64, f64::max)
+            .max(1e-3)
+            * 1.2;
+        let mut chart = ChartBuilder::on(area)
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(panel.y_desc.as_str())
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, name) in series.iter().enumerate() {
+            let color = SERIES_COLORS
+                .get(i % SERIES_COLORS.len())
+                .copied()
+                .unwrap_or(BLACK);
+            let mut pts: Vec<(f64, f64)> = panel
+                .points
+                .iter()
+                .filter(|x| x.0 == *name)
+                .map(|x| (x.1, x.2))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let drawn = chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?;
+            if p == 0 {
+                drawn.label(name.to_string()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            }
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                )
+                .map_err(|e| err(&e))?;
+        }
+        if p == 0 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| err(&e))?;
+        }
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

@@ -37,6 +37,7 @@ use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Ceiling, XdpDatapath, XdpOptions};
 
 use super::machine::Machine;
+use super::plot::{finish, line, svg_err, svg_root};
 use super::sweep::{shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
@@ -1031,12 +1032,10 @@ fn plot_by_size(
     ylabel: &str,
     value: impl Fn(&CaseReport) -> Option<f64>,
 ) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     let sessions = r.sessions.first().copied().unwrap_or(0);
     let keys = series_keys(r);
     let ymax = r.cases.iter().filter_map(&value).fold(1.0f64, f64::max) * 1.15;
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(path, (900, 520))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!("UPF user plane: {ylabel} by inner packet size ({sessions} sessions)"),
@@ -1046,13 +1045,13 @@ fn plot_by_size(
         .x_label_area_size(40)
         .y_label_area_size(72)
         .build_cartesian_2d(0f64..1450f64, 0f64..ymax)
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("inner IPv4 packet size (bytes)")
         .y_desc(ylabel)
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     for (k, (p, d)) in keys.iter().enumerate() {
         let color = COLORS[k % COLORS.len()];
         let mut pts: Vec<(f64, f64)> = r
@@ -1065,29 +1064,17 @@ fn plot_by_size(
         if pts.is_empty() {
             continue;
         }
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(format!("{} {}", p.label(), d.label()))
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        let label = format!("{} {}", p.label(), d.label());
+        line(&mut chart, pts.clone(), color, 2, label, 16)?;
         chart
             .draw_series(pts.iter().map(|pt| Circle::new(*pt, 3, color.filled())))
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 /// Latency CDFs at 128 B (or the one size measured).
 fn plot_latency(path: &Path, r: &UpfBenchReport) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     let sessions = r.sessions.first().copied().unwrap_or(0);
     let size = if r.cases.iter().any(|c| c.packet_size == TARGET_SIZE) {
         TARGET_SIZE
@@ -1104,8 +1091,7 @@ fn plot_latency(path: &Path, r: &UpfBenchReport) -> Result<(), String> {
         .filter_map(|c| c.latency_us.as_ref().map(|l| l.p99))
         .fold(1.0f64, f64::max)
         * 1.3;
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(path, (900, 520))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!("UPF latency CDF, {size} B, paced (one way, generator to sink)"),
@@ -1115,32 +1101,21 @@ fn plot_latency(path: &Path, r: &UpfBenchReport) -> Result<(), String> {
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..xmax, 0f64..1.0f64)
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("latency (µs), up to 1.3 × the largest p99")
         .y_desc("fraction of packets")
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     for (k, c) in chosen.iter().enumerate() {
         let Some(l) = &c.latency_us else { continue };
         let color = COLORS[k % COLORS.len()];
         let pts: Vec<(f64, f64)> = l.cdf.iter().map(|(x, q)| (x.min(xmax), *q)).collect();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(format!("{} {}", c.path.label(), c.direction.label()))
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        let label = format!("{} {}", c.path.label(), c.direction.label());
+        line(&mut chart, pts, color, 2, label, 16)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::LowerRight)
 }
 
 #[cfg(test)]

@@ -537,9 +537,9 @@ fn table(r: &UslReport) -> String {
 }
 
 fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
+    use super::plot::{finish, line, svg_err, svg_root};
     use plotters::prelude::*;
     const COLORS: [RGBColor; 2] = [RGBColor(120, 120, 120), RGBColor(31, 119, 180)];
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     let xmax = f64::from(PROJECT_TO[PROJECT_TO.len() - 1]);
     let ymax = r
         .projections
@@ -553,8 +553,7 @@ fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
         .filter(|v| v.is_finite())
         .fold(1.0f64, f64::max)
         * 1.1;
-    let root = SVGBackend::new(path, (760, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(path, (760, 500))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
@@ -568,52 +567,39 @@ fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
         .x_label_area_size(40)
         .y_label_area_size(72)
         .build_cartesian_2d(0f64..xmax + 1.0, 0f64..ymax)
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("cores (workers)")
         .y_desc("requests per second")
         .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let ns: Vec<f64> = (1..=PROJECT_TO[PROJECT_TO.len() - 1])
         .map(f64::from)
         .collect();
     for (p, color) in r.projections.iter().zip(COLORS) {
         let curve: Vec<(f64, f64)> = ns.iter().map(|&n| (n, p.usl.throughput(n))).collect();
-        chart
-            .draw_series(LineSeries::new(curve, color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(format!("{} (projection)", p.design))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-            });
+        let label = format!("{} (projection)", p.design);
+        line(&mut chart, curve, color, 2, label, 14)?;
         let light = color.mix(0.35);
         let lo: Vec<(f64, f64)> = ns.iter().map(|&n| (n, p.usl.band(n).0)).collect();
         let hi: Vec<(f64, f64)> = ns.iter().map(|&n| (n, p.usl.band(n).1)).collect();
         chart
             .draw_series(LineSeries::new(lo, light.stroke_width(1)))
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
         chart
             .draw_series(LineSeries::new(hi, light.stroke_width(1)))
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
         chart
             .draw_series(
                 p.check.iter().map(|c| {
                     Circle::new((f64::from(c.workers), c.measured_rps), 5, color.filled())
                 }),
             )
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

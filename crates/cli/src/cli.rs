@@ -88,6 +88,26 @@ pub(crate) struct NetworkArgs {
     pub(crate) slice: Option<Vec<SliceConfig>>,
 }
 
+/// `--limit KEY=VALUE`: one key of `[limits]` or `[overload]` (every command that runs an
+/// NF; docs/steer5g.toml lists the keys).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct LimitArgs {
+    /// Overrides one bound of the configuration, e.g. `--limit amf_max_ue_contexts=1000`
+    /// or `--limit overload.high_mark=64` (repeatable; keys of [limits] and [overload]).
+    #[arg(long = "limit", value_name = "KEY=VALUE")]
+    pub(crate) limits: Vec<String>,
+}
+
+impl LimitArgs {
+    /// Sets each `--limit` on `cfg`, validated.
+    pub(crate) fn apply(&self, cfg: &mut Config) -> Result<(), CliError> {
+        for l in &self.limits {
+            cfg.set_limit(l)?;
+        }
+        Ok(())
+    }
+}
+
 /// Which transports the AMF listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ListenTransport {

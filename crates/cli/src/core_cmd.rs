@@ -76,6 +76,8 @@ pub(crate) struct CoreArgs {
     pub(crate) metrics: crate::nf_cmd::MetricsArgs,
     #[command(flatten)]
     pub(crate) bpf: BpfArgs,
+    #[command(flatten)]
+    pub(crate) limits: crate::cli::LimitArgs,
     /// Host an SMF shard on every worker (PDU sessions; PFCP to the UPF at 127.0.0.7:8805).
     #[arg(long)]
     pub(crate) smf: bool,
@@ -250,6 +252,7 @@ fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliE
 /// `steer5g core`.
 pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
+    args.limits.apply(&mut cfg)?;
     match args.transport {
         Some(crate::cli::ListenTransport::Raw) => cfg.n2.transports = vec![TransportKind::Raw],
         Some(crate::cli::ListenTransport::Udp) => cfg.n2.transports = vec![TransportKind::Udp],

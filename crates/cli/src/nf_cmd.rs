@@ -45,6 +45,8 @@ pub(crate) struct NfRunArgs {
     pub(crate) peer_workers: Option<u16>,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
+    #[command(flatten)]
+    pub(crate) limits: crate::cli::LimitArgs,
 }
 
 /// Where the process serves Prometheus `GET /metrics` (by convention port 9090 of the NF's
@@ -272,7 +274,8 @@ pub(crate) fn merge(v: &mut serde_json::Value, extra: serde_json::Value) {
 
 /// `steer5g ausf`.
 pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError> {
-    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let mut cfg = crate::cli::load_config(global, &args.network, None)?;
+    args.run.limits.apply(&mut cfg)?;
     let limit = duration_limit(args.run.duration)?;
     // Without a data dir of its own: the AUSF holds no subscriber data.
     let mut opts = options(&args.run, NfSet::AUSF, PathBuf::new(), cfg);
@@ -335,7 +338,8 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
 
 /// `steer5g udm`.
 pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
-    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let mut cfg = crate::cli::load_config(global, &args.network, None)?;
+    args.run.limits.apply(&mut cfg)?;
     let limit = duration_limit(args.run.duration)?;
     let mut opts = options(&args.run, NfSet::UDM, args.data_dir.clone(), cfg);
     if let Some(a) = args.sbi_addr {

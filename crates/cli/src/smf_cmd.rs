@@ -80,7 +80,8 @@ pub(crate) fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
 
 /// `steer5g smf`.
 pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
-    let cfg = crate::cli::load_config(global, &args.network, None)?;
+    let mut cfg = crate::cli::load_config(global, &args.network, None)?;
+    args.run.limits.apply(&mut cfg)?;
     let limit = nf_cmd::duration_limit(args.run.duration)?;
     // The served slices are the configuration's (`--slice`), as the AMF's are.
     let (_, _, slices) = steer5g_core::identity(&cfg)?;
@@ -165,6 +166,10 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         s.sessions_restored += x.sessions_restored;
         s.restore_failed += x.restore_failed;
         s.duplicates_released += x.duplicates_released;
+        s.pfcp_unparsed += x.pfcp_unparsed;
+        s.abandoned_deleted += x.abandoned_deleted;
+        s.abandoned_delete_failed += x.abandoned_delete_failed;
+        s.abandoned_unnamed += x.abandoned_unnamed;
     }
     let c = r.counters_total();
     if global.json {
@@ -189,6 +194,10 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
                 "sessions_restored": s.sessions_restored,
                 "restore_failed": s.restore_failed,
                 "duplicates_released": s.duplicates_released,
+                "pfcp_unparsed": s.pfcp_unparsed,
+                "abandoned_deleted": s.abandoned_deleted,
+                "abandoned_delete_failed": s.abandoned_delete_failed,
+                "abandoned_unnamed": s.abandoned_unnamed,
             },
             "pfcp_retransmitted": c.pfcp_retransmitted,
             "pfcp_timed_out": c.pfcp_timed_out,

@@ -58,7 +58,103 @@ pub struct Config {
     pub n2: N2Config,
     /// The UDM's home network keys.
     pub udm: UdmConfig,
+    /// The bound of every resource and the protocol's answer at it (DESIGN.md principle 8).
+    pub limits: LimitsConfig,
+    /// The AMF's overload control (TS 23.501 §5.19.5.2, TS 38.413 §8.7.6, §8.7.7).
+    pub overload: OverloadConfig,
 }
+
+/// The bound of every resource; docs/LIMITS.md has each one's answer and counter. Per worker
+/// unless said otherwise: each worker owns its shard of the contexts, so a per-worker bound
+/// needs no coordination (the locked baseline applies `workers ×` the bound to its shared
+/// maps).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS our h2c servers advertise on each connection
+    /// (RFC 9113 §6.5.2); a stream beyond it is reset with REFUSED_STREAM (§5.1.2).
+    pub sbi_max_concurrent_streams: u32,
+    /// SBI requests one worker holds at once (read by its servers or handed over by another
+    /// worker); a request read beyond it is answered 503 NF_CONGESTION (TS 29.500 §5.2.7.2).
+    pub sbi_max_requests_in_progress: u32,
+    /// The `Retry-After` of that 503, in seconds (TS 29.500 §5.2.2.2, RFC 9110 §10.2.3).
+    pub sbi_retry_after_s: u32,
+    /// Connected UE contexts per AMF worker; a registration beyond it is rejected with
+    /// 5GMM #22 and T3346 (TS 24.501 §5.5.1.2.5).
+    pub amf_max_ue_contexts: u32,
+    /// SM contexts per SMF worker; a CreateSMContext beyond it is refused (500
+    /// INSUFFICIENT_RESOURCES, N1 reject with 5GSM #26, TS 24.501 §6.4.1.4).
+    pub smf_max_sm_contexts: u32,
+    /// Hand-off messages one worker keeps waiting for a full queue to another worker; a
+    /// message beyond it is refused at ingress (an SBI request answered 503
+    /// NF_CONGESTION, a UE-associated NGAP message dropped and counted).
+    pub mesh_max_outbox: u32,
+    /// SCTP associations of the AMF's N2 endpoint (split evenly, rounded up, between the
+    /// workers holding N2 sockets); an INIT beyond it is answered with ABORT "Out of
+    /// Resource" (RFC 9260 §3.3.10.4).
+    pub n2_max_associations: u32,
+    /// DATA fragments one SCTP association holds for reassembly; a fragment beyond it
+    /// (other than the next in sequence) is dropped unacknowledged and counted, and the
+    /// peer retransmits it (RFC 9260 §6.2).
+    pub sctp_max_fragments: u32,
+    /// The receive window (a_rwnd) of each SCTP association, in bytes: data held for
+    /// reassembly and ordering (RFC 9260 §6.2).
+    pub sctp_receive_window: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            sbi_max_concurrent_streams: 1024,
+            sbi_max_requests_in_progress: 8192,
+            sbi_retry_after_s: 1,
+            amf_max_ue_contexts: 250_000,
+            smf_max_sm_contexts: 250_000,
+            mesh_max_outbox: 8192,
+            n2_max_associations: 4096,
+            sctp_max_fragments: 4096,
+            sctp_receive_window: 1 << 20,
+        }
+    }
+}
+
+/// The AMF's overload control: each worker measures its registrations in flight (UE
+/// contexts between INITIAL UE MESSAGE and REGISTRATION COMPLETE or release); above
+/// `high_mark` it rejects new registrations with 5GMM #22 and T3346 and the AMF sends
+/// OVERLOAD START to its gNBs; once every worker is back under `low_mark` it sends
+/// OVERLOAD STOP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OverloadConfig {
+    /// Overload control on or off (the limits of `[limits]` apply either way).
+    pub enabled: bool,
+    /// Registrations in flight on one worker that start overload.
+    pub high_mark: u32,
+    /// Registrations in flight under which a worker leaves overload; below `high_mark`,
+    /// so that a level between the two changes nothing (hysteresis).
+    pub low_mark: u32,
+    /// Traffic Load Reduction Indication of OVERLOAD START (TS 38.413 §9.3.1.106): the
+    /// percentage of new signalling the gNBs are asked to shed, 1 to 99.
+    pub traffic_load_reduction: u8,
+    /// T3346 sent with 5GMM #22 (TS 24.501 §10.2, Annex A), seconds: how long a rejected
+    /// UE waits before it tries again; also sent when `amf_max_ue_contexts` is reached.
+    pub t3346_s: u32,
+}
+
+impl Default for OverloadConfig {
+    fn default() -> Self {
+        OverloadConfig {
+            enabled: true,
+            high_mark: 2048,
+            low_mark: 1024,
+            traffic_load_reduction: 50,
+            t3346_s: 30,
+        }
+    }
+}
+
+/// Keys `--limit` may set ([`Config::set_limit`]): every key of `[limits]` and `[overload]`.
+pub const LIMIT_SECTIONS: &[&str] = &["limits", "overload"];
 
 /// The UDM's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -305,6 +401,95 @@ impl Config {
         if self.n2.transports.is_empty() {
             return Err(invalid("n2.transports", "at least one transport is needed"));
         }
+        self.validate_limits()
+    }
+
+    fn validate_limits(&self) -> Result<(), ConfigError> {
+        let l = &self.limits;
+        for (field, v) in [
+            (
+                "limits.sbi_max_concurrent_streams",
+                l.sbi_max_concurrent_streams,
+            ),
+            (
+                "limits.sbi_max_requests_in_progress",
+                l.sbi_max_requests_in_progress,
+            ),
+            ("limits.amf_max_ue_contexts", l.amf_max_ue_contexts),
+            ("limits.smf_max_sm_contexts", l.smf_max_sm_contexts),
+            ("limits.mesh_max_outbox", l.mesh_max_outbox),
+            ("limits.n2_max_associations", l.n2_max_associations),
+            ("limits.sctp_max_fragments", l.sctp_max_fragments),
+        ] {
+            if v == 0 {
+                return Err(invalid(field, "must be at least 1"));
+            }
+        }
+        // RFC 9260 §6.2: a window smaller than one full packet could never take a message.
+        if l.sctp_receive_window < 1500 {
+            return Err(invalid(
+                "limits.sctp_receive_window",
+                "must be at least 1500 bytes",
+            ));
+        }
+        // RFC 9110 §10.2.3 sets no bound; a day is past any sensible back-off.
+        if l.sbi_retry_after_s > 86_400 {
+            return Err(invalid("limits.sbi_retry_after_s", "must be at most 86400"));
+        }
+        let o = &self.overload;
+        if o.low_mark >= o.high_mark {
+            return Err(invalid(
+                "overload.low_mark",
+                "must be below overload.high_mark (hysteresis)",
+            ));
+        }
+        if !(1..=99).contains(&o.traffic_load_reduction) {
+            return Err(invalid(
+                "overload.traffic_load_reduction",
+                "must be 1 to 99",
+            ));
+        }
+        if o.t3346_s == 0 || o.t3346_s > 31 * 360 {
+            return Err(invalid(
+                "overload.t3346_s",
+                "must be 1 to 11160 (GPRS timer 2, TS 24.008 §10.5.7.4)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets one key of `[limits]` or `[overload]` from `KEY=VALUE` (`--limit`):
+    /// `limits.amf_max_ue_contexts=1000`, `overload.high_mark=64`; a bare key names
+    /// `[limits]`. The value is TOML (a number, `true`). Validates the result.
+    pub fn set_limit(&mut self, assignment: &str) -> Result<(), ConfigError> {
+        let bad = |m: String| invalid("--limit", m);
+        let (key, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{assignment:?} is not KEY=VALUE")))?;
+        let key = key.trim();
+        let (section, name) = key.split_once('.').unwrap_or(("limits", key));
+        if !LIMIT_SECTIONS.contains(&section) {
+            return Err(bad(format!(
+                "{key:?}: only keys of [limits] and [overload] can be set"
+            )));
+        }
+        let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {}", value.trim()))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .ok_or_else(|| bad(format!("{key}: {value:?} is not a TOML value")))?;
+        let mut whole = toml::Table::try_from(&*self).map_err(|e| bad(e.to_string()))?;
+        let Some(toml::Value::Table(table)) = whole.get_mut(section) else {
+            return Err(bad(format!("no section [{section}]")));
+        };
+        if !table.contains_key(name) {
+            return Err(bad(format!("[{section}] has no key {name:?}")));
+        }
+        table.insert(name.to_owned(), value);
+        let cfg: Config = toml::Value::Table(whole)
+            .try_into()
+            .map_err(|e: toml::de::Error| bad(format!("{key}: {}", e.message())))?;
+        cfg.validate()?;
+        *self = cfg;
         Ok(())
     }
 
@@ -492,6 +677,55 @@ mod tests {
         ] {
             assert!(Config::from_toml(bad).is_err(), "accepted {bad:?}");
         }
+    }
+
+    #[test]
+    fn limits_have_defaults_come_from_the_file_and_are_checked() {
+        let c = Config::default();
+        assert_eq!(c.limits.sbi_max_concurrent_streams, 1024);
+        assert!(c.overload.low_mark < c.overload.high_mark);
+        let c = Config::from_toml(
+            "[limits]\namf_max_ue_contexts = 10\n[overload]\nhigh_mark = 8\nlow_mark = 4",
+        )
+        .unwrap();
+        assert_eq!(c.limits.amf_max_ue_contexts, 10);
+        assert_eq!((c.overload.high_mark, c.overload.low_mark), (8, 4));
+        assert_eq!(c.limits.smf_max_sm_contexts, 250_000);
+        for bad in [
+            "[limits]\nsbi_max_concurrent_streams = 0",
+            "[limits]\nsctp_receive_window = 100",
+            "[limits]\nunknown = 1",
+            "[overload]\nhigh_mark = 4\nlow_mark = 4",
+            "[overload]\ntraffic_load_reduction = 100",
+            "[overload]\nt3346_s = 0",
+        ] {
+            assert!(Config::from_toml(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn limit_flags_set_one_key_and_validate() {
+        let mut c = Config::default();
+        c.set_limit("amf_max_ue_contexts=7").unwrap();
+        c.set_limit("overload.high_mark = 3000").unwrap();
+        c.set_limit("limits.mesh_max_outbox=3").unwrap();
+        assert_eq!(c.limits.amf_max_ue_contexts, 7);
+        assert_eq!(c.overload.high_mark, 3000);
+        assert_eq!(c.limits.mesh_max_outbox, 3);
+        c.set_limit("overload.enabled=false").unwrap();
+        assert!(!c.overload.enabled);
+        for bad in [
+            "amf_max_ue_contexts",
+            "nope=1",
+            "plmn.mcc=\"999\"",
+            "limits.amf_max_ue_contexts=-1",
+            "limits.amf_max_ue_contexts=ten",
+            "overload.low_mark=3000",
+        ] {
+            assert!(c.set_limit(bad).is_err(), "accepted {bad:?}");
+        }
+        // A refused assignment changes nothing.
+        assert_eq!(c.overload.low_mark, 1024);
     }
 
     #[test]

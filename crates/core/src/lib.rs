@@ -218,6 +218,10 @@ pub struct CoreOptions {
     /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
     /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
     pub upf: Option<UpfOptions>,
+    /// How long an h2c call may take: 5 s, and 20 s for the AMF's Nsmf calls, which must
+    /// outlast the SMF's own call and its PFCP retransmissions
+    /// ([`nf::host::SbiTimeouts`]; checked at start).
+    pub sbi_timeouts: nf::host::SbiTimeouts,
     /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
@@ -296,6 +300,7 @@ impl CoreOptions {
             smf: None,
             smf_sbi: SbiMode::Inproc,
             upf: None,
+            sbi_timeouts: nf::host::SbiTimeouts::default(),
         }
     }
 }
@@ -437,6 +442,8 @@ pub struct WorkerReport {
     pub amf_sessions: SessionStats,
     /// Its SMF's counters (zero without an SMF).
     pub smf: SmfStats,
+    /// SM contexts its SMF held when it stopped (in the locked mode: every worker's).
+    pub smf_contexts: usize,
     /// Delivery-path counters.
     pub counters: WorkerCounters,
     /// Why its loop woke up.
@@ -596,6 +603,11 @@ impl CoreReport {
             t.aborted += a.aborted;
             t.releases += a.releases;
             t.stray_replies += a.stray_replies;
+            t.congestion_rejects += a.congestion_rejects;
+            t.context_limit_rejects += a.context_limit_rejects;
+            t.initial_ue_dropped += a.initial_ue_dropped;
+            t.overload_starts += a.overload_starts;
+            t.registrations_in_flight += a.registrations_in_flight;
         }
         t
     }
@@ -941,6 +953,10 @@ impl Core {
         let host = nf_cfgs.host_config(&opts, store, sidf, smf.as_ref())?;
         let shared = Arc::new(worker::Shared {
             host,
+            limits: settings::NfSettings::host_limits(&opts),
+            max_outbox: usize::try_from(opts.config.limits.mesh_max_outbox).unwrap_or(usize::MAX),
+            sbi_max_streams: opts.config.limits.sbi_max_concurrent_streams,
+            n2_limits: n2::N2Limits::new(&opts.config.limits, workers),
             n2_amf: nf_cfgs.n2.clone(),
             nfs: opts.nfs,
             short_connections: opts.short_connections,

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use ids::n2::{assoc_id, ASSOC_COUNTER_MASK};
 use nf::amf::n2::{AmfN2, AmfN2Config, N2Output};
+use nf::amf::overload::OverloadSignal;
 use nf::amf::registration::{self, Route};
 use nf::host::UeNgap;
 use proto::ids::GlobalRanNodeId;
@@ -155,6 +156,35 @@ fn bind_reuseport(addr: SocketAddrV4, n: u16) -> std::io::Result<Vec<UdpSocket>>
     Ok(out)
 }
 
+/// The bounds of one worker's N2 endpoints (DESIGN.md principle 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct N2Limits {
+    /// Associations of this worker's raw IP endpoint (worker 0 holds them all: the whole
+    /// `limits.n2_max_associations`).
+    pub(crate) raw_associations: usize,
+    /// Associations of this worker's UDP encapsulation endpoint: the limit split evenly
+    /// (rounded up) between the workers of the group, each of which owns the associations
+    /// its socket receives.
+    pub(crate) udp_associations: usize,
+    /// Receive window of each association, bytes.
+    pub(crate) receive_window: u32,
+    /// Fragments each association holds for reassembly.
+    pub(crate) max_fragments: usize,
+}
+
+impl N2Limits {
+    /// The configuration's `[limits]` for one of `workers` workers.
+    pub(crate) fn new(l: &steer5g_config::LimitsConfig, workers: Workers) -> Self {
+        let total = usize::try_from(l.n2_max_associations).unwrap_or(usize::MAX);
+        N2Limits {
+            raw_associations: total,
+            udp_associations: total.div_ceil(usize::from(workers.count())),
+            receive_window: l.sctp_receive_window,
+            max_fragments: usize::try_from(l.sctp_max_fragments).unwrap_or(usize::MAX),
+        }
+    }
+}
+
 struct Sock {
     kind: TransportKind,
     sock: SctpSocket,
@@ -181,6 +211,7 @@ impl N2Side {
         worker: WorkerId,
         cfg: &N2Config,
         amf: AmfN2Config,
+        limits: N2Limits,
         raw: bool,
         udp: Option<UdpSocket>,
     ) -> Result<Option<Self>, CoreError> {
@@ -205,15 +236,24 @@ impl N2Side {
         let socks = transports
             .into_iter()
             .map(|(kind, transport)| {
+                let max_associations = match kind {
+                    TransportKind::Raw => limits.raw_associations,
+                    TransportKind::Udp => limits.udp_associations,
+                };
                 let endpoint = Endpoint::new(EndpointConfig {
                     listen_port: Some(cfg.sctp_port),
-                    association: sctp::AssociationConfig::default(),
+                    association: sctp::AssociationConfig {
+                        a_rwnd: limits.receive_window,
+                        max_reassembly_fragments: limits.max_fragments,
+                        ..sctp::AssociationConfig::default()
+                    },
                     // RFC 9260 §5.1.3: the cookie key must not be guessable. Each worker
                     // has its own: INIT and COOKIE ECHO come from the same source port,
                     // so they reach the same worker.
                     cookie_key: rand::random(),
                     cookie_lifetime: Duration::from_secs(60),
-                    max_associations: 65_536,
+                    // RFC 9260 §3.3.10.4: INITs beyond it get ABORT "Out of Resource".
+                    max_associations,
                     // RFC 9260 §5.3.1: verification tags and initial TSNs must be
                     // unpredictable.
                     rng_seed: rand::random(),
@@ -287,6 +327,26 @@ impl N2Side {
         let g = self.ids.remove(&(sock, id))?;
         self.rev.remove(&g);
         Some(g)
+    }
+
+    /// An AMF worker entered or left overload: OVERLOAD START / STOP to this worker's gNBs
+    /// as the AMF's overloaded workers change (TS 38.413 §8.7.6, §8.7.7).
+    pub(crate) fn overload(&mut self, signal: OverloadSignal) {
+        self.amf.overload(signal, &mut self.out);
+        for o in std::mem::take(&mut self.out) {
+            if let N2Output::Send { assoc, stream, pdu } = o {
+                self.send(assoc, stream, pdu);
+            }
+        }
+    }
+
+    /// INITs refused at the association limit and DATA chunks dropped for want of room,
+    /// so far, over this worker's endpoints.
+    pub(crate) fn refusals(&self) -> (u64, u64) {
+        self.socks.iter().fold((0, 0), |(a, d), s| {
+            let st = s.sock.endpoint().stats();
+            (a + st.associations_refused, d + st.data_dropped)
+        })
     }
 
     /// Queues an NGAP PDU on core-wide association `assoc` (one of this worker's).
@@ -435,6 +495,8 @@ pub(crate) fn add_endpoint_stats(t: &mut sctp::EndpointStats, o: &sctp::Endpoint
     t.aborts_received += o.aborts_received;
     t.heartbeats_sent += o.heartbeats_sent;
     t.duplicate_tsns += o.duplicate_tsns;
+    t.data_dropped += o.data_dropped;
+    t.associations_refused += o.associations_refused;
 }
 
 /// Adds `o` to `t`.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nf::amf::n2::AmfN2Config;
+use nf::amf::overload::OverloadConfig;
 use nf::amf::registration::AmfConfig;
 use nf::ausf::{self, AusfConfig, WallClock};
-use nf::host::HostConfig;
+use nf::host::{HostConfig, HostLimits};
 use nf::smf::SmfConfig;
 use nf::udm::{SidfKeys, UdmConfig};
 use sbi::NfType;
@@ -51,6 +52,14 @@ impl NfSettings {
         if let Some(root) = opts.directory.base_uri(NfType::Amf) {
             amf.api_root = root.to_owned();
         }
+        let (limits, overload) = (&opts.config.limits, &opts.config.overload);
+        amf.max_ue_contexts = usize::try_from(limits.amf_max_ue_contexts).unwrap_or(usize::MAX);
+        amf.t3346 = std::time::Duration::from_secs(u64::from(overload.t3346_s));
+        amf.overload = overload.enabled.then_some(OverloadConfig {
+            high_mark: u64::from(overload.high_mark),
+            low_mark: u64::from(overload.low_mark),
+            traffic_load_reduction: overload.traffic_load_reduction,
+        });
         let root = |nf| opts.directory.base_uri(nf).unwrap_or_default().to_owned();
         Ok(Self {
             snn: amf.serving_network_name(),
@@ -61,6 +70,17 @@ impl NfSettings {
             smf_root: root(NfType::Smf),
             rand_seed: opts.rand_seed,
         })
+    }
+
+    /// The hosts' bounds, from the configuration's `[limits]`.
+    pub(crate) fn host_limits(opts: &CoreOptions) -> HostLimits {
+        let l = &opts.config.limits;
+        HostLimits {
+            sbi_max_in_progress: usize::try_from(l.sbi_max_requests_in_progress)
+                .unwrap_or(usize::MAX),
+            sbi_retry_after_s: l.sbi_retry_after_s,
+            smf_max_sm_contexts: usize::try_from(l.smf_max_sm_contexts).unwrap_or(usize::MAX),
+        }
     }
 
     /// The hosts' settings, with the store, the SIDF keys and the SMF (its UPF address
@@ -79,7 +99,7 @@ impl NfSettings {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
             .unwrap_or(0);
-        Ok(HostConfig {
+        let cfg = HostConfig {
             worker: w0,
             workers,
             amf: self.amf.clone(),
@@ -124,6 +144,9 @@ impl NfSettings {
             sbi_pool: opts.sbi_pool,
             directory: opts.directory.clone(),
             pfcp: pfcp::txn::Retransmission::default(),
-        })
+            sbi_timeouts: opts.sbi_timeouts,
+        };
+        cfg.check().map_err(|e| CoreError::Config(e.to_string()))?;
+        Ok(cfg)
     }
 }

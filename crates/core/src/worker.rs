@@ -8,7 +8,6 @@
 //! what it read to the host, then carries out every output of the host. Which NF handles
 //! what, and where, is the host's business; this module only moves bytes.
 
-use std::collections::VecDeque;
 use std::net::TcpListener;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc, Mutex};
@@ -16,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use nf::amf::n2::AmfN2Config;
 use nf::host::{
-    CallFailed, CallReply, CallToken, Hop, Host, HostConfig, Input, IoEvent, Locked, Output,
-    Placement, Sharded, UeNgap,
+    CallFailed, CallReply, CallToken, Hop, Host, HostConfig, HostLimits, Input, IoEvent, Locked,
+    Output, Placement, Sharded, UeNgap,
 };
 use sbi::{NfType, SbiClient, SbiRequest, SbiResponse};
-use steer::{MeshEnd, SendError, Stop, WorkerCtx, WorkerId, Workers};
+use steer::{MeshEnd, Stop, WorkerCtx, WorkerId, Workers};
 use steer5g_config::N2Config;
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
@@ -29,9 +28,11 @@ use crate::n2::N2Side;
 use crate::persist::Job;
 use crate::{CoreError, N2WorkerReport, NfSet, WorkerReport};
 
+mod outbox;
 mod pfcp;
 mod sbi_io;
 
+use outbox::Outbox;
 use sbi_io::{serve, Replies};
 
 /// Longest a turn waits on the N2 socket(s) before looking at everything else.
@@ -81,6 +82,14 @@ pub(crate) fn local_channels(workers: Workers) -> (Vec<LocalTx>, Vec<LocalRx>) {
 pub(crate) struct Shared {
     /// Every worker's host starts from this (its own worker written in).
     pub(crate) host: HostConfig,
+    /// Every worker's host's bounds.
+    pub(crate) limits: HostLimits,
+    /// Refusable hops a worker's outbox holds at most (`limits.mesh_max_outbox`).
+    pub(crate) max_outbox: usize,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS of the worker's h2c listeners.
+    pub(crate) sbi_max_streams: u32,
+    /// The N2 SCTP endpoints' bounds, per worker.
+    pub(crate) n2_limits: crate::n2::N2Limits,
     /// The shared maps of the locked mode; `None`: sharded.
     pub(crate) locked: Option<Locked>,
     /// The AMF's non-UE N2 settings (NG Setup).
@@ -138,8 +147,8 @@ struct Worker<P: Placement> {
     tx: LocalTx,
     client: Rc<SbiClient>,
     replies: Replies,
-    /// Hops that met a full queue, in order, sent again next turn.
-    outbox: VecDeque<(WorkerId, Hop)>,
+    /// Hops that met a full queue, in order, sent again next turn; bounded.
+    outbox: Outbox,
     persist: mpsc::Sender<Job>,
     wakes: WakeCounters,
     n2: Option<N2Side>,
@@ -179,7 +188,8 @@ impl<P: Placement> Worker<P> {
         let mut cfg = shared.host.clone();
         cfg.worker = ctx.id;
         cfg.workers = ctx.workers;
-        let host = Host::new(cfg, placement);
+        let mut host = Host::new(cfg, placement);
+        host.set_limits(shared.limits);
         let tx = shared
             .locals
             .get(ctx.id.index())
@@ -197,9 +207,11 @@ impl<P: Placement> Worker<P> {
         } else {
             None
         };
+        // Each call has its own deadline (`sbi_io`); the client's own only backs them up.
         let client = Rc::new(SbiClient::new(sbi::ClientConfig {
             short_connections: shared.short_connections,
             ports,
+            timeout: shared.host.sbi_timeouts.longest(),
             ..sbi::ClientConfig::default()
         }));
         Self {
@@ -215,7 +227,7 @@ impl<P: Placement> Worker<P> {
             tx,
             client,
             replies: Replies::default(),
-            outbox: VecDeque::new(),
+            outbox: Outbox::new(shared.max_outbox),
             persist,
             wakes: WakeCounters::default(),
             n2: None,
@@ -245,9 +257,10 @@ impl<P: Placement> Worker<P> {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
                     let tx = self.tx.clone();
-                    tokio::task::spawn_local(sbi::serve(l, move |req| {
-                        serve(tx.clone(), nf, steered, req)
-                    }));
+                    let server =
+                        sbi::Server::new(l, move |req| serve(tx.clone(), nf, steered, req))
+                            .max_concurrent_streams(self.shared.sbi_max_streams);
+                    tokio::task::spawn_local(server.run());
                 }
                 Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),
             }
@@ -339,6 +352,10 @@ impl<P: Placement> Worker<P> {
     /// Copies the host's counters and this loop's wake-ups into the worker's block of the
     /// live counters (a few relaxed stores; see `crate::metrics`).
     fn publish(&mut self) {
+        let refused = self.client.stats().refused_retries;
+        if refused != self.host.counters().sbi_streams_refused {
+            self.host.record_io(IoEvent::SbiStreamsRefused(refused));
+        }
         self.shared
             .live
             .publish(self.id.index(), self.host.counters(), &self.wakes);
@@ -364,7 +381,13 @@ impl<P: Placement> Worker<P> {
                     Some(n) => n.send(assoc, stream, pdu),
                     None => tracing::debug!(assoc, "NGAP message for a worker without N2"),
                 },
-                Output::Hop { to, hop } => self.outbox.push_back((to, hop)),
+                Output::Hop { to, hop } => {
+                    if let Err((to, hop)) = self.outbox.push(to, hop) {
+                        // Refused at ingress: the host answers it (its outputs join this
+                        // loop).
+                        self.host.hop_refused(Instant::now(), to, hop);
+                    }
+                }
                 Output::SbiCall {
                     call,
                     nf,
@@ -394,19 +417,18 @@ impl<P: Placement> Worker<P> {
     }
 
     /// Hands queued hops to the mesh; those that meet a full queue wait for the next turn,
-    /// in order.
+    /// in order. Then the AMF's overload transitions go to this worker's N2 side.
+    // SendError hands the hop back by value (see Outbox::push).
+    #[allow(clippy::result_large_err)]
     fn flush_mesh(&mut self) {
-        while let Some((to, hop)) = self.outbox.pop_front() {
-            match self.mesh.send(to, hop) {
-                Ok(()) => {}
-                Err(SendError::Full(h)) => {
-                    self.host.record_io(IoEvent::MeshRetry);
-                    self.outbox.push_front((to, h));
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(to = to.0, error = %e, "mesh send failed; message dropped");
-                }
+        let mesh = &mut self.mesh;
+        let f = self.outbox.flush(|to, hop| mesh.send(to, hop));
+        if f.full {
+            self.host.record_io(IoEvent::MeshRetry);
+        }
+        while let Some(signal) = self.host.poll_overload() {
+            if let Some(n) = self.n2.as_mut() {
+                n.overload(signal);
             }
         }
     }
@@ -445,6 +467,7 @@ impl<P: Placement> Worker<P> {
             self.id,
             &self.shared.n2_config,
             self.shared.n2_amf.clone(),
+            self.shared.n2_limits,
             raw,
             udp,
         )?;
@@ -465,6 +488,11 @@ impl<P: Placement> Worker<P> {
         };
         let read = n.poll(self.workers, &mut self.ue_msgs);
         self.host.record_io(IoEvent::NgapRead(read));
+        let (associations_refused, data_dropped) = n.refusals();
+        self.host.record_io(IoEvent::N2Sctp {
+            associations_refused,
+            data_dropped,
+        });
         let now = Instant::now();
         for m in self.ue_msgs.drain(..) {
             self.host.handle(now, Input::Ngap(m));
@@ -501,6 +529,7 @@ impl<P: Placement> Worker<P> {
             udm: nf.udm,
             amf_sessions: nf.amf_sessions,
             smf: nf.smf,
+            smf_contexts: self.host.smf().map_or(0, |s| s.context_count()),
             counters: c,
             wakes: self.wakes,
             held,

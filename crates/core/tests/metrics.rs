@@ -7,17 +7,12 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use proto::ids::defaults;
 use ran::gnb::GnbConfig;
-use ran::ue::{SuciScheme, Ue, UeConfig};
-use rand::SeedableRng;
-use sbi::{NfType, StaticDirectory};
-use steer5g_config::{Config, Transport as TransportKind};
+use ran::ue::Ue;
+use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreError, CoreHandle, CoreOptions, SbiMode, StateMode};
-use store::{Profile, RedbStore, SubscriberStore};
-use testkit::sim::{Fleet, UePlan};
 
 mod common;
 
@@ -32,83 +27,25 @@ fn start(
     state: StateMode,
     sbi: SbiMode,
 ) -> (CoreHandle, Vec<Ue>, SocketAddr, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
-    let subs = store::generate::generate("imsi-001010000000001", UES as u64, &mut rng).unwrap();
-    RedbStore::open_in(dir.path())
-        .unwrap()
-        .put_batch(&subs)
-        .unwrap();
-    let (keys, _) =
-        store::hn_keys::load_or_create(&dir.path().join(store::HN_KEY_FILE), &mut rng).unwrap();
-    let hn = keys
-        .keys
-        .iter()
-        .find(|k| k.profile == Profile::A)
-        .unwrap()
-        .clone();
-    let public = security::suci::HomeNetworkPrivateKey::from_bytes(
-        security::suci::Profile::A,
-        hn.private_octets(),
-    )
-    .unwrap()
-    .public_key();
-    let ues = subs
-        .iter()
-        .map(|s| {
-            let mut c = UeConfig::from_subscriber(s, defaults::PLMN).unwrap();
-            c.suci = SuciScheme::Ecies {
-                key: public.clone(),
-                key_id: hn.id,
-            };
-            Ue::new(c).unwrap()
-        })
-        .collect();
-
-    let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
-    let mut config = Config::default();
-    config.n2.addr = ip(1);
-    config.n2.transports = vec![TransportKind::Udp];
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:7777", ip(5)));
-    directory.set(NfType::Ausf, format!("http://{}:7777", ip(11)));
-    directory.set(NfType::Udm, format!("http://{}:7777", ip(12)));
-    let mut opts = CoreOptions::new(dir.path().to_owned());
-    opts.workers = workers;
-    opts.state = state;
-    opts.sbi = sbi;
-    opts.config = config;
-    opts.directory = directory;
-    opts.rand_seed = Some(7);
+    let subs = common::subscribers(u64::from(net), UES);
+    let mut opts = common::core_options(net, subs.dir.path(), workers, state, sbi);
     opts.metrics = Some("127.0.0.1:0".parse().unwrap());
     let core = Core::start(opts).unwrap();
     let n2 = core.listening().n2.first().unwrap().1;
-    (core, ues, n2, dir)
+    (core, subs.ues, n2, subs.dir)
 }
 
 /// Registers and deregisters every UE through one gNB; the number that deregistered.
 fn register_all(net: u8, amf: SocketAddr, ues: Vec<Ue>) -> usize {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(drive(Ipv4Addr::new(127, 0, net, 100), amf, ues))
 }
 
 async fn drive(local: Ipv4Addr, amf: SocketAddr, ues: Vec<Ue>) -> usize {
     let (mut sock, assoc) = common::gnb_socket(local, amf, 38412, 38412, 5);
-    let mut fleet = Fleet::new();
-    let g = fleet.add_gnb(GnbConfig::default(), 4);
-    for ue in ues {
-        fleet.add_ue(g, ue, UePlan::register_deregister());
-    }
-    let deadline = Instant::now() + DEADLINE;
-    assert!(
-        common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| f
-            .all_done())
-        .await
-    );
-    common::close(&mut sock, assoc).await;
+    let (fleet, _, ok) =
+        common::register_deregister(&mut sock, assoc, GnbConfig::default(), ues, DEADLINE).await;
+    assert!(ok);
     let s = fleet.summary();
     assert!(s.failures.is_empty(), "{:?}", s.failures);
     s.deregistered

@@ -8,19 +8,17 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_new_ue};
 use proto::ids::defaults;
 use ran::gnb::GnbConfig;
 use ran::ue::{SuciScheme, Ue, UeConfig};
 use rand::SeedableRng;
-use sbi::{NfType, StaticDirectory};
 use steer::{WorkerId, Workers};
-use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_config::Transport as TransportKind;
 use steer5g_core::{BpfPolicy, Core, CoreOptions, CoreReport, N2Placement, SbiMode, StateMode};
 use store::{RedbStore, SubscriberStore};
-use testkit::sim::{Fleet, UePlan};
 
 mod common;
 
@@ -58,30 +56,21 @@ fn run(net: u8, bpf: BpfPolicy) -> Run {
         .put_batch(&subs)
         .unwrap();
 
-    let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
-    let mut config = Config::default();
-    config.n2.addr = ip(1);
-    config.n2.transports = vec![TransportKind::Udp];
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:7777", ip(5)));
-    directory.set(NfType::Ausf, format!("http://{}:7777", ip(11)));
-    directory.set(NfType::Udm, format!("http://{}:7777", ip(12)));
-    let mut opts = CoreOptions::new(dir.path().to_owned());
-    opts.workers = WORKERS;
-    opts.state = StateMode::Sharded;
-    opts.sbi = SbiMode::Inproc;
-    opts.config = config.clone();
-    opts.directory = directory;
-    opts.rand_seed = Some(7);
+    let local_ip = Ipv4Addr::new(127, 0, net, 100);
+    let mut opts = common::core_options(
+        net,
+        dir.path(),
+        WORKERS,
+        StateMode::Sharded,
+        SbiMode::Inproc,
+    );
     opts.bpf = bpf;
+    let sctp_port = opts.config.n2.sctp_port;
     let core = Core::start(opts).unwrap();
     let placement = core.listening().n2_placement.clone();
     let amf = core.listening().n2.first().unwrap().1;
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let local = tokio::task::LocalSet::new();
     let gnbs = local.block_on(&rt, async {
         let mut tasks = Vec::new();
@@ -95,11 +84,7 @@ fn run(net: u8, bpf: BpfPolicy) -> Run {
                 })
                 .collect();
             tasks.push(tokio::task::spawn_local(drive_gnb(
-                g,
-                ip(100),
-                amf,
-                config.n2.sctp_port,
-                ues,
+                g, local_ip, amf, sctp_port, ues,
             )));
         }
         let mut out = Vec::new();
@@ -130,22 +115,12 @@ async fn drive_gnb(
 ) -> GnbOutcome {
     let port = PORT_BASE + g as u16;
     let (mut sock, assoc) = common::gnb_socket(local, amf, port, sctp_port, 99 + g as u64);
-    let mut fleet = Fleet::new();
     let cfg = GnbConfig {
         gnb_id: gnb_id(g),
         name: format!("gnb-{g}"),
         ..GnbConfig::default()
     };
-    let gi = fleet.add_gnb(cfg, 4);
-    for ue in ues {
-        fleet.add_ue(gi, ue, UePlan::register_deregister());
-    }
-    let deadline = Instant::now() + DEADLINE;
-    let ok = common::pump(&mut sock, assoc, &mut fleet, gi, deadline, |f, _| {
-        f.all_done()
-    })
-    .await;
-    common::close(&mut sock, assoc).await;
+    let (fleet, gi, ok) = common::register_deregister(&mut sock, assoc, cfg, ues, DEADLINE).await;
     let s = fleet.summary();
     let mut failures = s.failures;
     if !ok {

@@ -9,18 +9,14 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use proto::ids::defaults;
 use ran::gnb::GnbConfig;
-use ran::ue::{SuciScheme, Ue, UeConfig};
-use rand::SeedableRng;
+use ran::ue::Ue;
 use sbi::{NfType, StaticDirectory};
 use sctp_io::Transport;
-use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreOptions, CoreReport, SbiMode, StateMode};
-use store::{Profile, RedbStore, SubscriberStore};
-use testkit::sim::{Fleet, UePlan};
 
 mod common;
 
@@ -74,76 +70,24 @@ fn run_on(
     short_connections: bool,
     link: Link,
 ) -> (Outcome, CoreReport) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(u64::from(net));
-    let subs = store::generate::generate("imsi-001010000000001", ues as u64, &mut rng).unwrap();
-    {
-        let s = RedbStore::open_in(dir.path()).unwrap();
-        s.put_batch(&subs).unwrap();
-    }
-    let (keys, _) =
-        store::hn_keys::load_or_create(&dir.path().join(store::HN_KEY_FILE), &mut rng).unwrap();
-    let hn = keys
-        .keys
-        .iter()
-        .find(|k| k.profile == Profile::A)
-        .unwrap()
-        .clone();
-
-    let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
-    let mut config = Config::default();
-    config.n2.addr = ip(1);
-    config.n2.transports = match link {
+    let subs = common::subscribers(u64::from(net), ues);
+    let mut opts = common::core_options(net, subs.dir.path(), workers, state, sbi);
+    opts.config.n2.transports = match link {
         Link::Udp => vec![TransportKind::Udp],
         Link::UdpOfBoth | Link::RawOfBoth => vec![TransportKind::Raw, TransportKind::Udp],
     };
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:7777", ip(5)));
-    directory.set(NfType::Ausf, format!("http://{}:7777", ip(11)));
-    directory.set(NfType::Udm, format!("http://{}:7777", ip(12)));
-    let mut opts = CoreOptions::new(dir.path().to_owned());
-    opts.workers = workers;
-    opts.state = state;
-    opts.sbi = sbi;
     opts.short_connections = short_connections;
-    opts.config = config.clone();
-    opts.directory = directory;
-    opts.rand_seed = Some(7);
+    let sctp_port = opts.config.n2.sctp_port;
     let core = Core::start(opts).unwrap();
     let want = if link == Link::RawOfBoth {
         TransportKind::Raw
     } else {
         TransportKind::Udp
     };
-    let n2 = core
-        .listening()
-        .n2
-        .iter()
-        .find(|(k, _)| *k == want)
-        .unwrap()
-        .1;
-
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ues: Vec<Ue> = subs
-        .iter()
-        .map(|s| {
-            let mut c = UeConfig::from_subscriber(s, defaults::PLMN).unwrap();
-            c.suci = SuciScheme::Ecies {
-                key: security::suci::HomeNetworkPrivateKey::from_bytes(
-                    security::suci::Profile::A,
-                    hn.private_octets(),
-                )
-                .unwrap()
-                .public_key(),
-                key_id: hn.id,
-            };
-            Ue::new(c).unwrap()
-        })
-        .collect();
-    let outcome = rt.block_on(drive_ues(ip(100), n2, config.n2.sctp_port, ues, want));
+    let n2 = common::n2_addr(&core, want);
+    let local = Ipv4Addr::new(127, 0, net, 100);
+    let rt = common::runtime();
+    let outcome = rt.block_on(drive_ues(local, n2, sctp_port, subs.ues, want));
     let report = core.stop().unwrap();
     (outcome, report)
 }
@@ -166,17 +110,8 @@ async fn drive_ues(
         ),
     };
     let (mut sock, assoc) = common::gnb_socket_on(transport, amf, 38412, sctp_port, 99);
-    let mut fleet = Fleet::new();
-    let g = fleet.add_gnb(GnbConfig::default(), 4);
-    for ue in ues {
-        fleet.add_ue(g, ue, UePlan::register_deregister());
-    }
-    let deadline = Instant::now() + DEADLINE;
-    let ok = common::pump(&mut sock, assoc, &mut fleet, g, deadline, |f, _| {
-        f.all_done()
-    })
-    .await;
-    common::close(&mut sock, assoc).await;
+    let (fleet, _, ok) =
+        common::register_deregister(&mut sock, assoc, GnbConfig::default(), ues, DEADLINE).await;
     let s = fleet.summary();
     let mut failures = s.failures;
     if !ok {
@@ -306,9 +241,6 @@ fn both_transports_serve_registrations() {
 
 /// Raw IP sockets need CAP_NET_RAW (KERNEL.md).
 fn raw_allowed() -> bool {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async { Transport::bind_raw(Ipv4Addr::new(127, 0, 44, 9)).is_ok() })
 }

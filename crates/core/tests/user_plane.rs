@@ -133,20 +133,9 @@ fn run<D: Datapath + Send + 'static>(bed: &Testbed, net: u8, dp: D) -> Run<D> {
         ..SmfOptions::default()
     });
     let core = Core::start(opts).unwrap();
-    let n2 = core
-        .listening()
-        .n2
-        .iter()
-        .find(|(k, _)| *k == TransportKind::Udp)
-        .unwrap()
-        .1;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let side = RanSide {
         local: ip(100),
-        amf: n2,
+        amf: common::n2_addr(&core, TransportKind::Udp),
         sctp_port: config.n2.sctp_port,
         gnb_n3: Some(N3_RAN),
         upf_n3: N3_UPF,
@@ -156,7 +145,7 @@ fn run<D: Datapath + Send + 'static>(bed: &Testbed, net: u8, dp: D) -> Run<D> {
         gnb,
         reports: Vec::new(),
     };
-    let outcome = rt.block_on(drive(side, subs.ues, Plan::Release, &mut check));
+    let outcome = common::runtime().block_on(drive(side, subs.ues, Plan::Release, &mut check));
     core.stop().unwrap();
     let echoed = echo.stop();
     let report = upf.stop().unwrap();
@@ -181,18 +170,7 @@ fn run<D: Datapath + Send + 'static>(bed: &Testbed, net: u8, dp: D) -> Run<D> {
 
 /// The common checks; returns (probes sent, replies received).
 fn expect_clean<D>(r: &Run<D>) -> (u64, u64) {
-    let want = Outcome {
-        registered: UES,
-        established: UES,
-        rejected: 0,
-        upf_checked: UES,
-        released_sessions: UES,
-        deregistered: UES,
-        released: UES,
-        addresses: UES,
-        rules_left: 0,
-        failures: Vec::new(),
-    };
+    let want = Outcome::all_through(UES);
     assert_eq!(r.outcome, want);
     assert_eq!(r.reports.len(), 2);
     let kinds: Vec<_> = r.reports.iter().map(|t| t.kind).collect();

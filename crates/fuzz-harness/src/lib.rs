@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use sctp::wire::{finish_packet, Packet};
 use sctp::{AssocId, Endpoint, EndpointConfig, Event};
 
+mod smf_n4;
+
+pub use smf_n4::{smf_n4, smf_n4_stats};
+
 /// A harness: arbitrary bytes in, a panic only on a broken promise.
 pub type Harness = fn(&[u8]);
 
@@ -29,6 +33,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("subscriber_csv", subscriber_csv),
     ("pfcp_decode", pfcp_decode),
     ("upf_node", upf_node),
+    ("smf_n4", smf_n4),
     ("sbi_multipart", sbi_multipart),
     ("userplane_packets", userplane_packets),
 ];
@@ -181,6 +186,11 @@ pub fn ngap_decode(data: &[u8]) {
         let _ = n::UeContextReleaseCommand::parse(&pdu);
         let _ = n::UeContextReleaseComplete::parse(&pdu);
         let _ = n::UeContextReleaseRequest::parse(&pdu);
+        if let Ok(m) = n::OverloadStart::parse(&pdu) {
+            // What parses re-encodes (the reduction is kept within 1-99 by the parser).
+            let _ = m.encode();
+        }
+        let _ = n::OverloadStop::parse(&pdu);
     }
 }
 

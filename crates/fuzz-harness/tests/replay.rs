@@ -98,3 +98,73 @@ fn upf_seeds_reach_their_branches() {
     let s = stats("session_limit");
     assert_eq!(s.sessions_refused_limit, 2, "{s:?}");
 }
+
+/// The SMF's N4 seeds reach what they are named for.
+#[test]
+fn smf_seeds_reach_their_branches() {
+    let stats = |name: &str| {
+        let data = std::fs::read(corpus_dir("smf_n4").join(name)).expect("seed");
+        fuzz_harness::smf_n4_stats(&data)
+    };
+    let s = stats("all_delivered");
+    assert_eq!((s.created, s.activated, s.released), (3, 3, 3), "{s:?}");
+    let s = stats("establishment_without_node_id");
+    assert_eq!((s.pfcp_unparsed, s.abandoned_deleted), (1, 1), "{s:?}");
+    let s = stats("establishment_without_created_pdr");
+    assert_eq!((s.pfcp_unparsed, s.abandoned_deleted), (0, 1), "{s:?}");
+    let s = stats("establishment_late");
+    assert_eq!(
+        (s.created, s.rejected, s.abandoned_deleted),
+        (2, 1, 1),
+        "{s:?}"
+    );
+    let s = stats("establishment_lost");
+    assert_eq!(
+        (s.created, s.rejected, s.abandoned_deleted),
+        (2, 1, 0),
+        "{s:?}"
+    );
+    let s = stats("modification_without_cause");
+    assert_eq!((s.pfcp_unparsed, s.activated), (1, 2), "{s:?}");
+    // Shorter than its header says: nothing in it can be trusted, the request runs out.
+    let s = stats("modification_truncated");
+    assert_eq!(
+        (s.stray_pfcp, s.pfcp_unparsed, s.activated),
+        (1, 0, 2),
+        "{s:?}"
+    );
+    let s = stats("deletion_twice_and_undo_lost");
+    assert_eq!((s.stray_pfcp, s.abandoned_delete_failed), (1, 1), "{s:?}");
+}
+
+/// The overload messages are in the seeds of every target that reads them, so that the
+/// fuzzers start from their valid encodings: OVERLOAD START and STOP (TS 38.413 §9.2.6.7-8)
+/// for the NGAP decoder, the peek and the AMF's N2 side, REGISTRATION REJECT #22 with
+/// T3346 (TS 24.501 §8.2.9) for the NAS decoder.
+#[test]
+fn the_corpus_seeds_the_overload_messages() {
+    use proto::nas::{NasMessage, RegistrationReject, TimerValue};
+    use proto::ngap::{OverloadAction, OverloadStart, OverloadStop};
+    let start = OverloadStart {
+        response: Some(OverloadAction::RejectRrcSignalling),
+        traffic_load_reduction: Some(50),
+    }
+    .encode()
+    .unwrap();
+    let stop = OverloadStop.encode().unwrap();
+    let reject: NasMessage = RegistrationReject::congestion(TimerValue::Seconds(30)).into();
+    let reject = reject.encode().unwrap();
+    let has = |target: &str, seed: &[u8]| {
+        std::fs::read_dir(corpus_dir(target))
+            .expect("corpus")
+            .any(|e| std::fs::read(e.expect("entry").path()).expect("file") == seed)
+    };
+    for target in ["ngap_decode", "ngap_peek", "amf_n2"] {
+        assert!(has(target, &start), "{target}: no OVERLOAD START seed");
+        assert!(has(target, &stop), "{target}: no OVERLOAD STOP seed");
+    }
+    assert!(
+        has("nas_decode", &reject),
+        "nas_decode: no REGISTRATION REJECT #22 with T3346 seed"
+    );
+}

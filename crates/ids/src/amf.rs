@@ -58,11 +58,7 @@ pub fn owner_of_new_ue(gnb_id: u32, ran_ue_ngap_id: u32, workers: Workers) -> Wo
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::spread::assert_spread;
-
-    fn w(n: u16) -> Workers {
-        Workers::new(n).unwrap()
-    }
+    use crate::spread::{assert_spread, w};
 
     #[test]
     fn new_ue_placement_is_pinned() {

@@ -43,8 +43,14 @@ pub use worker::{owner_of_key, stable_hash, WorkerId, Workers};
 
 /// Checks shared by the placement tests of several modules.
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod spread {
-    use crate::WorkerId;
+    use crate::{WorkerId, Workers};
+
+    /// `n` workers, for tests that name a count known to be valid.
+    pub(crate) fn w(n: u16) -> Workers {
+        Workers::new(n).unwrap()
+    }
 
     /// Every one of `n` workers got `total / n` of `keys`, ±10 %.
     pub(crate) fn assert_spread(keys: impl Iterator<Item = WorkerId>, n: u16, total: usize) {

@@ -13,11 +13,7 @@ pub fn owner_of_supi(supi: &str, workers: Workers) -> WorkerId {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::spread::assert_spread;
-
-    fn w(n: u16) -> Workers {
-        Workers::new(n).unwrap()
-    }
+    use crate::spread::{assert_spread, w};
 
     #[test]
     fn supi_placement_is_pinned() {

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 /// Per-UE contexts keyed by `K`, wherever they live.
@@ -69,6 +69,14 @@ pub trait ContextMap<K, V> {
     fn keys(&self) -> Vec<K>
     where
         K: Clone;
+
+    /// The number of entries without an access of its own: exact in a [`ShardMap`]; in a
+    /// [`LockedMap`] the count as the last access of any worker left it, read without the
+    /// lock. What bounds a map (DESIGN.md principle 8) reads this on the hot path, so that
+    /// the baseline's lock counts stay one per message.
+    fn len_hint(&self) -> usize {
+        self.len()
+    }
 
     /// Whether there are no entries.
     fn is_empty(&self) -> bool {
@@ -183,6 +191,8 @@ impl LockStats {
 pub struct LockedMap<K, V> {
     inner: Arc<Mutex<HashMap<K, V>>>,
     counters: Arc<Counters>,
+    /// The map's length, stored under the lock by every access that may change it.
+    entries: Arc<AtomicUsize>,
 }
 
 impl<K, V> Clone for LockedMap<K, V> {
@@ -190,6 +200,7 @@ impl<K, V> Clone for LockedMap<K, V> {
         Self {
             inner: Arc::clone(&self.inner),
             counters: Arc::clone(&self.counters),
+            entries: Arc::clone(&self.entries),
         }
     }
 }
@@ -199,6 +210,7 @@ impl<K, V> Default for LockedMap<K, V> {
         Self {
             inner: Arc::new(Mutex::new(HashMap::new())),
             counters: Arc::new(Counters::default()),
+            entries: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -252,7 +264,9 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for LockedMap<K, V> {
             new = true;
             default()
         });
-        f(v, new)
+        let r = f(v, new);
+        self.entries.store(g.len(), Ordering::Relaxed);
+        r
     }
 
     fn with_remove<R>(
@@ -262,15 +276,23 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for LockedMap<K, V> {
     ) -> (R, Option<V>) {
         let mut g = self.lock();
         let (r, remove) = f(g.get_mut(k));
-        (r, if remove { g.remove(k) } else { None })
+        let gone = if remove { g.remove(k) } else { None };
+        self.entries.store(g.len(), Ordering::Relaxed);
+        (r, gone)
     }
 
     fn insert(&mut self, k: K, v: V) -> Option<V> {
-        self.lock().insert(k, v)
+        let mut g = self.lock();
+        let old = g.insert(k, v);
+        self.entries.store(g.len(), Ordering::Relaxed);
+        old
     }
 
     fn remove(&mut self, k: &K) -> Option<V> {
-        self.lock().remove(k)
+        let mut g = self.lock();
+        let old = g.remove(k);
+        self.entries.store(g.len(), Ordering::Relaxed);
+        old
     }
 
     fn len(&self) -> usize {
@@ -282,6 +304,10 @@ impl<K: Eq + Hash, V> ContextMap<K, V> for LockedMap<K, V> {
         K: Clone,
     {
         self.lock().keys().cloned().collect()
+    }
+
+    fn len_hint(&self) -> usize {
+        self.entries.load(Ordering::Relaxed)
     }
 }
 
@@ -345,6 +371,10 @@ mod tests {
             }
             assert_eq!(a.len(), b.len());
             assert_eq!(a.is_empty(), b2.is_empty());
+            let before = b.stats().acquisitions;
+            assert_eq!(b2.len_hint(), b.len());
+            assert_eq!(a.len_hint(), a.len());
+            assert_eq!(b.stats().acquisitions, before + 1, "len_hint takes no lock");
             let s = b.stats();
             assert!(s.acquisitions >= 2_000);
             assert_eq!(s.contended, 0, "one thread never waits");

@@ -14,9 +14,10 @@ use bytes::Bytes;
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
 use ids::{WorkerId, Workers};
 use nf::amf::registration::{
-    route, AmfStats, IdleUe, Route, UeContext, UeState, MAX_RETRANSMISSIONS, RELEASE_GUARD,
+    route, AmfStats, IdleUe, Route, SessionStats, UeContext, UeState, MAX_RETRANSMISSIONS,
+    RELEASE_GUARD,
 };
-use nf::host::{CallReply, HostAmf, Locked, Placement, Sharded};
+use nf::host::{CallFailed, CallReply, HostAmf, Locked, Placement, Sharded};
 use nf::state::ContextMap;
 use nf::udm::UeRecord;
 use proto::ids::{defaults, Snssai};
@@ -290,6 +291,29 @@ impl<P: Placement> World<P> {
             t.aborted += a.aborted;
             t.releases += a.releases;
             t.stray_replies += a.stray_replies;
+        }
+        t
+    }
+
+    /// The AMF's PDU session counters summed over the workers.
+    fn session_stats(&self) -> SessionStats {
+        let mut t = SessionStats::default();
+        for n in self.sim.nf_stats_all() {
+            let s = n.amf_sessions;
+            t.create_calls += s.create_calls;
+            t.created += s.created;
+            t.rejected += s.rejected;
+            t.n1n2 += s.n1n2;
+            t.n1n2_refused += s.n1n2_refused;
+            t.setup_requests += s.setup_requests;
+            t.activated += s.activated;
+            t.release_commands += s.release_commands;
+            t.released += s.released;
+            t.dropped += s.dropped;
+            t.released_with_ue += s.released_with_ue;
+            t.release_failures += s.release_failures;
+            t.not_forwarded += s.not_forwarded;
+            t.orphans_released += s.orphans_released;
         }
         t
     }
@@ -1418,10 +1442,17 @@ const SM_REF: &str = "00000000000000aa";
 
 /// A 5GSM message (its type at octet 3) in an UL NAS TRANSPORT for session [`PSI`].
 fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
+    ul_sm_for(ue, PSI, message_type, initial).0
+}
+
+/// The 5GSM message of type `message_type` for session `psi`, and the UPLINK NAS TRANSPORT
+/// carrying it in an UL NAS TRANSPORT.
+fn ul_sm_for(ue: &mut TestUe, psi: u8, message_type: u8, initial: bool) -> (Vec<u8>, Vec<u8>) {
+    let payload = vec![0x2e, psi, 1, message_type, 0xff];
     let ul = proto::nas::sm_ue::UlNasTransport {
         payload_container_type: proto::nas::sm_ue::PAYLOAD_N1_SM,
-        payload: vec![0x2e, PSI, 1, message_type, 0xff],
-        pdu_session_id: Some(PSI),
+        payload: payload.clone(),
+        pdu_session_id: Some(psi),
         request_type: initial.then_some(proto::nas::sm_ue::REQUEST_INITIAL),
         snssai: None,
         dnn: initial.then(|| "internet".to_owned()),
@@ -1437,33 +1468,54 @@ fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
             Direction::Uplink,
         )
         .unwrap();
-    ue.uplink(p)
+    (ue.uplink(p), payload)
 }
 
 /// Answers the oldest call to the SMF.
-fn smf_answers(
-    w: &mut Watching,
+fn smf_answers<P: Placement>(
+    w: &mut World<P>,
     path_end: &str,
     status: http::StatusCode,
     location: Option<&str>,
     parts: Option<Vec<sbi::multipart::Part>>,
 ) {
-    let call = w.sim.take_external().expect("a call to the SMF");
-    assert!(call.path.ends_with(path_end), "{}", call.path);
     let (ct, body) = match parts {
         Some(p) => (
-            Some(sbi::multipart::CONTENT_TYPE.to_owned()),
+            Some(sbi::multipart::CONTENT_TYPE),
             sbi::multipart::encode(&p).unwrap(),
         ),
         None => (None, Bytes::new()),
     };
+    smf_answers_with(w, path_end, status, location, ct, body);
+}
+
+/// Answers the oldest call to the SMF with `body` of type `ct`.
+fn smf_answers_with<P: Placement>(
+    w: &mut World<P>,
+    path_end: &str,
+    status: http::StatusCode,
+    location: Option<&str>,
+    ct: Option<&str>,
+    body: Bytes,
+) {
+    let call = w.sim.take_external().expect("a call to the SMF");
+    assert!(call.path.ends_with(path_end), "{}", call.path);
     let reply = CallReply {
         status,
         location: location.map(str::to_owned),
-        content_type: ct,
+        content_type: ct.map(str::to_owned),
         body,
     };
     w.sim.answer(&call, Ok(reply));
+    w.run();
+}
+
+/// The oldest call to the SMF fails as the I/O layer reports a call that timed out or
+/// found no SMF ([`CallFailed`]).
+fn smf_fails<P: Placement>(w: &mut World<P>, path_end: &str) {
+    let call = w.sim.take_external().expect("a call to the SMF");
+    assert!(call.path.ends_with(path_end), "{}", call.path);
+    w.sim.answer(&call, Err(CallFailed));
     w.run();
 }
 
@@ -1766,4 +1818,245 @@ fn every_ue_message_kind_is_decoded_once() {
             "UplinkNasTransport",
         ]
     );
+}
+
+// ---- Nsmf calls that fail, answers that come too late ----
+
+/// The N1N2MessageTransfer the SMF sends after creating session `psi`: the accept and the
+/// N2 PDU Session Resource Setup Request Transfer.
+fn n1n2_setup(n: u32, psi: u8) -> SbiRequest {
+    use sbi::model::{
+        N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
+        N2SmInformation, RefToBinaryData,
+    };
+    use sbi::multipart::{self, Part};
+    let data = N1N2MessageTransferReqData {
+        n1_message_container: Some(N1MessageContainer {
+            n1_message_class: "SM".into(),
+            n1_message_content: RefToBinaryData::new("n1"),
+        }),
+        n2_info_container: Some(N2InfoContainer {
+            n2_information_class: "SM".into(),
+            sm_info: Some(N2SmInformation {
+                pdu_session_id: psi,
+                n2_info_content: Some(N2InfoContent {
+                    ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
+                    ngap_data: RefToBinaryData::new("n2"),
+                }),
+                s_nssai: None,
+            }),
+        }),
+        pdu_session_id: Some(psi),
+    };
+    let parts = [
+        Part::json(serde_json::to_vec(&data).unwrap()),
+        Part::binary(multipart::NAS_5G, "n1", vec![0x2e, psi, 1, 0xc2]),
+        Part::binary(multipart::NGAP, "n2", vec![0, 1, 2]),
+    ];
+    SbiRequest {
+        method: http::Method::POST,
+        path: format!("/namf-comm/v1/ue-contexts/{}/n1-n2-messages", supi(n)),
+        query: None,
+        content_type: Some(multipart::CONTENT_TYPE.to_owned()),
+        body: multipart::encode(&parts).unwrap(),
+    }
+}
+
+/// The DL NAS TRANSPORT inside a DOWNLINK NAS TRANSPORT, unprotected with the UE's context.
+fn read_dl_nas_transport(
+    ue: &mut TestUe,
+    pdu: &ngap::NgapPdu,
+) -> proto::nas::sm_ue::DlNasTransport {
+    assert_eq!(pdu.kind(), MessageKind::DownlinkNasTransport);
+    let m = ngap::DownlinkNasTransport::parse(pdu).unwrap();
+    let u = ue
+        .sec
+        .as_mut()
+        .unwrap()
+        .unprotect(&m.nas_pdu, Direction::Downlink)
+        .unwrap();
+    proto::nas::sm_ue::DlNasTransport::parse(&u.plain).unwrap()
+}
+
+fn sm_location(sm_ref: &str) -> String {
+    format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{sm_ref}")
+}
+
+/// The test's SMF sends `req` to the AMF of worker 0 (the host finds the worker holding the
+/// UE); the status of the answer.
+fn n1n2_to_amf<P: Placement>(w: &mut World<P>, req: SbiRequest) -> Option<http::StatusCode> {
+    let id = w.sim.sbi_request(0, sbi::NfType::Amf, req);
+    w.run();
+    w.sim.take_answer(id).map(|r| r.status)
+}
+
+/// TS 24.501 §5.4.5.2.5, §5.4.5.3.1 e): an Nsmf call that fails without an N1 SM message for
+/// the UE (no answer: the I/O layer's failed call; an error without `n1SmMsg`) sends the
+/// UE's own 5GSM message back with 5GMM cause #90. The SMF's own reject goes as it is.
+#[test]
+fn a_failed_nsmf_call_sends_the_5gsm_message_back_with_cause_90() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let back = |w: &mut World<Sharded>, ue: &mut TestUe, sent: &[u8]| {
+        let pdu = w.next_dl();
+        let dl = read_dl_nas_transport(ue, &pdu);
+        assert_eq!(
+            dl.fgmm_cause,
+            Some(FiveGmmCause::PayloadNotForwarded.value())
+        );
+        assert_eq!(dl.pdu_session_id, Some(PSI));
+        assert_eq!(dl.payload, sent, "the UE's own message");
+        assert!(w.quiet());
+    };
+
+    // The SMF does not answer (or cannot be reached).
+    let (est, sent) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    smf_fails(&mut w, "/sm-contexts");
+    back(&mut w, &mut ue, &sent);
+    let ctx = w.ue(ue.amf_id.unwrap()).unwrap();
+    assert!(ctx.sessions().is_empty(), "the UE may try again");
+
+    // An error without an N1 SM message.
+    let (est, sent) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
+    smf_answers_with(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        Some("application/problem+json"),
+        Bytes::from_static(problem),
+    );
+    back(&mut w, &mut ue, &sent);
+
+    // The SMF's reject: forwarded, no 5GMM cause.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let err = br#"{"error":{"status":403,"cause":"DNN_DENIED"},"n1SmMsg":{"contentId":"n1"}}"#;
+    let reject = vec![0x2e, PSI, 1, 0xc3, 27];
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::FORBIDDEN,
+        None,
+        Some(vec![
+            sbi::multipart::Part::json(err.to_vec()),
+            sbi::multipart::Part::binary(sbi::multipart::NAS_5G, "n1", reject.clone()),
+        ]),
+    );
+    let pdu = w.next_dl();
+    let dl = read_dl_nas_transport(&mut ue, &pdu);
+    assert_eq!((dl.fgmm_cause, dl.payload), (None, reject));
+
+    // A UE-requested release the SMF does not answer: sent back too.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    let loc = sm_location(SM_REF);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    let (rel, sent) = ul_sm_for(&mut ue, PSI, 0xd1, false);
+    w.ngap(&rel);
+    smf_fails(&mut w, "/modify");
+    back(&mut w, &mut ue, &sent);
+
+    let s = w.session_stats();
+    assert_eq!((s.not_forwarded, s.rejected, s.created), (3, 3, 1));
+    assert!(w.sim.take_external().is_none());
+}
+
+/// The UE deregisters while its CreateSMContext is under way: when the 201 comes, the AMF
+/// releases the SM context it no longer has a UE for (TS 23.502 §4.2.2.3.2 step 2).
+#[test]
+fn a_create_answered_after_the_ue_left_is_released() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    deregister(&mut w, &mut ue, false);
+    assert_eq!(w.contexts(), 0);
+    assert_eq!(
+        w.sim.held_external().count(),
+        1,
+        "only the creation: it has no ref to release yet"
+    );
+    let loc = sm_location(SM_REF);
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    let (path, body) = w
+        .sim
+        .held_external()
+        .next()
+        .map(|c| (c.path.clone(), c.body.clone()))
+        .expect("the release");
+    assert_eq!(
+        path,
+        format!("/nsmf-pdusession/v1/sm-contexts/{SM_REF}/release")
+    );
+    let data: sbi::model::SmContextReleaseData = serde_json::from_slice(&body).unwrap();
+    assert!(data.cause.is_some());
+    smf_answers(&mut w, "/release", http::StatusCode::NO_CONTENT, None, None);
+    let s = w.session_stats();
+    assert_eq!(
+        (s.orphans_released, s.release_failures, s.created),
+        (1, 0, 0)
+    );
+    assert!(w.quiet() && w.sim.held_external().next().is_none());
+}
+
+/// A session the AMF gave up on (its CreateSMContext failed) is not set up when the SMF,
+/// late, asks for it: the N1N2MessageTransfer is refused, and the UE's other session is
+/// untouched.
+#[test]
+fn a_setup_for_a_session_the_ue_does_not_hold_is_refused() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    // Session 6 is being set up.
+    let (est, _) = ul_sm_for(&mut ue, 6, 0xc1, true);
+    w.ngap(&est);
+    let loc = sm_location("00000000000000bb");
+    smf_answers(
+        &mut w,
+        "/sm-contexts",
+        http::StatusCode::CREATED,
+        Some(&loc),
+        None,
+    );
+    // Session 5's creation fails at the AMF.
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    smf_fails(&mut w, "/sm-contexts");
+    let pdu = w.next_dl();
+    assert_eq!(read_dl_nas_transport(&mut ue, &pdu).fgmm_cause, Some(90));
+    // The SMF finished session 5 after all.
+    assert_eq!(
+        n1n2_to_amf(&mut w, n1n2_setup(1, PSI)),
+        Some(http::StatusCode::NOT_FOUND)
+    );
+    assert!(
+        w.quiet(),
+        "no PDU SESSION RESOURCE SETUP REQUEST for session 5"
+    );
+    assert_eq!(
+        n1n2_to_amf(&mut w, n1n2_setup(1, 6)),
+        Some(http::StatusCode::OK)
+    );
+    let pdu = w.next_dl();
+    assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupRequest);
+    let s = w.session_stats();
+    assert_eq!((s.n1n2, s.n1n2_refused), (1, 1));
 }

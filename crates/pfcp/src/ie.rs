@@ -169,6 +169,23 @@ pub(crate) fn keep_unknown(unknown: &mut Vec<UnknownIe>, ie: &RawIe<'_>) {
     }
 }
 
+/// Walks a sequence of IEs (a message body or a grouped IE's value): `take` decodes each IE
+/// the caller models and answers `Ok(false)` for the others, which are kept
+/// ([`keep_unknown`]) and returned.
+pub(crate) fn walk<'a>(
+    buf: &'a [u8],
+    mut take: impl FnMut(&RawIe<'a>) -> Result<bool, DecodeError>,
+) -> Result<Vec<UnknownIe>, DecodeError> {
+    let mut unknown = Vec::new();
+    for ie in IeIter::new(buf) {
+        let ie = ie?;
+        if !take(&ie)? {
+            keep_unknown(&mut unknown, &ie);
+        }
+    }
+    Ok(unknown)
+}
+
 pub(crate) fn emit_unknown(out: &mut Vec<u8>, unknown: &[UnknownIe]) {
     for u in unknown {
         put_ie(out, u.ie_type, |o| o.extend_from_slice(&u.value));
@@ -989,18 +1006,17 @@ impl Pdi {
     fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut si, mut ft, mut ni, mut ue) = (None, None, None, None);
         let mut sdf = Vec::new();
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::SOURCE_INTERFACE => set_once(&mut si, Interface::parse(&c))?,
-                ty::F_TEID => set_once(&mut ft, FTeid::parse(&c))?,
+                ty::SOURCE_INTERFACE => set_once(&mut si, Interface::parse(c))?,
+                ty::F_TEID => set_once(&mut ft, FTeid::parse(c))?,
                 ty::NETWORK_INSTANCE => set_once(&mut ni, Ok(c.value.to_vec()))?,
-                ty::UE_IP_ADDRESS => set_once(&mut ue, UeIpAddress::parse(&c))?,
-                ty::SDF_FILTER => sdf.push(SdfFilter::parse(&c)?),
-                _ => keep_unknown(&mut unknown, &c),
+                ty::UE_IP_ADDRESS => set_once(&mut ue, UeIpAddress::parse(c))?,
+                ty::SDF_FILTER => sdf.push(SdfFilter::parse(c)?),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(Pdi {
             source_interface: mandatory(si, ty::SOURCE_INTERFACE)?,
             f_teid: ft,
@@ -1089,19 +1105,19 @@ struct PdrFields {
 impl PdrFields {
     fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let mut f = PdrFields::default();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        f.unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::PDR_ID => set_once(&mut f.pdr_id, u16_ie(&c))?,
-                ty::PRECEDENCE => set_once(&mut f.precedence, u32_ie(&c))?,
-                ty::PDI => set_once(&mut f.pdi, Pdi::parse(&c))?,
-                ty::OUTER_HEADER_REMOVAL => set_once(&mut f.ohr, OuterHeaderRemoval::parse(&c))?,
-                ty::FAR_ID => set_once(&mut f.far_id, u32_ie(&c))?,
-                ty::URR_ID => f.urr_ids.push(u32_ie(&c)?),
-                ty::QER_ID => f.qer_ids.push(u32_ie(&c)?),
-                _ => keep_unknown(&mut f.unknown, &c),
+                ty::PDR_ID => set_once(&mut f.pdr_id, u16_ie(c))?,
+                ty::PRECEDENCE => set_once(&mut f.precedence, u32_ie(c))?,
+                ty::PDI => set_once(&mut f.pdi, Pdi::parse(c))?,
+                ty::OUTER_HEADER_REMOVAL => set_once(&mut f.ohr, OuterHeaderRemoval::parse(c))?,
+                ty::FAR_ID => set_once(&mut f.far_id, u32_ie(c))?,
+                ty::URR_ID => f.urr_ids.push(u32_ie(c)?),
+                ty::QER_ID => f.qer_ids.push(u32_ie(c)?),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(f)
     }
 }
@@ -1224,16 +1240,15 @@ pub struct ForwardingParameters {
 impl ForwardingParameters {
     fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut di, mut ni, mut ohc) = (None, None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::DESTINATION_INTERFACE => set_once(&mut di, Interface::parse(&c))?,
+                ty::DESTINATION_INTERFACE => set_once(&mut di, Interface::parse(c))?,
                 ty::NETWORK_INSTANCE => set_once(&mut ni, Ok(c.value.to_vec()))?,
-                ty::OUTER_HEADER_CREATION => set_once(&mut ohc, OuterHeaderCreation::parse(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::OUTER_HEADER_CREATION => set_once(&mut ohc, OuterHeaderCreation::parse(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(ForwardingParameters {
             destination_interface: di,
             network_instance: ni,
@@ -1280,16 +1295,15 @@ impl Far {
             ty::UPDATE_FORWARDING_PARAMETERS
         };
         let (mut id, mut aa, mut fp) = (None, None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::FAR_ID => set_once(&mut id, u32_ie(&c))?,
-                ty::APPLY_ACTION => set_once(&mut aa, ApplyAction::parse(&c))?,
-                t if t == fp_type => set_once(&mut fp, ForwardingParameters::parse(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::FAR_ID => set_once(&mut id, u32_ie(c))?,
+                ty::APPLY_ACTION => set_once(&mut aa, ApplyAction::parse(c))?,
+                t if t == fp_type => set_once(&mut fp, ForwardingParameters::parse(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(Far {
             far_id: mandatory(id, ty::FAR_ID)?,
             apply_action: aa,
@@ -1335,16 +1349,15 @@ impl Qer {
     /// Decodes a Create QER or Update QER IE (they share their layout).
     pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut gs, mut mbr) = (None, None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::QER_ID => set_once(&mut id, u32_ie(&c))?,
-                ty::GATE_STATUS => set_once(&mut gs, GateStatus::parse(&c))?,
-                ty::MBR => set_once(&mut mbr, Mbr::parse(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::QER_ID => set_once(&mut id, u32_ie(c))?,
+                ty::GATE_STATUS => set_once(&mut gs, GateStatus::parse(c))?,
+                ty::MBR => set_once(&mut mbr, Mbr::parse(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(Qer {
             qer_id: mandatory(id, ty::QER_ID)?,
             gate_status: gs,
@@ -1394,18 +1407,17 @@ impl Urr {
     /// Decodes a Create URR or Update URR IE (they share their layout).
     pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut mm, mut rt, mut vt, mut tt) = (None, None, None, None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::URR_ID => set_once(&mut id, u32_ie(&c))?,
-                ty::MEASUREMENT_METHOD => set_once(&mut mm, u8_ie(&c).map(MeasurementMethod))?,
-                ty::REPORTING_TRIGGERS => set_once(&mut rt, Triggers::parse(&c))?,
-                ty::VOLUME_THRESHOLD => set_once(&mut vt, Volume::parse(&c))?,
-                ty::TIME_THRESHOLD => set_once(&mut tt, u32_ie(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::URR_ID => set_once(&mut id, u32_ie(c))?,
+                ty::MEASUREMENT_METHOD => set_once(&mut mm, u8_ie(c).map(MeasurementMethod))?,
+                ty::REPORTING_TRIGGERS => set_once(&mut rt, Triggers::parse(c))?,
+                ty::VOLUME_THRESHOLD => set_once(&mut vt, Volume::parse(c))?,
+                ty::TIME_THRESHOLD => set_once(&mut tt, u32_ie(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(Urr {
             urr_id: mandatory(id, ty::URR_ID)?,
             measurement_method: mm,
@@ -1456,15 +1468,14 @@ impl CreatedPdr {
     /// Decodes a Created PDR IE.
     pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut ft) = (None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::PDR_ID => set_once(&mut id, u16_ie(&c))?,
-                ty::F_TEID => set_once(&mut ft, FTeid::parse(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::PDR_ID => set_once(&mut id, u16_ie(c))?,
+                ty::F_TEID => set_once(&mut ft, FTeid::parse(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(CreatedPdr {
             pdr_id: mandatory(id, ty::PDR_ID)?,
             f_teid: ft,
@@ -1510,20 +1521,19 @@ impl UsageReport {
     pub fn parse(ie: &RawIe<'_>) -> Result<Self, DecodeError> {
         let (mut id, mut sq, mut tr, mut st, mut et, mut vm, mut dm) =
             (None, None, None, None, None, None, None);
-        let mut unknown = Vec::new();
-        for c in IeIter::new(ie.value) {
-            let c = c?;
+        let unknown = walk(ie.value, |c| {
             match c.ie_type {
-                ty::URR_ID => set_once(&mut id, u32_ie(&c))?,
-                ty::UR_SEQN => set_once(&mut sq, u32_ie(&c))?,
-                ty::USAGE_REPORT_TRIGGER => set_once(&mut tr, Triggers::parse(&c))?,
-                ty::START_TIME => set_once(&mut st, u32_ie(&c))?,
-                ty::END_TIME => set_once(&mut et, u32_ie(&c))?,
-                ty::VOLUME_MEASUREMENT => set_once(&mut vm, Volume::parse(&c))?,
-                ty::DURATION_MEASUREMENT => set_once(&mut dm, u32_ie(&c))?,
-                _ => keep_unknown(&mut unknown, &c),
+                ty::URR_ID => set_once(&mut id, u32_ie(c))?,
+                ty::UR_SEQN => set_once(&mut sq, u32_ie(c))?,
+                ty::USAGE_REPORT_TRIGGER => set_once(&mut tr, Triggers::parse(c))?,
+                ty::START_TIME => set_once(&mut st, u32_ie(c))?,
+                ty::END_TIME => set_once(&mut et, u32_ie(c))?,
+                ty::VOLUME_MEASUREMENT => set_once(&mut vm, Volume::parse(c))?,
+                ty::DURATION_MEASUREMENT => set_once(&mut dm, u32_ie(c))?,
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(UsageReport {
             urr_id: mandatory(id, ty::URR_ID)?,
             ur_seqn: mandatory(sq, ty::UR_SEQN)?,

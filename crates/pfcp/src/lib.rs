@@ -10,7 +10,8 @@
 //! sends them, and the UPF's tests and the load generators drive a UPF with them, so they sit
 //! beside the codec rather than in either NF.
 //! [`txn`] holds the transaction layer both PFCP ends share: retransmission of requests and
-//! the cache that answers retransmitted ones (TS 29.244 §6.4).
+//! the cache that answers retransmitted ones (TS 29.244 §6.4); [`salvage`] what a requester
+//! can still read of a response whose body does not decode.
 //!
 //! GTP-U lives here as a module rather than a crate of its own: the UPF is the one user of both,
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
@@ -23,6 +24,7 @@ pub mod ie;
 pub mod message;
 pub mod presence;
 pub mod requests;
+pub mod salvage;
 pub mod txn;
 
 pub use error::{Cause, DecodeError};
@@ -31,10 +33,16 @@ pub use message::{Message, MessageType, PfcpMessage};
 
 /// Fuzz harness: arbitrary bytes through the PFCP and GTP-U decoders.
 ///
-/// Panics only when a promise breaks: a decoder panicking, or a message that decoded once not
-/// decoding to the same value after re-encoding.
+/// Panics only when a promise breaks: a decoder panicking, a message that decoded once not
+/// decoding to the same value after re-encoding, or [`salvage`] reading a Session
+/// Establishment Response otherwise than the full decoder.
 pub fn fuzz_decode(data: &[u8]) {
+    let salvaged = salvage::salvage(data);
     if let Ok(msg) = PfcpMessage::parse(data) {
+        if let (Message::SessionEstablishmentResponse(r), Ok(s)) = (&msg.message, &salvaged) {
+            assert_eq!(s.cause, Some(r.cause), "salvaged cause differs");
+            assert_eq!(s.f_seid, r.up_f_seid, "salvaged F-SEID differs");
+        }
         // The presence table on whatever decoded, under both contexts: it may refuse, never
         // panic.
         for ctx in [

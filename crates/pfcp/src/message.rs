@@ -10,8 +10,8 @@ use crate::error::{Cause, DecodeError};
 use crate::header::{HeaderRepr, Packet};
 use crate::ie::{
     emit_remove, emit_unknown, keep_unknown, mandatory, parse_remove, put_u16, put_u32, put_u8,
-    set_once, ty, u16_ie, u32_ie, u8_ie, CreatePdr, CreatedPdr, FSeid, Far, IeIter, NodeId, Qer,
-    RawIe, UnknownIe, UpdatePdr, Urr, UsageReport,
+    set_once, ty, u16_ie, u32_ie, u8_ie, walk, CreatePdr, CreatedPdr, FSeid, Far, IeIter, NodeId,
+    Qer, RawIe, UnknownIe, UpdatePdr, Urr, UsageReport,
 };
 
 /// Message type numbers (TS 29.244 §7.3, Table 7.3-1).
@@ -440,14 +440,13 @@ impl Message {
 
 fn parse_heartbeat(ies: &[u8]) -> Result<Heartbeat, DecodeError> {
     let mut rts = None;
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::RECOVERY_TIME_STAMP => set_once(&mut rts, u32_ie(&ie))?,
-            _ => keep_unknown(&mut unknown, &ie),
+            ty::RECOVERY_TIME_STAMP => set_once(&mut rts, u32_ie(ie))?,
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     Ok(Heartbeat {
         recovery_time_stamp: mandatory(rts, ty::RECOVERY_TIME_STAMP)?,
         unknown,
@@ -460,18 +459,17 @@ fn cause_ie(ie: &RawIe<'_>) -> Result<Cause, DecodeError> {
 
 fn parse_assoc_setup(ies: &[u8], response: bool) -> Result<AssociationSetup, DecodeError> {
     let (mut node, mut cause, mut rts, mut upf, mut cpf) = (None, None, None, None, None);
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::NODE_ID => set_once(&mut node, NodeId::parse(&ie))?,
-            ty::CAUSE if response => set_once(&mut cause, cause_ie(&ie))?,
-            ty::RECOVERY_TIME_STAMP => set_once(&mut rts, u32_ie(&ie))?,
+            ty::NODE_ID => set_once(&mut node, NodeId::parse(ie))?,
+            ty::CAUSE if response => set_once(&mut cause, cause_ie(ie))?,
+            ty::RECOVERY_TIME_STAMP => set_once(&mut rts, u32_ie(ie))?,
             ty::UP_FUNCTION_FEATURES => set_once(&mut upf, Ok(ie.value.to_vec()))?,
             ty::CP_FUNCTION_FEATURES => set_once(&mut cpf, Ok(ie.value.to_vec()))?,
-            _ => keep_unknown(&mut unknown, &ie),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let node_id = mandatory(node, ty::NODE_ID)?;
     if response {
         mandatory(cause, ty::CAUSE)?;
@@ -488,15 +486,14 @@ fn parse_assoc_setup(ies: &[u8], response: bool) -> Result<AssociationSetup, Dec
 
 fn parse_assoc_release(ies: &[u8], response: bool) -> Result<AssociationRelease, DecodeError> {
     let (mut node, mut cause) = (None, None);
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::NODE_ID => set_once(&mut node, NodeId::parse(&ie))?,
-            ty::CAUSE if response => set_once(&mut cause, cause_ie(&ie))?,
-            _ => keep_unknown(&mut unknown, &ie),
+            ty::NODE_ID => set_once(&mut node, NodeId::parse(ie))?,
+            ty::CAUSE if response => set_once(&mut cause, cause_ie(ie))?,
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let node_id = mandatory(node, ty::NODE_ID)?;
     if response {
         mandatory(cause, ty::CAUSE)?;
@@ -511,19 +508,18 @@ fn parse_assoc_release(ies: &[u8], response: bool) -> Result<AssociationRelease,
 fn parse_est_req(ies: &[u8]) -> Result<SessionEstablishmentRequest, DecodeError> {
     let (mut node, mut fseid) = (None, None);
     let (mut pdr, mut far, mut urr, mut qer) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::NODE_ID => set_once(&mut node, NodeId::parse(&ie))?,
-            ty::F_SEID => set_once(&mut fseid, FSeid::parse(&ie))?,
-            ty::CREATE_PDR => pdr.push(CreatePdr::parse(&ie)?),
-            ty::CREATE_FAR => far.push(Far::parse(&ie, true)?),
-            ty::CREATE_URR => urr.push(Urr::parse(&ie)?),
-            ty::CREATE_QER => qer.push(Qer::parse(&ie)?),
-            _ => keep_unknown(&mut unknown, &ie),
+            ty::NODE_ID => set_once(&mut node, NodeId::parse(ie))?,
+            ty::F_SEID => set_once(&mut fseid, FSeid::parse(ie))?,
+            ty::CREATE_PDR => pdr.push(CreatePdr::parse(ie)?),
+            ty::CREATE_FAR => far.push(Far::parse(ie, true)?),
+            ty::CREATE_URR => urr.push(Urr::parse(ie)?),
+            ty::CREATE_QER => qer.push(Qer::parse(ie)?),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let node_id = mandatory(node, ty::NODE_ID)?;
     let cp_f_seid = mandatory(fseid, ty::F_SEID)?;
     // §7.5.2.1: at least one Create PDR and one Create FAR.
@@ -551,18 +547,17 @@ fn parse_est_req(ies: &[u8]) -> Result<SessionEstablishmentRequest, DecodeError>
 fn parse_est_rsp(ies: &[u8]) -> Result<SessionEstablishmentResponse, DecodeError> {
     let (mut node, mut cause, mut off, mut fseid) = (None, None, None, None);
     let mut created = Vec::new();
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::NODE_ID => set_once(&mut node, NodeId::parse(&ie))?,
-            ty::CAUSE => set_once(&mut cause, cause_ie(&ie))?,
-            ty::OFFENDING_IE => set_once(&mut off, u16_ie(&ie))?,
-            ty::F_SEID => set_once(&mut fseid, FSeid::parse(&ie))?,
-            ty::CREATED_PDR => created.push(CreatedPdr::parse(&ie)?),
-            _ => keep_unknown(&mut unknown, &ie),
+            ty::NODE_ID => set_once(&mut node, NodeId::parse(ie))?,
+            ty::CAUSE => set_once(&mut cause, cause_ie(ie))?,
+            ty::OFFENDING_IE => set_once(&mut off, u16_ie(ie))?,
+            ty::F_SEID => set_once(&mut fseid, FSeid::parse(ie))?,
+            ty::CREATED_PDR => created.push(CreatedPdr::parse(ie)?),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let node_id = mandatory(node, ty::NODE_ID)?;
     let cause = mandatory(cause, ty::CAUSE)?;
     // §7.5.3.1: UP F-SEID is present when the request was accepted.
@@ -583,46 +578,46 @@ fn parse_est_rsp(ies: &[u8]) -> Result<SessionEstablishmentResponse, DecodeError
 
 fn parse_mod_req(ies: &[u8]) -> Result<SessionModificationRequest, DecodeError> {
     let mut r = SessionModificationRequest::default();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    r.unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::F_SEID => set_once(&mut r.cp_f_seid, FSeid::parse(&ie))?,
+            ty::F_SEID => set_once(&mut r.cp_f_seid, FSeid::parse(ie))?,
             ty::REMOVE_PDR => {
-                let id = parse_remove(&ie, ty::PDR_ID)?;
+                let id = parse_remove(ie, ty::PDR_ID)?;
                 r.remove_pdr.push(u16::try_from(id).unwrap_or(u16::MAX));
             }
-            ty::REMOVE_FAR => r.remove_far.push(parse_remove(&ie, ty::FAR_ID)?),
-            ty::REMOVE_URR => r.remove_urr.push(parse_remove(&ie, ty::URR_ID)?),
-            ty::REMOVE_QER => r.remove_qer.push(parse_remove(&ie, ty::QER_ID)?),
-            ty::CREATE_PDR => r.create_pdr.push(CreatePdr::parse(&ie)?),
-            ty::CREATE_FAR => r.create_far.push(Far::parse(&ie, true)?),
-            ty::CREATE_URR => r.create_urr.push(Urr::parse(&ie)?),
-            ty::CREATE_QER => r.create_qer.push(Qer::parse(&ie)?),
-            ty::UPDATE_PDR => r.update_pdr.push(UpdatePdr::parse(&ie)?),
-            ty::UPDATE_FAR => r.update_far.push(Far::parse(&ie, false)?),
-            ty::UPDATE_URR => r.update_urr.push(Urr::parse(&ie)?),
-            ty::UPDATE_QER => r.update_qer.push(Qer::parse(&ie)?),
-            _ => keep_unknown(&mut r.unknown, &ie),
+            ty::REMOVE_FAR => r.remove_far.push(parse_remove(ie, ty::FAR_ID)?),
+            ty::REMOVE_URR => r.remove_urr.push(parse_remove(ie, ty::URR_ID)?),
+            ty::REMOVE_QER => r.remove_qer.push(parse_remove(ie, ty::QER_ID)?),
+            ty::CREATE_PDR => r.create_pdr.push(CreatePdr::parse(ie)?),
+            ty::CREATE_FAR => r.create_far.push(Far::parse(ie, true)?),
+            ty::CREATE_URR => r.create_urr.push(Urr::parse(ie)?),
+            ty::CREATE_QER => r.create_qer.push(Qer::parse(ie)?),
+            ty::UPDATE_PDR => r.update_pdr.push(UpdatePdr::parse(ie)?),
+            ty::UPDATE_FAR => r.update_far.push(Far::parse(ie, false)?),
+            ty::UPDATE_URR => r.update_urr.push(Urr::parse(ie)?),
+            ty::UPDATE_QER => r.update_qer.push(Qer::parse(ie)?),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     Ok(r)
 }
 
 fn parse_session_rsp(ies: &[u8], usage_type: u16) -> Result<SessionResponse, DecodeError> {
     let (mut cause, mut off) = (None, None);
     let mut r = SessionResponse::new(Cause(0));
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    r.unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::CAUSE => set_once(&mut cause, cause_ie(&ie))?,
-            ty::OFFENDING_IE => set_once(&mut off, u16_ie(&ie))?,
+            ty::CAUSE => set_once(&mut cause, cause_ie(ie))?,
+            ty::OFFENDING_IE => set_once(&mut off, u16_ie(ie))?,
             ty::CREATED_PDR if usage_type == ty::USAGE_REPORT_SMR => {
-                r.created_pdr.push(CreatedPdr::parse(&ie)?)
+                r.created_pdr.push(CreatedPdr::parse(ie)?)
             }
-            t if t == usage_type && t != 0 => r.usage_reports.push(UsageReport::parse(&ie)?),
-            _ => keep_unknown(&mut r.unknown, &ie),
+            t if t == usage_type && t != 0 => r.usage_reports.push(UsageReport::parse(ie)?),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     r.cause = mandatory(cause, ty::CAUSE)?;
     r.offending_ie = off;
     Ok(r)
@@ -645,15 +640,14 @@ fn emit_session_rsp(out: &mut Vec<u8>, r: &SessionResponse, usage_type: u16) {
 fn parse_report_req(ies: &[u8]) -> Result<SessionReportRequest, DecodeError> {
     let mut rt = None;
     let mut usage = Vec::new();
-    let mut unknown = Vec::new();
-    for ie in IeIter::new(ies) {
-        let ie = ie?;
+    let unknown = walk(ies, |ie| {
         match ie.ie_type {
-            ty::REPORT_TYPE => set_once(&mut rt, u8_ie(&ie))?,
-            ty::USAGE_REPORT_SRR => usage.push(UsageReport::parse(&ie)?),
-            _ => keep_unknown(&mut unknown, &ie),
+            ty::REPORT_TYPE => set_once(&mut rt, u8_ie(ie))?,
+            ty::USAGE_REPORT_SRR => usage.push(UsageReport::parse(ie)?),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let report_type = mandatory(rt, ty::REPORT_TYPE)?;
     // §7.5.8.1: Usage Report present when USAR is set.
     if report_type & SessionReportRequest::USAR != 0 && usage.is_empty() {

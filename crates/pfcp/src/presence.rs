@@ -299,202 +299,83 @@ fn ohc_valid(v: &View, ctx: &Context) -> bool {
         && o.ipv6.is_none_or(|a| usable_peer_ipv6(a, ctx))
 }
 
-/// The table.
+/// A row whose IE is mandatory.
+const fn mandatory(group: Group, ie: u16, clause: &'static str) -> Rule {
+    Rule {
+        group,
+        ie,
+        check: Check::Mandatory,
+        clause,
+    }
+}
+
+/// A row whose IE is required while `cond` holds.
+const fn when(group: Group, ie: u16, cond: fn(&View) -> bool, clause: &'static str) -> Rule {
+    Rule {
+        group,
+        ie,
+        check: Check::Conditional(cond),
+        clause,
+    }
+}
+
+/// A row on the value its IE may carry.
+const fn value(
+    group: Group,
+    ie: u16,
+    valid: fn(&View, &Context) -> bool,
+    clause: &'static str,
+) -> Rule {
+    Rule {
+        group,
+        ie,
+        check: Check::Value(valid),
+        clause,
+    }
+}
+
+/// The table, a row a line (group, IE, check, where TS 29.244 says so); kept out of rustfmt
+/// so that it reads as the spec's tables do.
+#[rustfmt::skip]
 pub const RULES: &[Rule] = &[
     // Create PDR, Table 7.5.2.2-1.
-    Rule {
-        group: Group::CreatePdr,
-        ie: ty::FAR_ID,
-        check: Check::Conditional(|v| !v.has(ie::ACTIVATE_PREDEFINED_RULES) && !v.has(ie::MAR_ID)),
-        clause: "§7.5.2.2 Table 7.5.2.2-1: FAR ID unless Activate Predefined Rules or MAR ID",
-    },
+    when(Group::CreatePdr, ty::FAR_ID, |v| !v.has(ie::ACTIVATE_PREDEFINED_RULES) && !v.has(ie::MAR_ID), "§7.5.2.2 Table 7.5.2.2-1: FAR ID unless Activate Predefined Rules or MAR ID"),
     // PDI, Table 7.5.2.2-2, and the F-TEID it holds.
-    Rule {
-        group: Group::Pdi,
-        ie: ty::F_TEID,
-        check: Check::Value(f_teid_valid),
-        clause: "§8.2.3: CHOOSE with V4 and/or V6",
-    },
+    value(Group::Pdi, ty::F_TEID, f_teid_valid, "§8.2.3: CHOOSE with V4 and/or V6"),
     // Create FAR, Table 7.5.2.3-1.
-    Rule {
-        group: Group::CreateFar,
-        ie: ty::APPLY_ACTION,
-        check: Check::Mandatory,
-        clause: "§7.5.2.3 Table 7.5.2.3-1: Apply Action M",
-    },
-    Rule {
-        group: Group::CreateFar,
-        ie: ty::APPLY_ACTION,
-        check: Check::Value(apply_action_valid),
-        clause: "§8.2.26: one of DROP/FORW/BUFF/IPMA/IPMD, NOCP only with BUFF",
-    },
-    Rule {
-        group: Group::CreateFar,
-        ie: ty::FORWARDING_PARAMETERS,
-        check: Check::Conditional(|v| v.action(ApplyAction::FORW)),
-        clause: "§7.5.2.3 Table 7.5.2.3-1: Forwarding Parameters when FORW",
-    },
-    Rule {
-        group: Group::CreateFar,
-        ie: ie::DUPLICATING_PARAMETERS,
-        check: Check::Conditional(|v| v.action(ApplyAction::DUPL)),
-        clause: "§7.5.2.3 Table 7.5.2.3-1: Duplicating Parameters when DUPL",
-    },
+    mandatory(Group::CreateFar, ty::APPLY_ACTION, "§7.5.2.3 Table 7.5.2.3-1: Apply Action M"),
+    value(Group::CreateFar, ty::APPLY_ACTION, apply_action_valid, "§8.2.26: one of DROP/FORW/BUFF/IPMA/IPMD, NOCP only with BUFF"),
+    when(Group::CreateFar, ty::FORWARDING_PARAMETERS, |v| v.action(ApplyAction::FORW), "§7.5.2.3 Table 7.5.2.3-1: Forwarding Parameters when FORW"),
+    when(Group::CreateFar, ie::DUPLICATING_PARAMETERS, |v| v.action(ApplyAction::DUPL), "§7.5.2.3 Table 7.5.2.3-1: Duplicating Parameters when DUPL"),
     // Forwarding Parameters, Table 7.5.2.3-2.
-    Rule {
-        group: Group::ForwardingParameters,
-        ie: ty::DESTINATION_INTERFACE,
-        check: Check::Mandatory,
-        clause: "§7.5.2.3 Table 7.5.2.3-2: Destination Interface M",
-    },
-    Rule {
-        group: Group::ForwardingParameters,
-        ie: ty::OUTER_HEADER_CREATION,
-        check: Check::Value(ohc_valid),
-        clause: "§8.2.56: an outer header towards a unicast peer address",
-    },
+    mandatory(Group::ForwardingParameters, ty::DESTINATION_INTERFACE, "§7.5.2.3 Table 7.5.2.3-2: Destination Interface M"),
+    value(Group::ForwardingParameters, ty::OUTER_HEADER_CREATION, ohc_valid, "§8.2.56: an outer header towards a unicast peer address"),
     // Create URR, Table 7.5.2.4-1.
-    Rule {
-        group: Group::CreateUrr,
-        ie: ty::MEASUREMENT_METHOD,
-        check: Check::Mandatory,
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Measurement Method M",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ty::REPORTING_TRIGGERS,
-        check: Check::Mandatory,
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Reporting Triggers M",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::MEASUREMENT_PERIOD,
-        check: Check::Conditional(|v| v.trigger(Triggers::PERIO)),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Measurement Period when PERIO",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ty::VOLUME_THRESHOLD,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::VOLUM) && v.trigger(Triggers::VOLTH)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Volume Threshold when VOLUM and VOLTH",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::VOLUME_QUOTA,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::VOLUM) && v.trigger(trig::VOLQU)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Volume Quota when VOLUM and VOLQU",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ty::TIME_THRESHOLD,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::DURAT) && v.trigger(Triggers::TIMTH)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Time Threshold when DURAT and TIMTH",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::TIME_QUOTA,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::DURAT) && v.trigger(trig::TIMQU)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Time Quota when DURAT and TIMQU",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::EVENT_THRESHOLD,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::EVENT) && v.trigger(trig::EVETH)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Event Threshold when EVENT and EVETH",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::EVENT_QUOTA,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::EVENT) && v.trigger(trig::EVEQU)
-        }),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Event Quota when EVENT and EVEQU",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::QUOTA_HOLDING_TIME,
-        check: Check::Conditional(|v| v.trigger(trig::QUHTI)),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Quota Holding Time when QUHTI",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::DROPPED_DL_TRAFFIC_THRESHOLD,
-        check: Check::Conditional(|v| v.trigger(trig::DROTH)),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Dropped DL Traffic Threshold when DROTH",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::LINKED_URR_ID,
-        check: Check::Conditional(|v| v.trigger(trig::LIUSA)),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Linked URR ID when LIUSA",
-    },
-    Rule {
-        group: Group::CreateUrr,
-        ie: ie::QUOTA_VALIDITY_TIME,
-        check: Check::Conditional(|v| v.trigger(trig::QUVTI)),
-        clause: "§7.5.2.4 Table 7.5.2.4-1: Quota Validity Time when QUVTI",
-    },
+    mandatory(Group::CreateUrr, ty::MEASUREMENT_METHOD, "§7.5.2.4 Table 7.5.2.4-1: Measurement Method M"),
+    mandatory(Group::CreateUrr, ty::REPORTING_TRIGGERS, "§7.5.2.4 Table 7.5.2.4-1: Reporting Triggers M"),
+    when(Group::CreateUrr, ie::MEASUREMENT_PERIOD, |v| v.trigger(Triggers::PERIO), "§7.5.2.4 Table 7.5.2.4-1: Measurement Period when PERIO"),
+    when(Group::CreateUrr, ty::VOLUME_THRESHOLD, |v| v.measures(MeasurementMethod::VOLUM) && v.trigger(Triggers::VOLTH), "§7.5.2.4 Table 7.5.2.4-1: Volume Threshold when VOLUM and VOLTH"),
+    when(Group::CreateUrr, ie::VOLUME_QUOTA, |v| v.measures(MeasurementMethod::VOLUM) && v.trigger(trig::VOLQU), "§7.5.2.4 Table 7.5.2.4-1: Volume Quota when VOLUM and VOLQU"),
+    when(Group::CreateUrr, ty::TIME_THRESHOLD, |v| v.measures(MeasurementMethod::DURAT) && v.trigger(Triggers::TIMTH), "§7.5.2.4 Table 7.5.2.4-1: Time Threshold when DURAT and TIMTH"),
+    when(Group::CreateUrr, ie::TIME_QUOTA, |v| v.measures(MeasurementMethod::DURAT) && v.trigger(trig::TIMQU), "§7.5.2.4 Table 7.5.2.4-1: Time Quota when DURAT and TIMQU"),
+    when(Group::CreateUrr, ie::EVENT_THRESHOLD, |v| v.measures(MeasurementMethod::EVENT) && v.trigger(trig::EVETH), "§7.5.2.4 Table 7.5.2.4-1: Event Threshold when EVENT and EVETH"),
+    when(Group::CreateUrr, ie::EVENT_QUOTA, |v| v.measures(MeasurementMethod::EVENT) && v.trigger(trig::EVEQU), "§7.5.2.4 Table 7.5.2.4-1: Event Quota when EVENT and EVEQU"),
+    when(Group::CreateUrr, ie::QUOTA_HOLDING_TIME, |v| v.trigger(trig::QUHTI), "§7.5.2.4 Table 7.5.2.4-1: Quota Holding Time when QUHTI"),
+    when(Group::CreateUrr, ie::DROPPED_DL_TRAFFIC_THRESHOLD, |v| v.trigger(trig::DROTH), "§7.5.2.4 Table 7.5.2.4-1: Dropped DL Traffic Threshold when DROTH"),
+    when(Group::CreateUrr, ie::LINKED_URR_ID, |v| v.trigger(trig::LIUSA), "§7.5.2.4 Table 7.5.2.4-1: Linked URR ID when LIUSA"),
+    when(Group::CreateUrr, ie::QUOTA_VALIDITY_TIME, |v| v.trigger(trig::QUVTI), "§7.5.2.4 Table 7.5.2.4-1: Quota Validity Time when QUVTI"),
     // Create QER, Table 7.5.2.5-1.
-    Rule {
-        group: Group::CreateQer,
-        ie: ty::GATE_STATUS,
-        check: Check::Mandatory,
-        clause: "§7.5.2.5 Table 7.5.2.5-1: Gate Status M",
-    },
+    mandatory(Group::CreateQer, ty::GATE_STATUS, "§7.5.2.5 Table 7.5.2.5-1: Gate Status M"),
     // Update FAR, Table 7.5.4.3-1: its Apply Action, when present, obeys §8.2.26.
-    Rule {
-        group: Group::UpdateFar,
-        ie: ty::APPLY_ACTION,
-        check: Check::Value(apply_action_valid),
-        clause: "§8.2.26: one of DROP/FORW/BUFF/IPMA/IPMD, NOCP only with BUFF",
-    },
+    value(Group::UpdateFar, ty::APPLY_ACTION, apply_action_valid, "§8.2.26: one of DROP/FORW/BUFF/IPMA/IPMD, NOCP only with BUFF"),
     // Update Forwarding Parameters, Table 7.5.4.3-2.
-    Rule {
-        group: Group::UpdateForwardingParameters,
-        ie: ty::OUTER_HEADER_CREATION,
-        check: Check::Value(ohc_valid),
-        clause: "§8.2.56: an outer header towards a unicast peer address",
-    },
+    value(Group::UpdateForwardingParameters, ty::OUTER_HEADER_CREATION, ohc_valid, "§8.2.56: an outer header towards a unicast peer address"),
     // The rules as they stand after a modification: Tables 7.5.2.3-1 and 7.5.2.4-1 still
     // hold; the IE to add is the update's.
-    Rule {
-        group: Group::ResultingFar,
-        ie: ty::UPDATE_FORWARDING_PARAMETERS,
-        check: Check::Conditional(|v| v.action(ApplyAction::FORW)),
-        clause: "§7.5.4.3 with Table 7.5.2.3-1: a FAR that forwards has forwarding parameters",
-    },
-    Rule {
-        group: Group::ResultingUrr,
-        ie: ie::MEASUREMENT_PERIOD,
-        check: Check::Conditional(|v| v.trigger(Triggers::PERIO)),
-        clause: "§7.5.4.4 with Table 7.5.2.4-1: Measurement Period when PERIO",
-    },
-    Rule {
-        group: Group::ResultingUrr,
-        ie: ty::VOLUME_THRESHOLD,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::VOLUM) && v.trigger(Triggers::VOLTH)
-        }),
-        clause: "§7.5.4.4 with Table 7.5.2.4-1: Volume Threshold when VOLUM and VOLTH",
-    },
-    Rule {
-        group: Group::ResultingUrr,
-        ie: ty::TIME_THRESHOLD,
-        check: Check::Conditional(|v| {
-            v.measures(MeasurementMethod::DURAT) && v.trigger(Triggers::TIMTH)
-        }),
-        clause: "§7.5.4.4 with Table 7.5.2.4-1: Time Threshold when DURAT and TIMTH",
-    },
+    when(Group::ResultingFar, ty::UPDATE_FORWARDING_PARAMETERS, |v| v.action(ApplyAction::FORW), "§7.5.4.3 with Table 7.5.2.3-1: a FAR that forwards has forwarding parameters"),
+    when(Group::ResultingUrr, ie::MEASUREMENT_PERIOD, |v| v.trigger(Triggers::PERIO), "§7.5.4.4 with Table 7.5.2.4-1: Measurement Period when PERIO"),
+    when(Group::ResultingUrr, ty::VOLUME_THRESHOLD, |v| v.measures(MeasurementMethod::VOLUM) && v.trigger(Triggers::VOLTH), "§7.5.4.4 with Table 7.5.2.4-1: Volume Threshold when VOLUM and VOLTH"),
+    when(Group::ResultingUrr, ty::TIME_THRESHOLD, |v| v.measures(MeasurementMethod::DURAT) && v.trigger(Triggers::TIMTH), "§7.5.4.4 with Table 7.5.2.4-1: Time Threshold when DURAT and TIMTH"),
 ];
 
 /// Applies every row of `group` to `view`, in table order; the first violation.

@@ -103,7 +103,14 @@ fn every_message() -> Vec<NasMessage> {
         RegistrationReject::new(FiveGmmCause::PlmnNotAllowed).into(),
         RegistrationReject {
             cause: FiveGmmCause::Congestion,
+            t3346: None,
             t3502: Some(TimerValue::Seconds(720)),
+        }
+        .into(),
+        RegistrationReject::congestion(TimerValue::Seconds(30)).into(),
+        RegistrationReject {
+            t3502: Some(TimerValue::Seconds(12)),
+            ..RegistrationReject::congestion(TimerValue::Seconds(3600))
         }
         .into(),
         AuthenticationRequest {
@@ -238,9 +245,12 @@ fn oxirush_documentation_vectors() {
     };
     assert_eq!(smc.encode().unwrap(), hex("7e005d220002a020"));
 
-    // A REGISTRATION REJECT #22 with T3346, which this layer does not keep.
+    // A REGISTRATION REJECT #22 with T3346 of 10 minutes (GPRS timer 2: unit 001, value 10).
     let reject = RegistrationReject::parse(&hex("7e0044165f012a")).unwrap();
-    assert_eq!(reject, RegistrationReject::new(FiveGmmCause::Congestion));
+    assert_eq!(
+        reject,
+        RegistrationReject::congestion(TimerValue::Seconds(600))
+    );
     assert_eq!(
         RegistrationReject::new(FiveGmmCause::Congestion)
             .encode()
@@ -476,4 +486,21 @@ fn captured_packetrusher_uplink_verifies_and_deciphers() {
         panic!()
     };
     assert_eq!(g.tmsi, 0xfc98_2b93);
+}
+
+/// REGISTRATION REJECT with #22 and T3346 (TS 24.501 §8.2.9.3): IEI 5F, GPRS timer 2 of 30 s
+/// in 2-second units (TS 24.008 §10.5.7.4: unit 000, value 15).
+#[test]
+fn congestion_reject_carries_t3346() {
+    let m: NasMessage = RegistrationReject::congestion(TimerValue::Seconds(30)).into();
+    let octets = m.encode().unwrap();
+    assert_eq!(octets, hex("7e0044165f010f"));
+    match NasMessage::parse(&octets).unwrap() {
+        NasMessage::RegistrationReject(r) => {
+            assert_eq!(r.cause, FiveGmmCause::Congestion);
+            assert_eq!(r.t3346, Some(TimerValue::Seconds(30)));
+            assert_eq!(r.t3502, None);
+        }
+        other => panic!("decoded as {other:?}"),
+    }
 }

@@ -4,20 +4,15 @@
 //! Skipped, with a note, where `tshark`/`text2pcap` are not installed.
 #![allow(clippy::unwrap_used)]
 
-use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
+use common::wireshark_dissects;
 use proto::ids::{defaults, GlobalRanNodeId, Plmn, Snssai};
 use proto::ngap::{
     BroadcastPlmn, Cause, Criticality, CriticalityDiagnostics, Direction, ErrorIndication,
     IeDiagnostic, MiscCause, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx,
-    PlmnSupport, ProtocolCause, SupportedTa, TimeToWait, TypeOfError, SCTP_PORT, SCTP_PPID,
+    PlmnSupport, ProtocolCause, SupportedTa, TimeToWait, TypeOfError,
 };
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
 
 fn pdus() -> Vec<(&'static str, Vec<u8>)> {
     let three_digit = Plmn::new("310", "410").unwrap();
@@ -108,61 +103,9 @@ fn pdus() -> Vec<(&'static str, Vec<u8>)> {
 
 #[test]
 fn wireshark_dissects_every_pdu_we_build() {
-    if !have("tshark") || !have("text2pcap") {
-        eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
-        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
-        assert!(
-            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
-            "a tool this test needs is missing in CI"
-        );
+    let Some(verbose) = wireshark_dissects(&pdus(), "ngap") else {
         return;
-    }
-    let pdus = pdus();
-    let mut dump = String::new();
-    for (_, bytes) in &pdus {
-        // text2pcap's hex dump: an offset, then the octets.
-        dump.push_str("000000");
-        for b in bytes {
-            write!(dump, " {b:02x}").unwrap();
-        }
-        dump.push_str("\n\n");
-    }
-    let dir: PathBuf = std::env::temp_dir().join(format!("steer5g-ngap-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let txt = dir.join("ngap.txt");
-    let pcap = dir.join("ngap.pcap");
-    std::fs::write(&txt, dump).unwrap();
-    // Wrapped in SCTP DATA chunks of PPID 60 on port 38412, as on N2.
-    let sctp = format!("{SCTP_PORT},{SCTP_PORT},{SCTP_PPID}");
-    let status = Command::new("text2pcap")
-        .args(["-q", "-S", &sctp])
-        .arg(&txt)
-        .arg(&pcap)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let summary = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args(["-T", "fields", "-e", "_ws.col.Info"])
-        .output()
-        .unwrap();
-    let verbose = Command::new("tshark")
-        .args(["-n", "-V", "-r"])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let summary = String::from_utf8_lossy(&summary.stdout);
-    let verbose = String::from_utf8_lossy(&verbose.stdout);
-    let infos: Vec<&str> = summary.lines().collect();
-    assert_eq!(infos.len(), pdus.len(), "{summary}");
-    for (info, (name, _)) in infos.iter().zip(&pdus) {
-        assert!(info.contains(name), "expected {name}, tshark says {info:?}");
-    }
-    for bad in ["Malformed", "Expert Info"] {
-        assert!(!verbose.contains(bad), "tshark reports {bad}:\n{verbose}");
-    }
+    };
     // Wireshark reads the 3-digit MNC as we wrote it (TS 38.413 §9.3.3.5 order).
     assert!(verbose.contains("(410)"), "{verbose}");
 }

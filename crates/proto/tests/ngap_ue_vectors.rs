@@ -3,7 +3,7 @@
 //! and PacketRusher), every builder round trip, and faulty PDUs.
 #![allow(clippy::unwrap_used)]
 
-use proto::ids::{defaults, Plmn, Snssai, Tac, Tai};
+use proto::ids::{defaults, Snssai, Tac, Tai};
 use proto::nas::{
     self, AuthenticationRequest, AuthenticationResponse, NasMessage, Ngksi, RegistrationAccept,
     RegistrationRequest, RegistrationType, STmsi, SecurityModeCommand, UeSecurityCapability,
@@ -17,12 +17,10 @@ use proto::ngap::{
     UplinkNasTransport, UserLocation,
 };
 use security::Kgnb;
-use std::fmt::Write as _;
-use std::process::Command;
 
-fn hex(s: &str) -> Vec<u8> {
-    hex::decode(s).unwrap()
-}
+mod common;
+
+use common::{captured, hex, plmn_208_93, wireshark_dissects};
 
 /// InitialUEMessage sent by PacketRusher: a REGISTRATION REQUEST with a null-scheme SUCI.
 const PR_INITIAL_UE_MESSAGE: &str = "000f404200000500550002000100260018177e004179000d0102f8390000000000000000102e0220200079000f4002f839000008000002f839000001005a4001180070400100";
@@ -48,15 +46,9 @@ const F5GC_RELEASE_COMMAND: &str = "002900110000020072000400010000000f40020500";
 /// type length 0x17 → 0x0f.
 const DL_WITHOUT_NAS_PDU: &str = "0004400f000002000a00020006005500020000";
 
-fn plmn_208_93() -> Plmn {
-    Plmn::new("208", "93").unwrap()
-}
-
 #[test]
 fn packetrusher_initial_ue_message_parses_and_reencodes() {
-    let bytes = hex(PR_INITIAL_UE_MESSAGE);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::InitialUeMessage);
+    let (bytes, pdu) = captured(PR_INITIAL_UE_MESSAGE, MessageKind::InitialUeMessage);
     assert_eq!(pdu.check().unwrap(), None);
     let m = InitialUeMessage::parse(&pdu).unwrap();
     assert_eq!(m.ran_ue_ngap_id, 1);
@@ -94,9 +86,7 @@ fn packetrusher_initial_ue_message_parses_and_reencodes() {
 
 #[test]
 fn packetrusher_uplink_and_outcomes_parse_and_reencode() {
-    let bytes = hex(PR_UPLINK_AUTH_RESPONSE);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::UplinkNasTransport);
+    let (bytes, pdu) = captured(PR_UPLINK_AUTH_RESPONSE, MessageKind::UplinkNasTransport);
     let m = UplinkNasTransport::parse(&pdu).unwrap();
     assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (1, 1));
     assert!(matches!(m.user_location, Some(UserLocation::Nr { .. })));
@@ -105,9 +95,7 @@ fn packetrusher_uplink_and_outcomes_parse_and_reencode() {
     assert_eq!(res.res_star[..2], [0xfc, 0x57]);
     assert_eq!(res.encode().unwrap(), m.nas_pdu);
 
-    let bytes = hex(PR_ICS_RESPONSE);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::InitialContextSetupResponse);
+    let (bytes, pdu) = captured(PR_ICS_RESPONSE, MessageKind::InitialContextSetupResponse);
     let m = InitialContextSetupResponse::parse(&pdu).unwrap();
     assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (1, 1));
     // PacketRusher sends the IDs of the response with criticality reject where the
@@ -118,9 +106,7 @@ fn packetrusher_uplink_and_outcomes_parse_and_reencode() {
     assert_eq!(differ, [9, 15]);
     assert_eq!((ours[9], ours[15]), (0x40, 0x40));
 
-    let bytes = hex(PR_RELEASE_COMPLETE);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::UeContextReleaseComplete);
+    let (bytes, pdu) = captured(PR_RELEASE_COMPLETE, MessageKind::UeContextReleaseComplete);
     let m = UeContextReleaseComplete::parse(&pdu).unwrap();
     assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (1, 1));
     assert_eq!(m.encode().unwrap(), bytes);
@@ -128,9 +114,7 @@ fn packetrusher_uplink_and_outcomes_parse_and_reencode() {
 
 #[test]
 fn free5gc_downlink_messages_parse_and_reencode() {
-    let bytes = hex(F5GC_DL_AUTH_REQUEST);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::DownlinkNasTransport);
+    let (bytes, pdu) = captured(F5GC_DL_AUTH_REQUEST, MessageKind::DownlinkNasTransport);
     let m = DownlinkNasTransport::parse(&pdu).unwrap();
     assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (1, 0));
     assert_eq!(m.encode().unwrap(), bytes);
@@ -185,9 +169,7 @@ fn free5gc_initial_context_setup_request_parses() {
 
 #[test]
 fn free5gc_release_command_parses_and_reencodes() {
-    let bytes = hex(F5GC_RELEASE_COMMAND);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::UeContextReleaseCommand);
+    let (bytes, pdu) = captured(F5GC_RELEASE_COMMAND, MessageKind::UeContextReleaseCommand);
     let m = UeContextReleaseCommand::parse(&pdu).unwrap();
     assert_eq!(m.ue_ngap_ids, UeNgapIds::Pair { amf: 1, ran: 0 });
     assert_eq!(
@@ -500,25 +482,12 @@ fn exercise(bytes: &[u8]) {
     let _ = UeContextReleaseCommand::parse(&pdu);
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
 /// Wireshark as an independent oracle (an encoder checked only against its own decoder can
 /// be wrong in the same way twice): each PDU dissects as
 /// the message meant, NGAP and the NAS-5GS inside, with no malformed packet and no
 /// expert info. Skipped, with a note, where `tshark`/`text2pcap` are not installed.
 #[test]
 fn wireshark_dissects_every_ue_pdu() {
-    if !have("tshark") || !have("text2pcap") {
-        eprintln!("tshark/text2pcap not installed: skipping the Wireshark oracle");
-        // CI installs every tool (scripts/install-deps.sh): there a missing one is a failure.
-        assert!(
-            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
-            "a tool this test needs is missing in CI"
-        );
-        return;
-    }
     let mut pdus = every_message();
     // A DOWNLINK NAS TRANSPORT of an integrity-protected SECURITY MODE COMMAND.
     let mut ctx = nas::NasSecurityContext::new(
@@ -553,54 +522,9 @@ fn wireshark_dissects_every_ue_pdu() {
         nas_pdu: protected,
     };
     pdus.push(("DownlinkNASTransport", dl_smc.encode().unwrap()));
-    let mut dump = String::new();
-    for (_, bytes) in &pdus {
-        dump.push_str("000000");
-        for b in bytes {
-            write!(dump, " {b:02x}").unwrap();
-        }
-        dump.push_str("\n\n");
-    }
-    let dir = std::env::temp_dir().join(format!("steer5g-ngap-ue-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let txt = dir.join("ngap.txt");
-    let pcap = dir.join("ngap.pcap");
-    std::fs::write(&txt, dump).unwrap();
-    let sctp = format!(
-        "{},{},{}",
-        ngap::SCTP_PORT,
-        ngap::SCTP_PORT,
-        ngap::SCTP_PPID
-    );
-    let status = Command::new("text2pcap")
-        .args(["-q", "-S", &sctp])
-        .arg(&txt)
-        .arg(&pcap)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let summary = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args(["-T", "fields", "-e", "_ws.col.Info"])
-        .output()
-        .unwrap();
-    let verbose = Command::new("tshark")
-        .args(["-n", "-V", "-r"])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let summary = String::from_utf8_lossy(&summary.stdout);
-    let verbose = String::from_utf8_lossy(&verbose.stdout);
-    let infos: Vec<&str> = summary.lines().collect();
-    assert_eq!(infos.len(), pdus.len(), "{summary}");
-    for (info, (name, _)) in infos.iter().zip(&pdus) {
-        assert!(info.contains(name), "expected {name}, tshark says {info:?}");
-    }
-    for bad in ["Malformed", "Expert Info"] {
-        assert!(!verbose.contains(bad), "tshark reports {bad}:\n{verbose}");
-    }
+    let Some(verbose) = wireshark_dissects(&pdus, "ngap-ue") else {
+        return;
+    };
     // The NAS-5GS dissector ran on our NAS, plain and protected.
     for nas in [
         "Registration request",
@@ -612,7 +536,7 @@ fn wireshark_dissects_every_ue_pdu() {
     ] {
         assert!(
             verbose.contains(nas),
-            "tshark does not show {nas:?}:\n{summary}"
+            "tshark does not show {nas:?}:\n{verbose}"
         );
     }
 }

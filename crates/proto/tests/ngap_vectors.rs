@@ -4,20 +4,16 @@
 //! the TS 38.413 ASN.1 and X.691 aligned PER (the derivation is in each test).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{assert_octets, captured, hex, plmn_208_93};
+
 use proto::ids::{defaults, GlobalRanNodeId, GnbId, Guami, Plmn, Snssai, Tac};
 use proto::ngap::{
     self, BroadcastPlmn, Cause, CriticalityDiagnostics, Direction, ErrorIndication, IeDiagnostic,
     MessageKind, MiscCause, NgSetupFailure, NgSetupRequest, NgSetupResponse, PagingDrx, ParseError,
     PlmnSupport, ProtocolCause, RadioNetworkCause, SupportedTa, TimeToWait, TypeOfError,
 };
-
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 /// NGSetupRequest sent by PacketRusher 20250225 (gNB 0x000008/24 in 208-93).
 const PACKETRUSHER_NG_SETUP_REQUEST: &str = "0015003a000004001b00080002f839100000080052400e05805061636b65745275736865720066001000000000010002f839000010080102030015400140";
@@ -30,15 +26,9 @@ const FREE5GC_ERROR_INDICATION: &str = "00094015000003005540020003000f40016a0013
 /// ErrorIndication sent by Open5GS: radioNetwork unknown-local-UE-NGAP-ID.
 const OPEN5GS_ERROR_INDICATION: &str = "00094015000003000a40020009005540020003000f40020380";
 
-fn plmn_208_93() -> Plmn {
-    Plmn::new("208", "93").unwrap()
-}
-
 #[test]
 fn packetrusher_ng_setup_request_parses_and_reencodes_byte_for_byte() {
-    let bytes = hex(PACKETRUSHER_NG_SETUP_REQUEST);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::NgSetupRequest);
+    let (bytes, pdu) = captured(PACKETRUSHER_NG_SETUP_REQUEST, MessageKind::NgSetupRequest);
     assert_eq!(pdu.procedure_code(), ngap::procedure::NG_SETUP);
     assert_eq!(pdu.direction(), Direction::InitiatingMessage);
     assert_eq!(pdu.check().unwrap(), None);
@@ -64,9 +54,7 @@ fn packetrusher_ng_setup_request_parses_and_reencodes_byte_for_byte() {
 
 #[test]
 fn open5gs_ng_setup_response_parses_and_reencodes_byte_for_byte() {
-    let bytes = hex(OPEN5GS_NG_SETUP_RESPONSE);
-    let pdu = ngap::decode(&bytes).unwrap();
-    assert_eq!(pdu.kind(), MessageKind::NgSetupResponse);
+    let (bytes, pdu) = captured(OPEN5GS_NG_SETUP_RESPONSE, MessageKind::NgSetupResponse);
     let rsp = NgSetupResponse::parse(&pdu).unwrap();
     assert_eq!(rsp.amf_name, "open5gs-amf0");
     // Open5GS's defaults match ours but for the PLMN: region 2, set 1, pointer 0.
@@ -194,18 +182,24 @@ const DEFAULT_NG_SETUP_RESPONSE: &str = "20150031 000004
 
 #[test]
 fn default_ng_setup_request_matches_hand_derived_octets() {
-    let bytes = default_request().encode().unwrap();
-    assert_eq!(bytes, hex(DEFAULT_NG_SETUP_REQUEST));
-    let back = NgSetupRequest::parse(&ngap::decode(&bytes).unwrap()).unwrap();
-    assert_eq!(back, default_request());
+    let req = default_request();
+    assert_octets(
+        &req,
+        req.encode().unwrap(),
+        DEFAULT_NG_SETUP_REQUEST,
+        NgSetupRequest::parse,
+    );
 }
 
 #[test]
 fn default_ng_setup_response_matches_hand_derived_octets() {
-    let bytes = default_response().encode().unwrap();
-    assert_eq!(bytes, hex(DEFAULT_NG_SETUP_RESPONSE));
-    let back = NgSetupResponse::parse(&ngap::decode(&bytes).unwrap()).unwrap();
-    assert_eq!(back, default_response());
+    let rsp = default_response();
+    assert_octets(
+        &rsp,
+        rsp.encode().unwrap(),
+        DEFAULT_NG_SETUP_RESPONSE,
+        NgSetupResponse::parse,
+    );
 }
 
 /// NG SETUP FAILURE with misc unknown-PLMN-or-SNPN: unsuccessfulOutcome `40`, one IE,
@@ -215,23 +209,21 @@ fn default_ng_setup_response_matches_hand_derived_octets() {
 #[test]
 fn ng_setup_failure_matches_hand_derived_octets() {
     let f = NgSetupFailure::new(MiscCause::UnknownPlmnOrSnpn);
-    let bytes = f.encode().unwrap();
-    assert_eq!(bytes, hex("40150008 000001 000f400188"));
-    let back = NgSetupFailure::parse(&ngap::decode(&bytes).unwrap()).unwrap();
-    assert_eq!(back, f);
+    assert_octets(
+        &f,
+        f.encode().unwrap(),
+        "40150008 000001 000f400188",
+        NgSetupFailure::parse,
+    );
 
     // Time To Wait (107, ignore) v5s: extension bit, index 2 in 3 bits = `20`.
     let f = NgSetupFailure {
         time_to_wait: Some(TimeToWait::V5s),
         ..NgSetupFailure::new(MiscCause::Unspecified)
     };
-    let bytes = f.encode().unwrap();
     // misc (100), extension bit 0, unspecified = 5 (101): `1000 1010` = `8a`.
-    assert_eq!(bytes, hex("4015000d 000002 000f40018a 006b400120"));
-    assert_eq!(
-        NgSetupFailure::parse(&ngap::decode(&bytes).unwrap()).unwrap(),
-        f
-    );
+    let want = "4015000d 000002 000f40018a 006b400120";
+    assert_octets(&f, f.encode().unwrap(), want, NgSetupFailure::parse);
 }
 
 /// ERROR INDICATION with protocol transfer-syntax-error: protocol = 3 (`011`),
@@ -240,11 +232,11 @@ fn ng_setup_failure_matches_hand_derived_octets() {
 #[test]
 fn error_indication_matches_hand_derived_octets() {
     let ei = ErrorIndication::new(ProtocolCause::TransferSyntaxError);
-    let bytes = ei.encode().unwrap();
-    assert_eq!(bytes, hex("00094008 000001 000f400160"));
-    assert_eq!(
-        ErrorIndication::parse(&ngap::decode(&bytes).unwrap()).unwrap(),
-        ei
+    assert_octets(
+        &ei,
+        ei.encode().unwrap(),
+        "00094008 000001 000f400160",
+        ErrorIndication::parse,
     );
 }
 

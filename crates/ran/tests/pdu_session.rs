@@ -3,12 +3,15 @@
 //! establishment, network-requested release, UE-requested release, and a reject.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::Ipv4Addr;
 
+use common::{establishment_accept, setup_transfer, ue_config, KEY, OPC, SUPI, UE_IP, UPF};
 use proto::ids::{defaults, Snssai};
 use proto::nas::sm_ue::{
-    self, DlNasTransport, PduSessionEstablishmentAccept, PduSessionEstablishmentReject,
-    PduSessionReleaseCommand, SessionAmbr, SmMessage, UlNasTransport,
+    self, DlNasTransport, PduSessionEstablishmentReject, PduSessionReleaseCommand, SmMessage,
+    UlNasTransport,
 };
 use proto::nas::{
     AccessType, AuthenticationRequest, CipheringAlgorithm, Direction, Guti, IntegrityAlgorithm,
@@ -16,45 +19,20 @@ use proto::nas::{
     SecurityHeaderType, SecurityModeCommand, UeSecurityCapability,
 };
 use proto::ngap::{
-    self, Arp, Cause, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, MessageKind,
-    NasCause, PduSessionAmbr, PduSessionResourceReleaseCommand,
-    PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
-    PduSessionResourceSetupRequest, PduSessionResourceSetupRequestTransfer,
+    self, Cause, DownlinkNasTransport, InitialContextSetupRequest, MessageKind, NasCause,
+    PduSessionResourceReleaseCommand, PduSessionResourceReleaseCommandTransfer,
+    PduSessionResourceReleaseResponse, PduSessionResourceSetupRequest,
     PduSessionResourceSetupResponse, PduSessionResourceSetupResponseTransfer, PduSessionSetupItem,
-    PduSessionTransferItem, PduSessionType, QosFlowRequest, UeSecurityCapabilities,
-    UplinkNasTransport,
+    PduSessionTransferItem, UeSecurityCapabilities, UplinkNasTransport,
 };
-use ran::gnb::{GnbConfig, GnbUeEvent, GnbUes};
-use ran::ue::{SessionRequest, SessionState, SuciScheme, Ue, UeConfig, UeEvent, UeState};
+use ran::gnb::{GnbConfig, GnbUeEvent, GnbUeOutput, GnbUes};
+use ran::ue::{SessionRequest, SessionState, Ue, UeEvent, UeState};
 use security::kdf::{self, Abba, AkaContext, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::{Amf, Kamf, Opc, Rand, Sqn, K};
 
-const SUPI: &str = "imsi-001010000000001";
-const KEY: [u8; 16] = [0x46; 16];
-const OPC: [u8; 16] = [0xcd; 16];
 const UE: u64 = 7;
 const AMF_ID: u64 = 99;
-const UPF: GtpTunnel = GtpTunnel {
-    addr: Ipv4Addr::new(127, 0, 0, 9),
-    teid: 0x100,
-};
-const UE_IP: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
-
-fn ue_config() -> UeConfig {
-    UeConfig {
-        supi: SUPI.into(),
-        k: KEY,
-        opc: OPC,
-        sqn: 0,
-        plmn: defaults::PLMN,
-        suci: SuciScheme::Null,
-        routing_indicator: "0000".into(),
-        capability: UeSecurityCapability::ALL,
-        requested_nssai: vec![defaults::SNSSAI],
-        imeisv: "4370816125816151".into(),
-    }
-}
 
 /// The AMF and SMF of the test, holding the UE's NAS context.
 struct Net {
@@ -243,26 +221,29 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     net
 }
 
-fn setup_transfer() -> Vec<u8> {
-    PduSessionResourceSetupRequestTransfer {
-        ambr: Some(PduSessionAmbr {
-            dl: 100_000_000,
-            ul: 50_000_000,
-        }),
-        ul_tunnel: UPF,
-        pdu_session_type: PduSessionType::Ipv4,
-        qos_flows: vec![QosFlowRequest {
-            qfi: 1,
-            five_qi: 9,
-            arp: Arp {
-                priority: 8,
-                may_preempt: false,
-                preemptable: false,
-            },
-        }],
+/// One session of a setup request: its id, the NAS for the UE, the transfer.
+type SessionSetup = (u8, Option<Vec<u8>>, Vec<u8>);
+
+/// The AMF asks the gNB to set up `sessions` for the UE.
+fn setup_sessions(gnb: &mut GnbUes, net: &Net, sessions: &[SessionSetup]) -> GnbUeOutput {
+    let setup = PduSessionResourceSetupRequest {
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: net.ran_id,
+        nas_pdu: None,
+        sessions: sessions
+            .iter()
+            .map(|(id, nas, transfer)| PduSessionSetupItem {
+                pdu_session_id: *id,
+                nas_pdu: nas.clone(),
+                snssai: defaults::SNSSAI,
+                transfer: transfer.clone(),
+            })
+            .collect(),
+        ue_ambr: None,
     }
     .encode()
-    .unwrap()
+    .unwrap();
+    gnb.handle_downlink(1, &setup)
 }
 
 /// The UE asks for session `id`; the network accepts it through the gNB. Gives the
@@ -288,37 +269,8 @@ fn establish(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8) -> u32 {
     assert_eq!(req.pdu_session_type, Some(sm_ue::PDU_SESSION_TYPE_IPV4));
     assert_eq!(req.ssc_mode, Some(sm_ue::SSC_MODE_1));
 
-    let accept = net.down_sm(&SmMessage::EstablishmentAccept(
-        PduSessionEstablishmentAccept {
-            pdu_session_id: id,
-            pti: req.pti,
-            pdu_session_type: sm_ue::PDU_SESSION_TYPE_IPV4,
-            ssc_mode: sm_ue::SSC_MODE_1,
-            qos_rules: sm_ue::default_qos_rule(1),
-            session_ambr: SessionAmbr {
-                dl_kbps: 100_000,
-                ul_kbps: 50_000,
-            },
-            pdu_address: Some(UE_IP),
-            snssai: Some(defaults::SNSSAI),
-            dnn: Some("internet".into()),
-        },
-    ));
-    let setup = PduSessionResourceSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: net.ran_id,
-        nas_pdu: None,
-        sessions: vec![PduSessionSetupItem {
-            pdu_session_id: id,
-            nas_pdu: Some(accept),
-            snssai: defaults::SNSSAI,
-            transfer: setup_transfer(),
-        }],
-        ue_ambr: None,
-    }
-    .encode()
-    .unwrap();
-    let out = gnb.handle_downlink(1, &setup);
+    let accept = net.down_sm(&establishment_accept(id, req.pti));
+    let out = setup_sessions(gnb, net, &[(id, Some(accept), setup_transfer())]);
     let [GnbUeEvent::NasToUe { ue: u, nas }, GnbUeEvent::PduSessionSetup(s)] =
         out.events.as_slice()
     else {
@@ -528,29 +480,11 @@ fn reject_and_unexpected_messages() {
     assert!(ue.pdu_session(1).is_none());
 
     // A setup request whose transfer does not decode fails that session alone.
-    let setup = PduSessionResourceSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: net.ran_id,
-        nas_pdu: None,
-        sessions: vec![
-            PduSessionSetupItem {
-                pdu_session_id: 4,
-                nas_pdu: None,
-                snssai: defaults::SNSSAI,
-                transfer: vec![0xff, 0x00],
-            },
-            PduSessionSetupItem {
-                pdu_session_id: 5,
-                nas_pdu: None,
-                snssai: defaults::SNSSAI,
-                transfer: setup_transfer(),
-            },
-        ],
-        ue_ambr: None,
-    }
-    .encode()
-    .unwrap();
-    let out = gnb.handle_downlink(1, &setup);
+    let out = setup_sessions(
+        &mut gnb,
+        &net,
+        &[(4, None, vec![0xff, 0x00]), (5, None, setup_transfer())],
+    );
     assert!(matches!(
         out.events.as_slice(),
         [

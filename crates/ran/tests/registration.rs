@@ -4,6 +4,9 @@
 //! derivation.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{ue_config, KEY, OPC, SUPI};
 use proto::ids::{defaults, Snssai};
 use proto::nas::{
     AccessType, AuthenticationFailure, AuthenticationRequest, AuthenticationResponse,
@@ -25,25 +28,6 @@ use rand::{Rng, SeedableRng};
 use security::kdf::{self, Abba, AkaContext, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::{Amf, Kamf, Opc, Rand, Sqn, K};
-
-const SUPI: &str = "imsi-001010000000001";
-const KEY: [u8; 16] = [0x46; 16];
-const OPC: [u8; 16] = [0xcd; 16];
-
-fn ue_config() -> UeConfig {
-    UeConfig {
-        supi: SUPI.into(),
-        k: KEY,
-        opc: OPC,
-        sqn: 0,
-        plmn: defaults::PLMN,
-        suci: SuciScheme::Null,
-        routing_indicator: "0000".into(),
-        capability: UeSecurityCapability::ALL,
-        requested_nssai: vec![defaults::SNSSAI],
-        imeisv: "4370816125816151".into(),
-    }
-}
 
 /// The network: UDM (SQN, vectors), AUSF (XRES*), AMF (KAMF, NAS context).
 struct Net {

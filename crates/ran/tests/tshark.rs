@@ -4,22 +4,23 @@
 //! checksums tshark verifies.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{establishment_accept, setup_transfer};
 use proto::ids::defaults;
 use proto::nas::sm_ue::{
-    self, DlNasTransport, PduSessionEstablishmentAccept, PduSessionReleaseCommand, SessionAmbr,
-    SmMessage, UlNasTransport,
+    self, DlNasTransport, PduSessionReleaseCommand, SmMessage, UlNasTransport,
 };
 use proto::ngap::{
-    Arp, Cause, GtpTunnel, NasCause, PduSessionAmbr, PduSessionResourceReleaseCommand,
+    Cause, GtpTunnel, NasCause, PduSessionResourceReleaseCommand,
     PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
     PduSessionResourceReleaseResponseTransfer, PduSessionResourceSetupRequest,
-    PduSessionResourceSetupRequestTransfer, PduSessionResourceSetupResponse,
-    PduSessionResourceSetupResponseTransfer, PduSessionSetupItem, PduSessionTransferItem,
-    PduSessionType, QosFlowRequest, UplinkNasTransport,
+    PduSessionResourceSetupResponse, PduSessionResourceSetupResponseTransfer, PduSessionSetupItem,
+    PduSessionTransferItem, UplinkNasTransport,
 };
 use ran::userplane::{
     checksum, reflect_gpdu, FlowConfig, ProbeKind, UpSession, UserPlane, GTPU_PORT,
@@ -88,44 +89,8 @@ fn dl_sm(sm: &SmMessage) -> Vec<u8> {
 
 #[test]
 fn ngap_pdu_session_messages_are_clean_for_tshark() {
-    let accept = dl_sm(&SmMessage::EstablishmentAccept(
-        PduSessionEstablishmentAccept {
-            pdu_session_id: 1,
-            pti: 1,
-            pdu_session_type: sm_ue::PDU_SESSION_TYPE_IPV4,
-            ssc_mode: sm_ue::SSC_MODE_1,
-            qos_rules: sm_ue::default_qos_rule(1),
-            session_ambr: SessionAmbr {
-                dl_kbps: 100_000,
-                ul_kbps: 50_000,
-            },
-            pdu_address: Some(Ipv4Addr::new(10, 45, 0, 2)),
-            snssai: Some(defaults::SNSSAI),
-            dnn: Some("internet".into()),
-        },
-    ));
-    let transfer = PduSessionResourceSetupRequestTransfer {
-        ambr: Some(PduSessionAmbr {
-            dl: 100_000_000,
-            ul: 50_000_000,
-        }),
-        ul_tunnel: GtpTunnel {
-            addr: Ipv4Addr::new(127, 0, 0, 9),
-            teid: 0x100,
-        },
-        pdu_session_type: PduSessionType::Ipv4,
-        qos_flows: vec![QosFlowRequest {
-            qfi: 1,
-            five_qi: 9,
-            arp: Arp {
-                priority: 8,
-                may_preempt: false,
-                preemptable: false,
-            },
-        }],
-    }
-    .encode()
-    .unwrap();
+    let accept = dl_sm(&establishment_accept(1, 1));
+    let transfer = setup_transfer();
     let item = |transfer: Vec<u8>| PduSessionTransferItem {
         pdu_session_id: 1,
         transfer,

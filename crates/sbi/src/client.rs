@@ -145,13 +145,17 @@ pub struct JsonResponse<T> {
     pub body: T,
 }
 
-type Slot = Rc<tokio::sync::Mutex<Option<SendRequest<Full<Bytes>>>>>;
+type Sender = SendRequest<Full<Bytes>>;
+type Slot = Rc<tokio::sync::Mutex<Option<Sender>>>;
 
 /// A pooled connection: the authority and, for shard-aware requests, the owner it goes to.
 type Key = (String, Option<Owner>);
 
 /// How many ports of the owner's sequence one connection attempt tries before giving up.
 const PORT_TRIES: usize = 64;
+
+/// How many times a request whose stream the server refused is sent again.
+pub const MAX_REFUSED_RETRIES: u32 = 3;
 
 /// What a client counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -164,6 +168,10 @@ pub struct ClientStats {
     pub unsteered: u64,
     /// Source ports skipped because they were taken (`EADDRINUSE` / `EADDRNOTAVAIL`).
     pub ports_skipped: u64,
+    /// Requests sent again because the server reset their stream with REFUSED_STREAM (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS reached; RFC 9113 §8.7: not processed, safe to
+    /// retry), at most [`MAX_REFUSED_RETRIES`] times each.
+    pub refused_retries: u64,
 }
 
 /// An SBI client; see the module docs.
@@ -287,23 +295,55 @@ impl SbiClient {
         } else {
             self.count(|s| s.unsteered += 1);
         }
+        let mut req = req;
+        let mut retries = 0;
+        loop {
+            let again = (retries < MAX_REFUSED_RETRIES).then(|| copy_request(&req));
+            match self.send_once(key, req).await {
+                // RFC 9113 §8.7: a refused stream was not processed; send it again (the
+                // connection has learnt the server's limit by now and queues it).
+                Err(SbiError::Http(e)) if is_refused_stream(&e) => match again {
+                    Some(r) => {
+                        retries += 1;
+                        self.count(|s| s.refused_retries += 1);
+                        req = r;
+                    }
+                    None => return Err(SbiError::Http(e)),
+                },
+                Err(e) => return Err(e),
+                Ok((resp, short)) => {
+                    // The body is read while a short connection's sender still holds it
+                    // open; dropping it afterwards closes the connection.
+                    let r = self.read(resp).await;
+                    drop(short);
+                    return r;
+                }
+            }
+        }
+    }
+
+    /// Sends `req` once and waits for the response head; with short connections, also the
+    /// connection's sender, to be dropped once the body is read.
+    async fn send_once(
+        &self,
+        key: &Key,
+        req: Request<Full<Bytes>>,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Option<Sender>), SbiError> {
         if self.config.short_connections {
             let mut sender = self.connect(key).await?;
             let resp = sender.send_request(req).await?;
-            // The body is read while `sender` still holds the connection open; dropping it
-            // afterwards closes the connection.
-            return self.read(resp).await;
+            return Ok((resp, Some(sender)));
         }
         let slot = self.slot(key);
         let mut sender = self.pooled(&slot, key, false).await?;
-        let resp = match sender.try_send_request(req).await {
-            Ok(r) => r,
+        match sender.try_send_request(req).await {
+            Ok(r) => Ok((r, None)),
             Err(mut e) => match e.take_message() {
                 // The connection died before our request went out, so resending it cannot
                 // duplicate it: once, on a fresh connection.
                 Some(req) => {
                     let mut sender = self.pooled(&slot, key, true).await?;
-                    sender.send_request(req).await?
+                    Ok((sender.send_request(req).await?, None))
                 }
                 None => {
                     let mut guard = slot.lock().await;
@@ -312,11 +352,10 @@ impl SbiClient {
                     if guard.as_ref().is_some_and(SendRequest::is_closed) {
                         guard.take();
                     }
-                    return Err(SbiError::Http(e.into_error()));
+                    Err(SbiError::Http(e.into_error()))
                 }
             },
-        };
-        self.read(resp).await
+        }
     }
 
     async fn read(
@@ -502,6 +541,28 @@ impl SbiClient {
     ) -> Result<JsonResponse<R>, SbiError> {
         typed(self.request(Method::GET, uri, None).await?)
     }
+}
+
+/// A copy of a request to send again: method, URI, headers and the (shared) body bytes.
+fn copy_request(r: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let mut c = Request::new(r.body().clone());
+    *c.method_mut() = r.method().clone();
+    *c.uri_mut() = r.uri().clone();
+    *c.headers_mut() = r.headers().clone();
+    *c.version_mut() = r.version();
+    c
+}
+
+/// Whether the server reset the request's stream with REFUSED_STREAM (RFC 9113 §8.7).
+fn is_refused_stream(e: &hyper::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(h2) = c.downcast_ref::<h2::Error>() {
+            return h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The port is held by another socket: try the next one.

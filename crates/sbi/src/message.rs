@@ -110,6 +110,24 @@ impl SbiResponse {
         }
     }
 
+    /// 503 NF_CONGESTION (TS 29.500 §5.2.7.2) with `Retry-After` in seconds (TS 29.500
+    /// §5.2.2.2, RFC 9110 §10.2.3): the NF is overloaded, the client may try again then.
+    pub fn nf_congestion(detail: impl Into<String>, retry_after_s: u32) -> Self {
+        let p = ProblemDetails::from_cause(crate::problem::Cause::NfCongestion, detail);
+        let mut r = Self::problem(&p);
+        r.headers
+            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+        r
+    }
+
+    /// The `Retry-After` header in seconds, if any (the HTTP-date form is not read).
+    pub fn retry_after(&self) -> Option<u32> {
+        self.headers
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+    }
+
     /// The `Location` header, if any.
     pub fn location(&self) -> Option<&str> {
         self.headers

@@ -240,12 +240,9 @@ pub(crate) fn decode_component(s: &str) -> Option<String> {
 }
 
 fn hex_val(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
+    char::from(c)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 /// Appends `s` percent-encoded so that it stays one path segment (RFC 3986 §3.3 `pchar`).

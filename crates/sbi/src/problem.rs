@@ -351,6 +351,18 @@ impl ProblemDetails {
         self.cause.as_deref().map(Cause::parse)
     }
 
+    /// The cause string (empty without one) and the names of the `invalidParams`, in order:
+    /// what a 400 says is wrong, without the reasons' free text.
+    pub fn cause_and_params(&self) -> (String, Vec<String>) {
+        let params = self
+            .invalid_params
+            .iter()
+            .flatten()
+            .map(|i| i.param.clone())
+            .collect();
+        (self.cause.clone().unwrap_or_default(), params)
+    }
+
     /// The HTTP status to answer with: the body's `status`, else the cause's, else 500.
     pub fn http_status(&self) -> u16 {
         match self.status {

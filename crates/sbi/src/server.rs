@@ -83,7 +83,12 @@ pub struct Server<H> {
     handler: Rc<H>,
     stats: Rc<ServerStats>,
     max_body: usize,
+    max_streams: u32,
 }
+
+/// SETTINGS_MAX_CONCURRENT_STREAMS a [`Server`] advertises unless told otherwise: many UEs'
+/// procedures share one connection, so the peer may open plenty of streams.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1024;
 
 impl<H: Handler> Server<H> {
     /// A server answering every request on `listener` with `handler`.
@@ -93,7 +98,16 @@ impl<H: Handler> Server<H> {
             handler: Rc::new(handler),
             stats: Rc::new(ServerStats::default()),
             max_body: DEFAULT_MAX_BODY,
+            max_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
         }
+    }
+
+    /// Sets SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §6.5.2), the streams a peer may have
+    /// open on one connection; a stream beyond it is reset with REFUSED_STREAM (§5.1.2),
+    /// which tells the peer the request was not processed and may be retried (§8.7).
+    pub fn max_concurrent_streams(mut self, streams: u32) -> Self {
+        self.max_streams = streams.max(1);
+        self
     }
 
     /// Sets the largest request body; larger ones get 413.
@@ -117,8 +131,9 @@ impl<H: Handler> Server<H> {
 
     async fn accept_loop(self) {
         let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
-        // Many UEs' procedures share one connection; let the peer open enough streams.
-        builder.max_concurrent_streams(1024);
+        // h2 enforces the limit from the connection's first frame, before the peer has
+        // acknowledged our SETTINGS, so a burst at connection start is refused too.
+        builder.max_concurrent_streams(self.max_streams);
         loop {
             let (stream, peer) = match self.listener.accept().await {
                 Ok(x) => x,

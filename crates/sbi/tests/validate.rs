@@ -54,13 +54,7 @@ fn ours<T: DeserializeOwned + Serialize + Validate>(
         Ok(_) => Ok(()),
         Err(p) => {
             assert_eq!(p.status, Some(400), "{p:?}");
-            let params = p
-                .invalid_params
-                .unwrap_or_default()
-                .into_iter()
-                .map(|i| i.param)
-                .collect();
-            Err((p.cause.unwrap_or_default(), params))
+            Err(p.cause_and_params())
         }
     }
 }

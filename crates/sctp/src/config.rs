@@ -35,6 +35,11 @@ pub struct AssociationConfig {
     pub a_rwnd: u32,
     /// Bytes of user data queued before `send` returns `SendError::Full`; default 4 MiB.
     pub max_send_buffer: usize,
+    /// DATA fragments held for reassembly; default 4096. A fragment beyond it (other than
+    /// the next TSN in sequence, which always lets the window move) is dropped without
+    /// acknowledgement and counted, and the peer retransmits it (RFC 9260 §6.2): a peer
+    /// scattering small fragments cannot make the receiver hold more.
+    pub max_reassembly_fragments: usize,
 }
 
 impl Default for AssociationConfig {
@@ -54,6 +59,7 @@ impl Default for AssociationConfig {
             pmtu: 1200,
             a_rwnd: 1 << 20,
             max_send_buffer: 4 << 20,
+            max_reassembly_fragments: 4096,
         }
     }
 }

@@ -435,6 +435,7 @@ impl Endpoint {
                     return;
                 }
                 if self.assocs.len() >= self.config.max_associations {
+                    self.stats.associations_refused += 1;
                     self.reply_abort(hdr, remote, init.initiate_tag, &[ErrorCause::OutOfResource]);
                     return;
                 }
@@ -597,6 +598,7 @@ impl Endpoint {
             return;
         }
         if self.assocs.len() >= self.config.max_associations {
+            self.stats.associations_refused += 1;
             self.reply_abort(hdr, remote, c.peer_tag, &[ErrorCause::OutOfResource]);
             return;
         }

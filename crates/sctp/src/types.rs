@@ -139,6 +139,9 @@ pub struct AssocCounters {
     pub sacks_with_gaps_received: u64,
     /// Duplicate TSNs received.
     pub duplicate_tsns: u64,
+    /// DATA chunks dropped unacknowledged for want of room (receive window or fragments
+    /// held for reassembly, RFC 9260 §6.2); the peer retransmits them.
+    pub data_dropped: u64,
     /// HEARTBEATs sent.
     pub heartbeats_sent: u64,
     /// HEARTBEAT ACKs received.
@@ -238,6 +241,12 @@ pub struct EndpointStats {
     pub heartbeats_sent: u64,
     /// Duplicate TSNs received.
     pub duplicate_tsns: u64,
+    /// DATA chunks dropped unacknowledged for want of room (receive window or fragments
+    /// held for reassembly, RFC 9260 §6.2).
+    pub data_dropped: u64,
+    /// INITs (and COOKIE ECHOs) refused with ABORT "Out of Resource" (RFC 9260 §3.3.10.4)
+    /// because `max_associations` were up.
+    pub associations_refused: u64,
 }
 
 /// Largest user message `send` accepts: 256 KiB. Bigger messages could not be reassembled

@@ -28,6 +28,20 @@ struct Fake {
 }
 
 fn build(src: u16, dst: u16, vtag: u32, chunks: &[Chunk<'_>]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for c in chunks {
+        c.emit(&mut body);
+    }
+    with_header(src, dst, vtag, &body)
+}
+
+/// A packet to the server whose chunks are given as octets, malformed ones included.
+fn raw_packet(vtag: u32, chunk_bytes: &[u8]) -> Vec<u8> {
+    with_header(MY_PORT, SERVER_PORT, vtag, chunk_bytes)
+}
+
+/// The common header, then `body`, then the checksum.
+fn with_header(src: u16, dst: u16, vtag: u32, body: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     CommonHeader {
         src_port: src,
@@ -35,22 +49,7 @@ fn build(src: u16, dst: u16, vtag: u32, chunks: &[Chunk<'_>]) -> Vec<u8> {
         verification_tag: vtag,
     }
     .emit(&mut b);
-    for c in chunks {
-        c.emit(&mut b);
-    }
-    wire::finish_packet(&mut b);
-    b
-}
-
-fn raw_packet(vtag: u32, chunk_bytes: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    CommonHeader {
-        src_port: MY_PORT,
-        dst_port: SERVER_PORT,
-        verification_tag: vtag,
-    }
-    .emit(&mut b);
-    b.extend_from_slice(chunk_bytes);
+    b.extend_from_slice(body);
     wire::finish_packet(&mut b);
     b
 }

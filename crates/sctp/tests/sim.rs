@@ -70,16 +70,27 @@ fn bulk(seed: u64, impair: Impair, n: u32) -> (Net, sctp::AssocId, sctp::AssocId
     (net, c, s)
 }
 
+/// [`bulk`] with 1000 messages each way over a 5 ms link that `impair` degrades further.
+fn thousand_each_way(
+    seed: u64,
+    impair: impl FnOnce(&mut Impair),
+) -> (Net, sctp::AssocId, sctp::AssocId) {
+    let mut link = Impair {
+        delay: Duration::from_millis(5),
+        ..Impair::default()
+    };
+    impair(&mut link);
+    bulk(seed, link, 1000)
+}
+
+/// The client's and the server's endpoint counters.
+fn both_stats(net: &Net) -> (&sctp::EndpointStats, &sctp::EndpointStats) {
+    (net.nodes[0].ep.stats(), net.nodes[1].ep.stats())
+}
+
 #[test]
 fn thousand_messages_each_way_no_loss() {
-    let (net, c, s) = bulk(
-        2,
-        Impair {
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
+    let (net, c, s) = thousand_each_way(2, |_| {});
     let st = net.nodes[0].ep.stats().clone();
     assert_eq!(st.retransmissions, 0, "{st:?}");
     assert_eq!(net.nodes[1].ep.stats().retransmissions, 0);
@@ -92,34 +103,16 @@ fn thousand_messages_each_way_no_loss() {
 
 #[test]
 fn five_percent_loss() {
-    let (net, ..) = bulk(
-        3,
-        Impair {
-            loss: 0.05,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, ..) = thousand_each_way(3, |i| i.loss = 0.05);
+    let (a, b) = both_stats(&net);
     assert!(a.retransmissions + b.retransmissions > 0);
     assert!(a.fast_retransmits + b.fast_retransmits > 0, "{a:?} {b:?}");
 }
 
 #[test]
 fn twenty_percent_loss() {
-    let (net, c, s) = bulk(
-        4,
-        Impair {
-            loss: 0.20,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, c, s) = thousand_each_way(4, |i| i.loss = 0.20);
+    let (a, b) = both_stats(&net);
     assert!(a.retransmissions > 0 && b.retransmissions > 0);
     let ci = net.nodes[0].ep.info(c).unwrap();
     let si = net.nodes[1].ep.info(s).unwrap();
@@ -129,32 +122,15 @@ fn twenty_percent_loss() {
 
 #[test]
 fn reordering() {
-    let (net, c, _) = bulk(
-        5,
-        Impair {
-            delay: Duration::from_millis(5),
-            jitter: Duration::from_millis(20),
-            ..Impair::default()
-        },
-        1000,
-    );
+    let (net, c, _) = thousand_each_way(5, |i| i.jitter = Duration::from_millis(20));
     let ci = net.nodes[0].ep.info(c).unwrap();
     assert!(ci.counters.sacks_with_gaps_sent > 0);
 }
 
 #[test]
 fn duplication() {
-    let (net, ..) = bulk(
-        6,
-        Impair {
-            dup: 0.1,
-            delay: Duration::from_millis(5),
-            ..Impair::default()
-        },
-        1000,
-    );
-    let a = net.nodes[0].ep.stats();
-    let b = net.nodes[1].ep.stats();
+    let (net, ..) = thousand_each_way(6, |i| i.dup = 0.1);
+    let (a, b) = both_stats(&net);
     assert!(a.duplicate_tsns + b.duplicate_tsns > 0);
 }
 
@@ -214,10 +190,7 @@ fn dead_peer_with_data_outstanding_is_detected_by_t3() {
         cfg.association.association_max_retrans = 4;
     });
     net.cut = true;
-    net.nodes[0]
-        .ep
-        .send(c, 0, 60, false, payload(0, 100))
-        .unwrap();
+    net.send(0, c, 0, 60, false, payload(0, 100));
     let t0 = net.now;
     assert!(net.run_until(Duration::from_secs(3600), |n| !n.closed(0).is_empty()));
     assert_eq!(net.closed(0), vec![(c, CloseReason::CommunicationLost)]);
@@ -230,10 +203,7 @@ fn dead_peer_with_data_outstanding_is_detected_by_t3() {
 #[test]
 fn peer_restart() {
     let (mut net, c, s) = Net::pair(10, |_| {});
-    net.nodes[0]
-        .ep
-        .send(c, 0, 60, false, payload(1, 10))
-        .unwrap();
+    net.send(0, c, 0, 60, false, payload(1, 10));
     net.run_for(Duration::from_secs(1));
     assert_eq!(net.messages(1).len(), 1);
     // The client host reboots: a fresh endpoint on the same address and port.
@@ -256,14 +226,8 @@ fn peer_restart() {
     );
     assert_eq!(net.nodes[1].ep.len(), 1);
     // The restarted association works both ways.
-    net.nodes[0]
-        .ep
-        .send(c2, 1, 61, false, payload(2, 3000))
-        .unwrap();
-    net.nodes[1]
-        .ep
-        .send(s, 2, 62, true, payload(3, 20))
-        .unwrap();
+    net.send(0, c2, 1, 61, false, payload(2, 3000));
+    net.send(1, s, 2, 62, true, payload(3, 20));
     net.run_for(Duration::from_secs(2));
     let at_server = net.messages(1);
     assert_eq!(at_server.len(), 2);
@@ -279,10 +243,7 @@ fn graceful_shutdown_flushes_data() {
     let (mut net, c, s) = Net::pair(11, |_| {});
     net.impair.loss = 0.1;
     for i in 0..50 {
-        net.nodes[0]
-            .ep
-            .send(c, 0, i, false, payload(i, 2000))
-            .unwrap();
+        net.send(0, c, 0, i, false, payload(i, 2000));
     }
     net.nodes[0].ep.shutdown(net.now, c).unwrap();
     // No new data after shutdown().
@@ -311,10 +272,7 @@ fn graceful_shutdown_flushes_data() {
 #[test]
 fn shutdown_from_server_side() {
     let (mut net, c, s) = Net::pair(12, |_| {});
-    net.nodes[1]
-        .ep
-        .send(s, 3, 60, false, payload(5, 100))
-        .unwrap();
+    net.send(1, s, 3, 60, false, payload(5, 100));
     net.nodes[1].ep.shutdown(net.now, s).unwrap();
     assert!(net.run_until(Duration::from_secs(60), |n| {
         !n.closed(0).is_empty() && !n.closed(1).is_empty()
@@ -368,10 +326,7 @@ fn sixteen_clients_one_server() {
     for (k, (&c, &id)) in clients.iter().zip(&ids).enumerate() {
         for i in 0..50u32 {
             let idx = k as u32 * 1000 + i;
-            net.nodes[c]
-                .ep
-                .send(id, (i % 4) as u16, idx, false, payload(idx, 300))
-                .unwrap();
+            net.send(c, id, (i % 4) as u16, idx, false, payload(idx, 300));
         }
     }
     // The server echoes everything back on the association it came from.
@@ -380,10 +335,7 @@ fn sixteen_clients_one_server() {
         let evs: Vec<_> = n.nodes[server].events.drain(..).collect();
         for (id, e) in evs {
             if let Event::Message(m) = e {
-                n.nodes[server]
-                    .ep
-                    .send(id, m.stream, m.ppid, false, m.data)
-                    .unwrap();
+                n.send(server, id, m.stream, m.ppid, false, m.data);
                 echoed += 1;
             }
         }
@@ -462,14 +414,8 @@ fn init_collision() {
     net.run_for(Duration::from_secs(5));
     assert_eq!(net.connected(0), vec![ia]);
     assert_eq!(net.connected(1), vec![ib]);
-    net.nodes[0]
-        .ep
-        .send(ia, 0, 1, false, payload(1, 10))
-        .unwrap();
-    net.nodes[1]
-        .ep
-        .send(ib, 0, 2, false, payload(2, 10))
-        .unwrap();
+    net.send(0, ia, 0, 1, false, payload(1, 10));
+    net.send(1, ib, 0, 2, false, payload(2, 10));
     net.run_for(Duration::from_secs(2));
     assert_eq!(net.messages(0).len(), 1);
     assert_eq!(net.messages(1).len(), 1);
@@ -518,10 +464,7 @@ fn send_errors() {
     // Once acknowledged, the buffer drains and sending works again.
     net.run_for(Duration::from_secs(1));
     assert_eq!(net.nodes[0].ep.info(c).unwrap().send_buffered, 0);
-    net.nodes[0]
-        .ep
-        .send(c, 1, 0, false, payload(0, 2000))
-        .unwrap();
+    net.send(0, c, 1, 0, false, payload(0, 2000));
     // A client cannot send before the handshake completes.
     let c2 = net.nodes[0]
         .ep
@@ -566,10 +509,7 @@ fn rtt_is_measured() {
     });
     net.impair.delay = Duration::from_millis(50);
     for i in 0..20 {
-        net.nodes[0]
-            .ep
-            .send(c, 0, i, false, payload(i, 100))
-            .unwrap();
+        net.send(0, c, 0, i, false, payload(i, 100));
         net.run_for(Duration::from_millis(300));
     }
     let ci = net.nodes[0].ep.info(c).unwrap();
@@ -640,14 +580,8 @@ fn restart_under_loss() {
     for seed in 300..(300 + env_seeds(10)) {
         let (mut net, c, s) = Net::pair(seed, |_| {});
         net.impair.loss = 0.15;
-        net.nodes[0]
-            .ep
-            .send(c, 0, 1, false, payload(1, 100))
-            .unwrap();
-        net.nodes[1]
-            .ep
-            .send(s, 0, 2, false, payload(2, 100))
-            .unwrap();
+        net.send(0, c, 0, 1, false, payload(1, 100));
+        net.send(1, s, 0, 2, false, payload(2, 100));
         net.run_for(Duration::from_millis(50));
         net.nodes[0].ep = sctp::Endpoint::new(client_config(seed + 5000));
         net.nodes[0].events.clear();
@@ -656,10 +590,7 @@ fn restart_under_loss() {
             net.run_until(Duration::from_secs(600), |n| !n.connected(0).is_empty()),
             "seed {seed}"
         );
-        net.nodes[0]
-            .ep
-            .send(c2, 3, 9, false, payload(9, 50))
-            .unwrap();
+        net.send(0, c2, 3, 9, false, payload(9, 50));
         assert!(
             net.run_until(Duration::from_secs(600), |n| n
                 .messages(1)
@@ -690,10 +621,7 @@ fn server_restart_aborts_client() {
     // ABORT with the T bit (RFC 9260 §8.4 rule 8), which the client accepts (§8.5.1 B).
     let (mut net, c, _) = Net::pair(50, |_| {});
     net.nodes[1].ep = sctp::Endpoint::new(server_config(51));
-    net.nodes[0]
-        .ep
-        .send(c, 0, 1, false, payload(1, 10))
-        .unwrap();
+    net.send(0, c, 0, 1, false, payload(1, 10));
     assert!(net.run_until(Duration::from_secs(10), |n| !n.closed(0).is_empty()));
     assert_eq!(
         net.closed(0),
@@ -733,14 +661,8 @@ fn init_collision_under_loss() {
             "seed {seed}: {:?} {:?}",
             net.nodes[0].events, net.nodes[1].events
         );
-        net.nodes[0]
-            .ep
-            .send(ia, 0, 1, false, payload(1, 10))
-            .unwrap();
-        net.nodes[1]
-            .ep
-            .send(ib, 0, 2, false, payload(2, 10))
-            .unwrap();
+        net.send(0, ia, 0, 1, false, payload(1, 10));
+        net.send(1, ib, 0, 2, false, payload(2, 10));
         let ok = net.run_until(Duration::from_secs(600), |n| {
             n.messages(0).len() == 1 && n.messages(1).len() == 1
         });

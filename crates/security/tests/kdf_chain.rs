@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use hmac::{Hmac, Mac};
+use security::aka::AuthVector;
 use security::kdf::{
     aka_keys, hres_star, hxres_star, kamf, kausf, kgnb, knas_enc, knas_int, kseaf, res_star,
     xres_star, Abba, AkaContext, ServingNetworkName, Supi,
@@ -93,18 +94,37 @@ const RAND1: &str = "23553cbe9637a89d218ae64dae47bf35";
 const SQN1: &str = "ff9bb4d0b607";
 const AMF1: &str = "b9b9";
 
-#[test]
-fn the_chain_matches_an_independent_derivation() {
+/// Milenage's vector for set 1 (its RAND, SQN and AMF).
+fn set_1() -> AuthVector {
     let m = Milenage::new(
         &K::from_slice(&h(K1)).unwrap(),
         &Opc::from_slice(&h(OPC1)).unwrap(),
     );
-    let rand = Rand::from_slice(&h(RAND1)).unwrap();
-    let av = m.auth_vector(
-        &rand,
+    m.auth_vector(
+        &Rand::from_slice(&h(RAND1)).unwrap(),
         &Sqn::from_slice(&h(SQN1)).unwrap(),
         &Amf::from_slice(&h(AMF1)).unwrap(),
-    );
+    )
+}
+
+/// [`independent`] from the CK, IK, XRES and SQN ⊕ AK of `av` and its RAND.
+fn independent_of(av: &AuthVector, snn: &str, supi_digits: &str, abba: &[u8]) -> Independent {
+    independent(
+        av.ck.as_bytes(),
+        av.ik.as_bytes(),
+        snn,
+        av.rand.as_bytes(),
+        av.xres.as_bytes(),
+        av.sqn_xor_ak().as_bytes(),
+        supi_digits,
+        abba,
+    )
+}
+
+#[test]
+fn the_chain_matches_an_independent_derivation() {
+    let av = set_1();
+    let rand = av.rand;
     for (snn, supi, abba) in [
         (
             "5G:mnc093.mcc208.3gppnetwork.org",
@@ -117,16 +137,7 @@ fn the_chain_matches_an_independent_derivation() {
             vec![0x00, 0x01, 0x02],
         ),
     ] {
-        let want = independent(
-            av.ck.as_bytes(),
-            av.ik.as_bytes(),
-            snn,
-            rand.as_bytes(),
-            av.xres.as_bytes(),
-            av.sqn_xor_ak().as_bytes(),
-            supi.trim_start_matches("imsi-"),
-            &abba,
-        );
+        let want = independent_of(&av, snn, supi.trim_start_matches("imsi-"), &abba);
         let snn = ServingNetworkName::new(snn).unwrap();
         let supi = Supi::parse(supi).unwrap();
         let abba = Abba::new(&abba).unwrap();
@@ -171,27 +182,9 @@ fn the_chain_matches_an_independent_derivation() {
 /// them); the independent derivation above reaches the same bytes.
 #[test]
 fn the_chain_matches_published_values_for_set_1() {
-    let m = Milenage::new(
-        &K::from_slice(&h(K1)).unwrap(),
-        &Opc::from_slice(&h(OPC1)).unwrap(),
-    );
-    let rand = Rand::from_slice(&h(RAND1)).unwrap();
-    let av = m.auth_vector(
-        &rand,
-        &Sqn::from_slice(&h(SQN1)).unwrap(),
-        &Amf::from_slice(&h(AMF1)).unwrap(),
-    );
+    let av = set_1();
     let snn = ServingNetworkName::from_plmn("208", "93").unwrap();
-    let want = independent(
-        av.ck.as_bytes(),
-        av.ik.as_bytes(),
-        snn.as_str(),
-        rand.as_bytes(),
-        av.xres.as_bytes(),
-        av.sqn_xor_ak().as_bytes(),
-        "208930000000001",
-        &[0, 0],
-    );
+    let want = independent_of(&av, snn.as_str(), "208930000000001", &[0, 0]);
     let expect = [
         (
             &want.kausf[..],

@@ -4,10 +4,11 @@
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 
-use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
+use libbpf_rs::{MapCore, MapFlags};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::maps::{self, Config, Steering};
+use crate::object;
 use crate::{sys, Error, IdSpec, MAX_WORKERS};
 
 /// The compiled `bpf/steer_reuseport.c` (empty when built without clang).
@@ -183,21 +184,7 @@ fn bind_all(
 /// Loads the object, configures it, fills the socket array (index i = socket i) and attaches
 /// the program to the group.
 fn load_and_attach(sockets: &[Socket], config: Config) -> Result<Steering, Error> {
-    if OBJECT.is_empty() {
-        return Err(Error::NotBuilt);
-    }
-    if !sys::may_load_bpf() {
-        return Err(Error::NotPermitted(
-            "neither CAP_BPF nor CAP_SYS_ADMIN is effective".to_owned(),
-        ));
-    }
-    let open = ObjectBuilder::default()
-        .open_memory(OBJECT)
-        .map_err(|e| Error::Load(e.to_string()))?;
-    let object = open.load().map_err(|e| match e.kind() {
-        libbpf_rs::ErrorKind::PermissionDenied => Error::NotPermitted(e.to_string()),
-        _ => Error::Load(e.to_string()),
-    })?;
+    let object = object::load(OBJECT, "")?;
 
     let cfg = maps::map_handle(&object, maps::MAP_CONFIG)?;
     cfg.update(&0u32.to_ne_bytes(), &config.to_bytes(), MapFlags::ANY)
@@ -211,10 +198,7 @@ fn load_and_attach(sockets: &[Socket], config: Config) -> Result<Steering, Error
     }
     let first = sockets.first().ok_or(Error::Workers(0))?;
     {
-        let prog = object
-            .progs()
-            .find(|p| p.name() == PROG_NAME)
-            .ok_or_else(|| Error::Load(format!("object has no program {PROG_NAME}")))?;
+        let prog = object::program(&object, PROG_NAME)?;
         sys::attach_reuseport_prog(first.as_fd(), prog.as_fd())
             .map_err(Error::socket("SO_ATTACH_REUSEPORT_EBPF"))?;
     }

@@ -49,6 +49,7 @@ mod error;
 mod group;
 mod id;
 mod maps;
+mod object;
 mod sink;
 pub mod stream;
 mod sys;

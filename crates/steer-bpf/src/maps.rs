@@ -85,6 +85,26 @@ pub struct Steering {
     _object: Object,
 }
 
+/// Sends `app_id` to `worker` (of `workers`) in an exception map: the layout
+/// `bpf/steer_reuseport.c` and `bpf/steer_sockmap.c` share (u32 app id → u32 worker).
+pub(crate) fn set_exception(
+    exceptions: &MapHandle,
+    workers: u16,
+    app_id: u32,
+    worker: u16,
+) -> Result<(), Error> {
+    if worker >= workers {
+        return Err(Error::NoSuchWorker { worker, workers });
+    }
+    exceptions
+        .update(
+            &app_id.to_ne_bytes(),
+            &u32::from(worker).to_ne_bytes(),
+            MapFlags::ANY,
+        )
+        .map_err(Error::map(MAP_EXCEPTIONS))
+}
+
 /// A map of `obj` by name, as an owned handle.
 pub(crate) fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle, Error> {
     let map = obj
@@ -113,19 +133,7 @@ impl Steering {
     /// Takes effect for the next SYN or datagram; established connections stay where they
     /// are.
     pub fn set_exception(&self, app_id: u32, worker: u16) -> Result<(), Error> {
-        if worker >= self.workers {
-            return Err(Error::NoSuchWorker {
-                worker,
-                workers: self.workers,
-            });
-        }
-        self.exceptions
-            .update(
-                &app_id.to_ne_bytes(),
-                &u32::from(worker).to_ne_bytes(),
-                MapFlags::ANY,
-            )
-            .map_err(Error::map(MAP_EXCEPTIONS))
+        set_exception(&self.exceptions, self.workers, app_id, worker)
     }
 
     /// Removes the exception of `app_id`, if any; returns whether there was one.

@@ -33,10 +33,10 @@ use std::net::TcpStream;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object};
 
-use crate::maps::map_handle;
-use crate::{sys, Error, MAX_WORKERS};
+use crate::maps::{map_handle, set_exception};
+use crate::{object, Error, MAX_WORKERS};
 
 /// The compiled `bpf/steer_sockmap.c` (empty when built without clang).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/steer_sockmap.bpf.o"));
@@ -136,23 +136,9 @@ impl StreamSteering {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(Error::Workers(workers));
         }
-        if OBJECT.is_empty() {
-            return Err(Error::NotBuilt);
-        }
-        if !sys::may_load_bpf() {
-            return Err(Error::NotPermitted(
-                "neither CAP_BPF nor CAP_SYS_ADMIN is effective".to_owned(),
-            ));
-        }
-        let open = ObjectBuilder::default()
-            .open_memory(OBJECT)
-            .map_err(|e| Error::Load(e.to_string()))?;
-        // The kfunc `bpf_cast_to_kern_ctx` is resolved here against the kernel's BTF; a
+        // The kfunc `bpf_cast_to_kern_ctx` is resolved at load against the kernel's BTF; a
         // kernel before 6.3 fails at this step.
-        let object = open.load().map_err(|e| match e.kind() {
-            libbpf_rs::ErrorKind::PermissionDenied => Error::NotPermitted(e.to_string()),
-            _ => Error::Load(format!("steer_sockmap: {e}")),
-        })?;
+        let object = object::load(OBJECT, "steer_sockmap")?;
 
         let cfg = map_handle(&object, MAP_CONFIG)?;
         cfg.update(
@@ -251,19 +237,7 @@ impl StreamSteering {
 
     /// From now on, messages with `app_id` go to `worker` instead of `app_id % workers`.
     pub fn set_exception(&self, app_id: u32, worker: u16) -> Result<(), Error> {
-        if worker >= self.workers {
-            return Err(Error::NoSuchWorker {
-                worker,
-                workers: self.workers,
-            });
-        }
-        self.exceptions
-            .update(
-                &app_id.to_ne_bytes(),
-                &u32::from(worker).to_ne_bytes(),
-                MapFlags::ANY,
-            )
-            .map_err(Error::map(MAP_EXCEPTIONS))
+        set_exception(&self.exceptions, self.workers, app_id, worker)
     }
 
     /// Removes the exception of `app_id`; returns whether there was one.

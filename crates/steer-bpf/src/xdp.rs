@@ -8,9 +8,9 @@
 
 use std::os::fd::AsFd;
 
-use libbpf_rs::{ObjectBuilder, Xdp, XdpFlags};
+use libbpf_rs::{Xdp, XdpFlags};
 
-use crate::{sys, Error};
+use crate::{object, Error};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdp_pass.bpf.o"));
 const PROG_NAME: &str = "xdp_pass";
@@ -40,10 +40,7 @@ impl Mode {
 pub fn attach_pass(ifindex: u32, mode: Mode) -> Result<u32, Error> {
     let ifindex = to_ifindex(ifindex)?;
     let object = load()?;
-    let prog = object
-        .progs()
-        .find(|p| p.name() == PROG_NAME)
-        .ok_or_else(|| Error::Load(format!("object has no program {PROG_NAME}")))?;
+    let prog = object::program(&object, PROG_NAME)?;
     let xdp = Xdp::new(prog.as_fd());
     xdp.attach(ifindex, mode.flags())
         .map_err(|e| Error::Xdp(format!("attach to ifindex {ifindex}: {e}")))?;
@@ -56,10 +53,7 @@ pub fn detach(ifindex: u32, mode: Mode) -> Result<(), Error> {
     let ifindex = to_ifindex(ifindex)?;
     // bpf_xdp_detach ignores the program; libbpf-rs still wants one to build its handle.
     let object = load()?;
-    let prog = object
-        .progs()
-        .find(|p| p.name() == PROG_NAME)
-        .ok_or_else(|| Error::Load(format!("object has no program {PROG_NAME}")))?;
+    let prog = object::program(&object, PROG_NAME)?;
     Xdp::new(prog.as_fd())
         .detach(ifindex, mode.flags())
         .map_err(|e| Error::Xdp(format!("detach from ifindex {ifindex}: {e}")))
@@ -69,10 +63,7 @@ pub fn detach(ifindex: u32, mode: Mode) -> Result<(), Error> {
 pub fn attached_id(ifindex: u32, mode: Mode) -> Result<Option<u32>, Error> {
     let ifindex = to_ifindex(ifindex)?;
     let object = load()?;
-    let prog = object
-        .progs()
-        .find(|p| p.name() == PROG_NAME)
-        .ok_or_else(|| Error::Load(format!("object has no program {PROG_NAME}")))?;
+    let prog = object::program(&object, PROG_NAME)?;
     let id = Xdp::new(prog.as_fd())
         .query_id(ifindex, mode.flags())
         .map_err(|e| Error::Xdp(format!("query ifindex {ifindex}: {e}")))?;
@@ -87,21 +78,7 @@ fn to_ifindex(ifindex: u32) -> Result<i32, Error> {
 }
 
 fn load() -> Result<libbpf_rs::Object, Error> {
-    if OBJECT.is_empty() {
-        return Err(Error::NotBuilt);
-    }
-    if !sys::may_load_bpf() {
-        return Err(Error::NotPermitted(
-            "neither CAP_BPF nor CAP_SYS_ADMIN is effective".to_owned(),
-        ));
-    }
-    let open = ObjectBuilder::default()
-        .open_memory(OBJECT)
-        .map_err(|e| Error::Load(e.to_string()))?;
-    open.load().map_err(|e| match e.kind() {
-        libbpf_rs::ErrorKind::PermissionDenied => Error::NotPermitted(e.to_string()),
-        _ => Error::Load(e.to_string()),
-    })
+    object::load(OBJECT, "")
 }
 
 #[cfg(test)]

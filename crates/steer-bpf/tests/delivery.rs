@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use common::{expected_worker, Place};
+use common::{expected_worker, recv_n, Place};
 use ids::{WorkerId, Workers};
 use socket2::{Domain, SockRef, Socket, Type};
 use steer::mesh::Mesh;
@@ -57,37 +57,6 @@ fn gtpu_k(p: &[u8]) -> u32 {
     u32::from_be_bytes(p[8..12].try_into().unwrap())
 }
 
-/// Drains every socket until `want` datagrams arrived; returns (socket index, payload).
-fn recv_n(sockets: &[UdpSocket], want: usize) -> Vec<(usize, Vec<u8>)> {
-    let start = Instant::now();
-    let mut got = Vec::with_capacity(want);
-    let mut buf = [0u8; 2048];
-    while got.len() < want {
-        let mut idle = true;
-        for (i, s) in sockets.iter().enumerate() {
-            loop {
-                match s.recv(&mut buf) {
-                    Ok(n) => {
-                        got.push((i, buf[..n].to_vec()));
-                        idle = false;
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) => panic!("recv on socket {i}: {e}"),
-                }
-            }
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "only {} of {want} arrived",
-            got.len()
-        );
-        if idle {
-            std::thread::yield_now();
-        }
-    }
-    got
-}
-
 /// 100k datagrams built by `make` (datagram, app id) through a UDP group reading `spec`;
 /// `k_of` finds k again in a received datagram.
 fn udp_100k(place: &Place, spec: IdSpec, make: fn(u32) -> (Vec<u8>, u32), k_of: fn(&[u8]) -> u32) {
@@ -113,7 +82,7 @@ fn udp_100k(place: &Place, spec: IdSpec, make: fn(u32) -> (Vec<u8>, u32), k_of: 
             expect.insert(k, w);
             per_worker[w] += 1;
         }
-        for (i, p) in recv_n(group.sockets(), BATCH as usize) {
+        for (i, p) in recv_n(group.sockets(), BATCH as usize, DEADLINE) {
             let k = k_of(&p);
             assert_eq!(expect.remove(&k), Some(i), "datagram {k} on socket {i}");
         }

@@ -7,12 +7,15 @@
 //! loopback address (127.x.y.z from the pid and a counter), so tests run in parallel.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{expected_worker, recv_n};
 use socket2::{Domain, SockRef, Socket, Type};
 use steer_bpf::{source_port_for, Error, GroupOptions, IdSpec, ReuseportGroup};
 
@@ -35,12 +38,6 @@ fn server() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)
 }
 
-/// The owner the program must pick without exceptions, written out here rather than taken
-/// from the crate, so that a change of layout on one side fails this test.
-fn expected_worker(app_id: u32, workers: u32) -> usize {
-    (app_id % workers) as usize
-}
-
 fn udp_group(workers: u16, spec: IdSpec) -> ReuseportGroup<UdpSocket> {
     let g = ReuseportGroup::bind_udp(server(), workers, spec, &REQUIRE).unwrap();
     for s in g.sockets() {
@@ -50,37 +47,6 @@ fn udp_group(workers: u16, spec: IdSpec) -> ReuseportGroup<UdpSocket> {
         r.set_recv_buffer_size(4 << 20).unwrap();
     }
     g
-}
-
-/// Drains every socket until `want` datagrams arrived; returns (socket index, payload).
-fn recv_n(sockets: &[UdpSocket], want: usize) -> Vec<(usize, Vec<u8>)> {
-    let start = Instant::now();
-    let mut got = Vec::with_capacity(want);
-    let mut buf = [0u8; 2048];
-    while got.len() < want {
-        let mut idle = true;
-        for (i, s) in sockets.iter().enumerate() {
-            loop {
-                match s.recv(&mut buf) {
-                    Ok(n) => {
-                        got.push((i, buf[..n].to_vec()));
-                        idle = false;
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) => panic!("recv on socket {i}: {e}"),
-                }
-            }
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "only {} of {want} datagrams arrived",
-            got.len()
-        );
-        if idle {
-            std::thread::yield_now();
-        }
-    }
-    got
 }
 
 fn udp_client() -> UdpSocket {
@@ -113,7 +79,7 @@ fn udp_100k_datagrams_reach_their_owner() {
             expect.insert(k, w);
             per_worker[w] += 1;
         }
-        for (i, p) in recv_n(group.sockets(), BATCH as usize) {
+        for (i, p) in recv_n(group.sockets(), BATCH as usize, DEADLINE) {
             let k = u32::from_be_bytes(p[4..8].try_into().unwrap());
             if expect.remove(&k) != Some(i) {
                 wrong += 1;
@@ -218,7 +184,7 @@ fn send_id(client: &UdpSocket, to: SocketAddr, app_id: u32) {
 }
 
 fn one_socket(group: &ReuseportGroup<UdpSocket>) -> usize {
-    let got = recv_n(group.sockets(), 1);
+    let got = recv_n(group.sockets(), 1, DEADLINE);
     got[0].0
 }
 
@@ -286,7 +252,7 @@ fn short_datagram_falls_back_and_is_still_delivered() {
     let group = udp_group(4, IdSpec::FIRST_WORD);
     let (to, client) = (group.local_addr(), udp_client());
     client.send_to(&[0xab, 0xcd], to).unwrap();
-    let got = recv_n(group.sockets(), 1);
+    let got = recv_n(group.sockets(), 1, DEADLINE);
     assert_eq!(got[0].1, [0xab, 0xcd]);
     let c = group.steering().unwrap().counters().unwrap();
     assert_eq!((c.steered, c.fallback_no_id), (0, 1), "{c:?}");
@@ -310,7 +276,7 @@ fn closed_worker_socket_falls_back_without_loss() {
     for k in 0..20u32 {
         send_id(&client, to, 4 * k + 2);
     }
-    let got = recv_n(&sockets, 20);
+    let got = recv_n(&sockets, 20, DEADLINE);
     assert_eq!(got.len(), 20);
     let c = steering.counters().unwrap();
     assert_eq!((c.steered, c.fallback_select_failed), (0, 20), "{c:?}");
@@ -334,7 +300,7 @@ fn gtpu_teid_top_bits_pick_the_worker() {
         client.send_to(&p, to).unwrap();
         expect.insert(k, expected_worker(teid >> 24, WORKERS));
     }
-    for (i, p) in recv_n(group.sockets(), 400) {
+    for (i, p) in recv_n(group.sockets(), 400, DEADLINE) {
         let k = u32::from_be_bytes(p[8..12].try_into().unwrap());
         assert_eq!(expect.remove(&k), Some(i), "TEID datagram {k}");
     }
@@ -419,6 +385,6 @@ fn unprivileged_child() {
     for id in 0..10u32 {
         send_id(&client, group.local_addr(), id);
     }
-    assert_eq!(recv_n(group.sockets(), 10).len(), 10);
+    assert_eq!(recv_n(group.sockets(), 10, DEADLINE).len(), 10);
     println!("unprivileged child: checked");
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use steer::table::{AppId, SteeringTable};
 use steer::{WorkerId, Workers};
-use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, SharedSteering};
+use steer_bpf::{GroupOptions, IdSpec, ReuseportGroup, SharedSteering, Steering};
 
 const WORKERS: u16 = 2;
 /// Datagrams per phase: enough that a fallback to the kernel's 4-tuple hash (one flow, one
@@ -65,10 +65,11 @@ fn send(client: &UdpSocket, to: SocketAddr, app: u32, n: u32) {
     }
 }
 
-#[test]
-fn table_exceptions_reach_the_kernel_and_back() {
+/// A group of [`WORKERS`] UDP sockets on loopback that the program steers: its sockets, its
+/// address and its steering handle; `None` where the test is skipped for lack of privilege.
+fn steered_group() -> Option<(Vec<UdpSocket>, SocketAddr, Arc<Steering>)> {
     if !testkit::privilege::require("sk_reuseport exceptions through the steering table") {
-        return;
+        return None;
     }
     let group = ReuseportGroup::bind_udp(
         SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -79,10 +80,18 @@ fn table_exceptions_reach_the_kernel_and_back() {
     .unwrap();
     let to = group.local_addr();
     let (sockets, steering) = group.into_parts();
+    let steering = steering.expect("require_bpf: the group is steered");
+    Some((sockets, to, Arc::new(steering)))
+}
+
+#[test]
+fn table_exceptions_reach_the_kernel_and_back() {
+    let Some((sockets, to, steering)) = steered_group() else {
+        return;
+    };
     for s in &sockets {
         s.set_nonblocking(true).unwrap();
     }
-    let steering = Arc::new(steering.expect("require_bpf: the group is steered"));
     let table = SteeringTable::new(Workers::new(WORKERS).unwrap());
     table
         .set_sink(Box::new(SharedSteering(Arc::clone(&steering))))
@@ -132,18 +141,9 @@ fn table_exceptions_reach_the_kernel_and_back() {
 
 #[test]
 fn table_sink_rejects_a_queue_the_group_lacks() {
-    if !testkit::privilege::require("sk_reuseport exceptions through the steering table") {
+    let Some((_sockets, _, steering)) = steered_group() else {
         return;
-    }
-    let group = ReuseportGroup::bind_udp(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        WORKERS,
-        IdSpec::FIRST_WORD,
-        &GroupOptions { require_bpf: true },
-    )
-    .unwrap();
-    let (_sockets, steering) = group.into_parts();
-    let steering = Arc::new(steering.expect("require_bpf: the group is steered"));
+    };
     // A table with more workers than the group has sockets: the kernel refuses the
     // exception, and the table is left as it was.
     let table = SteeringTable::new(Workers::new(WORKERS + 1).unwrap());

@@ -273,12 +273,9 @@ pub fn parse_hex<const N: usize>(field: &'static str, s: &str) -> Result<[u8; N]
 }
 
 fn hex_val(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
+    char::from(c)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 /// Lower-case hex of `bytes`.

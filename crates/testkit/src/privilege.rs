@@ -1,7 +1,7 @@
 //! Whether this process may do what root-only tests need (namespaces, raw sockets, nftables).
 //!
-//! A test that needs privilege must not silently pass where it cannot run: in CI a missing
-//! privilege is a failure, on a developer's machine it is a visible skip.
+//! A test that needs privilege, or a tool, must not silently pass where it cannot run: in CI
+//! a missing privilege or tool is a failure, on a developer's machine it is a visible skip.
 
 use std::fs;
 
@@ -76,6 +76,19 @@ pub fn require(what: &str) -> bool {
              CI or STEER5G_REQUIRE_PRIV=1 is set, so this is a failure, not a skip"
         ),
     }
+}
+
+/// Call where a test cannot run because a tool it needs (`what`: a program, a library) is
+/// not installed, then return from the test. On a developer machine this prints
+/// `skipped: WHAT missing`; in CI (`CI` non-empty), which installs every tool
+/// (scripts/install-deps.sh), it panics, since a test that cannot run must fail there.
+///
+/// # Panics
+/// In CI.
+pub fn skip_missing_tool(what: &str) {
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    assert!(!ci, "{what} missing in CI: a tool this test needs");
+    eprintln!("skipped: {what} missing");
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::Command;
 
@@ -182,13 +183,9 @@ impl Report {
 /// outcome) and a procedure code; TS 38.413 §9.4.7 (procedure codes) and §9.2 (messages).
 pub fn ngap_message_name(pdu: u32, code: u32) -> String {
     // (code, initiating, successful outcome, unsuccessful outcome)
+    #[rustfmt::skip]
     const TABLE: &[(u32, &str, &str, &str)] = &[
-        (
-            0,
-            "AMFConfigurationUpdate",
-            "AMFConfigurationUpdateAcknowledge",
-            "AMFConfigurationUpdateFailure",
-        ),
+        (0, "AMFConfigurationUpdate", "AMFConfigurationUpdateAcknowledge", "AMFConfigurationUpdateFailure"),
         (1, "AMFStatusIndication", "", ""),
         (2, "CellTrafficTrace", "", ""),
         (3, "DeactivateTrace", "", ""),
@@ -196,24 +193,9 @@ pub fn ngap_message_name(pdu: u32, code: u32) -> String {
         (9, "ErrorIndication", "", ""),
         (10, "HandoverCancel", "HandoverCancelAcknowledge", ""),
         (11, "HandoverNotify", "", ""),
-        (
-            12,
-            "HandoverRequired",
-            "HandoverCommand",
-            "HandoverPreparationFailure",
-        ),
-        (
-            13,
-            "HandoverRequest",
-            "HandoverRequestAcknowledge",
-            "HandoverFailure",
-        ),
-        (
-            14,
-            "InitialContextSetupRequest",
-            "InitialContextSetupResponse",
-            "InitialContextSetupFailure",
-        ),
+        (12, "HandoverRequired", "HandoverCommand", "HandoverPreparationFailure"),
+        (13, "HandoverRequest", "HandoverRequestAcknowledge", "HandoverFailure"),
+        (14, "InitialContextSetupRequest", "InitialContextSetupResponse", "InitialContextSetupFailure"),
         (15, "InitialUEMessage", "", ""),
         (19, "NASNonDeliveryIndication", "", ""),
         (20, "NGReset", "NGResetAcknowledge", ""),
@@ -221,63 +203,18 @@ pub fn ngap_message_name(pdu: u32, code: u32) -> String {
         (22, "OverloadStart", "", ""),
         (23, "OverloadStop", "", ""),
         (24, "Paging", "", ""),
-        (
-            25,
-            "PathSwitchRequest",
-            "PathSwitchRequestAcknowledge",
-            "PathSwitchRequestFailure",
-        ),
-        (
-            26,
-            "PDUSessionResourceModifyRequest",
-            "PDUSessionResourceModifyResponse",
-            "",
-        ),
-        (
-            27,
-            "PDUSessionResourceModifyIndication",
-            "PDUSessionResourceModifyConfirm",
-            "",
-        ),
-        (
-            28,
-            "PDUSessionResourceReleaseCommand",
-            "PDUSessionResourceReleaseResponse",
-            "",
-        ),
-        (
-            29,
-            "PDUSessionResourceSetupRequest",
-            "PDUSessionResourceSetupResponse",
-            "",
-        ),
+        (25, "PathSwitchRequest", "PathSwitchRequestAcknowledge", "PathSwitchRequestFailure"),
+        (26, "PDUSessionResourceModifyRequest", "PDUSessionResourceModifyResponse", ""),
+        (27, "PDUSessionResourceModifyIndication", "PDUSessionResourceModifyConfirm", ""),
+        (28, "PDUSessionResourceReleaseCommand", "PDUSessionResourceReleaseResponse", ""),
+        (29, "PDUSessionResourceSetupRequest", "PDUSessionResourceSetupResponse", ""),
         (30, "PDUSessionResourceNotify", "", ""),
-        (
-            35,
-            "RANConfigurationUpdate",
-            "RANConfigurationUpdateAcknowledge",
-            "RANConfigurationUpdateFailure",
-        ),
+        (35, "RANConfigurationUpdate", "RANConfigurationUpdateAcknowledge", "RANConfigurationUpdateFailure"),
         (36, "RerouteNASRequest", "", ""),
-        (
-            40,
-            "UEContextModificationRequest",
-            "UEContextModificationResponse",
-            "UEContextModificationFailure",
-        ),
-        (
-            41,
-            "UEContextReleaseCommand",
-            "UEContextReleaseComplete",
-            "",
-        ),
+        (40, "UEContextModificationRequest", "UEContextModificationResponse", "UEContextModificationFailure"),
+        (41, "UEContextReleaseCommand", "UEContextReleaseComplete", ""),
         (42, "UEContextReleaseRequest", "", ""),
-        (
-            43,
-            "UERadioCapabilityCheckRequest",
-            "UERadioCapabilityCheckResponse",
-            "",
-        ),
+        (43, "UERadioCapabilityCheckRequest", "UERadioCapabilityCheckResponse", ""),
         (44, "UERadioCapabilityInfoIndication", "", ""),
         (46, "UplinkNASTransport", "", ""),
     ];
@@ -429,10 +366,79 @@ pub fn check(path: &Path, decode_as: &[String]) -> Result<Report> {
     parse_fields(&run(&mut cmd)?)
 }
 
+/// A G-PDU as Wireshark reads it: for the user-plane tests, an independent check of the
+/// GTP-U header their datapath built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GPdu {
+    /// The GTP-U TEID.
+    pub teid: u32,
+    /// Whether tshark found the outer IPv4 header checksum good.
+    pub ip_checksum_good: bool,
+    /// The QFI of the PDU session container, where the G-PDU carries one.
+    pub qfi: Option<u8>,
+}
+
+/// The G-PDUs that `src` sent in capture `path`, in capture order.
+pub fn g_pdus_from(path: &Path, src: Ipv4Addr) -> Result<Vec<GPdu>> {
+    let filter = format!("ip.src == {src}");
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r")
+        .arg(path)
+        .args(["-n", "-o", "ip.check_checksum:TRUE", "-Y", &filter])
+        // The first occurrence of each field: the outer IPv4 header, not the inner one.
+        .args(["-T", "fields", "-E", "occurrence=f"])
+        .args(["-e", "gtp.teid", "-e", "ip.checksum.status"])
+        .args(["-e", "gtp.ext_hdr.pdu_ses_con.qos_flow_id"]);
+    run(&mut cmd)?.lines().map(parse_g_pdu).collect()
+}
+
+/// One row of [`g_pdus_from`]'s fields: `0x00a00000<TAB>1<TAB>9`.
+fn parse_g_pdu(row: &str) -> Result<GPdu> {
+    let bad = || Error::Parse {
+        what: "tshark G-PDU fields".into(),
+        detail: row.to_owned(),
+    };
+    let mut cols = row.split('\t');
+    let teid = cols
+        .next()
+        .and_then(|t| t.strip_prefix("0x"))
+        .ok_or_else(bad)?;
+    let teid = u32::from_str_radix(teid, 16).map_err(|_| bad())?;
+    // Wireshark's checksum status: 0 bad, 1 good, 2 not verified.
+    let ip_checksum_good = cols.next() == Some("1");
+    let qfi = match cols.next().unwrap_or("") {
+        "" => None,
+        q => Some(q.parse().map_err(|_| bad())?),
+    };
+    Ok(GPdu {
+        teid,
+        ip_checksum_good,
+        qfi,
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_g_pdu_rows() {
+        assert_eq!(
+            parse_g_pdu("0x00a00000\t1\t9").unwrap(),
+            GPdu {
+                teid: 0x00a0_0000,
+                ip_checksum_good: true,
+                qfi: Some(9)
+            }
+        );
+        let g = parse_g_pdu("0x00c00001\t0\t").unwrap();
+        assert_eq!(
+            (g.teid, g.ip_checksum_good, g.qfi),
+            (0x00c0_0001, false, None)
+        );
+        assert!(parse_g_pdu("teid\t1\t").is_err());
+    }
 
     #[test]
     fn names_ngap_messages() {

@@ -9,7 +9,8 @@ use std::time::Duration;
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
-    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+    downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_UPF, N6_DN, UE_POOL,
+    UE_POOL_LEN,
 };
 use upf::userspace::{TunCounters, TunReason};
 use upf::{Datapath, UsageId};
@@ -21,12 +22,7 @@ const UE_PORT: u16 = 5000;
 /// buffers from overflowing).
 const WINDOW: u32 = 50;
 
-struct Bed {
-    dp: AfXdpDatapath,
-    gnb: UdpSocket,
-    dn: UdpSocket,
-    bed: Testbed,
-}
+type Bed = Rig<AfXdpDatapath>;
 
 fn bed(tag: &str) -> Option<Bed> {
     if !testkit::privilege::require("upf AF_XDP path") {
@@ -43,14 +39,7 @@ fn bed(tag: &str) -> Option<Bed> {
         frames: 1024,
     })
     .unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
-    for s in [&gnb, &dn] {
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    }
-    Some(Bed { dp, gnb, dn, bed })
+    Some(Rig::new(bed, dp, DN_PORT).unwrap())
 }
 
 fn teid(i: u32) -> u32 {
@@ -62,10 +51,7 @@ fn gnb_teid(i: u32) -> u32 {
 }
 
 fn recv(sock: &UdpSocket) -> Option<(Vec<u8>, std::net::SocketAddr)> {
-    let mut buf = vec![0u8; 2048];
-    let (n, from) = sock.recv_from(&mut buf).ok()?;
-    buf.truncate(n);
-    Some((buf, from))
+    recv_within(sock, Duration::from_secs(3))
 }
 
 /// Waits (bounded) until `pred` holds for the counters, then returns them.
@@ -286,34 +272,13 @@ fn af_xdp_g_pdus_decode_cleanly_in_wireshark() {
         report.summary()
     );
     // The downlink G-PDUs the AF_XDP path built, as Wireshark reads them.
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(&path)
-        .args([
-            "-n",
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-Y",
-            "ip.src == 10.203.3.1",
-            "-T",
-            "fields",
-            "-e",
-            "gtp.teid",
-            "-e",
-            "ip.checksum.status",
-            "-e",
-            "gtp.ext_hdr.pdu_ses_con.qos_flow_id",
-        ])
-        .output()
-        .unwrap();
+    let g = testkit::tshark::g_pdus_from(&path, N3_UPF).unwrap();
     let _ = std::fs::remove_file(&path);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<&str> = text.lines().collect();
-    assert_eq!(rows.len(), 2, "{text}");
-    assert!(
-        rows[0].starts_with("0x00c00000\t1"),
-        "TEID, good outer checksum: {text}"
+    let teids: Vec<_> = g.iter().map(|p| (p.teid, p.ip_checksum_good)).collect();
+    assert_eq!(
+        teids,
+        [(gnb_teid(0), true), (gnb_teid(1), true)],
+        "TEIDs, good outer checksums"
     );
-    assert!(rows[0].ends_with("\t9"), "QFI 9 in the container: {text}");
-    assert!(rows[1].starts_with("0x00c00001\t1"), "{text}");
+    assert_eq!(g[0].qfi, Some(9), "QFI 9 in the container");
 }

@@ -3,54 +3,34 @@
 //! own counters prove that it, not the kernel, carried them.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
-    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_RAN, N3_UPF, N6_DN,
+    downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_RAN, N3_UPF, N6_DN,
 };
 use upf::{
     Datapath, DatapathError, DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId,
 };
-use upf_xdp::{Counters, Reason, XdpDatapath, XdpOptions};
+use upf_xdp::{Counters, Reason, XdpDatapath};
 
 const DN_PORT: u16 = 9000;
 // Not 5000: Wireshark's TAPA dissector claims that port and flags short payloads as malformed.
 const UE_PORT: u16 = 41000;
 
-struct Bed {
-    // Field order: the datapath (links) goes before the namespaces.
-    dp: XdpDatapath,
-    gnb: UdpSocket,
-    dn: UdpSocket,
-    _bed: Testbed,
-}
+type Bed = Rig<XdpDatapath>;
 
 fn bed(tag: &str) -> Option<Bed> {
     if !testkit::privilege::require("upf-xdp fast path") {
         return None;
     }
     let bed = Testbed::new(tag).unwrap();
-    bed.attach_peer_pass().unwrap();
-    let dp = XdpDatapath::attach(&XdpOptions {
-        netns: Some(bed.ns(Host::Upf).to_owned()),
-        n3_iface: bed.n3_upf.clone(),
-        n6_iface: bed.n6_upf.clone(),
-        n3_addr: N3_UPF,
-    })
-    .unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
-    Some(Bed {
-        dp,
-        gnb,
-        dn,
-        _bed: bed,
-    })
+    let dp = common::attach_xdp(&bed);
+    Some(Rig::new(bed, dp, DN_PORT).unwrap())
 }
 
 fn teid(i: u32) -> u32 {
@@ -70,21 +50,9 @@ fn send_gpdu(b: &Bed, g: &[u8]) {
     b.gnb.send_to(g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
 }
 
-fn recv(sock: &UdpSocket, wait: Duration) -> Option<(Vec<u8>, std::net::SocketAddr)> {
-    sock.set_read_timeout(Some(wait)).unwrap();
-    let mut buf = vec![0u8; 2048];
-    match sock.recv_from(&mut buf) {
-        Ok((n, from)) => {
-            buf.truncate(n);
-            Some((buf, from))
-        }
-        Err(_) => None,
-    }
-}
-
 /// Receives one G-PDU on the gNB socket: (TEID, QFI, inner packet).
 fn recv_gpdu(b: &Bed) -> (u32, Option<u8>, Vec<u8>) {
-    let (g, from) = recv(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
+    let (g, from) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
     assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
     let p = Packet::new_checked(&g[..]).unwrap();
     let repr = Repr::parse(&p).unwrap();
@@ -115,7 +83,8 @@ fn sessions_carry_udp_and_icmp_both_ways_on_the_fast_path() {
         let inner = craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, payload.as_bytes()).unwrap();
         expect_ul_bytes[i as usize] += inner.len() as u64;
         send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
-        let (got, from) = recv(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
+        let (got, from) =
+            recv_within(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
         assert_eq!(got, payload.as_bytes());
         assert_eq!(from, SocketAddrV4::new(ue, UE_PORT).into());
         let answer = format!("dl-{i}-answer");
@@ -183,11 +152,11 @@ fn closed_gates_and_drop_fars_drop_and_count() {
     b.dn.send_to(b"blocked", SocketAddrV4::new(ue_ip(1), UE_PORT))
         .unwrap();
     assert!(
-        recv(&b.dn, Duration::from_millis(300)).is_none(),
+        recv_within(&b.dn, Duration::from_millis(300)).is_none(),
         "uplink passed a closed gate"
     );
     assert!(
-        recv(&b.gnb, Duration::from_millis(300)).is_none(),
+        recv_within(&b.gnb, Duration::from_millis(300)).is_none(),
         "downlink passed a closed gate"
     );
     let c = counters(&b);
@@ -197,14 +166,14 @@ fn closed_gates_and_drop_fars_drop_and_count() {
     // Opening the gate (a modification replaces the rule) lets the next packet through.
     b.dp.install_uplink(&uplink(1, None)).unwrap();
     send_gpdu(&b, &craft::g_pdu(teid(1), None, &inner).unwrap());
-    assert!(recv(&b.dn, Duration::from_secs(3)).is_some());
+    assert!(recv_within(&b.dn, Duration::from_secs(3)).is_some());
 
     // A drop FAR drops with its own reason.
     let mut ul = uplink(1, None);
     ul.action = UplinkAction::Drop;
     b.dp.install_uplink(&ul).unwrap();
     send_gpdu(&b, &craft::g_pdu(teid(1), None, &inner).unwrap());
-    assert!(recv(&b.dn, Duration::from_millis(300)).is_none());
+    assert!(recv_within(&b.dn, Duration::from_millis(300)).is_none());
     let c = counters(&b);
     assert_eq!(c.get(Reason::DropFar), 1, "{c:?}");
     assert_eq!(c.get(Reason::UlForwarded), 1, "{c:?}");
@@ -441,14 +410,14 @@ fn malformed_g_pdus_are_dropped_and_counted_never_forwarded() {
         send_gpdu(&b, g);
         // The next well-formed packet is a barrier: once it arrived, the bad one was seen.
         send_gpdu(&b, &good);
-        let (got, _) = recv(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
+        let (got, _) = recv_within(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
         assert_eq!(got, b"bad", "{what}: something else reached dn");
         let d = counters(&b).since(&before);
         assert_eq!(d.get(*reason), 1, "{what}: {d:?}");
         assert_eq!(d.dropped(), 1, "{what}: {d:?}");
         assert_eq!(d.get(Reason::UlForwarded), 1, "{what}: {d:?}");
     }
-    assert!(recv(&b.dn, Duration::from_millis(300)).is_none());
+    assert!(recv_within(&b.dn, Duration::from_millis(300)).is_none());
     let u = b.dp.usage(UsageId(2)).unwrap();
     assert_eq!(u.ul_packets, cases.len() as u64, "only the good ones count");
 }
@@ -497,15 +466,15 @@ fn fast_path_g_pdus_decode_cleanly_in_wireshark() {
     }
     let dir = tempfile_dir();
     let file = dir.join("n3.pcapng");
-    let ran_ns = b._bed.ns(Host::Ran).to_owned();
+    let ran_ns = b.bed.ns(Host::Ran).to_owned();
     let cap =
-        testkit::capture::Capture::start(Some(&ran_ns), &b._bed.n3_ran, "udp port 2152", &file)
+        testkit::capture::Capture::start(Some(&ran_ns), &b.bed.n3_ran, "udp port 2152", &file)
             .unwrap();
     for i in 0..2u32 {
         let qfi = (i == 0).then_some(9);
         let inner = craft::ipv4_udp(ue_ip(i), N6_DN, UE_PORT, DN_PORT, b"shark").unwrap();
         send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
-        recv(&b.dn, Duration::from_secs(3)).expect("uplink lost");
+        recv_within(&b.dn, Duration::from_secs(3)).expect("uplink lost");
         b.dn.send_to(b"down", SocketAddrV4::new(ue_ip(i), UE_PORT))
             .unwrap();
         recv_gpdu(&b);
@@ -521,37 +490,14 @@ fn fast_path_g_pdus_decode_cleanly_in_wireshark() {
         report.summary()
     );
     // The downlink ones, as Wireshark reads them: TEID and, for session 0, the QFI.
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(&path)
-        .args([
-            "-n",
-            "-o",
-            "ip.check_checksum:TRUE",
-            "-Y",
-            "ip.src == 10.203.3.1",
-        ])
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "gtp.teid",
-            "-e",
-            "ip.checksum.status",
-            "-e",
-            "gtp.ext_hdr.pdu_ses_con.qos_flow_id",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<&str> = text.lines().collect();
-    assert_eq!(rows.len(), 2, "{text}");
-    assert!(
-        rows[0].starts_with("0x00a00000\t1"),
-        "TEID, good outer checksum: {text}"
+    let g = testkit::tshark::g_pdus_from(&path, N3_UPF).unwrap();
+    let teids: Vec<_> = g.iter().map(|p| (p.teid, p.ip_checksum_good)).collect();
+    assert_eq!(
+        teids,
+        [(0x00a0_0000, true), (0x00a0_0001, true)],
+        "TEIDs, good outer checksums"
     );
-    assert!(rows[0].ends_with("\t9"), "QFI 9 in the container: {text}");
-    assert!(rows[1].starts_with("0x00a00001\t1"), "{text}");
+    assert_eq!(g[0].qfi, Some(9), "QFI 9 in the container");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -591,7 +537,7 @@ fn echo_requests_are_answered_on_the_fast_path() {
     ];
     for (req, seq) in &cases {
         send_gpdu(&b, req);
-        let (rsp, from) = recv(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
+        let (rsp, from) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
         assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
         assert_eq!(
             rsp,
@@ -601,13 +547,13 @@ fn echo_requests_are_answered_on_the_fast_path() {
     }
     // From another source port too: the answer goes back there.
     let other = b
-        ._bed
+        .bed
         .udp(Host::Ran, SocketAddrV4::new(N3_RAN, 40152))
         .unwrap();
     other
         .send_to(&cases[0].0, SocketAddrV4::new(N3_UPF, 2152))
         .unwrap();
-    let (rsp, _) = recv(&other, Duration::from_secs(3)).expect("no Echo Response");
+    let (rsp, _) = recv_within(&other, Duration::from_secs(3)).expect("no Echo Response");
     assert_eq!(rsp[1], 2);
     let d = counters(&b).since(&before);
     assert_eq!(d.get(Reason::EchoAnswered), 4, "{d:?}");
@@ -625,9 +571,9 @@ fn fragmented_g_pdus_reach_the_dn_through_the_path_behind() {
     use upf::userspace::{TunDatapath, TunOptions, TunReason};
 
     let Some(b) = bed("xdpfrag") else { return };
-    let Bed { dp, gnb, dn, _bed } = b;
+    let Rig { dp, gnb, dn, bed } = b;
     let tun = TunDatapath::start(&TunOptions {
-        netns: Some(_bed.ns(Host::Upf).to_owned()),
+        netns: Some(bed.ns(Host::Upf).to_owned()),
         n3_addr: N3_UPF,
         tun_name: "upftun0".to_owned(),
         ue_pool: (UE_POOL, UE_POOL_LEN),

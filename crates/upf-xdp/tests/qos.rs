@@ -8,6 +8,8 @@
 //! IP header excluded) by the URR and by the MBR bucket alike; see docs/UPF.md.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +26,7 @@ use upf::{
     Datapath, DatapathError, DownlinkRule, Entries, ServiceOptions, UpfService, UplinkRule, Usage,
     UsageId,
 };
-use upf_xdp::{Counters, Reason, XdpDatapath, XdpOptions};
+use upf_xdp::{Counters, Reason, XdpDatapath};
 
 const DN_PORT: u16 = 9000;
 const UE_PORT: u16 = 41000;
@@ -124,14 +126,7 @@ fn lab_on(tag: &str, tun: bool) -> Option<Lab> {
         let dp = Arc::new(Mutex::new(dp));
         (Path::Tun(Shared(dp.clone())), Box::new(Shared(dp)))
     } else {
-        bed.attach_peer_pass().unwrap();
-        let dp = XdpDatapath::attach(&XdpOptions {
-            netns: Some(bed.ns(Host::Upf).to_owned()),
-            n3_iface: bed.n3_upf.clone(),
-            n6_iface: bed.n6_upf.clone(),
-            n3_addr: N3_UPF,
-        })
-        .unwrap();
+        let dp = common::attach_xdp(&bed);
         let dp = Arc::new(Mutex::new(dp));
         (Path::Xdp(Shared(dp.clone())), Box::new(Shared(dp)))
     };
@@ -142,10 +137,7 @@ fn lab_on(tag: &str, tun: bool) -> Option<Lab> {
     let upf = UpfService::start(opts, dp).unwrap();
     let smf = UdpSocket::bind((SMF_IP, 0)).unwrap();
     smf.connect(upf.local_addr()).unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
+    let (gnb, dn) = bed.gnb_and_dn(DN_PORT).unwrap();
     Some(Lab {
         upf: Some(upf),
         path,

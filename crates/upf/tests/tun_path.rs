@@ -4,13 +4,14 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
-    downlink_rule, ue_ip, uplink_rule, Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN,
+    downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_UPF, N6_DN, UE_POOL,
+    UE_POOL_LEN,
 };
 use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
 use upf::{Datapath, DownlinkAction, DownlinkRule, UplinkRule, UsageId};
@@ -18,12 +19,7 @@ use upf::{Datapath, DownlinkAction, DownlinkRule, UplinkRule, UsageId};
 const DN_PORT: u16 = 9000;
 const UE_PORT: u16 = 5000;
 
-struct Bed {
-    dp: TunDatapath,
-    gnb: UdpSocket,
-    dn: UdpSocket,
-    _bed: Testbed,
-}
+type Bed = Rig<TunDatapath>;
 
 fn bed(tag: &str) -> Option<Bed> {
     if !testkit::privilege::require("upf sockets/TUN path") {
@@ -37,16 +33,7 @@ fn bed(tag: &str) -> Option<Bed> {
         ue_pool: (UE_POOL, UE_POOL_LEN),
     })
     .unwrap();
-    let gnb = bed.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152)).unwrap();
-    let dn = bed
-        .udp(Host::Dn, SocketAddrV4::new(N6_DN, DN_PORT))
-        .unwrap();
-    Some(Bed {
-        dp,
-        gnb,
-        dn,
-        _bed: bed,
-    })
+    Some(Rig::new(bed, dp, DN_PORT).unwrap())
 }
 
 fn teid(i: u32) -> u32 {
@@ -65,16 +52,8 @@ fn send_gpdu(b: &Bed, g: &[u8]) {
     b.gnb.send_to(g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
 }
 
-fn recv(sock: &UdpSocket, wait: Duration) -> Option<(Vec<u8>, std::net::SocketAddr)> {
-    sock.set_read_timeout(Some(wait)).unwrap();
-    let mut buf = vec![0u8; 2048];
-    let (n, from) = sock.recv_from(&mut buf).ok()?;
-    buf.truncate(n);
-    Some((buf, from))
-}
-
 fn recv_gpdu(b: &Bed) -> (u32, Option<u8>, Vec<u8>) {
-    let (g, _) = recv(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
+    let (g, _) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
     let p = Packet::new_checked(&g[..]).unwrap();
     let repr = Repr::parse(&p).unwrap();
     (repr.teid, repr.qfi(), p.payload().unwrap().to_vec())
@@ -110,7 +89,8 @@ fn sessions_carry_udp_and_icmp_both_ways_through_the_tun_device() {
             craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, format!("ul-{i}").as_bytes()).unwrap();
         ul_bytes[i as usize] += inner.len() as u64;
         send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
-        let (got, from) = recv(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
+        let (got, from) =
+            recv_within(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
         assert_eq!(got, format!("ul-{i}").as_bytes());
         assert_eq!(from, SocketAddrV4::new(ue, UE_PORT).into());
         b.dn.send_to(b"answer", SocketAddrV4::new(ue, UE_PORT))
@@ -233,7 +213,7 @@ fn malformed_g_pdus_and_closed_gates_are_dropped_and_counted() {
         let before = b.dp.counters();
         send_gpdu(&b, g);
         send_gpdu(&b, &good);
-        let (got, _) = recv(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
+        let (got, _) = recv_within(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
         assert_eq!(got, b"bad", "{what}: something else reached dn");
         let d = b.dp.counters().since(&before);
         assert_eq!(d.get(*reason), 1, "{what}: {d:?}");
@@ -247,7 +227,7 @@ fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
     let Some(mut b) = bed("tunecho") else { return };
     // Echo Request, S=1, sequence 0x1234 (TS 29.281 §7.2.1).
     send_gpdu(&b, &[0x32, 1, 0, 4, 0, 0, 0, 0, 0x12, 0x34, 0, 0]);
-    let (rsp, _) = recv(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
+    let (rsp, _) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
     let p = Packet::new_checked(&rsp[..]).unwrap();
     assert_eq!(p.msg_type(), pfcp::gtpu::msg_type::ECHO_RESPONSE);
     assert_eq!(p.sequence(), Some(0x1234));
@@ -262,7 +242,7 @@ fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
     let c = counters_when(&b, |c| c.get(TunReason::Buffered) == 3);
     assert_eq!(c.get(TunReason::Buffered), 3, "{c:?}");
     assert!(
-        recv(&b.gnb, Duration::from_millis(200)).is_none(),
+        recv_within(&b.gnb, Duration::from_millis(200)).is_none(),
         "a buffered packet left"
     );
     b.dp.install_downlink(&downlink(4, None)).unwrap();
@@ -286,7 +266,7 @@ fn the_session_limit_holds_on_the_tun_path() {
     use upf::{ServiceOptions, UpfService};
 
     let Some(b) = bed("tunlimit") else { return };
-    let Bed { dp, _bed, .. } = b;
+    let Rig { dp, bed: _bed, .. } = b;
     let mut opts =
         ServiceOptions::new(std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), N3_UPF);
     opts.node.max_sessions = 1;

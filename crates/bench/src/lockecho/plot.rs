@@ -9,6 +9,7 @@ use plotters::prelude::*;
 
 use super::server::LockedRx;
 use super::{Crossover, SweepReport};
+use crate::plot::{finish, line, svg_err, svg_root};
 
 const SHARDED_COLOR: RGBColor = RGBColor(31, 119, 180);
 const LOCKED_COLOR: RGBColor = RGBColor(120, 120, 120);
@@ -24,9 +25,7 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let xmax = runs.iter().map(|r| r.0).fold(0.05f64, f64::max) * 1.05;
     let ymax = runs.iter().map(|r| r.1.max(r.2)).fold(1.0f64, f64::max) * 1.15;
-    let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, (760, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = svg_root(path, (760, 480))?;
     let caption = format!(
         "echo, {} workers, {} us {:?} work/request: sharded vs locked",
         report.workers, report.settings.work_us, report.settings.variant
@@ -37,14 +36,14 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
         .x_label_area_size(40)
         .y_label_area_size(72)
         .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     chart
         .configure_mesh()
         .x_desc("share of the work under the lock")
         .y_desc("echoed requests per second")
         .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(svg_err)?;
     let locked_name = match report.settings.locked_rx {
         LockedRx::Shared => "locked (one shared socket, one mutex)",
         LockedRx::Hash => "locked (kernel flow hash, one mutex)",
@@ -57,16 +56,10 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
             .iter()
             .map(|r| (r.0, if pick == 1 { r.1 } else { r.2 }))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-            });
+        line(&mut chart, pts.clone(), color, 2, name, 14)?;
         chart
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
     let cross = match report.crossover {
         Crossover::AtOrBelow(f) => Some((f, format!("sharded wins from share {f}"))),
@@ -79,7 +72,7 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
                 vec![(f, 0.0), (f, ymax * 0.92)],
                 CROSS_COLOR.stroke_width(2),
             )))
-            .map_err(|e| err(&e))?
+            .map_err(svg_err)?
             .label("crossover")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], CROSS_COLOR));
         chart
@@ -88,15 +81,7 @@ pub(crate) fn write_svg(path: &Path, report: &SweepReport) -> Result<(), String>
                 (f, ymax * 0.95),
                 ("sans-serif", 14).into_font().color(&CROSS_COLOR),
             )))
-            .map_err(|e| err(&e))?;
+            .map_err(svg_err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerLeft)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::LowerLeft)
 }

@@ -71,6 +71,7 @@ fn transport_reports(
 /// `steer5g amf`.
 pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
+    args.run.limits.apply(&mut cfg)?;
     if let Some(name) = &args.amf_name {
         cfg.amf.name = name.clone();
         cfg.validate()?;
@@ -189,6 +190,8 @@ fn sessions_json(r: &CoreReport) -> serde_json::Value {
         t.dropped += s.dropped;
         t.released_with_ue += s.released_with_ue;
         t.release_failures += s.release_failures;
+        t.not_forwarded += s.not_forwarded;
+        t.orphans_released += s.orphans_released;
     }
     let c = r.counters_total();
     serde_json::json!({
@@ -203,6 +206,8 @@ fn sessions_json(r: &CoreReport) -> serde_json::Value {
         "released": t.released,
         "released_with_ue": t.released_with_ue,
         "release_failures": t.release_failures,
+        "not_forwarded": t.not_forwarded,
+        "orphans_released": t.orphans_released,
         "dropped": t.dropped,
         "nsmf_pool_steered": c.nsmf_pool_steered,
         "namf_served": c.namf_served,

@@ -58,20 +58,26 @@ impl<P: Placement> Worker<P> {
         owner: Option<sbi::Owner>,
     ) {
         let uri = self.shared.host.directory.uri(nf, &path);
+        // The host's timers nest (`nf::host::SbiTimeouts`): an Nsmf call outlasts the SMF's
+        // own call and its PFCP retransmissions.
+        let deadline = self.shared.host.call_timeout(nf);
         let client = self.client.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
             let got = match uri {
-                Some(uri) => client
-                    .request_typed(
+                Some(uri) => {
+                    let call = client.request_typed(
                         method,
                         &uri,
                         (!body.is_empty()).then_some(body),
                         content_type,
                         owner,
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
+                    );
+                    match tokio::time::timeout(deadline, call).await {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("no answer within {deadline:?}")),
+                    }
+                }
                 None => Err(format!("no {nf} in the directory")),
             };
             let reply = match got {

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use proto::ids::defaults;
@@ -13,8 +14,11 @@ use ran::gnb::GnbConfig;
 use ran::ue::{SessionRequest, SuciScheme, Ue, UeConfig};
 use ran::userplane::UpSession;
 use rand::SeedableRng;
+use sbi::NfType;
 use sctp::{Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
+use steer5g_config::Transport as TransportKind;
+use steer5g_core::{CoreHandle, CoreOptions, SbiMode, StateMode};
 use store::{Profile, RedbStore, SubscriberStore};
 use testkit::sim::{Fleet, SessionOutcome, UePlan};
 
@@ -66,6 +70,70 @@ pub(crate) fn subscribers(seed: u64, n: usize) -> Subscribers {
     Subscribers { dir, ues }
 }
 
+/// Options of a core on 127.0.`net`.x over the data directory `dir`: N2 over UDP
+/// encapsulation on .1, the AMF, AUSF and UDM SBI on .5, .11 and .12, `workers` workers
+/// in `state` with `sbi`, and a fixed random seed.
+pub(crate) fn core_options(
+    net: u8,
+    dir: &Path,
+    workers: u16,
+    state: StateMode,
+    sbi: SbiMode,
+) -> CoreOptions {
+    let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
+    let mut opts = CoreOptions::new(dir.to_owned());
+    opts.config.n2.addr = ip(1);
+    opts.config.n2.transports = vec![TransportKind::Udp];
+    for (nf, host) in [(NfType::Amf, 5), (NfType::Ausf, 11), (NfType::Udm, 12)] {
+        opts.directory.set(nf, format!("http://{}:7777", ip(host)));
+    }
+    opts.workers = workers;
+    opts.state = state;
+    opts.sbi = sbi;
+    opts.rand_seed = Some(7);
+    opts
+}
+
+/// The address the running `core` serves N2 on over `kind`.
+pub(crate) fn n2_addr(core: &CoreHandle, kind: TransportKind) -> SocketAddr {
+    core.listening()
+        .n2
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .unwrap()
+        .1
+}
+
+/// The single-threaded runtime a test drives its gNB on.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Registers and deregisters every UE of `ues` through one gNB (`gnb`) over `sock`'s
+/// association, giving up `deadline` after the start, then closes the association. The
+/// fleet after the run, the gNB's index in it, and whether the association carried every
+/// UE to the end.
+pub(crate) async fn register_deregister(
+    sock: &mut SctpSocket,
+    assoc: sctp::AssocId,
+    gnb: GnbConfig,
+    ues: Vec<Ue>,
+    deadline: Duration,
+) -> (Fleet, usize, bool) {
+    let mut fleet = Fleet::new();
+    let g = fleet.add_gnb(gnb, 4);
+    for ue in ues {
+        fleet.add_ue(g, ue, UePlan::register_deregister());
+    }
+    let deadline = Instant::now() + deadline;
+    let ok = pump(sock, assoc, &mut fleet, g, deadline, |f, _| f.all_done()).await;
+    close(sock, assoc).await;
+    (fleet, g, ok)
+}
+
 /// How the sessions end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Plan {
@@ -93,6 +161,25 @@ pub(crate) struct Outcome {
     /// UPF rules left after the releases.
     pub(crate) rules_left: usize,
     pub(crate) failures: Vec<String>,
+}
+
+impl Outcome {
+    /// All `n` UEs went the whole way: registered, one session each established, checked
+    /// at the UPF and released, deregistered, with distinct addresses and no rule left.
+    pub(crate) fn all_through(n: usize) -> Outcome {
+        Outcome {
+            registered: n,
+            established: n,
+            rejected: 0,
+            upf_checked: n,
+            released_sessions: n,
+            deregistered: n,
+            released: n,
+            addresses: n,
+            rules_left: 0,
+            failures: Vec::new(),
+        }
+    }
 }
 
 /// Where the emulated gNB stands.

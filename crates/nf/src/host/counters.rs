@@ -16,6 +16,17 @@ pub enum IoEvent {
     PfcpRxDropped(u64),
     /// The PFCP socket refused to send a datagram.
     PfcpSendFailed,
+    /// Requests the worker's h2c client has sent again after REFUSED_STREAM so far
+    /// ([`sbi::ClientStats::refused_retries`]).
+    SbiStreamsRefused(u64),
+    /// The worker's N2 SCTP endpoints so far: INITs refused with ABORT "Out of Resource"
+    /// and DATA chunks dropped for want of room.
+    N2Sctp {
+        /// `sctp::EndpointStats::associations_refused`, summed over the worker's sockets.
+        associations_refused: u64,
+        /// `sctp::EndpointStats::data_dropped`, summed over the worker's sockets.
+        data_dropped: u64,
+    },
 }
 
 /// Delivery-path counters of one worker.
@@ -96,6 +107,35 @@ pub struct WorkerCounters {
     pub pfcp_rx_dropped: u64,
     /// PFCP datagrams the socket refused to send (each lost until its retransmission).
     pub pfcp_send_failed: u64,
+    /// SBI requests read by this worker answered 503 NF_CONGESTION because the worker
+    /// held `sbi_max_requests_in_progress` requests.
+    pub sbi_congested: u64,
+    /// SBI requests answered 503 NF_CONGESTION at ingress because the hand-off queue to
+    /// their owner and this worker's outbox were full.
+    pub sbi_mesh_refused: u64,
+    /// UE-associated NGAP messages dropped at ingress because the hand-off queue to their
+    /// owner and this worker's outbox were full.
+    pub ngap_mesh_refused: u64,
+    /// Requests this worker's h2c client sent again after the server refused their stream
+    /// (REFUSED_STREAM, RFC 9113 §8.7).
+    pub sbi_streams_refused: u64,
+    /// Registrations this worker's AMF rejected with #22 and T3346 in overload.
+    pub amf_congestion_rejects: u64,
+    /// Registrations this worker's AMF rejected with #22 and T3346 at its UE context limit.
+    pub amf_context_limit_rejects: u64,
+    /// INITIAL UE MESSAGEs this worker's AMF dropped past its UE context limit and the
+    /// rejects' headroom.
+    pub amf_initial_ue_dropped: u64,
+    /// Times this worker's AMF entered overload.
+    pub amf_overload_starts: u64,
+    /// CreateSMContexts this worker's SMF refused at its SM context limit.
+    pub smf_context_limit_rejects: u64,
+    /// SCTP INITs this worker's N2 endpoints refused with ABORT "Out of Resource" at the
+    /// association limit.
+    pub sctp_associations_refused: u64,
+    /// SCTP DATA chunks this worker's N2 endpoints dropped for want of room (receive
+    /// window or reassembly fragments).
+    pub sctp_data_dropped: u64,
 }
 
 impl WorkerCounters {
@@ -131,6 +171,17 @@ impl WorkerCounters {
         self.pfcp_timed_out += o.pfcp_timed_out;
         self.pfcp_rx_dropped += o.pfcp_rx_dropped;
         self.pfcp_send_failed += o.pfcp_send_failed;
+        self.sbi_congested += o.sbi_congested;
+        self.sbi_mesh_refused += o.sbi_mesh_refused;
+        self.ngap_mesh_refused += o.ngap_mesh_refused;
+        self.sbi_streams_refused += o.sbi_streams_refused;
+        self.amf_congestion_rejects += o.amf_congestion_rejects;
+        self.amf_context_limit_rejects += o.amf_context_limit_rejects;
+        self.amf_initial_ue_dropped += o.amf_initial_ue_dropped;
+        self.amf_overload_starts += o.amf_overload_starts;
+        self.smf_context_limit_rejects += o.smf_context_limit_rejects;
+        self.sctp_associations_refused += o.sctp_associations_refused;
+        self.sctp_data_dropped += o.sctp_data_dropped;
     }
 
     /// Counts one I/O event.
@@ -140,6 +191,14 @@ impl WorkerCounters {
             IoEvent::MeshRetry => self.mesh_retries += 1,
             IoEvent::PfcpRxDropped(total) => self.pfcp_rx_dropped = total,
             IoEvent::PfcpSendFailed => self.pfcp_send_failed += 1,
+            IoEvent::SbiStreamsRefused(total) => self.sbi_streams_refused = total,
+            IoEvent::N2Sctp {
+                associations_refused,
+                data_dropped,
+            } => {
+                self.sctp_associations_refused = associations_refused;
+                self.sctp_data_dropped = data_dropped;
+            }
         }
     }
 
@@ -292,6 +351,61 @@ impl WorkerCounters {
             "pfcp_send_failed",
             "PFCP datagrams the worker's socket refused to send.",
             self.pfcp_send_failed,
+        );
+        f(
+            "sbi_congested",
+            "SBI requests answered 503 NF_CONGESTION at the worker's requests-in-progress limit.",
+            self.sbi_congested,
+        );
+        f(
+            "sbi_mesh_refused",
+            "SBI requests answered 503 NF_CONGESTION at ingress because the hand-off outbox was full.",
+            self.sbi_mesh_refused,
+        );
+        f(
+            "ngap_mesh_refused",
+            "UE-associated NGAP messages dropped at ingress because the hand-off outbox was full.",
+            self.ngap_mesh_refused,
+        );
+        f(
+            "sbi_streams_refused",
+            "h2c requests sent again after the server refused their stream (REFUSED_STREAM).",
+            self.sbi_streams_refused,
+        );
+        f(
+            "amf_congestion_rejects",
+            "Registrations rejected with 5GMM #22 and T3346 while the AMF worker was overloaded.",
+            self.amf_congestion_rejects,
+        );
+        f(
+            "amf_context_limit_rejects",
+            "Registrations rejected with 5GMM #22 and T3346 at the AMF worker's UE context limit.",
+            self.amf_context_limit_rejects,
+        );
+        f(
+            "amf_initial_ue_dropped",
+            "INITIAL UE MESSAGEs dropped past the UE context limit and the rejects' headroom.",
+            self.amf_initial_ue_dropped,
+        );
+        f(
+            "amf_overload_starts",
+            "Times the AMF worker entered overload (registrations in flight above the high mark).",
+            self.amf_overload_starts,
+        );
+        f(
+            "smf_context_limit_rejects",
+            "CreateSMContexts refused with 500 INSUFFICIENT_RESOURCES (5GSM #26) at the SM context limit.",
+            self.smf_context_limit_rejects,
+        );
+        f(
+            "sctp_associations_refused",
+            "SCTP INITs on N2 refused with ABORT Out of Resource at the association limit.",
+            self.sctp_associations_refused,
+        );
+        f(
+            "sctp_data_dropped",
+            "SCTP DATA chunks on N2 dropped unacknowledged for want of receive room.",
+            self.sctp_data_dropped,
         );
     }
 }

@@ -145,6 +145,28 @@ pub enum Hop {
         /// The high-water mark stored, `None` if the write failed.
         high_water: Option<u64>,
     },
+    /// The AMF of worker `from` entered overload (`start` is what the gNBs are told) or
+    /// left it (`None`); for the receiver's N2 side ([`super::Host::poll_overload`]).
+    Overload {
+        /// The worker.
+        from: WorkerId,
+        /// The OVERLOAD START in force, or `None`: overload is over.
+        start: Option<proto::ngap::OverloadStart>,
+    },
+}
+
+impl Hop {
+    /// Whether the I/O layer may refuse this hop when its hand-off queue is full
+    /// ([`super::Host::hop_refused`]): new work (a UE's NGAP message, an SBI request) is
+    /// refused at ingress with the protocol's overload answer; what completes admitted work
+    /// (answers, replies to send, SQN results, overload signals) never is: it is bounded by
+    /// the work admitted.
+    pub fn refusable(&self) -> bool {
+        matches!(
+            self,
+            Hop::Ngap { .. } | Hop::Request { .. } | Hop::Forward { .. } | Hop::Seek { .. }
+        )
+    }
 }
 
 /// One event for the host ([`super::Host::handle`]).

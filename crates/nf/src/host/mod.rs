@@ -19,6 +19,15 @@
 //! process: it goes one hop to the worker owning it).
 //!
 //! The sharded and locked modes differ only in the [`Placement`] a host is built with.
+//!
+//! # Bounds
+//!
+//! [`HostLimits`] bounds what a host holds (DESIGN.md principle 8): SBI requests in progress
+//! (one read beyond the bound is answered 503 NF_CONGESTION with `Retry-After`), and the
+//! SMF's SM contexts. The AMF's bounds are in its own configuration. A hop the I/O layer
+//! cannot queue comes back through [`Host::hop_refused`] and is answered at ingress with
+//! the protocol's overload answer. The AMF's overload transitions go to every worker's N2
+//! side through [`Host::poll_overload`].
 
 mod config;
 mod counters;
@@ -29,22 +38,29 @@ mod pump;
 mod sbi_flow;
 
 #[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use sbi::SbiResponse;
+
 use ids::{WorkerId, Workers};
 use pfcp::txn::{Due, Requester};
-use tracing::debug;
+use tracing::{debug, warn};
 
+use crate::amf::overload::OverloadSignal;
 use crate::amf::registration::{AmfStats, SessionStats};
 use crate::ausf::AusfStats;
 use crate::smf::SmfStats;
 use crate::udm::UdmStats;
 
-pub use config::{HostConfig, SbiMode};
+pub use config::{
+    ConfigError, HostConfig, SbiMode, SbiTimeouts, DEFAULT_SBI_CALL_TIMEOUT, NSMF_MARGIN,
+};
 pub use counters::{IoEvent, WorkerCounters};
 pub use io::{CallFailed, CallReply, CallToken, Hop, Input, Output, ServerToken, UeNgap};
 pub use nfs::{HostAmf, HostAusf, HostSmf, HostUdm};
@@ -62,6 +78,30 @@ enum Origin {
     Call(Caller, u64),
     /// A request another worker holds under its own tag.
     Remote { from: WorkerId, tag: u64 },
+}
+
+/// What one host may hold ([`Host::set_limits`]); the defaults are the configuration's
+/// (`[limits]` of `steer5g-config`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLimits {
+    /// SBI requests the host holds at once for others: read by its servers, or handed over
+    /// by another worker. A request read beyond it is answered 503 NF_CONGESTION
+    /// (TS 29.500 §5.2.7.2) before any NF sees it.
+    pub sbi_max_in_progress: usize,
+    /// The `Retry-After` of those answers, seconds (TS 29.500 §5.2.2.2).
+    pub sbi_retry_after_s: u32,
+    /// SM contexts of the host's SMF ([`crate::smf::Smf::set_max_contexts`]).
+    pub smf_max_sm_contexts: usize,
+}
+
+impl Default for HostLimits {
+    fn default() -> Self {
+        HostLimits {
+            sbi_max_in_progress: 8192,
+            sbi_retry_after_s: 1,
+            smf_max_sm_contexts: crate::smf::DEFAULT_MAX_SM_CONTEXTS,
+        }
+    }
 }
 
 /// The counters of one worker's NFs.
@@ -91,6 +131,11 @@ pub struct Host<P: Placement> {
     origins: HashMap<u64, Origin>,
     out: VecDeque<Output>,
     counters: WorkerCounters,
+    limits: HostLimits,
+    /// Requests held for a server or another worker (the bounded ones).
+    in_progress: usize,
+    /// Overload transitions for this worker's N2 side.
+    overload: VecDeque<OverloadSignal>,
 }
 
 impl<P: Placement> std::fmt::Debug for Host<P> {
@@ -117,7 +162,55 @@ impl<P: Placement> Host<P> {
             origins: HashMap::new(),
             out: VecDeque::new(),
             counters: WorkerCounters::default(),
+            limits: HostLimits::default(),
+            in_progress: 0,
+            overload: VecDeque::new(),
         }
+    }
+
+    /// Sets the host's bounds (the defaults are [`HostLimits::default`]).
+    pub fn set_limits(&mut self, limits: HostLimits) {
+        self.limits = limits;
+        if let Some(smf) = self.nfs.smf.as_mut() {
+            smf.set_max_contexts(limits.smf_max_sm_contexts);
+        }
+    }
+
+    /// The next overload transition for this worker's N2 side (each worker's AMF signals
+    /// every worker): hand it to [`crate::amf::n2::AmfN2::overload`].
+    pub fn poll_overload(&mut self) -> Option<OverloadSignal> {
+        self.overload.pop_front()
+    }
+
+    /// The I/O layer could not queue `hop` for worker `to` (its hand-off queue and the
+    /// outbox are full; only [`Hop::refusable`] hops are refused). It is answered where it
+    /// entered, as its protocol answers overload: an SBI request with 503 NF_CONGESTION and
+    /// `Retry-After` (TS 29.500 §5.2.7.2), a UE's NGAP message dropped and counted (the
+    /// UE's NAS timers send it again, TS 24.501 §5.5.1.2.7).
+    pub fn hop_refused(&mut self, now: Instant, to: WorkerId, hop: Hop) {
+        debug!(to = to.0, "hand-off refused: queue full");
+        let retry_after = self.limits.sbi_retry_after_s;
+        let congested =
+            || SbiResponse::nf_congestion("hand-off queue to the owner is full", retry_after);
+        match hop {
+            Hop::Ngap { .. } => self.counters.ngap_mesh_refused += 1,
+            Hop::Request { from, tag, .. }
+            | Hop::Forward { from, tag, .. }
+            | Hop::Seek { from, tag, .. } => {
+                self.counters.sbi_mesh_refused += 1;
+                let resp = congested();
+                if from == self.id {
+                    self.complete(now, tag, resp);
+                } else {
+                    // A transfer seeking its UE, held by another worker: answer there.
+                    self.counters.sbi_answers_relayed += 1;
+                    self.hop(from, Hop::Answer { tag, resp });
+                }
+            }
+            // Not refusable: the I/O layer keeps these whatever the queue holds.
+            other => warn!(?other, "a hop that must not be refused was"),
+        }
+        self.pump(now);
     }
 
     /// This worker.
@@ -350,6 +443,10 @@ impl<P: Placement> Host<P> {
             }
             Hop::Answer { tag, resp } => self.complete(now, tag, resp),
             Hop::SqnDone { supi, high_water } => self.nfs.sqn_done(&supi, high_water),
+            Hop::Overload { from, start } => self.overload.push_back(OverloadSignal {
+                worker: from.0,
+                start,
+            }),
         }
     }
 }

@@ -11,6 +11,7 @@ use tracing::warn;
 use super::io::Caller;
 use super::placement::Placement;
 use super::{Hop, Host, Output};
+use crate::amf::overload::OverloadSignal;
 use crate::amf::registration;
 use crate::{ausf, smf, udm};
 
@@ -39,6 +40,34 @@ impl<P: Placement> Host<P> {
             if !progress {
                 break;
             }
+        }
+        self.after_pump();
+    }
+
+    /// What the NFs' state says once they are quiet: the AMF's overload transitions go to
+    /// every worker's N2 side, and the NFs' bound counters to the worker's.
+    fn after_pump(&mut self) {
+        while let Some(entered) = self.nfs.amf.poll_overload() {
+            let start = entered
+                .then(|| self.cfg.amf.overload.map(|o| o.start_message()))
+                .flatten();
+            let me = self.id;
+            for w in self.workers.iter().filter(|w| *w != me) {
+                self.hop(w, Hop::Overload { from: me, start });
+            }
+            self.overload.push_back(OverloadSignal {
+                worker: me.0,
+                start,
+            });
+        }
+        let a = self.nfs.amf.stats();
+        let c = &mut self.counters;
+        c.amf_congestion_rejects = a.congestion_rejects;
+        c.amf_context_limit_rejects = a.context_limit_rejects;
+        c.amf_initial_ue_dropped = a.initial_ue_dropped;
+        c.amf_overload_starts = a.overload_starts;
+        if let Some(smf) = self.nfs.smf.as_ref() {
+            c.smf_context_limit_rejects = smf.stats().context_limit_rejects;
         }
     }
 

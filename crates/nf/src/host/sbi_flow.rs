@@ -18,6 +18,9 @@ impl<P: Placement> Host<P> {
     /// Keeps `origin` under a new tag.
     pub(super) fn hold(&mut self, origin: Origin) -> u64 {
         let t = self.new_tag();
+        if matches!(origin, Origin::Server(_) | Origin::Remote { .. }) {
+            self.in_progress += 1;
+        }
         self.origins.insert(t, origin);
         t
     }
@@ -36,6 +39,17 @@ impl<P: Placement> Host<P> {
             NfType::Smf => self.counters.nsmf_served += 1,
             NfType::Amf => self.counters.namf_served += 1,
             _ => {}
+        }
+        if self.in_progress >= self.limits.sbi_max_in_progress {
+            // TS 29.500 §5.2.7.2, §5.2.2.2: overloaded, try again after Retry-After; no NF
+            // sees the request and nothing is held for it.
+            self.counters.sbi_congested += 1;
+            let response = SbiResponse::nf_congestion(
+                format!("{} requests in progress", self.in_progress),
+                self.limits.sbi_retry_after_s,
+            );
+            self.out.push_back(Output::SbiAnswer { server, response });
+            return;
         }
         let tag = self.hold(Origin::Server(server));
         let to = P::sbi_worker(self.id, self.workers, nf, &req);
@@ -156,7 +170,11 @@ impl<P: Placement> Host<P> {
 
     /// The answer to the request held under `tag`.
     pub(super) fn complete(&mut self, now: Instant, tag: u64, resp: SbiResponse) {
-        match self.origins.remove(&tag) {
+        let origin = self.origins.remove(&tag);
+        if matches!(origin, Some(Origin::Server(_) | Origin::Remote { .. })) {
+            self.in_progress = self.in_progress.saturating_sub(1);
+        }
+        match origin {
             Some(Origin::Server(server)) => self.out.push_back(Output::SbiAnswer {
                 server,
                 response: resp,

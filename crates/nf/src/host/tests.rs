@@ -132,6 +132,7 @@ impl<P: Placement> Net<P> {
             sbi_pool: true,
             directory: StaticDirectory::new(),
             pfcp: Retransmission::default(),
+            sbi_timeouts: SbiTimeouts::default(),
         };
         let hosts = workers
             .iter()

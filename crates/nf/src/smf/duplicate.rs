@@ -39,7 +39,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 sm_ref = old,
                 "PDU session ID reused: old SM context released"
             );
-            self.delete_session(None, old, super::Then::Nothing);
+            self.delete_session(old, None, super::Then::Nothing);
         }
     }
 

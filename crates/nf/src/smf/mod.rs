@@ -37,7 +37,10 @@
 //! that made them: replies come back to their sender.
 
 mod duplicate;
+#[cfg(test)]
+mod limits_tests;
 pub mod n2;
+mod n4;
 pub mod nas;
 pub mod pool;
 pub mod restoration;
@@ -52,10 +55,10 @@ use ids::smf::{
     format_sm_context_ref, owner_of_sm_context_ref, parse_sm_context_ref, sm_context_ref,
 };
 use ids::{WorkerId, Workers};
-use pfcp::ie::{FTeid, NodeId};
+use pfcp::ie::NodeId;
 use pfcp::message::{SessionEstablishmentRequest, SessionModificationRequest};
-use pfcp::requests::{self, SessionSpec, UL_PDR};
-use pfcp::{Cause as PfcpCause, Message, PfcpMessage};
+use pfcp::requests::{self, SessionSpec};
+use pfcp::Message;
 use sbi::message::decode_json;
 use sbi::model::{
     N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
@@ -71,6 +74,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::state::ContextMap;
+use n4::{Held, PfcpPending, Then, Waiter};
 use nas::GsmCause;
 use pool::Ipv4Range;
 
@@ -277,6 +281,18 @@ pub struct SmfStats {
     pub stray_pfcp: u64,
     /// Usage reports received in Session Report Requests.
     pub usage_reports: u64,
+    /// Responses to our PFCP requests whose body did not decode: each failed its request.
+    pub pfcp_unparsed: u64,
+    /// UPF sessions deleted after their establishment was abandoned (its answer unusable,
+    /// or the SM context released meanwhile).
+    pub abandoned_deleted: u64,
+    /// Deletions of such sessions that failed (unanswered, undecodable, refused).
+    pub abandoned_delete_failed: u64,
+    /// Establishments the UPF accepted without naming the session: nothing can delete it.
+    pub abandoned_unnamed: u64,
+    /// CreateSMContexts refused because the worker held [`Smf::set_max_contexts`] SM
+    /// contexts (also in `rejected`).
+    pub context_limit_rejects: u64,
     /// Heartbeats sent to the UPF.
     pub heartbeats_sent: u64,
     /// Heartbeats the UPF did not answer (after every retransmission).
@@ -296,6 +312,9 @@ pub struct SmfStats {
     pub network_releases: u64,
 }
 
+/// SM contexts one SMF worker holds unless told otherwise ([`Smf::set_max_contexts`]).
+pub const DEFAULT_MAX_SM_CONTEXTS: usize = 250_000;
+
 #[derive(Debug)]
 enum Pending {
     SmData {
@@ -307,37 +326,6 @@ enum Pending {
     },
     /// The N1N2MessageTransfer of a network-requested release: the context is gone already.
     N1N2Release,
-}
-
-/// What follows a PFCP Session Deletion once the UPF has answered (or never will).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Then {
-    /// Nothing more: ReleaseSMContext, or a session that could not be set up.
-    Nothing,
-    /// The UE asked with this PTI (TS 23.502 §4.3.4.2): the update's answer carries the N1
-    /// PDU SESSION RELEASE COMMAND and the N2 Release Command Transfer.
-    UeRequested(u8),
-    /// The SMF releases on its own (TS 23.502 §4.3.4.2 step 1e): the release command and
-    /// transfer, with this NGAP cause, go to the AMF in an N1N2MessageTransfer.
-    Network(proto::ngap::Cause),
-}
-
-#[derive(Debug)]
-enum PfcpPending {
-    Association,
-    Establish {
-        req_id: u64,
-        sm_ref: u64,
-    },
-    Modify {
-        req_id: u64,
-        sm_ref: u64,
-    },
-    Delete {
-        req_id: Option<u64>,
-        sm_ref: u64,
-        then: Then,
-    },
 }
 
 /// Why an establishment failed: the 5GSM cause for the UE and the SBI error for the AMF
@@ -386,9 +374,14 @@ pub struct Smf<M> {
     next_seq: u32,
     pending: HashMap<u64, Pending>,
     pfcp: HashMap<u32, PfcpPending>,
+    /// SM context refs whose establishment was given up on unanswered, oldest first: a
+    /// late answer for one of them is undone ([`n4`]).
+    given_up: VecDeque<u64>,
     associated: bool,
     actions: VecDeque<Action>,
     stats: SmfStats,
+    /// Most SM contexts on this worker.
+    max_contexts: usize,
     /// The UPF's life as seen from here ([`restoration`]).
     n4: restoration::N4Watch,
     /// This worker's contexts by SUPI and PDU session ID ([`duplicate`]).
@@ -475,12 +468,22 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             next_seq: 1,
             pending: HashMap::new(),
             pfcp: HashMap::new(),
+            given_up: VecDeque::new(),
             associated: false,
             actions: VecDeque::new(),
             stats: SmfStats::default(),
+            max_contexts: DEFAULT_MAX_SM_CONTEXTS,
             n4: restoration::N4Watch::default(),
             index: duplicate::SessionIndex::default(),
         }
+    }
+
+    /// Bounds the SM contexts of this worker (in the locking baseline, `workers ×` this
+    /// over the shared map): a CreateSMContext beyond it is refused with 500
+    /// INSUFFICIENT_RESOURCES (TS 29.500 §5.2.7.2) and an N1 PDU SESSION ESTABLISHMENT
+    /// REJECT with 5GSM #26 "insufficient resources" (TS 24.501 §6.4.1.4).
+    pub fn set_max_contexts(&mut self, max: usize) {
+        self.max_contexts = max;
     }
 
     /// Counters.
@@ -561,19 +564,6 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             path,
             content_type: ct,
             body,
-        });
-    }
-
-    fn send_pfcp(&mut self, seid: Option<u64>, m: Message, p: PfcpPending) {
-        // Sequence numbers are 24 bits (TS 29.244 §7.2.2.2).
-        let sequence = self.next_seq & 0x00ff_ffff;
-        self.next_seq = (self.next_seq + 1) & 0x00ff_ffff;
-        self.pfcp.insert(sequence, p);
-        let bytes = PfcpMessage::new(sequence, seid, m).emit();
-        self.actions.push_back(Action::Pfcp {
-            to: self.cfg.upf,
-            sequence,
-            bytes,
         });
     }
 
@@ -751,6 +741,23 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 ),
             );
         }
+        let limit = self.max_contexts.saturating_mul(if M::SHARED {
+            usize::from(self.cfg.workers.count())
+        } else {
+            1
+        });
+        if self.contexts.len_hint() >= limit {
+            self.stats.context_limit_rejects += 1;
+            return refuse(
+                self,
+                Refusal::new(
+                    GsmCause::InsufficientResources,
+                    500,
+                    "INSUFFICIENT_RESOURCES",
+                    format!("{limit} SM contexts held"),
+                ),
+            );
+        }
         // The CP SEID is the SM context ref itself: one counter, one layout, and a Session
         // Report from the UPF names its context directly.
         self.replace_duplicate(&supi, psi);
@@ -815,15 +822,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// Drops a context that never reached the UPF and refuses its creation.
     fn abandon(&mut self, req_id: u64, sm_ref: u64, r: Refusal) {
-        let Some(ctx) = self.contexts.remove(&sm_ref) else {
-            // Released while being established: the creation still gets its answer.
-            return self.problem(req_id, r.problem());
-        };
-        self.unindex_session(&ctx, sm_ref);
-        if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
-            pool.release(ip);
-        }
-        self.refuse(req_id, ctx.psi, ctx.pti, r);
+        self.abandon_held(req_id, sm_ref, r, Held::Nothing);
     }
 
     /// The reply to an SBI call.
@@ -836,7 +835,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 } else {
                     // The UE cannot learn of its session: give the resources back.
                     self.stats.n1n2_failed += 1;
-                    self.delete_session(None, sm_ref, Then::Nothing);
+                    self.delete_session(sm_ref, None, Then::Nothing);
                 }
             }
             Some(Pending::N1N2Release) => {
@@ -955,217 +954,22 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         );
     }
 
-    /// A PFCP datagram from the UPF.
-    pub fn handle_pfcp(&mut self, bytes: &[u8]) {
-        let Ok(msg) = PfcpMessage::parse(bytes) else {
-            self.stats.stray_pfcp += 1;
-            return;
-        };
-        if self.n4_watch(&msg) {
-            return;
-        }
-        let sequence = msg.header.sequence;
-        let msg = match msg.message {
-            // §6.2.2: a heartbeat is answered with our recovery time stamp.
-            Message::HeartbeatRequest(_) => {
-                let hb = Message::HeartbeatResponse(pfcp::message::Heartbeat {
-                    recovery_time_stamp: self.recovery,
-                    unknown: Vec::new(),
-                });
-                return self.pfcp_response(sequence, None, hb);
-            }
-            Message::SessionReportRequest(r) => {
-                return self.session_report(sequence, msg.header.seid.unwrap_or(0), r)
-            }
-            m => m,
-        };
-        let Some(p) = self.pfcp.remove(&sequence) else {
-            self.stats.stray_pfcp += 1;
-            return;
-        };
-        match (p, msg) {
-            (PfcpPending::Association, Message::AssociationSetupResponse(a)) => {
-                self.association_answered(Some(&a));
-            }
-            (
-                PfcpPending::Establish { req_id, sm_ref },
-                Message::SessionEstablishmentResponse(e),
-            ) => {
-                let ul = e
-                    .created_pdr
-                    .iter()
-                    .find(|c| c.pdr_id == UL_PDR)
-                    .and_then(|c| match c.f_teid {
-                        Some(FTeid::Assigned {
-                            teid,
-                            ipv4: Some(ip),
-                            ..
-                        }) => Some((teid, ip)),
-                        _ => None,
-                    });
-                match (e.cause, e.up_f_seid, ul) {
-                    (PfcpCause::REQUEST_ACCEPTED, Some(up), Some(ul)) => {
-                        self.established(req_id, sm_ref, up.seid, ul)
-                    }
-                    (cause, _, _) => self.abandon(
-                        req_id,
-                        sm_ref,
-                        Refusal::new(
-                            GsmCause::InsufficientResources,
-                            500,
-                            "INSUFFICIENT_RESOURCES_SLICE_DNN",
-                            format!("UPF refused the session: PFCP cause {}", cause.0),
-                        ),
-                    ),
-                }
-            }
-            (PfcpPending::Modify { req_id, sm_ref }, Message::SessionModificationResponse(m)) => {
-                if m.cause == PfcpCause::REQUEST_ACCEPTED {
-                    self.stats.activated += 1;
-                    self.contexts.with(&sm_ref, |c| {
-                        if let Some(c) = c {
-                            c.state = SmState::Active;
-                        }
-                    });
-                    let body = SmContextUpdatedData {
-                        up_cnx_state: Some("ACTIVATED".into()),
-                        ..Default::default()
-                    };
-                    self.respond(req_id, SbiResponse::json(StatusCode::OK, &body));
-                } else {
-                    self.contexts.with(&sm_ref, |c| {
-                        if let Some(c) = c {
-                            c.state = SmState::Activating;
-                        }
-                    });
-                    self.problem(
-                        req_id,
-                        problem(
-                            500,
-                            "UNSPECIFIED_NF_FAILURE",
-                            format!("UPF refused the modification: PFCP cause {}", m.cause.0),
-                        ),
-                    );
-                }
-            }
-            (
-                PfcpPending::Delete {
-                    req_id,
-                    sm_ref,
-                    then,
-                },
-                Message::SessionDeletionResponse(_),
-            ) => {
-                // Whatever the cause, the UPF holds nothing more we could delete (§7.5.7.2:
-                // "session context not found" means it is already gone).
-                self.deleted(req_id, sm_ref, then);
-            }
-            (p, _) => {
-                // The answer does not fit the request: treat it as no answer.
-                self.stats.stray_pfcp += 1;
-                self.pfcp_failed(p);
-            }
-        }
-    }
-
-    fn pfcp_response(&mut self, sequence: u32, seid: Option<u64>, m: Message) {
-        let bytes = PfcpMessage::new(sequence, seid, m).emit();
-        self.actions.push_back(Action::PfcpResponse {
-            to: self.cfg.upf,
-            bytes,
-        });
-    }
-
-    /// Session Report Request (TS 29.244 §7.5.8): count the usage, acknowledge it; an unknown
-    /// SEID is answered with "session context not found" (§7.5.9.1).
-    fn session_report(&mut self, sequence: u32, seid: u64, r: pfcp::message::SessionReportRequest) {
-        let octets: u64 = r
-            .usage_reports
-            .iter()
-            .filter_map(|u| u.volume.as_ref().and_then(|v| v.total))
-            .fold(0, u64::saturating_add);
-        let n = r.usage_reports.len() as u64;
-        let up = self.contexts.with(&seid, |c| {
-            let c = c?;
-            c.reported_octets = c.reported_octets.saturating_add(octets);
-            Some(c.up_seid)
-        });
-        let (cause, up_seid) = match up {
-            Some(up) => {
-                self.stats.usage_reports += n;
-                (PfcpCause::REQUEST_ACCEPTED, up)
-            }
-            None => (PfcpCause::SESSION_CONTEXT_NOT_FOUND, None),
-        };
-        // §7.2.2.4.2: the response carries the peer's SEID, 0 when the session is unknown.
-        let m = Message::SessionReportResponse(pfcp::message::SessionResponse::new(cause));
-        self.pfcp_response(sequence, Some(up_seid.unwrap_or(0)), m);
-    }
-
-    /// The runtime gave up on PFCP request `sequence` (N1 retransmissions unanswered).
-    pub fn pfcp_timeout(&mut self, sequence: u32) {
-        if self.n4_timeout(sequence) {
-            return;
-        }
-        if let Some(p) = self.pfcp.remove(&sequence) {
-            self.pfcp_failed(p);
-        }
-    }
-
-    fn pfcp_failed(&mut self, p: PfcpPending) {
-        match p {
-            PfcpPending::Association => self.association_answered(None),
-            PfcpPending::Establish { req_id, sm_ref } => self.abandon(
-                req_id,
-                sm_ref,
-                // TS 29.502 table 6.1.3.2.3.1-3: 504 with the peer not answering.
-                Refusal::new(
-                    GsmCause::InsufficientResources,
-                    504,
-                    "PEER_NOT_RESPONDING",
-                    "UPF did not answer",
-                ),
-            ),
-            PfcpPending::Modify { req_id, sm_ref } => {
-                self.contexts.with(&sm_ref, |c| {
-                    if let Some(c) = c {
-                        c.state = SmState::Activating;
-                    }
-                });
-                self.problem(
-                    req_id,
-                    problem(504, "PEER_NOT_RESPONDING", "UPF did not answer"),
-                );
-            }
-            // The UPF's state is unknown; ours goes regardless, as the AMF and UE go on.
-            PfcpPending::Delete {
-                req_id,
-                sm_ref,
-                then,
-            } => self.deleted(req_id, sm_ref, then),
-        }
-    }
-
+    /// The UPF set the session up: 201 and the N1N2MessageTransfer, unless the context was
+    /// released meanwhile.
     fn established(&mut self, req_id: u64, sm_ref: u64, up_seid: u64, ul: (u32, Ipv4Addr)) {
-        let Some(ctx) = self.contexts.with(&sm_ref, |c| {
-            c.map(|c| {
+        let ctx = self.contexts.with(&sm_ref, |c| match c {
+            Some(c) if c.state == SmState::Establishing => {
                 c.up_seid = Some(up_seid);
                 c.ul_tunnel = Some(ul);
                 c.state = SmState::Activating;
-                c.clone()
-            })
-        }) else {
+                Some(c.clone())
+            }
+            _ => None,
+        });
+        let Some(ctx) = ctx else {
             // Released while the UPF was setting up: undo that too.
-            self.send_pfcp(
-                Some(up_seid),
-                requests::deletion(),
-                PfcpPending::Delete {
-                    req_id: None,
-                    sm_ref,
-                    then: Then::Nothing,
-                },
-            );
-            return self.released_meanwhile(req_id);
+            self.released_meanwhile(req_id);
+            return self.undo(sm_ref, up_seid);
         };
         let (n1, n2) = match self.accept_messages(&ctx) {
             Ok(x) => x,
@@ -1174,7 +978,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                     req_id,
                     ProblemDetails::unspecified_nf_failure(e.to_string()),
                 );
-                return self.delete_session(None, sm_ref, Then::Nothing);
+                return self.undo(sm_ref, up_seid);
             }
         };
         self.stats.created += 1;
@@ -1192,7 +996,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         // TS 23.502 §4.3.2.2.1 step 11: N1 accept and N2 setup request to the AMF.
         if !self.n1n2_transfer(&ctx, "PDU_RES_SETUP_REQ", n1, n2, Pending::N1N2 { sm_ref }) {
             self.stats.n1n2_failed += 1;
-            self.delete_session(None, sm_ref, Then::Nothing);
+            self.delete_session(sm_ref, None, Then::Nothing);
         }
     }
 
@@ -1316,9 +1120,14 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         };
         if let Some(n1) = part(&data.n1_sm_msg) {
             return match nas::ue_sm(&n1) {
-                Ok(nas::UeSm::ReleaseRequest { pti }) => {
-                    self.delete_session(Some(req_id), sm_ref, Then::UeRequested(pti))
-                }
+                Ok(nas::UeSm::ReleaseRequest { pti }) => self.delete_session(
+                    sm_ref,
+                    Some(Waiter {
+                        req_id,
+                        ue_release: Some(pti),
+                    }),
+                    Then::Nothing,
+                ),
                 // §4.3.4.2 step 10: the context is already gone; nothing left to do.
                 Ok(nas::UeSm::ReleaseComplete) => self.respond(req_id, SbiResponse::no_content()),
                 Ok(nas::UeSm::Other(t)) => self.problem(
@@ -1427,7 +1236,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             let cause = proto::ngap::Cause::Transport(
                 proto::ngap::TransportCause::TransportResourceUnavailable,
             );
-            self.delete_session(None, sm_ref, Then::Network(cause));
+            self.delete_session(sm_ref, None, Then::Network(cause));
         }
     }
 
@@ -1442,76 +1251,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
                 return self.problem(req_id, p);
             }
         }
-        self.delete_session(Some(req_id), sm_ref, Then::Nothing);
-    }
-
-    /// PFCP Session Deletion of `sm_ref`, or straight to [`Self::deleted`] when the UPF holds
-    /// nothing yet.
-    fn delete_session(&mut self, req_id: Option<u64>, sm_ref: u64, then: Then) {
-        let up = self.contexts.with(&sm_ref, |c| {
-            let c = c?;
-            let up = c.up_seid;
-            c.state = SmState::Releasing;
-            Some(up)
-        });
-        match up {
-            Some(Some(seid)) => self.send_pfcp(
-                Some(seid),
-                requests::deletion(),
-                PfcpPending::Delete {
-                    req_id,
-                    sm_ref,
-                    then,
-                },
-            ),
-            _ => self.deleted(req_id, sm_ref, then),
-        }
-    }
-
-    fn deleted(&mut self, req_id: Option<u64>, sm_ref: u64, then: Then) {
-        let ctx = self.contexts.remove(&sm_ref);
-        if let Some(ctx) = &ctx {
-            self.unindex_session(ctx, sm_ref);
-            self.stats.released += 1;
-            if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
-                pool.release(ip);
-            }
-            if let Then::Network(cause) = then {
-                self.network_release(ctx, cause);
-            }
-        }
-        let Some(req_id) = req_id else { return };
-        let response = match (then, ctx) {
-            // TS 23.502 §4.3.4.2 step 3b: the N1 Release Command and the N2 Release Command
-            // Transfer go back in the update's answer.
-            (Then::UeRequested(pti), Some(ctx)) => {
-                let msgs = nas::release_command(ctx.psi, pti, GsmCause::RegularDeactivation)
-                    .and_then(|n1| Ok((n1, n2::release_command_transfer()?)));
-                match msgs {
-                    Ok((n1, n2)) => {
-                        let body = SmContextUpdatedData {
-                            n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),
-                            n2_sm_info: Some(RefToBinaryData::new(N2_ID)),
-                            n2_sm_info_type: Some("PDU_RES_REL_CMD".into()),
-                            ..Default::default()
-                        };
-                        Self::multipart_response(
-                            StatusCode::OK,
-                            &[
-                                Part::json(json_bytes(&body)),
-                                Part::binary(multipart::NAS_5G, N1_ID, n1),
-                                Part::binary(multipart::NGAP, N2_ID, n2),
-                            ],
-                        )
-                    }
-                    Err(e) => {
-                        SbiResponse::problem(&ProblemDetails::unspecified_nf_failure(e.to_string()))
-                    }
-                }
-            }
-            _ => SbiResponse::no_content(),
+        let w = Waiter {
+            req_id,
+            ue_release: None,
         };
-        self.respond(req_id, response);
+        self.delete_session(sm_ref, Some(w), Then::Nothing);
     }
 }
 

@@ -232,7 +232,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             self.associated = false;
             return;
         };
-        self.associated = a.cause == Some(PfcpCause::REQUEST_ACCEPTED);
+        self.associated = a.cause.is_some_and(PfcpCause::is_accepted);
         if !self.associated {
             return;
         }
@@ -317,13 +317,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             why,
             "PFCP session not restored; SM context released"
         );
-        let ctx = self.contexts.remove(&sm_ref);
-        if let Some(ctx) = ctx {
-            self.unindex_session(&ctx, sm_ref);
-            if let (Some(ip), Some(pool)) = (ctx.ue_ip, self.pools.get_mut(&ctx.dnn)) {
-                pool.release(ip);
-            }
-        }
+        self.drop_context(sm_ref);
     }
 }
 
@@ -523,7 +517,7 @@ mod tests {
         check_restored(&mut smf, &upf, b);
         assert!(smf.associated());
         // The restored sessions are the SMF's again: their new UP SEIDs delete them.
-        smf.delete_session(None, a, crate::smf::Then::Nothing);
+        smf.delete_session(a, None, crate::smf::Then::Nothing);
         run(&mut smf, &mut upf, t0 + HB * 3);
         assert_eq!(upf.node.session_count(), 1);
         assert_eq!(smf.context_count(), 1);
@@ -541,7 +535,7 @@ mod tests {
         let b = active_session(&mut smf, &mut upf, t0, 2);
         // Restarted between two heartbeats; a release reaches it first.
         let mut upf = Upf::new(t0, 1002);
-        smf.delete_session(None, b, crate::smf::Then::Nothing);
+        smf.delete_session(b, None, crate::smf::Then::Nothing);
         run(&mut smf, &mut upf, t0);
         let s = smf.stats();
         assert_eq!(s.upf_restarts, 1, "{s:?}");

@@ -34,6 +34,18 @@ pub const DEFAULT_CACHE_MAX: usize = 65_536;
 /// Shortest T1 taken: a zero T1 would make a retransmitted request due again at once.
 pub const MIN_T1: Duration = Duration::from_millis(1);
 
+/// Version Not Supported Response (§7.4.4.7): the answer a peer of another version gives to
+/// any request.
+pub const VERSION_NOT_SUPPORTED_RESPONSE: u8 = 11;
+
+/// Whether a message of type `msg_type` answers a request of type `request_type`: §7.2.2.2
+/// numbers each response right after its request, and a Version Not Supported Response
+/// answers any. The requester ends a transaction on this match whatever the body holds, so
+/// whoever waits for the response must take it on the same match.
+pub fn is_response_to(request_type: u8, msg_type: u8) -> bool {
+    msg_type == request_type.wrapping_add(1) || msg_type == VERSION_NOT_SUPPORTED_RESPONSE
+}
+
 /// The requester's timers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retransmission {
@@ -41,6 +53,17 @@ pub struct Retransmission {
     pub t1: Duration,
     /// N1: retransmissions before giving up.
     pub n1: u32,
+}
+
+impl Retransmission {
+    /// How long after its first transmission an unanswered request is given up on:
+    /// T1 × (N1 + 1), the first wait and one per retransmission (T1 taken as at least
+    /// [`MIN_T1`], as the requester does).
+    pub fn give_up_after(&self) -> Duration {
+        self.t1
+            .max(MIN_T1)
+            .saturating_mul(self.n1.saturating_add(1))
+    }
 }
 
 impl Default for Retransmission {

@@ -4,13 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
-use super::{Retransmission, MIN_T1};
+use super::{is_response_to, Retransmission, MIN_T1};
 use crate::header::HeaderRepr;
 use crate::message::PfcpMessage;
-
-/// Version Not Supported Response (§7.4.4.7): the answer a peer of another version gives to
-/// any request.
-const VERSION_NOT_SUPPORTED_RESPONSE: u8 = 11;
 
 #[derive(Debug)]
 struct Pending<T> {
@@ -139,8 +135,7 @@ impl<T> Requester<T> {
     pub fn answered(&mut self, bytes: &[u8]) -> Option<(u32, T)> {
         let h: HeaderRepr = PfcpMessage::parse_header(bytes).ok()?;
         let p = self.pending.get(&h.sequence)?;
-        if h.msg_type != p.msg_type.wrapping_add(1) && h.msg_type != VERSION_NOT_SUPPORTED_RESPONSE
-        {
+        if !is_response_to(p.msg_type, h.msg_type) {
             return None;
         }
         self.remove(h.sequence).map(|m| (h.sequence, m))
@@ -208,6 +203,7 @@ mod tests {
 
     use super::*;
     use crate::message::{Heartbeat, Message};
+    use crate::txn::VERSION_NOT_SUPPORTED_RESPONSE;
 
     fn heartbeat(seq: u32, request: bool) -> Vec<u8> {
         let hb = Heartbeat {
@@ -260,6 +256,7 @@ mod tests {
                 meta: "hb"
             })
         );
+        assert_eq!(now - t0, r.config().give_up_after(), "T1 × (N1 + 1)");
         assert_eq!(r.poll_timeout(), None);
         assert!(r.is_empty());
         assert_eq!(
@@ -324,6 +321,24 @@ mod tests {
         assert_eq!(r.poll_due(now), None);
         assert_eq!(r.get(2), Some(&"b"));
         assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn give_up_after_nests_the_timers() {
+        assert_eq!(
+            Retransmission::default().give_up_after(),
+            Duration::from_secs(12)
+        );
+        let zero = Retransmission {
+            t1: Duration::ZERO,
+            n1: 1,
+        };
+        assert_eq!(zero.give_up_after(), MIN_T1 * 2);
+        let huge = Retransmission {
+            t1: Duration::MAX,
+            n1: u32::MAX,
+        };
+        assert_eq!(huge.give_up_after(), Duration::MAX);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct RegistrationComplete;
 pub struct RegistrationReject {
     /// 5GMM cause.
     pub cause: FiveGmmCause,
+    /// T3346 value (IEI 5F): with #22 Congestion, how long the UE waits before it tries
+    /// again (§5.5.1.2.5, §5.3.9).
+    pub t3346: Option<TimerValue>,
     /// T3502 value (IEI 16).
     pub t3502: Option<TimerValue>,
 }
@@ -398,11 +401,27 @@ impl RegistrationComplete {
 impl RegistrationReject {
     /// A reject with a cause alone.
     pub fn new(cause: FiveGmmCause) -> Self {
-        Self { cause, t3502: None }
+        Self {
+            cause,
+            t3346: None,
+            t3502: None,
+        }
+    }
+
+    /// #22 Congestion with back-off timer T3346 (TS 24.501 §5.5.1.2.5: the network
+    /// rejects for general NAS level mobility management congestion control, §5.3.9).
+    pub fn congestion(t3346: TimerValue) -> Self {
+        Self {
+            t3346: Some(t3346),
+            ..Self::new(FiveGmmCause::Congestion)
+        }
     }
 
     fn ox_message(&self) -> Result<M, NasError> {
         let mut m = ox::NasRegistrationReject::new(ox::NasFGmmCause::new(self.cause.value()));
+        m.t3346_value = self
+            .t3346
+            .map(|t| ox::NasGprsTimer2::new(vec![timer2_octet(t)]));
         m.t3502_value = self
             .t3502
             .map(|t| ox::NasGprsTimer2::new(vec![timer2_octet(t)]));
@@ -631,6 +650,7 @@ pub(super) fn from_ox(m: &M, message_type: u8) -> Result<NasMessage, NasError> {
         M::RegistrationComplete(_) => RegistrationComplete.into(),
         M::RegistrationReject(m) => RegistrationReject {
             cause: FiveGmmCause::from_value(m.fgmm_cause.value),
+            t3346: m.t3346_value.as_ref().and_then(|t| timer2_value(&t.value)),
             t3502: m.t3502_value.as_ref().and_then(|t| timer2_value(&t.value)),
         }
         .into(),

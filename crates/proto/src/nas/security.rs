@@ -591,33 +591,16 @@ mod tests {
             amf.unprotect(&[0x7e, 0x09, 0, 0, 0, 0, 0], Direction::Uplink),
             Err(NasSecurityError::ReservedHeaderType(9))
         );
-        assert!(may_be_unprotected(
-            t::REGISTRATION_REQUEST,
-            Direction::Uplink
-        ));
-        assert!(may_be_unprotected(
-            t::AUTHENTICATION_FAILURE,
-            Direction::Uplink
-        ));
-        assert!(!may_be_unprotected(
-            t::REGISTRATION_COMPLETE,
-            Direction::Uplink
-        ));
-        assert!(!may_be_unprotected(
-            t::SECURITY_MODE_COMPLETE,
-            Direction::Uplink
-        ));
-        assert!(may_be_unprotected(
-            t::AUTHENTICATION_REQUEST,
-            Direction::Downlink
-        ));
-        assert!(!may_be_unprotected(
-            t::SECURITY_MODE_COMMAND,
-            Direction::Downlink
-        ));
-        assert!(!may_be_unprotected(
-            t::REGISTRATION_ACCEPT,
-            Direction::Downlink
-        ));
+        for (ty, dir, may) in [
+            (t::REGISTRATION_REQUEST, Direction::Uplink, true),
+            (t::AUTHENTICATION_FAILURE, Direction::Uplink, true),
+            (t::REGISTRATION_COMPLETE, Direction::Uplink, false),
+            (t::SECURITY_MODE_COMPLETE, Direction::Uplink, false),
+            (t::AUTHENTICATION_REQUEST, Direction::Downlink, true),
+            (t::SECURITY_MODE_COMMAND, Direction::Downlink, false),
+            (t::REGISTRATION_ACCEPT, Direction::Downlink, false),
+        ] {
+            assert_eq!(may_be_unprotected(ty, dir), may, "{ty} {dir:?}");
+        }
     }
 }

@@ -8,10 +8,11 @@ use std::fmt;
 
 use oxirush_ngap::ngap as asn;
 
-/// Declares a cause group: our enum, its ASN.1 value names, and the conversions to and
-/// from the codec's enum, whose variants have the ASN.1 indexes as discriminants.
+/// Declares a cause group: our enum, its ASN.1 value names, the conversions to and from
+/// the codec's enum, whose variants have the ASN.1 indexes as discriminants, and into the
+/// [`Cause`] variant `$group`.
 macro_rules! cause_group {
-    ($(#[$meta:meta])* $name:ident, $asn:ident {
+    ($(#[$meta:meta])* $name:ident, $asn:ident => Cause::$group:ident {
         $($variant:ident = $index:literal => $asn_variant:ident, $text:literal;)*
     }) => {
         $(#[$meta])*
@@ -65,12 +66,18 @@ macro_rules! cause_group {
                 f.write_str(self.name())
             }
         }
+
+        impl From<$name> for Cause {
+            fn from(c: $name) -> Self {
+                Self::$group(c)
+            }
+        }
     };
 }
 
 cause_group! {
     /// CauseRadioNetwork (TS 38.413 §9.3.1.2).
-    RadioNetworkCause, CauseRadioNetwork {
+    RadioNetworkCause, CauseRadioNetwork => Cause::RadioNetwork {
         Unspecified = 0 => unspecified, "unspecified";
         TxnrelocoverallExpiry = 1 => txnrelocoverall_expiry, "txnrelocoverall-expiry";
         SuccessfulHandover = 2 => successful_handover, "successful-handover";
@@ -141,7 +148,7 @@ cause_group! {
 
 cause_group! {
     /// CauseTransport (TS 38.413 §9.3.1.2).
-    TransportCause, CauseTransport {
+    TransportCause, CauseTransport => Cause::Transport {
         TransportResourceUnavailable = 0 => transport_resource_unavailable, "transport-resource-unavailable";
         Unspecified = 1 => unspecified, "unspecified";
     }
@@ -149,7 +156,7 @@ cause_group! {
 
 cause_group! {
     /// CauseNas (TS 38.413 §9.3.1.2).
-    NasCause, CauseNas {
+    NasCause, CauseNas => Cause::Nas {
         NormalRelease = 0 => normal_release, "normal-release";
         AuthenticationFailure = 1 => authentication_failure, "authentication-failure";
         Deregister = 2 => deregister, "deregister";
@@ -163,7 +170,7 @@ cause_group! {
 
 cause_group! {
     /// CauseProtocol (TS 38.413 §9.3.1.2), the causes of clause 10's error handling.
-    ProtocolCause, CauseProtocol {
+    ProtocolCause, CauseProtocol => Cause::Protocol {
         TransferSyntaxError = 0 => transfer_syntax_error, "transfer-syntax-error";
         AbstractSyntaxErrorReject = 1 => abstract_syntax_error_reject, "abstract-syntax-error-reject";
         AbstractSyntaxErrorIgnoreAndNotify = 2 => abstract_syntax_error_ignore_and_notify, "abstract-syntax-error-ignore-and-notify";
@@ -176,7 +183,7 @@ cause_group! {
 
 cause_group! {
     /// CauseMisc (TS 38.413 §9.3.1.2).
-    MiscCause, CauseMisc {
+    MiscCause, CauseMisc => Cause::Misc {
         ControlProcessingOverload = 0 => control_processing_overload, "control-processing-overload";
         NotEnoughUserPlaneProcessingResources = 1 => not_enough_user_plane_processing_resources, "not-enough-user-plane-processing-resources";
         HardwareFailure = 2 => hardware_failure, "hardware-failure";
@@ -231,32 +238,6 @@ impl Cause {
     }
 }
 
-impl From<RadioNetworkCause> for Cause {
-    fn from(c: RadioNetworkCause) -> Self {
-        Self::RadioNetwork(c)
-    }
-}
-impl From<TransportCause> for Cause {
-    fn from(c: TransportCause) -> Self {
-        Self::Transport(c)
-    }
-}
-impl From<NasCause> for Cause {
-    fn from(c: NasCause) -> Self {
-        Self::Nas(c)
-    }
-}
-impl From<ProtocolCause> for Cause {
-    fn from(c: ProtocolCause) -> Self {
-        Self::Protocol(c)
-    }
-}
-impl From<MiscCause> for Cause {
-    fn from(c: MiscCause) -> Self {
-        Self::Misc(c)
-    }
-}
-
 impl fmt::Display for Cause {
     /// As Wireshark writes it: `misc=unknown-PLMN-or-SNPN`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -288,23 +269,17 @@ mod tests {
                 assert_eq!(RadioNetworkCause::from_asn(back), Some(c), "{c}");
             }
         }
-        for i in 0..7u8 {
-            let c = ProtocolCause::from_index(i).unwrap();
-            assert_eq!(ProtocolCause::from_asn(c.to_asn()), Some(c));
+        // The other groups: every value below the group's size round-trips, none above.
+        macro_rules! group_round_trips {
+            ($($group:ident: $size:literal),*) => {$(
+                for i in 0..$size {
+                    let c = $group::from_index(i).unwrap();
+                    assert_eq!($group::from_asn(c.to_asn()), Some(c));
+                }
+                assert_eq!($group::from_index($size), None);
+            )*};
         }
-        assert_eq!(ProtocolCause::from_index(7), None);
-        for i in 0..6u8 {
-            let c = MiscCause::from_index(i).unwrap();
-            assert_eq!(MiscCause::from_asn(c.to_asn()), Some(c));
-        }
-        for i in 0..8u8 {
-            let c = NasCause::from_index(i).unwrap();
-            assert_eq!(NasCause::from_asn(c.to_asn()), Some(c));
-        }
-        for i in 0..2u8 {
-            let c = TransportCause::from_index(i).unwrap();
-            assert_eq!(TransportCause::from_asn(c.to_asn()), Some(c));
-        }
+        group_round_trips!(ProtocolCause: 7, MiscCause: 6, NasCause: 8, TransportCause: 2);
     }
 
     #[test]

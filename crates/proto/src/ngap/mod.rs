@@ -13,6 +13,7 @@ mod cause;
 mod convert;
 mod diagnostics;
 mod error_indication;
+mod overload;
 mod pdu_session;
 mod peek;
 mod setup;
@@ -26,6 +27,7 @@ use thiserror::Error;
 pub use cause::{Cause, MiscCause, NasCause, ProtocolCause, RadioNetworkCause, TransportCause};
 pub use diagnostics::{CriticalityDiagnostics, IeDiagnostic, ProtocolFault, TypeOfError};
 pub use error_indication::ErrorIndication;
+pub use overload::{OverloadAction, OverloadStart, OverloadStop};
 pub use pdu_session::{
     pdu_ie_id, Arp, GtpTunnel, PduSessionAmbr, PduSessionResourceReleaseCommand,
     PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
@@ -200,6 +202,10 @@ pub enum MessageKind {
     PduSessionResourceReleaseCommand,
     /// PDU SESSION RESOURCE RELEASE RESPONSE (§9.2.1.4).
     PduSessionResourceReleaseResponse,
+    /// OVERLOAD START (§9.2.6.7).
+    OverloadStart,
+    /// OVERLOAD STOP (§9.2.6.8).
+    OverloadStop,
     /// A message of the specification that this module has no struct for yet.
     Other,
     /// A procedure code that TS 38.413 Rel-19 does not have in this direction.
@@ -493,6 +499,8 @@ fn kind_of(k: NgapPduKind) -> MessageKind {
         NgapPduKind::Successful_PDUSessionResourceRelease => {
             MessageKind::PduSessionResourceReleaseResponse
         }
+        NgapPduKind::Initiating_OverloadStart => MessageKind::OverloadStart,
+        NgapPduKind::Initiating_OverloadStop => MessageKind::OverloadStop,
         NgapPduKind::Other { .. } => MessageKind::UnknownProcedure,
         _ => MessageKind::Other,
     }

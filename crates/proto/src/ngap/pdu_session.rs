@@ -13,7 +13,8 @@ use oxirush_ngap::{build_ngap_ie, extract_ngap_ies, BitString};
 
 use super::convert::{snssai_from_asn, snssai_to_asn};
 use super::setup_support::{codec, decode_message, pdu_of};
-use super::{Cause, EncodeError, NgapPdu, ParseError, UeAmbr, AMF_UE_NGAP_ID_MAX};
+use super::ue::{check_amf_id, encode_fn, ue_id_ies};
+use super::{Cause, EncodeError, NgapPdu, ParseError, UeAmbr};
 use crate::ids::{IdError, Snssai};
 
 /// Protocol IE IDs of the transfers and lists of this module (TS 38.413 §9.4.7).
@@ -28,15 +29,6 @@ pub mod pdu_ie_id {
     pub const PDU_SESSION_TYPE: u16 = 134;
     /// QoS Flow Setup Request List.
     pub const QOS_FLOW_SETUP_REQUEST_LIST: u16 = 136;
-}
-
-fn check_amf_id(id: u64) -> Result<u64, EncodeError> {
-    if id > AMF_UE_NGAP_ID_MAX {
-        return Err(EncodeError::Codec(format!(
-            "AMF UE NGAP ID {id} exceeds 40 bits"
-        )));
-    }
-    Ok(id)
 }
 
 fn malformed(what: &str) -> impl Fn(oxirush_ngap::Error) -> ParseError + '_ {
@@ -498,6 +490,29 @@ fn list_len<T>(list: &[T], what: &str) -> Result<(), EncodeError> {
     Ok(())
 }
 
+impl PduSessionTransferItem {
+    fn of(pdu_session_id: u8, transfer: &[u8]) -> Self {
+        PduSessionTransferItem {
+            pdu_session_id,
+            transfer: transfer.to_vec(),
+        }
+    }
+}
+
+/// The codec items of a transfer list (`what`, for the error), each built by `item` from the
+/// session ID and the transfer's octets; the list is SIZE(1..256).
+fn transfer_items<'a, T>(
+    list: &'a [PduSessionTransferItem],
+    what: &str,
+    item: impl Fn(asn::PDUSessionID, &'a [u8]) -> T,
+) -> Result<Vec<T>, EncodeError> {
+    list_len(list, what)?;
+    Ok(list
+        .iter()
+        .map(|i| item(asn::PDUSessionID(i.pdu_session_id), &i.transfer))
+        .collect())
+}
+
 /// PDU SESSION RESOURCE SETUP REQUEST (TS 38.413 §9.2.1.1), AMF → gNB.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PduSessionResourceSetupRequest {
@@ -562,16 +577,7 @@ impl PduSessionResourceSetupRequest {
                 ))
             })
             .collect::<Result<Vec<_>, EncodeError>>()?;
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceSetupRequest,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceSetupRequest,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![PDUSessionResourceSetupRequest, self,];
         if let Some(nas) = &self.nas_pdu {
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupRequest,
@@ -597,10 +603,7 @@ impl PduSessionResourceSetupRequest {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE SETUP RESPONSE (TS 38.413 §9.2.1.2), gNB → AMF.
@@ -627,16 +630,12 @@ impl PduSessionResourceSetupResponse {
                 req amf: u64 = AMF_UE_NGAP_ID(id),
                 req ran: u32 = RAN_UE_NGAP_ID(id),
                 opt setup: Vec<PduSessionTransferItem> = PDUSessionResourceSetupListSURes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_setup_response_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_setup_response_transfer)).collect(),
                 opt failed: Vec<PduSessionTransferItem> =
                     PDUSessionResourceFailedToSetupListSURes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_setup_unsuccessful_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_setup_unsuccessful_transfer)).collect(),
             );
             Ok((amf, ran, setup, failed))
         })())?;
@@ -650,50 +649,24 @@ impl PduSessionResourceSetupResponse {
 
     /// Builds the PDU. An empty list is left out (each list is SIZE(1..256)).
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceSetupResponse,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceSetupResponse,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![PDUSessionResourceSetupResponse, self,];
         if !self.setup.is_empty() {
-            list_len(&self.setup, "the PDU Session Resource Setup Response List")?;
-            let items = self
-                .setup
-                .iter()
-                .map(|i| {
-                    asn::PDUSessionResourceSetupItemSURes::new(
-                        asn::PDUSessionID(i.pdu_session_id),
-                        i.transfer.as_slice().into(),
-                        None,
-                    )
-                })
-                .collect();
+            let items = transfer_items(
+                &self.setup,
+                "the PDU Session Resource Setup Response List",
+                |id, t| asn::PDUSessionResourceSetupItemSURes::new(id, t.into(), None),
+            )?;
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupResponse,
                 PDUSessionResourceSetupListSURes(asn::PDUSessionResourceSetupListSURes(items))
             )?);
         }
         if !self.failed.is_empty() {
-            list_len(
+            let items = transfer_items(
                 &self.failed,
                 "the PDU Session Resource Failed to Setup List",
+                |id, t| asn::PDUSessionResourceFailedToSetupItemSURes::new(id, t.into(), None),
             )?;
-            let items = self
-                .failed
-                .iter()
-                .map(|i| {
-                    asn::PDUSessionResourceFailedToSetupItemSURes::new(
-                        asn::PDUSessionID(i.pdu_session_id),
-                        i.transfer.as_slice().into(),
-                        None,
-                    )
-                })
-                .collect();
             ies.push(build_ngap_ie!(
                 PDUSessionResourceSetupResponse,
                 PDUSessionResourceFailedToSetupListSURes(
@@ -706,10 +679,7 @@ impl PduSessionResourceSetupResponse {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE RELEASE COMMAND (TS 38.413 §9.2.1.3), AMF → gNB.
@@ -738,10 +708,8 @@ impl PduSessionResourceReleaseCommand {
                 lax nas: Vec<u8> = NAS_PDU(p) => p.0.to_vec(),
                 req list: Vec<PduSessionTransferItem> =
                     PDUSessionResourceToReleaseListRelCmd(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_release_command_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_release_command_transfer)).collect(),
             );
             Ok((amf, ran, nas, list))
         })())?;
@@ -755,28 +723,12 @@ impl PduSessionResourceReleaseCommand {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        list_len(&self.sessions, "the PDU Session Resource to Release List")?;
-        let items = self
-            .sessions
-            .iter()
-            .map(|i| {
-                asn::PDUSessionResourceToReleaseItemRelCmd::new(
-                    asn::PDUSessionID(i.pdu_session_id),
-                    i.transfer.as_slice().into(),
-                    None,
-                )
-            })
-            .collect();
-        let mut ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceReleaseCommand,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceReleaseCommand,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let items = transfer_items(
+            &self.sessions,
+            "the PDU Session Resource to Release List",
+            |id, t| asn::PDUSessionResourceToReleaseItemRelCmd::new(id, t.into(), None),
+        )?;
+        let mut ies = ue_id_ies![PDUSessionResourceReleaseCommand, self,];
         if let Some(nas) = &self.nas_pdu {
             ies.push(build_ngap_ie!(
                 PDUSessionResourceReleaseCommand,
@@ -794,10 +746,7 @@ impl PduSessionResourceReleaseCommand {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 /// PDU SESSION RESOURCE RELEASE RESPONSE (TS 38.413 §9.2.1.4), gNB → AMF.
@@ -823,10 +772,8 @@ impl PduSessionResourceReleaseResponse {
                 req ran: u32 = RAN_UE_NGAP_ID(id),
                 req list: Vec<PduSessionTransferItem> =
                     PDUSessionResourceReleasedListRelRes(l) =>
-                    l.0.iter().map(|i| PduSessionTransferItem {
-                        pdu_session_id: i.pdu_session_id.0,
-                        transfer: i.pdu_session_resource_release_response_transfer.to_vec(),
-                    }).collect(),
+                    l.0.iter().map(|i| PduSessionTransferItem::of(i.pdu_session_id.0,
+                        &i.pdu_session_resource_release_response_transfer)).collect(),
             );
             Ok((amf, ran, list))
         })())?;
@@ -839,27 +786,14 @@ impl PduSessionResourceReleaseResponse {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        list_len(&self.released, "the PDU Session Resource Released List")?;
-        let items = self
-            .released
-            .iter()
-            .map(|i| {
-                asn::PDUSessionResourceReleasedItemRelRes::new(
-                    asn::PDUSessionID(i.pdu_session_id),
-                    i.transfer.as_slice().into(),
-                    None,
-                )
-            })
-            .collect();
-        let ies = vec![
-            build_ngap_ie!(
-                PDUSessionResourceReleaseResponse,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                PDUSessionResourceReleaseResponse,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
+        let items = transfer_items(
+            &self.released,
+            "the PDU Session Resource Released List",
+            |id, t| asn::PDUSessionResourceReleasedItemRelRes::new(id, t.into(), None),
+        )?;
+        let ies = ue_id_ies![
+            PDUSessionResourceReleaseResponse,
+            self,
             build_ngap_ie!(
                 PDUSessionResourceReleaseResponse,
                 PDUSessionResourceReleasedListRelRes(asn::PDUSessionResourceReleasedListRelRes(
@@ -872,16 +806,13 @@ impl PduSessionResourceReleaseResponse {
         ))
     }
 
-    /// Builds and encodes the PDU.
-    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        super::encode(&self.to_pdu()?)
-    }
+    encode_fn!();
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::{decode, MessageKind, RadioNetworkCause};
+    use super::super::{decode, MessageKind, RadioNetworkCause, AMF_UE_NGAP_ID_MAX};
     use super::*;
 
     fn request_transfer() -> PduSessionResourceSetupRequestTransfer {

@@ -22,7 +22,7 @@ use crate::nas::{STmsi, UeSecurityCapability};
 /// AMF UE NGAP ID is INTEGER (0..2^40-1) (TS 38.413 §9.3.3.1).
 pub const AMF_UE_NGAP_ID_MAX: u64 = (1 << 40) - 1;
 
-fn check_amf_id(id: u64) -> Result<u64, EncodeError> {
+pub(super) fn check_amf_id(id: u64) -> Result<u64, EncodeError> {
     if id > AMF_UE_NGAP_ID_MAX {
         return Err(EncodeError::Codec(format!(
             "AMF UE NGAP ID {id} exceeds 40 bits"
@@ -304,6 +304,52 @@ macro_rules! encode_fn {
     };
 }
 
+/// The two IEs that open every UE-associated message but the first (TS 38.413 §9.3.3.1,
+/// §9.3.3.2), for message `$msg` from `$s`'s `amf_ue_ngap_id` and `ran_ue_ngap_id`, then the
+/// message's other IEs; in a function returning `Result<_, EncodeError>`.
+macro_rules! ue_id_ies {
+    ($msg:ident, $s:expr, $($more:expr),* $(,)?) => {
+        vec![
+            build_ngap_ie!($msg, AMF_UE_NGAP_ID(check_amf_id($s.amf_ue_ngap_id)?))?,
+            build_ngap_ie!($msg, RAN_UE_NGAP_ID($s.ran_ue_ngap_id))?,
+            $($more),*
+        ]
+    };
+}
+pub(super) use {encode_fn, ue_id_ies};
+
+/// `parse`, `to_pdu` and `encode` of a message holding only the two UE NGAP IDs: `$ty` is
+/// ours, `$asn` the message's name in the ASN.1 module, `$what` how its doc names it.
+macro_rules! ue_ids_only {
+    ($ty:ident, $asn:ident, $what:literal) => {
+        impl $ty {
+            #[doc = concat!("Reads ", $what, ".")]
+            pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {
+                let msg: asn::$asn = decode_message(pdu, stringify!($asn))?;
+                let (amf, ran) = codec((|| {
+                    extract_ngap_ies!(msg, $asn,
+                        req amf: u64 = AMF_UE_NGAP_ID(id),
+                        req ran: u32 = RAN_UE_NGAP_ID(id),
+                    );
+                    Ok((amf, ran))
+                })())?;
+                Ok(Self {
+                    amf_ue_ngap_id: amf,
+                    ran_ue_ngap_id: ran,
+                })
+            }
+
+            /// Builds the PDU.
+            pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
+                let ies = ue_id_ies![$asn, self,];
+                pdu_of(&asn::$asn::new(asn::ProtocolIEContainer(ies)))
+            }
+
+            encode_fn!();
+        }
+    };
+}
+
 /// INITIAL UE MESSAGE (TS 38.413 §9.2.5.1), gNB → AMF.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitialUeMessage {
@@ -414,12 +460,9 @@ impl DownlinkNasTransport {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let ies = vec![
-            build_ngap_ie!(
-                DownlinkNASTransport,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(DownlinkNASTransport, RAN_UE_NGAP_ID(self.ran_ue_ngap_id))?,
+        let ies = ue_id_ies![
+            DownlinkNASTransport,
+            self,
             build_ngap_ie!(DownlinkNASTransport, NAS_PDU(nas_pdu(&self.nas_pdu)))?,
         ];
         pdu_of(&asn::DownlinkNASTransport::new(asn::ProtocolIEContainer(
@@ -468,12 +511,9 @@ impl UplinkNasTransport {
 
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let mut ies = vec![
-            build_ngap_ie!(
-                UplinkNASTransport,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(UplinkNASTransport, RAN_UE_NGAP_ID(self.ran_ue_ngap_id))?,
+        let mut ies = ue_id_ies![
+            UplinkNASTransport,
+            self,
             build_ngap_ie!(UplinkNASTransport, NAS_PDU(nas_pdu(&self.nas_pdu)))?,
         ];
         if let Some(u) = self.user_location {
@@ -526,15 +566,9 @@ impl NasNonDeliveryIndication {
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
         let cause = self.cause.to_asn().ok_or(EncodeError::UnknownCause)?;
-        let ies = vec![
-            build_ngap_ie!(
-                NASNonDeliveryIndication,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                NASNonDeliveryIndication,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
+        let ies = ue_id_ies![
+            NASNonDeliveryIndication,
+            self,
             build_ngap_ie!(NASNonDeliveryIndication, NAS_PDU(nas_pdu(&self.nas_pdu)))?,
             build_ngap_ie!(NASNonDeliveryIndication, Cause(cause))?,
         ];
@@ -614,16 +648,7 @@ impl InitialContextSetupRequest {
             .iter()
             .map(|s| Ok(asn::AllowedNSSAIItem::new(snssai_to_asn(s)?, None)))
             .collect::<Result<Vec<_>, IdError>>()?;
-        let mut ies = vec![
-            build_ngap_ie!(
-                InitialContextSetupRequest,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                InitialContextSetupRequest,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
+        let mut ies = ue_id_ies![InitialContextSetupRequest, self,];
         if let Some(a) = self.ue_ambr {
             ies.push(build_ngap_ie!(
                 InitialContextSetupRequest,
@@ -675,43 +700,11 @@ pub struct InitialContextSetupResponse {
     pub ran_ue_ngap_id: u32,
 }
 
-impl InitialContextSetupResponse {
-    /// Reads an INITIAL CONTEXT SETUP RESPONSE.
-    pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {
-        let msg: asn::InitialContextSetupResponse =
-            decode_message(pdu, "InitialContextSetupResponse")?;
-        let (amf, ran) = codec((|| {
-            extract_ngap_ies!(msg, InitialContextSetupResponse,
-                req amf: u64 = AMF_UE_NGAP_ID(id),
-                req ran: u32 = RAN_UE_NGAP_ID(id),
-            );
-            Ok((amf, ran))
-        })())?;
-        Ok(Self {
-            amf_ue_ngap_id: amf,
-            ran_ue_ngap_id: ran,
-        })
-    }
-
-    /// Builds the PDU.
-    pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let ies = vec![
-            build_ngap_ie!(
-                InitialContextSetupResponse,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                InitialContextSetupResponse,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
-        pdu_of(&asn::InitialContextSetupResponse::new(
-            asn::ProtocolIEContainer(ies),
-        ))
-    }
-
-    encode_fn!();
-}
+ue_ids_only!(
+    InitialContextSetupResponse,
+    InitialContextSetupResponse,
+    "an INITIAL CONTEXT SETUP RESPONSE"
+);
 
 /// INITIAL CONTEXT SETUP FAILURE (TS 38.413 §9.2.2.3), gNB → AMF.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -751,15 +744,9 @@ impl InitialContextSetupFailure {
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
         let cause = self.cause.to_asn().ok_or(EncodeError::UnknownCause)?;
-        let mut ies = vec![
-            build_ngap_ie!(
-                InitialContextSetupFailure,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                InitialContextSetupFailure,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
+        let mut ies = ue_id_ies![
+            InitialContextSetupFailure,
+            self,
             build_ngap_ie!(InitialContextSetupFailure, Cause(cause))?,
         ];
         if let Some(d) = &self.criticality_diagnostics {
@@ -851,42 +838,11 @@ pub struct UeContextReleaseComplete {
     pub ran_ue_ngap_id: u32,
 }
 
-impl UeContextReleaseComplete {
-    /// Reads a UE CONTEXT RELEASE COMPLETE.
-    pub fn parse(pdu: &NgapPdu) -> Result<Self, ParseError> {
-        let msg: asn::UEContextReleaseComplete = decode_message(pdu, "UEContextReleaseComplete")?;
-        let (amf, ran) = codec((|| {
-            extract_ngap_ies!(msg, UEContextReleaseComplete,
-                req amf: u64 = AMF_UE_NGAP_ID(id),
-                req ran: u32 = RAN_UE_NGAP_ID(id),
-            );
-            Ok((amf, ran))
-        })())?;
-        Ok(Self {
-            amf_ue_ngap_id: amf,
-            ran_ue_ngap_id: ran,
-        })
-    }
-
-    /// Builds the PDU.
-    pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
-        let ies = vec![
-            build_ngap_ie!(
-                UEContextReleaseComplete,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(
-                UEContextReleaseComplete,
-                RAN_UE_NGAP_ID(self.ran_ue_ngap_id)
-            )?,
-        ];
-        pdu_of(&asn::UEContextReleaseComplete::new(
-            asn::ProtocolIEContainer(ies),
-        ))
-    }
-
-    encode_fn!();
-}
+ue_ids_only!(
+    UeContextReleaseComplete,
+    UEContextReleaseComplete,
+    "a UE CONTEXT RELEASE COMPLETE"
+);
 
 /// UE CONTEXT RELEASE REQUEST (TS 38.413 §9.2.2.4), gNB → AMF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -921,12 +877,9 @@ impl UeContextReleaseRequest {
     /// Builds the PDU.
     pub fn to_pdu(&self) -> Result<NgapPdu, EncodeError> {
         let cause = self.cause.to_asn().ok_or(EncodeError::UnknownCause)?;
-        let ies = vec![
-            build_ngap_ie!(
-                UEContextReleaseRequest,
-                AMF_UE_NGAP_ID(check_amf_id(self.amf_ue_ngap_id)?)
-            )?,
-            build_ngap_ie!(UEContextReleaseRequest, RAN_UE_NGAP_ID(self.ran_ue_ngap_id))?,
+        let ies = ue_id_ies![
+            UEContextReleaseRequest,
+            self,
             build_ngap_ie!(UEContextReleaseRequest, Cause(cause))?,
         ];
         pdu_of(&asn::UEContextReleaseRequest::new(

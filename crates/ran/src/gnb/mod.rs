@@ -9,14 +9,18 @@
 //!
 //! UE-associated signalling (INITIAL UE MESSAGE, NAS transport, context setup and
 //! release) is [`GnbUes`]'s.
+//!
+//! AMF overload (TS 38.413 §8.7.6, §8.7.7): OVERLOAD START puts the gNB in overload
+//! until OVERLOAD STOP; meanwhile [`Gnb::admit_new_ue`] sheds the share of new signalling
+//! connections the AMF's Traffic Load Reduction Indication asks for.
 
 use std::collections::VecDeque;
 
 use proto::ids::{defaults, GlobalRanNodeId, GnbId, Guami, IdError, Plmn, Snssai, Tac};
 use proto::ngap::{
     self, BroadcastPlmn, Cause, EncodeError, ErrorIndication, MessageKind, NgSetupFailure,
-    NgSetupRequest, NgSetupResponse, NgapPdu, PagingDrx, PlmnSupport, ProtocolCause, SupportedTa,
-    TimeToWait,
+    NgSetupRequest, NgSetupResponse, NgapPdu, OverloadAction, OverloadStart, PagingDrx,
+    PlmnSupport, ProtocolCause, SupportedTa, TimeToWait,
 };
 use thiserror::Error;
 use tracing::{debug, info, warn};
@@ -122,6 +126,16 @@ pub enum GnbEvent {
         /// RAN UE NGAP ID, when it concerns a UE.
         ran_ue_ngap_id: Option<u32>,
     },
+    /// OVERLOAD START (TS 38.413 §8.7.6): the AMF is overloaded; new signalling is shed
+    /// as [`Gnb::admit_new_ue`] says until OVERLOAD STOP.
+    OverloadStart {
+        /// The AMF Overload Response's action, if given.
+        action: Option<OverloadAction>,
+        /// The AMF Traffic Load Reduction Indication, percent, if given.
+        traffic_load_reduction: Option<u8>,
+    },
+    /// OVERLOAD STOP (§8.7.7): normal operation again.
+    OverloadStop,
     /// Not an NGAP PDU: an ERROR INDICATION was queued (§10.2).
     Undecodable,
     /// A message this gNB does not handle (yet), or not in this state.
@@ -138,6 +152,11 @@ pub struct Gnb {
     request: Vec<u8>,
     state: GnbState,
     transmit: VecDeque<(u16, Vec<u8>)>,
+    /// The OVERLOAD START in force.
+    overload: Option<OverloadStart>,
+    /// Admission credit while overloaded, in percent: each new UE adds the share to
+    /// admit, and one is admitted per 100.
+    credit: u32,
 }
 
 impl Gnb {
@@ -162,7 +181,32 @@ impl Gnb {
             request,
             state: GnbState::Idle,
             transmit: VecDeque::new(),
+            overload: None,
+            credit: 0,
         })
+    }
+
+    /// The OVERLOAD START in force, if the AMF is overloaded.
+    pub fn overload(&self) -> Option<&OverloadStart> {
+        self.overload.as_ref()
+    }
+
+    /// Whether a new UE may open a signalling connection now (TS 38.413 §8.7.6.2): always
+    /// outside overload; during it, (100 - reduction) of every 100 in turn, evenly spread, so
+    /// that the traffic towards the AMF falls by the indicated percentage. Without a
+    /// percentage every new UE is shed (the action alone says to reject signalling).
+    pub fn admit_new_ue(&mut self) -> bool {
+        let Some(o) = &self.overload else {
+            return true;
+        };
+        let keep = 100 - u32::from(o.traffic_load_reduction.unwrap_or(100).min(100));
+        self.credit += keep;
+        if self.credit >= 100 {
+            self.credit -= 100;
+            true
+        } else {
+            false
+        }
     }
 
     /// The configuration.
@@ -205,6 +249,22 @@ impl Gnb {
             (MessageKind::NgSetupResponse, GnbState::SetupSent) => self.on_response(stream, &pdu),
             (MessageKind::NgSetupFailure, GnbState::SetupSent) => self.on_failure(&pdu),
             (MessageKind::ErrorIndication, _) => on_error_indication(&pdu),
+            (MessageKind::OverloadStart, GnbState::Ready { .. }) => {
+                // Every IE is optional; one that does not decode counts as absent.
+                let start = OverloadStart::parse(&pdu).unwrap_or_default();
+                info!(action = ?start.response, reduction = ?start.traffic_load_reduction, "AMF overload start");
+                self.overload = Some(start);
+                self.credit = 0;
+                GnbEvent::OverloadStart {
+                    action: start.response,
+                    traffic_load_reduction: start.traffic_load_reduction,
+                }
+            }
+            (MessageKind::OverloadStop, GnbState::Ready { .. }) => {
+                info!("AMF overload stop");
+                self.overload = None;
+                GnbEvent::OverloadStop
+            }
             _ => {
                 debug!(stream, procedure = pdu.procedure_name(), state = ?self.state, "unexpected message");
                 GnbEvent::Unexpected {

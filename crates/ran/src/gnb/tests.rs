@@ -233,3 +233,40 @@ fn arbitrary_bytes_never_panic() {
         while gnb.poll_transmit().is_some() {}
     }
 }
+
+/// TS 38.413 §8.7.6, §8.7.7: the AMF's OVERLOAD START puts the gNB in overload, where it
+/// admits new UEs at (100 - reduction) %, evenly; OVERLOAD STOP ends it.
+#[test]
+fn overload_start_sheds_new_ues_by_the_indicated_percentage_until_stop() {
+    use nf::amf::overload::{OverloadConfig, OverloadSignal};
+    let (mut gnb, mut amf, _) = setup(GnbConfig::default(), AmfN2Config::default());
+    assert!((0..10).all(|_| gnb.admit_new_ue()), "not overloaded");
+    let start = OverloadConfig {
+        traffic_load_reduction: 40,
+        ..OverloadConfig::default()
+    }
+    .start_message();
+    let to_gnb = |amf: &mut AmfN2, gnb: &mut Gnb, start| {
+        let mut out = Vec::new();
+        amf.overload(OverloadSignal { worker: 0, start }, &mut out);
+        let [N2Output::Send { stream, pdu, .. }] = out.as_slice() else {
+            panic!("{out:?}")
+        };
+        gnb.handle(*stream, pdu)
+    };
+    assert_eq!(
+        to_gnb(&mut amf, &mut gnb, Some(start)),
+        GnbEvent::OverloadStart {
+            action: Some(OverloadAction::RejectRrcSignalling),
+            traffic_load_reduction: Some(40),
+        }
+    );
+    assert_eq!(gnb.overload(), Some(&start));
+    let admitted: Vec<bool> = (0..100).map(|_| gnb.admit_new_ue()).collect();
+    assert_eq!(admitted.iter().filter(|a| **a).count(), 60);
+    // Evenly: never more than two shed in a row at 40 %.
+    assert!(!admitted.windows(3).any(|w| w.iter().all(|a| !a)));
+    assert_eq!(to_gnb(&mut amf, &mut gnb, None), GnbEvent::OverloadStop);
+    assert!(gnb.overload().is_none());
+    assert!((0..10).all(|_| gnb.admit_new_ue()));
+}

@@ -12,6 +12,16 @@ use crate::ue::{RegistrationKind, UeEvent};
 use proto::nas::FiveGmmCause;
 use serde::Serialize;
 
+/// How many times a UE registers again after its back-off when the network rejected it
+/// with #22 and T3346 (TS 24.501 §5.5.1.2.5, §5.3.9), unless told otherwise
+/// ([`Driver::set_congestion_retries`]). A real UE keeps trying; a load run has to end.
+pub const DEFAULT_CONGESTION_RETRIES: u32 = 1;
+
+/// How long a UE whose gNB shed its new signalling connection (AMF overload, TS 38.413
+/// §8.7.6.2) holds its slot before its run ends: the RRC reject's wait time (TS 38.331
+/// §5.3.15 allows 1 to 16 s), so that a closed loop does not spin on refused starts.
+pub const SHED_WAIT: Duration = Duration::from_secs(1);
+
 /// After DEREGISTRATION ACCEPT, how long a UE waits for the AMF to release its N2 connection
 /// (TS 24.501 §5.5.2.2.2: the AMF releases the signalling connection) before the runner drops
 /// it locally and moves on.
@@ -321,6 +331,9 @@ pub enum Input<'a> {
     SendFailed(String),
     /// The association of the UE's gNB is gone: the run ends now, whatever it was doing.
     AmfLost,
+    /// REGISTRATION REJECT with #22 Congestion and this T3346 (TS 24.501 §5.5.1.2.5): the
+    /// UE may register again once it has run out (§5.3.9).
+    Congestion(Duration),
     /// The deadline of [`Driver::deadline`] may have passed.
     Tick,
 }
@@ -342,6 +355,13 @@ pub struct Reaction {
     pub degraded: bool,
     /// DEREGISTRATION ACCEPT came but no UE CONTEXT RELEASE COMMAND followed in time.
     pub release_missing: bool,
+    /// The registration was rejected with #22 and this T3346: the UE waits it out, then
+    /// registers again (the step comes back in `start` then, with `retried`).
+    pub backed_off: Option<Duration>,
+    /// The step in `start` is a registration sent again after its T3346 ran out.
+    pub retried: bool,
+    /// With `finished`: the run never started, its gNB shed it (AMF overload).
+    pub shed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,6 +372,14 @@ enum Phase {
     },
     Holding(HoldPoint),
     AwaitRelease,
+    /// T3346 runs (TS 24.501 §5.3.9): the step is sent again at `until`.
+    BackOff {
+        until: Instant,
+    },
+    /// The gNB shed the run's first signalling connection: it ends at `until`.
+    Shed {
+        until: Instant,
+    },
     Finished,
 }
 
@@ -371,6 +399,8 @@ pub struct Driver {
     gnb_done: bool,
     /// A procedure failed without ending the run.
     degraded: bool,
+    /// Registrations left to send again after a #22 back-off.
+    congestion_retries: u32,
 }
 
 impl Driver {
@@ -391,15 +421,39 @@ impl Driver {
             ue_done: false,
             gnb_done: false,
             degraded: false,
+            congestion_retries: DEFAULT_CONGESTION_RETRIES,
         };
         d.enter(first, now);
         (d, first)
+    }
+
+    /// A run whose gNB shed its first signalling connection (AMF overload, TS 38.413
+    /// §8.7.6.2): nothing is sent; it ends at `now + wait` with [`Reaction::shed`].
+    pub fn shed(steps: Arc<[Step]>, now: Instant, wait: Duration) -> Self {
+        Driver {
+            steps,
+            current: 0,
+            phase: Phase::Shed { until: now + wait },
+            deadline: now + wait,
+            timeout: wait,
+            established: 0,
+            ue_done: false,
+            gnb_done: false,
+            degraded: false,
+            congestion_retries: 0,
+        }
+    }
+
+    /// How many times this run registers again after a #22 back-off.
+    pub fn set_congestion_retries(&mut self, n: u32) {
+        self.congestion_retries = n;
     }
 
     /// When [`Input::Tick`] is due, unless the run is over or holds at a barrier.
     pub fn deadline(&self) -> Option<Instant> {
         match self.phase {
             Phase::Finished | Phase::Holding(_) => None,
+            Phase::BackOff { until } | Phase::Shed { until } => Some(until),
             _ => Some(self.deadline),
         }
     }
@@ -470,11 +524,21 @@ impl Driver {
                     // A session procedure always runs its own step.
                     _ => common(&input),
                 };
-                let outcome = match outcome {
-                    None if input == Input::Tick && now >= self.deadline => {
-                        Some(Err(FailureCause::Timeout))
+                let outcome = match (outcome, &input) {
+                    (None, Input::Tick) if now >= self.deadline => Some(Err(FailureCause::Timeout)),
+                    // TS 24.501 §5.5.1.2.5, §5.3.9: wait out T3346, then register again.
+                    (None, Input::Congestion(t3346)) if self.congestion_retries > 0 => {
+                        self.congestion_retries -= 1;
+                        self.phase = Phase::BackOff {
+                            until: now + *t3346,
+                        };
+                        r.backed_off = Some(*t3346);
+                        return r;
                     }
-                    o => o,
+                    (None, Input::Congestion(_)) => {
+                        Some(Err(FailureCause::Rejected(FiveGmmCause::Congestion)))
+                    }
+                    (o, _) => o,
                 };
                 match outcome {
                     None => {}
@@ -508,6 +572,23 @@ impl Driver {
                     self.phase = Phase::Finished;
                     r.finished = true;
                     r.degraded = true;
+                }
+            }
+            Phase::BackOff { until } => {
+                // The release of the rejected connection and the like change nothing.
+                if input == Input::Tick && now >= until {
+                    if let Some(step) = self.steps.get(self.current).copied() {
+                        self.enter(step, now);
+                        r.start = Some(step);
+                        r.retried = true;
+                    }
+                }
+            }
+            Phase::Shed { until } => {
+                if input == Input::Tick && now >= until {
+                    self.phase = Phase::Finished;
+                    r.finished = true;
+                    r.shed = true;
                 }
             }
             Phase::AwaitRelease => match input {
@@ -1045,5 +1126,62 @@ mod tests {
         let r = d.handle(t0, Input::Resume);
         assert_eq!(r.start, Some(Step::Deregister));
         assert_eq!(d.step(), Some(Step::Deregister));
+    }
+
+    /// TS 24.501 §5.5.1.2.5, §5.3.9: a registration rejected with #22 and T3346 waits the
+    /// back-off out (the release of the rejected connection meanwhile changes nothing),
+    /// then registers again, measured from the new request; past its retries the reject
+    /// fails the run.
+    #[test]
+    fn a_congestion_reject_backs_off_t3346_then_registers_again() {
+        let t0 = Instant::now();
+        let (mut d, _) = start(Mode::Register, t0);
+        d.set_congestion_retries(1);
+        let back_off = Duration::from_secs(30);
+        let r = d.handle(t0 + ms(3), Input::Congestion(back_off));
+        assert_eq!(r.backed_off, Some(back_off));
+        assert!(r.failed.is_none() && !r.finished && r.start.is_none());
+        assert_eq!(d.deadline(), Some(t0 + ms(3) + back_off));
+        let r = d.handle(t0 + ms(4), Input::Released("nas: unspecified".into()));
+        assert_eq!(r, Reaction::default());
+        // Past the procedure's own timeout, but the back-off is not over: no timeout.
+        let r = d.handle(t0 + T + ms(10), Input::Tick);
+        assert_eq!(r, Reaction::default());
+        let again = t0 + ms(3) + back_off;
+        let r = d.handle(again, Input::Tick);
+        assert_eq!(r.start, Some(Step::Register(RegistrationKind::Initial)));
+        assert!(r.retried);
+        assert_eq!(d.deadline(), Some(again + T));
+        let r = d.handle(again + ms(9), Input::Ue(&UeEvent::Registered));
+        assert_eq!(r.completed, Some((Procedure::Registration, ms(9))));
+        assert!(r.finished && r.failed.is_none());
+
+        // With its retry used up, the next reject fails the run.
+        let (mut d, _) = start(Mode::Register, t0);
+        d.set_congestion_retries(0);
+        let r = d.handle(t0 + ms(1), Input::Congestion(back_off));
+        assert_eq!(
+            r.failed,
+            Some((
+                Procedure::Registration,
+                FailureCause::Rejected(FiveGmmCause::Congestion)
+            ))
+        );
+        assert!(r.finished && r.backed_off.is_none());
+    }
+
+    #[test]
+    fn a_shed_run_sends_nothing_and_ends_after_its_wait() {
+        let t0 = Instant::now();
+        let steps: Arc<[Step]> = RunShape::registration(Mode::Register)
+            .steps()
+            .unwrap()
+            .into();
+        let mut d = Driver::shed(steps, t0, SHED_WAIT);
+        assert_eq!(d.deadline(), Some(t0 + SHED_WAIT));
+        assert_eq!(d.handle(t0 + ms(10), Input::Tick), Reaction::default());
+        let r = d.handle(t0 + SHED_WAIT, Input::Tick);
+        assert!(r.finished && r.shed && r.failed.is_none() && r.completed.is_none());
+        assert!(d.is_finished());
     }
 }

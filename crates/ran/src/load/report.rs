@@ -244,6 +244,24 @@ pub struct HoldReport {
     pub sessions: u64,
 }
 
+/// How the run met AMF overload control (TS 23.501 §5.19.5; TS 38.413 §8.7.6, §8.7.7;
+/// TS 24.501 §5.3.9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct OverloadReport {
+    /// OVERLOAD STARTs the gNBs received (one per gNB and overload period).
+    pub starts: u64,
+    /// OVERLOAD STOPs the gNBs received.
+    pub stops: u64,
+    /// Time in the measured window during which at least one gNB was in overload, s.
+    pub seconds: f64,
+    /// New UEs their gNB did not start, shedding the share the AMF asked for.
+    pub shed: u64,
+    /// Registrations rejected with 5GMM #22 and T3346.
+    pub congestion_rejects: u64,
+    /// Registrations sent again once their T3346 ran out.
+    pub retries_after_t3346: u64,
+}
+
 /// The report of `steer5g ran --subscribers`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadReport {
@@ -301,6 +319,8 @@ pub struct LoadReport {
     pub releases_missing: u64,
     /// UE-associated downlink messages the gNBs could not place.
     pub n2_anomalies: u64,
+    /// AMF overload: periods, shed starts, #22 rejects and the retries after T3346.
+    pub overload: OverloadReport,
     /// The generator's own CPU time.
     pub generator_cpu: GeneratorCpu,
     /// The generator's SCTP endpoint and socket counters.
@@ -428,6 +448,13 @@ pub fn print_human(r: &LoadReport) {
         if o.ues_failed.len() > 20 {
             println!("  ... and {} more", o.ues_failed.len() - 20);
         }
+    }
+    let o = &r.overload;
+    if o.starts > 0 || o.congestion_rejects > 0 {
+        println!(
+            "AMF overload: {} start(s), {} stop(s), {:.1} s overloaded; {} new UEs shed by their gNB, {} rejected with #22 + T3346, {} registered again after T3346",
+            o.starts, o.stops, o.seconds, o.shed, o.congestion_rejects, o.retries_after_t3346
+        );
     }
     if !r.failures.is_empty() {
         println!("failures:");

@@ -21,9 +21,12 @@ use sctp::{AssocId, Event, SendError};
 use sctp_io::SctpSocket;
 use steer5g_config::Transport as TransportKind;
 
-use super::driver::{Driver, HoldPoint, Input, Mode, Procedure, Reaction, RunShape, Step};
+use super::driver::{
+    Driver, HoldPoint, Input, Mode, Procedure, Reaction, RunShape, Step, SHED_WAIT,
+};
 use super::report::{
-    per_second, GeneratorCpu, HoldReport, Latency, LoadReport, LoadShape, SctpCounters, Stats,
+    per_second, GeneratorCpu, HoldReport, Latency, LoadReport, LoadShape, OverloadReport,
+    SctpCounters, Stats,
 };
 use super::schedule::{Limit, Load, Scheduler};
 use super::setup::{Failure, SetupReport};
@@ -51,6 +54,8 @@ struct GnbSlot {
     /// Messages refused with "send buffer full" (stream, NGAP), sent in order once there
     /// is room.
     backlog: VecDeque<(u16, Bytes)>,
+    /// In AMF overload (OVERLOAD START without its STOP yet).
+    overloaded: bool,
 }
 
 struct UeSlot {
@@ -97,6 +102,9 @@ struct Runner {
     t0: Instant,
     /// Losing the AMF and finding it again.
     recovery: Recovering,
+    overload: OverloadReport,
+    /// Since when at least one gNB is in overload.
+    overloaded_since: Option<Instant>,
 }
 
 /// How the AMF is named in reports: the SCTP port with raw IP, the UDP port with UDP
@@ -289,6 +297,7 @@ pub(crate) async fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         late_starts: r.sched.late_starts(),
         releases_missing: r.stats.releases_missing,
         n2_anomalies: r.stats.n2_anomalies,
+        overload: r.overload_report(t0 + elapsed),
         generator_cpu: GeneratorCpu::new(cpu, elapsed, procedures_completed, prepare_cpu),
         sctp: SctpCounters::from_parts(r.sock.endpoint().stats(), r.sock.io_stats()),
         gnb_n3: (shape.pdu_sessions > 0).then(|| r.n3.to_string()),
@@ -327,6 +336,7 @@ impl Runner {
                 setup_latency: None,
                 failure: None,
                 backlog: VecDeque::new(),
+                overloaded: false,
             });
         }
         let shape = config.map_or(
@@ -371,6 +381,8 @@ impl Runner {
             holds: Vec::new(),
             t0: Instant::now(),
             recovery: Recovering::new(ran, amf_label(ran)),
+            overload: OverloadReport::default(),
+            overloaded_since: None,
         })
     }
 
@@ -543,11 +555,59 @@ impl Runner {
         let Some(u) = self.ues.get_mut(sub) else {
             return;
         };
-        let (driver, step) = Driver::start(self.steps.clone(), now, self.timeout);
+        // TS 38.413 §8.7.6.2: a gNB the AMF told to shed signalling refuses the UE's
+        // connection; the UE waits and its run ends without a message to the AMF.
+        let admitted = self
+            .gnbs
+            .get_mut(u.gnb)
+            .is_none_or(|g| g.gnb.admit_new_ue());
         u.key = key;
-        u.driver = Some(driver);
         self.by_key.insert(key, sub);
+        if !admitted {
+            self.overload.shed += 1;
+            u.driver = Some(Driver::shed(self.steps.clone(), now, SHED_WAIT));
+            return;
+        }
+        let (driver, step) = Driver::start(self.steps.clone(), now, self.timeout);
+        u.driver = Some(driver);
         self.exec_step(sub, step, now);
+    }
+
+    /// The overload figures of the window that ended at `end`.
+    fn overload_report(&self, end: Instant) -> OverloadReport {
+        let mut o = self.overload;
+        if let Some(since) = self.overloaded_since {
+            o.seconds += end
+                .saturating_duration_since(since.max(self.t0))
+                .as_secs_f64();
+        }
+        o
+    }
+
+    /// OVERLOAD START (`Some`) or STOP (`None`) reached gNB `gi`.
+    fn on_overload(&mut self, gi: usize, start: bool) {
+        let now = Instant::now();
+        let was_any = self.gnbs.iter().any(|g| g.overloaded);
+        if let Some(g) = self.gnbs.get_mut(gi) {
+            g.overloaded = start;
+        }
+        if start {
+            self.overload.starts += 1;
+        } else {
+            self.overload.stops += 1;
+        }
+        let any = self.gnbs.iter().any(|g| g.overloaded);
+        match (was_any, any) {
+            (false, true) => self.overloaded_since = Some(now),
+            (true, false) => {
+                if let Some(since) = self.overloaded_since.take() {
+                    self.overload.seconds += now
+                        .saturating_duration_since(since.max(self.t0))
+                        .as_secs_f64();
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Sends the message that starts `step`; a failure to send fails the procedure.
@@ -701,8 +761,16 @@ impl Runner {
         if r.release_missing {
             self.stats.releases_missing += 1;
         }
+        if r.backed_off.is_some() {
+            self.overload.congestion_rejects += 1;
+        }
+        if r.retried {
+            self.overload.retries_after_t3346 += 1;
+        }
         if r.finished {
-            if r.failed.is_some() || r.degraded {
+            if r.shed {
+                // Neither a success nor a failure: the network asked for less traffic.
+            } else if r.failed.is_some() || r.degraded {
                 self.stats.runs_failed += 1;
             } else {
                 self.stats.runs_ok += 1;
@@ -880,9 +948,17 @@ impl Runner {
                     }
                 }
                 GnbUeEvent::NotUeAssociated { .. } => {
-                    if let Some(g) = self.gnbs.get_mut(gi) {
-                        let e = g.gnb.handle(stream, data);
-                        tracing::warn!(gnb = g.gnb_id, event = ?e, "non-UE-associated NGAP message");
+                    let e = self
+                        .gnbs
+                        .get_mut(gi)
+                        .map(|g| (g.gnb_id, g.gnb.handle(stream, data)));
+                    match e {
+                        Some((_, GnbEvent::OverloadStart { .. })) => self.on_overload(gi, true),
+                        Some((_, GnbEvent::OverloadStop)) => self.on_overload(gi, false),
+                        Some((gnb, e)) => {
+                            tracing::warn!(gnb, event = ?e, "non-UE-associated NGAP message")
+                        }
+                        None => {}
                     }
                     self.drain_gnb(gi);
                 }
@@ -940,9 +1016,16 @@ impl Runner {
         }
         // The answer went out first, so a REGISTRATION COMPLETE is on its way when the
         // registration counts as done.
-        let step = match send_failed {
-            Some(e) => self.feed(sub, now, Input::SendFailed(e)),
-            None => self.feed(sub, now, Input::Ue(&out.event)),
+        let back_off = match out.event {
+            UeEvent::RegistrationRejected(proto::nas::FiveGmmCause::Congestion) => {
+                self.ues.get(sub).and_then(|u| u.ue.t3346())
+            }
+            _ => None,
+        };
+        let step = match (send_failed, back_off) {
+            (Some(e), _) => self.feed(sub, now, Input::SendFailed(e)),
+            (None, Some(t3346)) => self.feed(sub, now, Input::Congestion(t3346)),
+            (None, None) => self.feed(sub, now, Input::Ue(&out.event)),
         };
         if let Some(step) = step {
             self.exec_step(sub, step, now);

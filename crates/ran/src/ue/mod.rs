@@ -11,6 +11,8 @@
 //! downlink message must verify under it (§4.4.4.2), except the few that the
 //! network may send in clear.
 
+#[cfg(test)]
+mod backoff_tests;
 mod session;
 mod usim;
 
@@ -300,6 +302,8 @@ pub struct Ue {
     kgnb_count: Option<NasCount>,
     switch_off: bool,
     last_cause: Option<FiveGmmCause>,
+    /// T3346 of the last REGISTRATION REJECT with #22 (§5.3.9), until the next request.
+    t3346: Option<std::time::Duration>,
     counters: UeCounters,
     sessions: session::Sessions,
 }
@@ -354,6 +358,7 @@ impl Ue {
             kgnb_count: None,
             switch_off: false,
             last_cause: None,
+            t3346: None,
             counters: UeCounters::default(),
             sessions: session::Sessions::default(),
         })
@@ -403,6 +408,19 @@ impl Ue {
     /// The last 5GMM cause received (reject, status) or sent (failure, reject).
     pub fn last_cause(&self) -> Option<FiveGmmCause> {
         self.last_cause
+    }
+
+    /// The back-off of the last REGISTRATION REJECT with #22 Congestion: its T3346 value
+    /// (TS 24.501 §5.5.1.2.5, §5.3.9), during which the UE must not try to register again;
+    /// `None` without one (or zero, or deactivated: no back-off) and once a new request
+    /// is made. The timer itself is the runtime's, which owns the clock.
+    ///
+    /// §5.3.9 has a UE that got T3346 in a message without integrity protection (as a
+    /// reject before authentication is) pick a random value from the default range of
+    /// 15-30 minutes instead; the emulator uses the value received, so that a load test can
+    /// see the back-off it configured.
+    pub fn t3346(&self) -> Option<std::time::Duration> {
+        self.t3346
     }
 
     /// The current 5G NAS security context.
@@ -494,6 +512,7 @@ impl Ue {
     /// ngKSI, integrity protected (not ciphered, so the AMF can read the identity)
     /// with the current context (§4.4.6).
     pub fn registration_request(&mut self, kind: RegistrationKind) -> Result<Vec<u8>, UeError> {
+        self.t3346 = None;
         let (registration_type, ngksi, identity) = match kind {
             RegistrationKind::Initial => {
                 self.nas = None;
@@ -719,6 +738,12 @@ impl Ue {
                 let cause = r.cause.as_received();
                 self.last_cause = Some(cause);
                 self.counters.registrations_rejected += 1;
+                self.t3346 = match (cause, r.t3346) {
+                    (FiveGmmCause::Congestion, Some(TimerValue::Seconds(s))) if s > 0 => {
+                        Some(std::time::Duration::from_secs(u64::from(s)))
+                    }
+                    _ => None,
+                };
                 self.state = UeState::Deregistered;
                 // §5.5.1.2.5: these causes delete the 5G-GUTI and the KSI.
                 if matches!(

@@ -18,39 +18,24 @@ pub struct AuthenticationInfo {
     /// `5G:mnc<MNC>.mcc<MCC>.3gppnetwork.org` (TS 33.501 §6.1.1.4).
     pub serving_network_name: String,
     /// RAND and AUTS after a synchronisation failure.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resynchronization_info: Option<ResynchronizationInfo>,
     /// Permanent Equipment Identifier.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pei: Option<String>,
     /// UDM group of the subscriber.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub udm_group_id: Option<String>,
     /// Routing indicator from the SUCI, 1 to 4 digits.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub routing_indicator: Option<String>,
     /// Supported features bitmask (hex).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supported_features: Option<String>,
 }
 
@@ -129,11 +114,8 @@ pub struct ConfirmationData {
     #[serde(deserialize_with = "required_nullable")]
     pub res_star: Option<HexBytes<16>>,
     /// Supported features bitmask (hex).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supported_features: Option<String>,
 }
 

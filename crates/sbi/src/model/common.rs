@@ -153,11 +153,8 @@ pub struct PlmnIdNid {
     /// Mobile Network Code.
     pub mnc: String,
     /// Network identifier of an SNPN, 11 hex characters.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nid: Option<String>,
 }
 
@@ -187,11 +184,8 @@ pub struct Snssai {
     /// Slice/Service Type, 0..=255.
     pub sst: u8,
     /// Slice Differentiator, absent when the slice has none.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sd: Option<HexBytes<3>>,
 }
 

@@ -35,57 +35,36 @@ impl RefToBinaryData {
 #[serde(rename_all = "camelCase")]
 pub struct SmContextCreateData {
     /// The UE's SUPI.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supi: Option<String>,
     /// PDU session id, 0..=255 (TS 29.571 `PduSessionId`).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pdu_session_id: Option<u8>,
     /// The requested DNN.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dnn: Option<String>,
     /// The requested slice.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub s_nssai: Option<Snssai>,
     /// The AMF's NF instance id (uuid).
     pub serving_nf_id: String,
     /// The serving AMF's GUAMI.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub guami: Option<Guami>,
     /// Serving PLMN.
     pub serving_network: PlmnIdNid,
     /// `INITIAL_REQUEST` or `EXISTING_PDU_SESSION` ...
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_type: Option<String>,
     /// The N1 SM message (PDU Session Establishment Request).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n1_sm_msg: Option<RefToBinaryData>,
     /// Access type, `3GPP_ACCESS`.
     pub an_type: String,
@@ -113,32 +92,20 @@ pub struct SmContextCreatedData {
 #[serde(rename_all = "camelCase")]
 pub struct SmContextUpdateData {
     /// Requested user plane state.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub up_cnx_state: Option<String>,
     /// An N1 SM message from the UE.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n1_sm_msg: Option<RefToBinaryData>,
     /// N2 SM information from the NG-RAN.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n2_sm_info: Option<RefToBinaryData>,
     /// Its type (`PDU_RES_SETUP_RSP`, ...; TS 29.502 §6.1.6.3.6).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n2_sm_info_type: Option<String>,
 }
 
@@ -165,11 +132,8 @@ pub struct SmContextUpdatedData {
 #[serde(rename_all = "camelCase")]
 pub struct SmContextReleaseData {
     /// Why (`REL_DUE_TO_REACTIVATION`, ...; TS 29.502 §6.1.6.3.3 `Cause`).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
 }
 
@@ -304,11 +268,8 @@ pub struct N1MessageContainer {
 #[serde(rename_all = "camelCase")]
 pub struct N2InfoContent {
     /// `PDU_RES_SETUP_REQ`, `PDU_RES_REL_CMD`, ... (TS 29.518 `NgapIeType`).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ngap_ie_type: Option<String>,
     /// The NGAP part.
     pub ngap_data: RefToBinaryData,
@@ -321,18 +282,12 @@ pub struct N2SmInformation {
     /// The PDU session.
     pub pdu_session_id: u8,
     /// The NGAP IE.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n2_info_content: Option<N2InfoContent>,
     /// The slice.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub s_nssai: Option<Snssai>,
 }
 
@@ -343,11 +298,8 @@ pub struct N2InfoContainer {
     /// `SM` for session management.
     pub n2_information_class: String,
     /// The SM information.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sm_info: Option<N2SmInformation>,
 }
 
@@ -356,25 +308,16 @@ pub struct N2InfoContainer {
 #[serde(rename_all = "camelCase")]
 pub struct N1N2MessageTransferReqData {
     /// The N1 message.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n1_message_container: Option<N1MessageContainer>,
     /// The N2 information.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n2_info_container: Option<N2InfoContainer>,
     /// The PDU session.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pdu_session_id: Option<u8>,
 }
 

@@ -49,20 +49,14 @@ pub struct ResynchronizationInfo {
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfoRequest {
     /// Supported features bitmask (hex).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supported_features: Option<String>,
     /// Serving network name.
     pub serving_network_name: String,
     /// Present after a synchronisation failure.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resynchronization_info: Option<ResynchronizationInfo>,
     /// NF instance id (UUID) of the requesting AUSF.
     pub ausf_instance_id: String,
@@ -147,18 +141,12 @@ pub struct AuthEvent {
     /// Serving network name.
     pub serving_network_name: String,
     /// Set when the event removes a previous result.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_removal_ind: Option<bool>,
     /// NF set of the AUSF.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nf_set_id: Option<String>,
 }
 
@@ -187,115 +175,70 @@ pub struct Amf3GppAccessRegistration {
     /// Registering AMF instance (UUID).
     pub amf_instance_id: String,
     /// Supported features bitmask (hex).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supported_features: Option<String>,
     /// Set by the UDR when the AMF is purged.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub purge_flag: Option<bool>,
     /// Permanent Equipment Identifier.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pei: Option<String>,
     /// IMS voice over PS.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ims_vo_ps: Option<ImsVoPs>,
     /// Where the UDM sends Nudm_UECM_DeregistrationNotification.
     pub dereg_callback_uri: String,
     /// Service name for that callback.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub amf_service_name_dereg: Option<String>,
     /// P-CSCF restoration callback.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcscf_restoration_callback_uri: Option<String>,
     /// True on an initial registration.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_registration_ind: Option<bool>,
     /// True on an emergency registration.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub emergency_registration_ind: Option<bool>,
     /// The AMF's GUAMI.
     pub guami: Guami,
     /// Dual registration flag.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dr_flag: Option<bool>,
     /// Access technology.
     pub rat_type: RatType,
     /// UE reachability request parameter.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub urrp_indicator: Option<bool>,
     /// SRVCC capability.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ue_srvcc_capability: Option<bool>,
     /// When the registration happened (RFC 3339 date-time).
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub registration_time: Option<String>,
     /// The AMF will not subscribe to UDM event exposure.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub no_ee_subscription_ind: Option<bool>,
     /// SUPI, when the ueId in the path is not one.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub supi: Option<String>,
     /// Re-registration required.
-    #[serde(
-        default,
-        deserialize_with = "not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub re_registration_required: Option<bool>,
 }
 

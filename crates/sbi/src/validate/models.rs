@@ -359,16 +359,10 @@ mod tests {
     fn refused<T: serde::de::DeserializeOwned + serde::Serialize + Validate>(
         v: &serde_json::Value,
     ) -> (String, Vec<String>) {
-        let p = decode_valid::<T>(v.to_string().as_bytes())
+        decode_valid::<T>(v.to_string().as_bytes())
             .err()
-            .unwrap_or_else(|| panic!("{v} accepted"));
-        let params = p
-            .invalid_params
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| i.param)
-            .collect();
-        (p.cause.unwrap_or_default(), params)
+            .unwrap_or_else(|| panic!("{v} accepted"))
+            .cause_and_params()
     }
 
     #[test]

@@ -242,14 +242,7 @@ mod tests {
     use super::*;
 
     fn cause(r: Result<Query, ProblemDetails>) -> (String, Vec<String>) {
-        let p = r.unwrap_err();
-        let params = p
-            .invalid_params
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| i.param)
-            .collect();
-        (p.cause.unwrap_or_default(), params)
+        r.unwrap_err().cause_and_params()
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl Association {
             out_streams: 0,
             in_streams: 0,
             send: SendQueue::new(p.my_tsn, 0),
-            recv: RecvState::new(0, 0),
+            recv: RecvState::new(0, 0, p.cfg.max_reassembly_fragments),
             peer_rwnd: 0,
             cwnd: initial_cwnd(pmtu),
             ssthresh: usize::MAX,
@@ -213,7 +213,7 @@ impl Association {
         self.out_streams = out;
         self.in_streams = inb;
         self.send = SendQueue::new(self.my_initial_tsn, out);
-        self.recv = RecvState::new(peer_tsn, inb);
+        self.recv = RecvState::new(peer_tsn, inb, self.cfg.max_reassembly_fragments);
         self.peer_rwnd = peer_rwnd;
         // RFC 9260 §7.2.1: initial ssthresh may be arbitrarily high; use the peer's window.
         self.ssthresh = peer_rwnd as usize;
@@ -726,7 +726,12 @@ impl Association {
                 ctx.stats.duplicate_tsns += 1;
                 true
             }
-            DataOutcome::Dropped => false,
+            DataOutcome::Dropped => {
+                // RFC 9260 §6.2: no room; not acknowledged, so the peer sends it again.
+                self.counters.data_dropped += 1;
+                ctx.stats.data_dropped += 1;
+                false
+            }
             DataOutcome::New if invalid_stream => {
                 // RFC 9260 §6.5: acknowledge the TSN, report the stream, drop the data.
                 ctx.stats.invalid_stream_data += 1;

@@ -13,8 +13,6 @@ use crate::wire::DataChunk;
 const MAX_TSN_AHEAD: u32 = 65_535;
 /// Most out-of-order TSN ranges tracked (a SACK in a 1200-byte packet reports ~290).
 const MAX_RANGES: usize = 512;
-/// Most fragments held for reassembly.
-const MAX_FRAGMENTS: usize = 8192;
 /// Duplicate TSNs remembered for the next SACK.
 const MAX_DUPS: usize = 32;
 
@@ -59,10 +57,12 @@ pub(super) struct RecvState {
     streams: Vec<InStream>,
     /// Bytes held in fragments and waiting messages (counts against a_rwnd).
     pub(super) buffered: usize,
+    /// Most fragments held for reassembly ([`crate::AssociationConfig::max_reassembly_fragments`]).
+    max_fragments: usize,
 }
 
 impl RecvState {
-    pub(super) fn new(peer_initial_tsn: u32, in_streams: u16) -> Self {
+    pub(super) fn new(peer_initial_tsn: u32, in_streams: u16, max_fragments: usize) -> Self {
         let mut streams = Vec::with_capacity(usize::from(in_streams));
         streams.resize_with(usize::from(in_streams), InStream::default);
         RecvState {
@@ -73,6 +73,7 @@ impl RecvState {
             frags: BTreeMap::new(),
             streams,
             buffered: 0,
+            max_fragments,
         }
     }
 
@@ -181,7 +182,8 @@ impl RecvState {
         // A peer scattering TSNs or tiny fragments could otherwise make every later chunk
         // expensive; legitimate traffic stays far below these bounds.
         if off != 1
-            && (self.ranges.len() >= MAX_RANGES || (fragment && self.frags.len() >= MAX_FRAGMENTS))
+            && (self.ranges.len() >= MAX_RANGES
+                || (fragment && self.frags.len() >= self.max_fragments))
         {
             return DataOutcome::Dropped;
         }
@@ -323,7 +325,7 @@ mod tests {
 
     #[test]
     fn gaps_and_dups() {
-        let mut r = RecvState::new(10, 4);
+        let mut r = RecvState::new(10, 4, 64);
         let mut got = Vec::new();
         assert_eq!(
             offer(&mut r, data(10, B | E, 0, 0, b"a"), &mut got),
@@ -373,7 +375,7 @@ mod tests {
 
     #[test]
     fn reassembly_out_of_order_and_unordered() {
-        let mut r = RecvState::new(u32::MAX - 1, 2);
+        let mut r = RecvState::new(u32::MAX - 1, 2, 64);
         let mut got = Vec::new();
         // A 3-fragment ordered message across the TSN wrap, arriving E, B, middle.
         offer(&mut r, data(0, E, 1, 0, b"cc"), &mut got);
@@ -393,7 +395,7 @@ mod tests {
 
     #[test]
     fn window_and_far_tsns() {
-        let mut r = RecvState::new(1, 1);
+        let mut r = RecvState::new(1, 1, 64);
         assert_eq!(
             r.accept_tsn(1 + 70_000, 10, false, 1000),
             DataOutcome::Dropped
@@ -404,8 +406,36 @@ mod tests {
     }
 
     #[test]
+    fn fragments_held_for_reassembly_are_bounded() {
+        let mut r = RecvState::new(1, 1, 3);
+        let mut got = Vec::new();
+        // Beginnings of messages that never end, scattered past the cumulative point.
+        for tsn in [3, 5, 7] {
+            assert_eq!(
+                offer(&mut r, data(tsn, B, 0, 0, b"x"), &mut got),
+                DataOutcome::New
+            );
+        }
+        assert_eq!(
+            offer(&mut r, data(9, B, 0, 0, b"x"), &mut got),
+            DataOutcome::Dropped
+        );
+        // Unfragmented data still gets through, and so does the next TSN in sequence
+        // even as a fragment: the window must always be able to move.
+        assert_eq!(
+            offer(&mut r, data(10, B | E, 0, 0, b"y"), &mut got),
+            DataOutcome::New
+        );
+        assert_eq!(
+            offer(&mut r, data(1, B, 0, 0, b"z"), &mut got),
+            DataOutcome::New
+        );
+        assert_eq!(r.frags.len(), 4);
+    }
+
+    #[test]
     fn scattered_tsns_are_bounded() {
-        let mut r = RecvState::new(1, 1);
+        let mut r = RecvState::new(1, 1, 64);
         for i in 0..2000u32 {
             r.accept_tsn(3 + 2 * i, 1, false, 1 << 20);
         }

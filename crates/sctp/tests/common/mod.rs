@@ -257,6 +257,22 @@ impl Net {
             .collect()
     }
 
+    /// Queues `data` on association `id` of `node`, which must accept it.
+    pub fn send(
+        &mut self,
+        node: usize,
+        id: AssocId,
+        stream: u16,
+        ppid: u32,
+        unordered: bool,
+        data: Bytes,
+    ) {
+        self.nodes[node]
+            .ep
+            .send(id, stream, ppid, unordered, data)
+            .unwrap();
+    }
+
     /// Sets up a client (node 0) and server (node 1) and completes the handshake.
     pub fn pair(seed: u64, tweak: impl Fn(&mut EndpointConfig)) -> (Net, AssocId, AssocId) {
         let mut net = Net::new(seed);

@@ -1,5 +1,6 @@
-//! Shared by the delivery tests: where the two ends of a test live (loopback, or the two
-//! namespaces of a veth pair) and a way to create sockets inside a namespace.
+//! Shared by the delivery and steering tests: where the two ends of a test live (loopback,
+//! or the two namespaces of a veth pair), a way to create sockets inside a namespace, and
+//! the owner a datagram must reach and the draining of a group's sockets to check it.
 //!
 //! A socket belongs to the network namespace of the thread that created it, for its whole
 //! life, whichever thread uses it later. So a test creates its server sockets on a short
@@ -8,9 +9,11 @@
 #![allow(unsafe_code, dead_code, unreachable_pub)]
 
 use std::fs::File;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::io::ErrorKind;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
 
 use testkit::netns::{Pair, Side};
 
@@ -96,4 +99,36 @@ pub fn client_ip() -> Ipv4Addr {
 /// a change of layout on one side fails the tests.
 pub fn expected_worker(app_id: u32, workers: u32) -> usize {
     (app_id % workers) as usize
+}
+
+/// Drains every (non-blocking) socket until `want` datagrams arrived, failing after
+/// `deadline`; returns (socket index, payload).
+pub fn recv_n(sockets: &[UdpSocket], want: usize, deadline: Duration) -> Vec<(usize, Vec<u8>)> {
+    let start = Instant::now();
+    let mut got = Vec::with_capacity(want);
+    let mut buf = [0u8; 2048];
+    while got.len() < want {
+        let mut idle = true;
+        for (i, s) in sockets.iter().enumerate() {
+            loop {
+                match s.recv(&mut buf) {
+                    Ok(n) => {
+                        got.push((i, buf[..n].to_vec()));
+                        idle = false;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("recv on socket {i}: {e}"),
+                }
+            }
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "only {} of {want} datagrams arrived",
+            got.len()
+        );
+        if idle {
+            std::thread::yield_now();
+        }
+    }
+    got
 }

@@ -9,7 +9,7 @@ use ids::{WorkerId, Workers};
 use nf::amf::n2::AmfN2Config;
 use nf::amf::registration::AmfConfig;
 use nf::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
-use nf::host::{HostConfig, SbiMode};
+use nf::host::{HostConfig, SbiMode, SbiTimeouts};
 use nf::smf::{DnnPool, SmfConfig};
 use nf::udm::{SidfKeys, UdmConfig};
 use pfcp::ie::NodeId;
@@ -114,6 +114,8 @@ impl SimConfig {
             sbi_pool: true,
             directory: StaticDirectory::new(),
             pfcp: Retransmission::default(),
+            // The simulator delivers or fails every call itself; no call timer runs.
+            sbi_timeouts: SbiTimeouts::default(),
         };
         let mut upf = NodeConfig::new(NodeId::Ipv4(UPF_IP), UPF_IP, UPF_IP, 1000);
         upf.heartbeat_interval = None;

@@ -3,8 +3,15 @@
 //! like the emulators it drives: [`Fleet::connected`] and [`Fleet::downlink`] take what the
 //! AMF sent and give the NGAP to send, so the simulator carries it over its N2 link and a
 //! socket test over real SCTP, with one copy of the procedure logic.
+//!
+//! AMF overload as the load generator meets it (TS 38.413 §8.7.6-8.7.7, TS 24.501 §5.3.9):
+//! a gNB under OVERLOAD START sheds its share of the UEs that start; a UE rejected with #22
+//! and T3346 waits: [`Fleet::take_backoffs`] gives its back-off to the runtime, which owns
+//! the clock and calls [`Fleet::retry`] when it has run out.
 
-use proto::nas::Guti;
+use std::time::Duration;
+
+use proto::nas::{FiveGmmCause, Guti};
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes, N2Send};
 use ran::ue::{RegistrationKind, SessionRequest, Ue, UeEvent};
 
@@ -83,8 +90,15 @@ pub struct UeRecord {
     pub events: Vec<UeEvent>,
     /// Whatever went against the plan.
     pub failures: Vec<String>,
-    /// The plan ran to its end.
+    /// The plan ran to its end (or the UE was shed).
     pub done: bool,
+    /// Its gNB shed it at the start, under the AMF's OVERLOAD START: it never sent a
+    /// message.
+    pub shed: bool,
+    /// The T3346 of every REGISTRATION REJECT with #22 it received, in order.
+    pub t3346: Vec<Duration>,
+    /// Registrations started again once T3346 ran out.
+    pub retries: u32,
 }
 
 /// Totals over the fleet.
@@ -106,6 +120,10 @@ pub struct FleetSummary {
     pub released: usize,
     /// UEs whose plan ran to its end.
     pub done: usize,
+    /// UEs shed by their gNB at the start.
+    pub shed: usize,
+    /// REGISTRATION REJECTs with #22 and T3346.
+    pub congestion_rejects: usize,
     /// Everything that went against a plan, gNB and UE.
     pub failures: Vec<String>,
 }
@@ -116,6 +134,8 @@ struct FleetGnb {
     members: Vec<usize>,
     ready: bool,
     failures: Vec<String>,
+    /// OVERLOAD START and STOP as received, in order.
+    overload: Vec<GnbEvent>,
 }
 
 struct FleetUe {
@@ -123,6 +143,8 @@ struct FleetUe {
     plan: UePlan,
     record: UeRecord,
     held: bool,
+    /// Waiting for T3346 to run out.
+    backing_off: bool,
 }
 
 /// gNBs and their UEs; see the module docs.
@@ -130,6 +152,8 @@ struct FleetUe {
 pub struct Fleet {
     gnbs: Vec<FleetGnb>,
     ues: Vec<FleetUe>,
+    /// Back-offs received and not yet taken by the runtime.
+    backoffs: Vec<(usize, Duration)>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -157,6 +181,7 @@ impl Fleet {
             members: Vec::new(),
             ready: false,
             failures: Vec::new(),
+            overload: Vec::new(),
         });
         self.gnbs.len() - 1
     }
@@ -173,6 +198,7 @@ impl Fleet {
                 ..UeRecord::default()
             },
             held: false,
+            backing_off: false,
         });
         if let Some(g) = self.gnbs.get_mut(gnb) {
             g.members.push(i);
@@ -210,6 +236,34 @@ impl Fleet {
         self.ues.iter().map(|u| &u.record)
     }
 
+    /// The OVERLOAD STARTs and STOPs gNB `g` received, in order.
+    pub fn overload_log(&self, g: usize) -> &[GnbEvent] {
+        &self.gnbs[g].overload
+    }
+
+    /// Whether gNB `g` is under an OVERLOAD START.
+    pub fn overloaded(&self, g: usize) -> bool {
+        self.gnbs.get(g).is_some_and(|g| g.gnb.overload().is_some())
+    }
+
+    /// The back-offs received since the last call: (UE, T3346). Call [`Fleet::retry`] for
+    /// each once its time has passed.
+    pub fn take_backoffs(&mut self) -> Vec<(usize, Duration)> {
+        std::mem::take(&mut self.backoffs)
+    }
+
+    /// UE `u`'s T3346 ran out: it registers again, if its gNB admits it.
+    pub fn retry(&mut self, u: usize) -> Vec<N2Send> {
+        let Some(fu) = self.ues.get_mut(u) else {
+            return Vec::new();
+        };
+        if !std::mem::take(&mut fu.backing_off) {
+            return Vec::new();
+        }
+        fu.record.retries += 1;
+        self.start(u)
+    }
+
     /// gNB `g`'s UE side (its sessions, its NGAP ids).
     pub fn gnb_ues(&self, g: usize) -> &GnbUes {
         &self.gnbs[g].ues
@@ -242,6 +296,8 @@ impl Fleet {
             s.deregistered += usize::from(r.deregistered);
             s.released += r.released as usize;
             s.done += usize::from(r.done);
+            s.shed += usize::from(r.shed);
+            s.congestion_rejects += r.t3346.len();
             s.failures
                 .extend(r.failures.iter().map(|f| format!("UE {i}: {f}")));
         }
@@ -250,7 +306,7 @@ impl Fleet {
 
     /// Whether every UE ran its plan to the end.
     pub fn all_done(&self) -> bool {
-        self.ues.iter().all(|u| u.record.done)
+        self.ues.iter().all(|u| u.record.done && !u.backing_off)
     }
 
     /// Whether every UE with a session plan holds its session up.
@@ -279,6 +335,13 @@ impl Fleet {
             return out;
         };
         let g = fu.record.gnb;
+        // TS 38.413 §8.7.6.2: an overloaded AMF's gNB turns the share it was told of new
+        // signalling connections away before they reach the AMF.
+        if !self.gnbs.get_mut(g).is_none_or(|g| g.gnb.admit_new_ue()) {
+            fu.record.shed = true;
+            fu.record.done = true;
+            return out;
+        }
         let reg = fu
             .ue
             .prepare()
@@ -335,11 +398,20 @@ impl Fleet {
                     if let Some(fu) = self.ues.get_mut(ue as usize) {
                         fu.record.released += 1;
                         if fu.record.deregistered
-                            || fu.record.registered == 0
+                            || (fu.record.registered == 0 && !fu.backing_off)
                             || !fu.plan.deregister
                         {
                             fu.record.done = true;
                         }
+                    }
+                }
+                GnbUeEvent::NotUeAssociated { procedure } => {
+                    let gnb = &mut self.gnbs[g];
+                    match gnb.gnb.handle(stream, pdu) {
+                        e @ (GnbEvent::OverloadStart { .. } | GnbEvent::OverloadStop) => {
+                            gnb.overload.push(e)
+                        }
+                        other => gnb.failures.push(format!("{procedure}: {other:?}")),
                     }
                 }
                 GnbUeEvent::ContextSetup { .. }
@@ -423,6 +495,15 @@ impl Fleet {
             }
             UeEvent::Deregistered => {
                 fu.record.deregistered = true;
+                None
+            }
+            // TS 24.501 §5.5.1.2.5, §5.3.9: with T3346 the UE waits, then registers again.
+            UeEvent::RegistrationRejected(FiveGmmCause::Congestion) if fu.ue.t3346().is_some() => {
+                let t3346 = fu.ue.t3346().unwrap_or_default();
+                fu.record.t3346.push(t3346);
+                fu.record.done = false;
+                fu.backing_off = true;
+                self.backoffs.push((u, t3346));
                 None
             }
             UeEvent::Authenticated

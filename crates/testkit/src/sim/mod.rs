@@ -201,6 +201,10 @@ pub struct Sim<P: Placement> {
     n2: Vec<N2Worker>,
     upf: Option<(UpfNode, MemoryDatapath)>,
     fleet: Fleet,
+    /// Fleet UEs waiting for T3346, by when it runs out.
+    backoffs: BTreeMap<(Instant, usize), Instant>,
+    /// (UE, rejected at, registered again at) of every T3346 run out.
+    retries: Vec<(usize, Duration, Duration)>,
     peers: HashMap<u32, Peer>,
     gnb_assoc: Vec<u32>,
     raw_down: HashMap<u32, VecDeque<(u16, Vec<u8>)>>,
@@ -284,6 +288,8 @@ impl<P: Placement> Sim<P> {
             n2,
             upf,
             fleet: Fleet::new(),
+            backoffs: BTreeMap::new(),
+            retries: Vec::new(),
             peers: HashMap::new(),
             gnb_assoc: Vec::new(),
             raw_down: HashMap::new(),
@@ -431,6 +437,12 @@ impl<P: Placement> Sim<P> {
     /// The gNBs and UEs.
     pub fn fleet(&self) -> &Fleet {
         &self.fleet
+    }
+
+    /// Every T3346 a fleet UE waited out: (UE, rejected at, registered again at), in
+    /// virtual time since the start.
+    pub fn retries(&self) -> &[(usize, Duration, Duration)] {
+        &self.retries
     }
 
     /// The association of fleet gNB `g`.
@@ -685,7 +697,8 @@ impl<P: Placement> Sim<P> {
     fn next_timer(&self) -> Option<Instant> {
         let hosts = self.hosts.iter().filter_map(Host::poll_timeout);
         let upf = self.upf.as_ref().and_then(|(n, _)| n.poll_timeout());
-        hosts.chain(upf).min()
+        let backoff = self.backoffs.first_key_value().map(|((t, _), _)| *t);
+        hosts.chain(upf).chain(backoff).min()
     }
 
     fn fire_timers(&mut self) {
@@ -698,6 +711,20 @@ impl<P: Placement> Sim<P> {
         if let Some((n, dp)) = self.upf.as_mut() {
             if n.poll_timeout().is_some_and(|t| t <= now) {
                 n.handle_timeout(now, dp);
+            }
+        }
+        while let Some(e) = self.backoffs.first_entry() {
+            let (at, u) = *e.key();
+            if at > now {
+                break;
+            }
+            let rejected = e.remove();
+            self.retries
+                .push((u, rejected - self.start, now - self.start));
+            let g = self.fleet.record(u).gnb;
+            let assoc = self.gnb_assoc[g];
+            for s in self.fleet.retry(u) {
+                self.uplink(assoc, s);
             }
         }
     }
@@ -785,6 +812,9 @@ impl<P: Placement> Sim<P> {
                     let g = *g;
                     for s in self.fleet.downlink(g, stream, &pdu) {
                         self.uplink(assoc, s);
+                    }
+                    for (u, t3346) in self.fleet.take_backoffs() {
+                        self.backoffs.insert((now + t3346, u), now);
                     }
                 }
                 Some(Peer::Raw) => self
@@ -900,6 +930,20 @@ impl<P: Placement> Sim<P> {
                 while let Some(o) = self.hosts[w].poll_output() {
                     progress = true;
                     self.carry(w, o);
+                }
+                // As a core worker does: the AMF's overload transitions go to this
+                // worker's N2 side, which tells its gNBs (OVERLOAD START / STOP).
+                while let Some(signal) = self.hosts[w].poll_overload() {
+                    progress = true;
+                    let mut out = Vec::new();
+                    if let Some(n) = self.n2.get_mut(w) {
+                        n.amf.overload(signal, &mut out);
+                    }
+                    for o in out {
+                        if let N2Output::Send { assoc, stream, pdu } = o {
+                            self.downlink(assoc, stream, pdu);
+                        }
+                    }
                 }
             }
             if let Some((n, _)) = self.upf.as_mut() {

@@ -5,7 +5,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use pfcp::ie::{ty, GateStatus, NodeId, Triggers};
-use pfcp::message::{SessionModificationRequest, SessionResponse};
+use pfcp::message::{SessionEstablishmentResponse, SessionModificationRequest, SessionResponse};
 use pfcp::requests::{self, SessionSpec};
 use pfcp::{Cause, Message, PfcpMessage};
 
@@ -130,16 +130,35 @@ impl Harness {
         SessionSpec::new(Self::smf_node(), 0x99, SMF, UE)
     }
 
-    /// Establishes a session; returns (UP SEID, chosen TEID).
-    fn establish(&mut self, spec: &SessionSpec) -> (u64, u32) {
-        let r = self.send(
-            Some(0),
-            Message::SessionEstablishmentRequest(requests::establishment(spec)),
-        );
-        assert_eq!(r.header.seid, Some(spec.cp_seid));
+    /// Sends a Session Establishment Request for `spec` from `from`; the answer's header SEID
+    /// and body.
+    fn establishment_from(
+        &mut self,
+        from: SocketAddr,
+        spec: &SessionSpec,
+    ) -> (Option<u64>, SessionEstablishmentResponse) {
+        let m = Message::SessionEstablishmentRequest(requests::establishment(spec));
+        let r = self.send_from(from, Some(0), m);
         let Message::SessionEstablishmentResponse(e) = r.message else {
             panic!("{r:?}")
         };
+        (r.header.seid, e)
+    }
+
+    /// [`Self::establishment_from`] the SMF, checking the answer's sequence number.
+    fn establishment(&mut self, spec: &SessionSpec) -> (Option<u64>, SessionEstablishmentResponse) {
+        let m = Message::SessionEstablishmentRequest(requests::establishment(spec));
+        let r = self.send(Some(0), m);
+        let Message::SessionEstablishmentResponse(e) = r.message else {
+            panic!("{r:?}")
+        };
+        (r.header.seid, e)
+    }
+
+    /// Establishes a session; returns (UP SEID, chosen TEID).
+    fn establish(&mut self, spec: &SessionSpec) -> (u64, u32) {
+        let (seid, e) = self.establishment(spec);
+        assert_eq!(seid, Some(spec.cp_seid));
         assert_eq!(e.cause, Cause::REQUEST_ACCEPTED, "{e:?}");
         let up = e.up_f_seid.unwrap();
         assert_eq!(up.ipv4, Some(UPF));
@@ -187,15 +206,9 @@ fn heartbeat_is_answered_without_association() {
 fn sessions_need_an_association() {
     let mut h = Harness::new();
     let spec = h.spec();
-    let r = h.send(
-        Some(0),
-        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-    );
-    let Message::SessionEstablishmentResponse(e) = r.message else {
-        panic!("{r:?}")
-    };
+    let (seid, e) = h.establishment(&spec);
     assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
-    assert_eq!(r.header.seid, Some(0));
+    assert_eq!(seid, Some(0));
     assert_eq!(h.entries(), Entries::default());
 }
 
@@ -623,13 +636,7 @@ fn two_sessions_may_not_share_a_ue_address() {
     h.associate();
     let spec = h.spec();
     h.establish(&spec);
-    let r = h.send(
-        Some(0),
-        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-    );
-    let Message::SessionEstablishmentResponse(e) = r.message else {
-        panic!("{r:?}")
-    };
+    let (_, e) = h.establishment(&spec);
     assert_eq!(e.cause, Cause::RULE_CREATION_FAILURE);
     assert_eq!(h.entries().downlink, 1);
     assert_eq!(h.node.session_count(), 1);
@@ -858,14 +865,7 @@ fn session_requests_from_no_association_get_72() {
     // An establishment quoting A's Node ID from a stranger's address.
     let mut spec = h.spec();
     spec.ue_ip = Ipv4Addr::new(10, 45, 9, 9);
-    let r = h.send_from(
-        at(STRANGER),
-        Some(0),
-        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-    );
-    let Message::SessionEstablishmentResponse(e) = r.message else {
-        panic!("{r:?}")
-    };
+    let (_, e) = h.establishment_from(at(STRANGER), &spec);
     assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
     assert_eq!((h.dp.uplink(teid), h.dp.downlink(UE)), before);
     assert_eq!(h.node.session_count(), 1);
@@ -878,28 +878,14 @@ fn establishment_quoting_another_node_id_gets_72() {
     let (mut h, _, _) = two_smfs();
     let mut spec = h.spec();
     spec.ue_ip = Ipv4Addr::new(10, 45, 8, 8);
-    let r = h.send_from(
-        at(SMF_B),
-        Some(0),
-        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-    );
-    let Message::SessionEstablishmentResponse(e) = r.message else {
-        panic!("{r:?}")
-    };
+    let (seid, e) = h.establishment_from(at(SMF_B), &spec);
     assert_eq!(e.cause, Cause::NO_ESTABLISHED_ASSOCIATION);
-    assert_eq!(r.header.seid, Some(0));
+    assert_eq!(seid, Some(0));
     assert_eq!(h.node.session_count(), 1);
     // Under its own Node ID it may.
     spec.node_id = NodeId::Ipv4(SMF_B);
     spec.cp_ip = SMF_B;
-    let r = h.send_from(
-        at(SMF_B),
-        Some(0),
-        Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-    );
-    let Message::SessionEstablishmentResponse(e) = r.message else {
-        panic!("{r:?}")
-    };
+    let (_, e) = h.establishment_from(at(SMF_B), &spec);
     assert_eq!(e.cause, Cause::REQUEST_ACCEPTED);
 }
 
@@ -985,19 +971,13 @@ fn the_session_limit_answers_75() {
         let mut spec = h.spec();
         spec.ue_ip = Ipv4Addr::new(10, 45, 3, i);
         spec.cp_seid = u64::from(i) + 1;
-        let r = h.send(
-            Some(0),
-            Message::SessionEstablishmentRequest(requests::establishment(&spec)),
-        );
-        let Message::SessionEstablishmentResponse(e) = r.message else {
-            panic!("{r:?}")
-        };
+        let (seid, e) = h.establishment(&spec);
         if i < 2 {
             assert_eq!(e.cause, Cause::REQUEST_ACCEPTED);
             seids.push(e.up_f_seid.unwrap().seid);
         } else {
             assert_eq!(e.cause, Cause::NO_RESOURCES_AVAILABLE);
-            assert_eq!(r.header.seid, Some(0));
+            assert_eq!(seid, Some(0));
         }
     }
     assert_eq!(h.node.session_count(), 2);

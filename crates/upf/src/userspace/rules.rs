@@ -751,10 +751,29 @@ pub fn echo_response(seq: u16) -> [u8; 14] {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::userspace::craft;
     use pfcp::gtpu::Repr;
+
+    /// Session 1's uplink PDR 1: `teid` forwarded for `ue_ip` through an open gate, counted
+    /// in `usage`.
+    pub(in crate::userspace) fn forward_uplink(
+        teid: u32,
+        ue_ip: Ipv4Addr,
+        usage: Option<UsageId>,
+    ) -> UplinkRule {
+        UplinkRule {
+            teid,
+            seid: 1,
+            pdr_id: 1,
+            ue_ip,
+            qfi: None,
+            action: UplinkAction::Forward,
+            gate: Gate::OPEN,
+            usage,
+        }
+    }
 
     #[test]
     fn encap_is_what_the_codec_reads() {
@@ -806,17 +825,7 @@ mod tests {
     fn broken_inner_headers_are_dropped_with_their_cause() {
         let (mut h, mut r) = channel();
         let ue = Ipv4Addr::new(10, 9, 0, 1);
-        h.install_uplink(&UplinkRule {
-            teid: 7,
-            seid: 1,
-            pdr_id: 1,
-            ue_ip: ue,
-            qfi: None,
-            action: UplinkAction::Forward,
-            gate: Gate::OPEN,
-            usage: None,
-        })
-        .unwrap();
+        h.install_uplink(&forward_uplink(7, ue, None)).unwrap();
         r.apply_updates(&mut Vec::new());
         let good = craft::ipv4_udp(ue, Ipv4Addr::new(10, 8, 0, 1), 1, 2, b"inner").unwrap();
         for (ihl_byte, want) in [
@@ -853,17 +862,8 @@ mod tests {
         let (mut h, mut r) = channel();
         let ue = Ipv4Addr::new(10, 9, 0, 1);
         let dn = Ipv4Addr::new(10, 8, 0, 1);
-        h.install_uplink(&UplinkRule {
-            teid: 7,
-            seid: 1,
-            pdr_id: 1,
-            ue_ip: ue,
-            qfi: None,
-            action: UplinkAction::Forward,
-            gate: Gate::OPEN,
-            usage: Some(UsageId(1)),
-        })
-        .unwrap();
+        h.install_uplink(&forward_uplink(7, ue, Some(UsageId(1))))
+            .unwrap();
         h.install_downlink(&DownlinkRule {
             ue_ip: ue,
             seid: 1,

@@ -17,8 +17,9 @@
 //! otherwise reach the peer through XDP with a bad UDP checksum).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::datapath::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -235,6 +236,14 @@ impl Testbed {
         super::netns::run_in(Some(self.ns(host)), move || UdpSocket::bind(addr))?
     }
 
+    /// The two ends a datapath test talks through: the gNB's GTP-U socket (`N3_RAN:2152`
+    /// in ran) and a host's socket on `N6_DN:dn_port` in dn.
+    pub fn gnb_and_dn(&self, dn_port: u16) -> io::Result<(UdpSocket, UdpSocket)> {
+        let gnb = self.udp(Host::Ran, SocketAddrV4::new(N3_RAN, 2152))?;
+        let dn = self.udp(Host::Dn, SocketAddrV4::new(N6_DN, dn_port))?;
+        Ok((gnb, dn))
+    }
+
     /// Attaches `xdp_pass` to the ran and dn ends of N3 and N6: a veth delivers frames its
     /// peer redirected with XDP only when it runs an XDP program itself (KERNEL.md §3).
     pub fn attach_peer_pass(&self) -> io::Result<()> {
@@ -296,6 +305,37 @@ impl Drop for Testbed {
             let _ = ip(&["netns", "del", ns]);
         }
     }
+}
+
+/// A datapath under test in its bed, with the gNB and DN sockets the test talks through.
+/// Fields drop in order: the datapath (its links and programs) before the namespaces.
+pub struct Rig<D> {
+    /// The datapath under test.
+    pub dp: D,
+    /// The gNB's GTP-U socket on N3.
+    pub gnb: UdpSocket,
+    /// A DN host's socket on N6.
+    pub dn: UdpSocket,
+    /// The namespaces and links.
+    pub bed: Testbed,
+}
+
+impl<D> Rig<D> {
+    /// Rigs `dp`, already started in `bed`, with the gNB socket and a DN host on `dn_port`
+    /// ([`Testbed::gnb_and_dn`]).
+    pub fn new(bed: Testbed, dp: D, dn_port: u16) -> io::Result<Self> {
+        let (gnb, dn) = bed.gnb_and_dn(dn_port)?;
+        Ok(Rig { dp, gnb, dn, bed })
+    }
+}
+
+/// The next datagram on `sock` within `wait`, with its sender; `None` when none came.
+pub fn recv_within(sock: &UdpSocket, wait: Duration) -> Option<(Vec<u8>, SocketAddr)> {
+    sock.set_read_timeout(Some(wait)).ok()?;
+    let mut buf = vec![0u8; 2048];
+    let (n, from) = sock.recv_from(&mut buf).ok()?;
+    buf.truncate(n);
+    Some((buf, from))
 }
 
 /// Session `i`'s uplink rule: local TEID `teid`, UE `ue_ip(i)`, forward to N6, open gate,

@@ -90,7 +90,8 @@ impl<F: Datapath, S: Datapath> Datapath for Tiered<F, S> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::datapath::{DownlinkAction, Gate, UplinkAction};
+    use crate::datapath::{DownlinkAction, Gate};
+    use crate::userspace::rules::tests::forward_uplink;
     use crate::MemoryDatapath;
 
     #[test]
@@ -98,17 +99,8 @@ mod tests {
         let (f, s) = (MemoryDatapath::new(), MemoryDatapath::new());
         let mut t = Tiered::new(f.clone(), s.clone(), "a+b");
         let ue = Ipv4Addr::new(10, 203, 64, 1);
-        t.install_uplink(&UplinkRule {
-            teid: 5,
-            seid: 1,
-            pdr_id: 1,
-            ue_ip: ue,
-            qfi: None,
-            action: UplinkAction::Forward,
-            gate: Gate::OPEN,
-            usage: Some(UsageId(1)),
-        })
-        .unwrap();
+        t.install_uplink(&forward_uplink(5, ue, Some(UsageId(1))))
+            .unwrap();
         t.install_downlink(&DownlinkRule {
             ue_ip: ue,
             seid: 1,

@@ -1,5 +1,6 @@
 //! The AMF's side of N2 for non-UE-associated signalling: NG Setup (TS 38.413 §8.7.1),
-//! Error Indication (§8.7.4) and the error handling of clause 10.
+//! Error Indication (§8.7.4), AMF overload start and stop (§8.7.6, §8.7.7) and the error
+//! handling of clause 10.
 //!
 //! Sans-IO: the runtime hands in each NGAP message received on an SCTP association
 //! (identified by the transport's `u32` association id, with its stream id) and sends
@@ -15,6 +16,8 @@ use proto::ngap::{
     ProtocolCause, ProtocolFault, SupportedTa,
 };
 use tracing::{debug, info, warn};
+
+use crate::amf::overload::{GnbOverload, OverloadSignal, OverloadedWorkers};
 
 #[cfg(test)]
 mod tests;
@@ -129,6 +132,10 @@ pub struct N2Stats {
     /// Messages silently ignored: unknown procedures of criticality ignore
     /// (§10.3.4.1), faulty ERROR INDICATIONs (§10.5).
     pub ignored: u64,
+    /// OVERLOAD STARTs sent (§8.7.6), one per gNB.
+    pub overload_starts_sent: u64,
+    /// OVERLOAD STOPs sent (§8.7.7), one per gNB.
+    pub overload_stops_sent: u64,
 }
 
 impl NgSetupFailureStats {
@@ -158,6 +165,8 @@ impl N2Stats {
         self.unexpected += o.unexpected;
         self.abstract_syntax_errors += o.abstract_syntax_errors;
         self.ignored += o.ignored;
+        self.overload_starts_sent += o.overload_starts_sent;
+        self.overload_stops_sent += o.overload_stops_sent;
     }
 }
 
@@ -209,6 +218,8 @@ pub struct AmfN2 {
     response: Result<Vec<u8>, ngap::EncodeError>,
     gnbs: HashMap<u32, GnbContext>,
     stats: N2Stats,
+    /// The AMF workers in overload.
+    overload: OverloadedWorkers,
 }
 
 impl AmfN2 {
@@ -223,6 +234,44 @@ impl AmfN2 {
             response,
             gnbs: HashMap::new(),
             stats: N2Stats::default(),
+            overload: OverloadedWorkers::default(),
+        }
+    }
+
+    /// A worker of the AMF entered or left overload. The first to enter makes this side
+    /// send OVERLOAD START to each of its gNBs (TS 38.413 §8.7.6.2), the last to leave
+    /// OVERLOAD STOP (§8.7.7.2); gNBs that complete NG Setup meanwhile get OVERLOAD START
+    /// after the NG SETUP RESPONSE.
+    pub fn overload(&mut self, signal: OverloadSignal, out: &mut Vec<N2Output>) {
+        let Some(change) = self.overload.signal(signal) else {
+            return;
+        };
+        let pdu = match change {
+            GnbOverload::Start(m) => m.encode(),
+            GnbOverload::Stop => ngap::OverloadStop.encode(),
+        };
+        let pdu = match pdu {
+            Ok(p) => p,
+            Err(e) => return warn!(error = %e, "overload message does not encode"),
+        };
+        let mut ready: Vec<u32> = self
+            .gnbs
+            .values()
+            .filter(|g| g.state == SetupState::Ready)
+            .map(|g| g.assoc)
+            .collect();
+        ready.sort_unstable();
+        info!(gnbs = ready.len(), ?change, "AMF overload");
+        for assoc in ready {
+            match change {
+                GnbOverload::Start(_) => self.stats.overload_starts_sent += 1,
+                GnbOverload::Stop => self.stats.overload_stops_sent += 1,
+            }
+            out.push(N2Output::Send {
+                assoc,
+                stream: ngap::NON_UE_STREAM,
+                pdu: pdu.clone(),
+            });
         }
     }
 
@@ -561,6 +610,16 @@ impl AmfN2 {
             stream,
             pdu: response,
         });
+        // §8.7.6: the AMF is overloaded now; the new gNB is told like the others.
+        if let Some(start) = self.overload.current() {
+            match start.encode() {
+                Ok(pdu) => {
+                    self.stats.overload_starts_sent += 1;
+                    out.push(N2Output::Send { assoc, stream, pdu });
+                }
+                Err(e) => warn!(assoc, error = %e, "OVERLOAD START does not encode"),
+            }
+        }
     }
 
     /// Sends NG SETUP FAILURE (§8.7.1.3). The association's previous configuration, if

@@ -583,3 +583,78 @@ fn arbitrary_bytes_never_panic() {
     let rsp = answer(&mut amf, 7, 0, &default_request());
     assert_eq!(rsp.kind(), MessageKind::NgSetupResponse);
 }
+
+/// TS 38.413 §8.7.6, §8.7.7: OVERLOAD START reaches every gNB that completed NG Setup when
+/// the first AMF worker enters overload, and those that set up during it after their
+/// response; OVERLOAD STOP when the last worker leaves it.
+#[test]
+fn overload_start_and_stop_reach_every_ready_gnb() {
+    use crate::amf::overload::{OverloadConfig, OverloadSignal};
+    let start = OverloadConfig {
+        traffic_load_reduction: 40,
+        ..OverloadConfig::default()
+    }
+    .start_message();
+    let on = |worker| OverloadSignal {
+        worker,
+        start: Some(start),
+    };
+    let off = |worker| OverloadSignal {
+        worker,
+        start: None,
+    };
+    let mut amf = amf();
+    amf.association_up(8);
+    amf.association_up(9);
+    answer(&mut amf, 7, 0, &default_request());
+    answer(&mut amf, 8, 0, &default_request());
+    let sent = |out: &[N2Output]| -> Vec<(u32, MessageKind)> {
+        out.iter()
+            .map(|N2Output::Send { assoc, stream, pdu }| {
+                assert_eq!(*stream, ngap::NON_UE_STREAM);
+                (*assoc, ngap::decode(pdu).unwrap().kind())
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    amf.overload(on(1), &mut out);
+    // Association 9 has not completed NG Setup.
+    assert_eq!(
+        sent(&out),
+        vec![
+            (7, MessageKind::OverloadStart),
+            (8, MessageKind::OverloadStart)
+        ]
+    );
+    let N2Output::Send { pdu, .. } = &out[0];
+    let got = ngap::OverloadStart::parse(&ngap::decode(pdu).unwrap()).unwrap();
+    assert_eq!(got, start);
+    assert_eq!(got.traffic_load_reduction, Some(40));
+    // A second worker in overload changes nothing for the gNBs.
+    out.clear();
+    amf.overload(on(0), &mut out);
+    assert!(out.is_empty());
+    // A gNB that sets up now hears the response, then OVERLOAD START.
+    amf.handle(9, 0, &default_request(), &mut out);
+    assert_eq!(
+        sent(&out),
+        vec![
+            (9, MessageKind::NgSetupResponse),
+            (9, MessageKind::OverloadStart)
+        ]
+    );
+    out.clear();
+    amf.overload(off(1), &mut out);
+    assert!(out.is_empty());
+    amf.overload(off(0), &mut out);
+    assert_eq!(
+        sent(&out),
+        vec![
+            (7, MessageKind::OverloadStop),
+            (8, MessageKind::OverloadStop),
+            (9, MessageKind::OverloadStop)
+        ]
+    );
+    assert_eq!(amf.stats().overload_starts_sent, 3);
+    assert_eq!(amf.stats().overload_stops_sent, 3);
+}

@@ -38,6 +38,8 @@ mod ue;
 pub mod route;
 
 #[cfg(test)]
+mod admission_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -54,7 +56,7 @@ use proto::nas::{
     IdentityRequest, IdentityType, IntegrityAlgorithm, MobileIdentity, NasMessage,
     NasSecurityContext, NasSecurityError, Ngksi, RegistrationAccept, RegistrationReject,
     RegistrationRequest, RegistrationResult, RegistrationType, SchemeOutput, SecurityHeaderType,
-    SecurityModeCommand, Suci,
+    SecurityModeCommand, Suci, TimerValue,
 };
 use proto::ngap::{
     self, Cause, DownlinkNasTransport, ErrorIndication, InitialContextSetupFailure,
@@ -76,6 +78,7 @@ use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::{HxresStar, Kseaf, Rand, ResStar};
 use tracing::{debug, warn};
 
+use crate::amf::overload::{Hysteresis, OverloadConfig};
 use crate::state::ContextMap;
 
 pub use route::{route, Route};
@@ -121,6 +124,22 @@ pub struct AmfConfig {
     pub retransmission_timer: Duration,
     /// Most UEs kept without an N2 connection on this worker; the oldest goes first.
     pub max_idle: usize,
+    /// Most connected UE contexts on this worker (in the locking baseline, `workers ×`
+    /// this over the shared map). A registration beyond it is rejected with 5GMM #22 and
+    /// T3346; the rejected UE keeps a context until its release completes, so up to
+    /// [`reject_headroom`] more may exist, and an INITIAL UE MESSAGE beyond those is
+    /// dropped and counted ([`AmfStats::initial_ue_dropped`]).
+    pub max_ue_contexts: usize,
+    /// T3346 sent with 5GMM #22 (TS 24.501 §5.3.9, §10.2): how long a rejected UE waits.
+    pub t3346: Duration,
+    /// Overload control by registrations in flight; `None` turns it off.
+    pub overload: Option<OverloadConfig>,
+}
+
+/// Contexts allowed beyond [`AmfConfig::max_ue_contexts`] for UEs being rejected (each
+/// lives until its UE CONTEXT RELEASE COMPLETE): a sixteenth of the limit, at least 64.
+pub fn reject_headroom(max_ue_contexts: usize) -> usize {
+    (max_ue_contexts / 16).max(64)
 }
 
 impl AmfConfig {
@@ -150,6 +169,9 @@ impl AmfConfig {
             api_root: "http://127.0.0.1:7777".to_owned(),
             retransmission_timer: DEFAULT_RETRANSMISSION_TIMER,
             max_idle: 100_000,
+            max_ue_contexts: 250_000,
+            t3346: Duration::from_secs(30),
+            overload: Some(OverloadConfig::default()),
         }
     }
 
@@ -232,6 +254,18 @@ pub struct AmfStats {
     pub releases: u64,
     /// SBI replies for no outstanding call, or for a UE that moved on.
     pub stray_replies: u64,
+    /// Registrations rejected with #22 and T3346 because the worker was overloaded
+    /// (TS 23.501 §5.19.5.2).
+    pub congestion_rejects: u64,
+    /// Registrations rejected with #22 and T3346 because the worker held
+    /// [`AmfConfig::max_ue_contexts`].
+    pub context_limit_rejects: u64,
+    /// INITIAL UE MESSAGEs dropped because even the rejects' headroom was used up.
+    pub initial_ue_dropped: u64,
+    /// Times the worker entered overload.
+    pub overload_starts: u64,
+    /// Registrations in flight now (a gauge: the overload signal).
+    pub registrations_in_flight: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +280,9 @@ enum CallKind {
     SmUpdate(u8),
     /// Nsmf ReleaseSMContext of a UE whose context is gone.
     SmRelease,
+    /// Nsmf ReleaseSMContext of an SM context created for a UE, or a PDU session, that was
+    /// gone when the creation's answer came.
+    SmOrphan,
 }
 
 /// One AMF worker. `M` holds the connected UEs by AMF-UE-NGAP-ID, `P` the UEs without an
@@ -267,6 +304,8 @@ pub struct Amf<M, P> {
     timers: BTreeSet<(Instant, u64)>,
     idle_order: VecDeque<u32>,
     actions: VecDeque<Action>,
+    /// Overload transitions not yet polled ([`Amf::poll_overload`]).
+    overload_changes: VecDeque<bool>,
 }
 
 /// The worker's own state that procedure steps read and update beside the UE context:
@@ -280,6 +319,9 @@ struct Local {
     next_tmsi: u32,
     next_call: u64,
     calls: HashMap<u64, (u64, CallKind)>,
+    /// The UE's 5GSM message each outstanding Nsmf call carries, sent back to the UE if the
+    /// call fails without an answer for it (see [`session`]).
+    sm_n1: HashMap<u64, Vec<u8>>,
     /// SUPI → AMF-UE-NGAP-ID of the UEs with PDU sessions this worker set up, so an
     /// N1N2MessageTransfer naming the SUPI finds its UE (see [`session`]).
     supi_index: HashMap<String, u64>,
@@ -287,6 +329,10 @@ struct Local {
     sm_stats: session::SessionStats,
     /// The output of the step in progress, taken as [`Effects`] when it ends.
     out: Effects,
+    /// Registrations in flight on this worker (see [`Local::account`]).
+    in_flight: u64,
+    /// The overload state of `in_flight`, with overload control on.
+    overload: Option<Hysteresis>,
 }
 
 /// What one procedure step hands back to be done after its access to the UE context:
@@ -312,16 +358,22 @@ where
     /// An AMF worker with its (possibly shared) maps.
     pub fn new(cfg: AmfConfig, ues: M, idle: P) -> Self {
         let snn = cfg.serving_network_name();
+        let overload = cfg
+            .overload
+            .map(|o| Hysteresis::new(o.high_mark, o.low_mark));
         Self {
             ues,
             idle,
             local: Local {
+                in_flight: 0,
+                overload,
                 cfg,
                 snn,
                 next_ue: 0,
                 next_tmsi: 0,
                 next_call: 0,
                 calls: HashMap::new(),
+                sm_n1: HashMap::new(),
                 supi_index: HashMap::new(),
                 stats: AmfStats::default(),
                 sm_stats: session::SessionStats::default(),
@@ -330,12 +382,32 @@ where
             timers: BTreeSet::new(),
             idle_order: VecDeque::new(),
             actions: VecDeque::new(),
+            overload_changes: VecDeque::new(),
         }
     }
 
     /// Counters.
     pub fn stats(&self) -> AmfStats {
-        self.local.stats
+        AmfStats {
+            registrations_in_flight: self.local.in_flight,
+            ..self.local.stats
+        }
+    }
+
+    /// Registrations in flight on this worker: the overload signal.
+    pub fn registrations_in_flight(&self) -> u64 {
+        self.local.in_flight
+    }
+
+    /// Whether this worker is overloaded (rejecting new registrations with #22).
+    pub fn is_overloaded(&self) -> bool {
+        self.local.overload.is_some_and(|h| h.is_active())
+    }
+
+    /// The next overload transition of this worker: `true` it entered overload, `false` it
+    /// left it.
+    pub fn poll_overload(&mut self) -> Option<bool> {
+        self.overload_changes.pop_front()
     }
 
     /// The configuration.
@@ -382,6 +454,24 @@ where
                 TimerOp::Set(t, id) => self.timers.insert((t, id)),
                 TimerOp::Cancel(t, id) => self.timers.remove(&(t, id)),
             };
+        }
+        let l = &mut self.local;
+        if let Some(change) = l.overload.as_mut().and_then(|h| h.update(l.in_flight)) {
+            if change {
+                l.stats.overload_starts += 1;
+                warn!(
+                    worker = l.cfg.worker.0,
+                    in_flight = l.in_flight,
+                    "AMF worker overloaded: new registrations rejected with #22"
+                );
+            } else {
+                debug!(
+                    worker = l.cfg.worker.0,
+                    in_flight = l.in_flight,
+                    "AMF worker recovered"
+                );
+            }
+            self.overload_changes.push_back(change);
         }
     }
 
@@ -602,7 +692,11 @@ where
         }
         let ((refused, effects), gone) = self.ues.with_remove(&amf, |u| {
             let (refused, gone) = match u {
-                Some(ue) if ue.assoc == assoc && ue.ran_ue_ngap_id == ran => (None, step(l, ue)),
+                Some(ue) if ue.assoc == assoc && ue.ran_ue_ngap_id == ran => {
+                    let gone = step(l, ue);
+                    l.account(ue);
+                    (None, gone)
+                }
                 Some(ue) if ue.assoc == assoc => {
                     (Some(RadioNetworkCause::InconsistentRemoteUENGAPID), false)
                 }
@@ -646,11 +740,38 @@ where
             debug!(assoc, gnb_id, message_type = ?mt, "initial NAS message discarded");
             return;
         }
+        // TS 23.501 §5.19.5.2, TS 24.501 §5.5.1.2.5: a worker at its context limit or in
+        // overload rejects the registration with #22 and T3346 before reading it.
+        let held = self.ues.len_hint();
         let l = &mut self.local;
+        let limit = l.cfg.max_ue_contexts.saturating_mul(if M::SHARED {
+            usize::from(l.cfg.workers.count())
+        } else {
+            1
+        });
+        if held >= limit.saturating_add(reject_headroom(limit)) {
+            l.stats.initial_ue_dropped += 1;
+            debug!(
+                assoc,
+                gnb_id, held, "INITIAL UE MESSAGE dropped: no room even to reject"
+            );
+            return;
+        }
+        let refusal = if held >= limit {
+            Some(Refusal::ContextLimit)
+        } else if l.overload.is_some_and(|h| h.is_active()) {
+            Some(Refusal::Overload)
+        } else {
+            None
+        };
         let id = amf_ue_ngap_id(l.cfg.worker, l.next_ue);
         l.next_ue = l.next_ue.wrapping_add(1);
         let mut ue = UeContext::new(id, m.ran_ue_ngap_id, assoc, stream);
         l.stats.ues_created += 1;
+        if let Some(r) = refusal {
+            l.congestion_reject(now, &mut ue, r);
+            return self.insert_new(ue);
+        }
         // The new context is stepped before it is inserted: nobody else can know its id
         // yet, and the insertion is its one access to the map.
         if header == Some(0) {
@@ -712,8 +833,11 @@ where
 
     /// A new context enters the map (replacing any left under a reused id, as a
     /// wrapped-around allocation would), then the output of its first step goes out.
-    fn insert_new(&mut self, ue: UeContext) {
-        self.ues.insert(ue.amf_ue_ngap_id, ue);
+    fn insert_new(&mut self, mut ue: UeContext) {
+        self.local.account(&mut ue);
+        if let Some(old) = self.ues.insert(ue.amf_ue_ngap_id, ue) {
+            self.local.uncount(&old);
+        }
         self.flush();
     }
 
@@ -738,6 +862,7 @@ where
     /// registration with the 5G-GUTI needs is kept if asked for.
     fn finish_release(&mut self, mut ue: UeContext) {
         self.local.stats.releases += 1;
+        self.local.uncount(&ue);
         self.local.release_sm_contexts(&mut ue);
         self.flush();
         if let Some((t, _)) = ue.timer {
@@ -804,18 +929,30 @@ where
             l.stats.stray_replies += 1;
             return;
         };
-        if kind == CallKind::SmRelease {
+        match kind {
             // The UE context that asked is gone by design.
-            return l.on_sm_released(status);
+            CallKind::SmRelease => return l.on_sm_released(status),
+            CallKind::SmOrphan => return l.on_orphan_released(status),
+            _ => {}
         }
         let effects = self.ues.with(&id, |u| {
             let ue = u?;
             l.on_sbi_response(now, ue, call_id, kind, status, location, content_type, body);
+            l.account(ue);
             Some(l.take())
         });
         match effects {
             Some(e) => self.apply(e),
-            None => self.local.stats.stray_replies += 1,
+            None => {
+                let l = &mut self.local;
+                l.sm_n1.remove(&call_id);
+                l.stats.stray_replies += 1;
+                if let CallKind::SmCreate(psi) = kind {
+                    // The UE went while its SM context was being created.
+                    l.orphan_created(id, psi, status, location);
+                    self.flush();
+                }
+            }
         }
     }
 
@@ -832,6 +969,7 @@ where
             let (effects, gone) = self.ues.with_remove(&id, |u| match u {
                 Some(ue) => {
                     let gone = l.on_timer(now, ue, t);
+                    l.account(ue);
                     (l.take(), gone)
                 }
                 None => (Effects::default(), false),
@@ -844,10 +982,61 @@ where
     }
 }
 
+/// Why a registration is refused before it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// [`AmfConfig::max_ue_contexts`] reached.
+    ContextLimit,
+    /// The worker is overloaded.
+    Overload,
+}
+
 impl Local {
     /// The output of the step that just ran.
     fn take(&mut self) -> Effects {
         std::mem::take(&mut self.out)
+    }
+
+    /// Keeps the count of registrations in flight in step with `ue`'s state after a step.
+    /// In the locking baseline a UE's steps may run on several workers, so each worker's
+    /// count is what it saw start and end (never below zero); their sum is the AMF's.
+    fn account(&mut self, ue: &mut UeContext) {
+        let registering = ue.state.is_registering();
+        if registering != ue.counted {
+            ue.counted = registering;
+            if registering {
+                self.in_flight += 1;
+            } else {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// A context that leaves the map no longer counts.
+    fn uncount(&mut self, ue: &UeContext) {
+        if ue.counted {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// REGISTRATION REJECT with #22 Congestion and T3346 (TS 24.501 §5.5.1.2.5, §5.3.9),
+    /// then the release.
+    fn congestion_reject(&mut self, now: Instant, ue: &mut UeContext, why: Refusal) {
+        match why {
+            Refusal::ContextLimit => self.stats.context_limit_rejects += 1,
+            Refusal::Overload => self.stats.congestion_rejects += 1,
+        }
+        self.stats.registration_rejects += 1;
+        let secs = u32::try_from(self.cfg.t3346.as_secs()).unwrap_or(u32::MAX);
+        debug!(
+            amf_ue_ngap_id = ue.amf_ue_ngap_id,
+            ?why,
+            t3346_s = secs,
+            "registration rejected: congestion"
+        );
+        let reject = RegistrationReject::congestion(TimerValue::Seconds(secs));
+        self.send_nas(ue, &NasMessage::RegistrationReject(reject));
+        self.release(now, ue, NasCause::Unspecified.into(), false);
     }
 
     fn emit(&mut self, a: Action) {
@@ -897,6 +1086,7 @@ impl Local {
                 location,
                 content_type,
                 body,
+                sent: self.sm_n1.remove(&call_id),
             };
             return match kind {
                 CallKind::SmCreate(_) => self.on_sm_created(ue, psi, reply),
@@ -914,7 +1104,10 @@ impl Local {
             CallKind::Confirmation => self.on_confirmation(now, ue, status, body),
             CallKind::Uecm => self.on_uecm(now, ue, status, body),
             CallKind::Sdm => self.on_sdm(now, ue, status, body),
-            CallKind::SmCreate(_) | CallKind::SmUpdate(_) | CallKind::SmRelease => {}
+            CallKind::SmCreate(_)
+            | CallKind::SmUpdate(_)
+            | CallKind::SmRelease
+            | CallKind::SmOrphan => {}
         }
     }
 

@@ -12,13 +12,28 @@
 //! answers is the one the AMF called in-process, i.e. the same worker, so the transfer comes
 //! back to the worker holding the index entry (in the sharded mode the UE's owner; in the
 //! locked baseline the UE map is shared and any worker's entry finds it).
+//!
+//! # When the SMF does not answer, or answers too late
+//!
+//! - An Nsmf call that fails without an N1 SM message for the UE (no answer before the
+//!   call timeout, the SMF unreachable, an error without `n1SmMsg`) sends the UE's own 5GSM
+//!   message back in a DL NAS TRANSPORT with 5GMM cause #90 "payload was not forwarded"
+//!   (TS 24.501 §5.4.5.2.5, §5.4.5.3.1 case e): the UE stops waiting (T3580) and may try
+//!   again. A refusal with an N1 SM message (the SMF's PDU SESSION ESTABLISHMENT REJECT)
+//!   goes to the UE as it is.
+//! - The AMF owns the UE's list of PDU sessions and releases their SM contexts when the UE
+//!   context goes (TS 23.502 §4.2.2.3.2 step 2). A CreateSMContext answered 201 for a UE
+//!   context that is gone, or for a PDU session the UE context no longer holds, is released
+//!   the same way at once (Nsmf ReleaseSMContext, [`SessionStats::orphans_released`]); an
+//!   N1N2MessageTransfer to set up a session the UE context does not hold is refused, and
+//!   the SMF then releases it itself.
 
 use http::{Method, StatusCode};
 use proto::ids::Snssai;
 use proto::nas::sm_ue::{
     DlNasTransport, SmMessage, UlNasTransport, PAYLOAD_N1_SM, REQUEST_INITIAL,
 };
-use proto::nas::{Direction, SecurityHeaderType};
+use proto::nas::{Direction, FiveGmmCause, SecurityHeaderType};
 use proto::ngap::{
     PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
     PduSessionResourceSetupRequest, PduSessionResourceSetupResponse, PduSessionSetupItem,
@@ -109,6 +124,13 @@ pub struct SessionStats {
     pub released_with_ue: u64,
     /// ReleaseSMContexts of gone UEs that failed (the SMF answered an error or not at all).
     pub release_failures: u64,
+    /// 5GSM messages sent back to the UE with 5GMM cause #90: the Nsmf call carrying them
+    /// failed without an N1 SM message for the UE.
+    pub not_forwarded: u64,
+    /// SM contexts released because their CreateSMContext answer came for a UE context, or
+    /// a PDU session, that was gone (ReleaseSMContext answered 2xx; failures count in
+    /// `release_failures`).
+    pub orphans_released: u64,
 }
 
 /// An Nsmf reply with the headers the AMF reads.
@@ -117,6 +139,16 @@ pub(super) struct SmReply<'a> {
     pub(super) location: Option<&'a str>,
     pub(super) content_type: Option<&'a str>,
     pub(super) body: &'a [u8],
+    /// The UE's 5GSM message the call carried, if any.
+    pub(super) sent: Option<Vec<u8>>,
+}
+
+/// The SM context ref of a created SM context: the last segment of its `Location`.
+fn sm_ref_of(location: Option<&str>) -> Option<String> {
+    location
+        .and_then(|l| l.rsplit('/').next())
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
 }
 
 /// The JSON part and the binary parts of a body, multipart or plain JSON.
@@ -421,6 +453,7 @@ impl Local {
             return;
         };
         let mut parts = vec![Part::json(json)];
+        let sent = n1.clone();
         if let Some(n1) = n1 {
             parts.push(Part::binary(multipart::NAS_5G, N1_ID, n1));
         }
@@ -434,6 +467,9 @@ impl Local {
         let call_id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1);
         self.calls.insert(call_id, (ue.amf_ue_ngap_id, kind));
+        if let Some(n1) = sent {
+            self.sm_n1.insert(call_id, n1);
+        }
         self.emit(Action::Call {
             call_id,
             nf: NfType::Smf,
@@ -451,28 +487,39 @@ impl Local {
         let sessions = std::mem::take(&mut ue.sessions);
         self.unindex(ue);
         for s in sessions {
-            let Some(sm_ref) = s.sm_ref else {
-                continue;
-            };
-            let body = SmContextReleaseData {
-                cause: Some("REL_DUE_TO_UE_DEREGISTRATION".into()),
-            };
-            let Ok(body) = serde_json::to_vec(&body) else {
-                continue;
-            };
-            let call_id = self.next_call;
-            self.next_call = self.next_call.wrapping_add(1);
-            self.calls
-                .insert(call_id, (ue.amf_ue_ngap_id, CallKind::SmRelease));
-            self.emit(Action::Call {
-                call_id,
-                nf: NfType::Smf,
-                method: Method::POST,
-                path: format!("{SM_CONTEXTS}/{sm_ref}/release"),
-                content_type: multipart::JSON,
-                body: body.into(),
-            });
+            // A session still being created has no ref yet: released when its 201 comes
+            // (`orphan_created`).
+            if let Some(sm_ref) = s.sm_ref {
+                let kind = CallKind::SmRelease;
+                self.release_call(
+                    ue.amf_ue_ngap_id,
+                    kind,
+                    &sm_ref,
+                    "REL_DUE_TO_UE_DEREGISTRATION",
+                );
+            }
         }
+    }
+
+    /// Nsmf ReleaseSMContext (TS 29.502 §5.2.2.4) of `sm_ref`, made for UE `amf_ue_ngap_id`.
+    fn release_call(&mut self, amf_ue_ngap_id: u64, kind: CallKind, sm_ref: &str, cause: &str) {
+        let body = SmContextReleaseData {
+            cause: Some(cause.into()),
+        };
+        let Ok(body) = serde_json::to_vec(&body) else {
+            return;
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.calls.insert(call_id, (amf_ue_ngap_id, kind));
+        self.emit(Action::Call {
+            call_id,
+            nf: NfType::Smf,
+            method: Method::POST,
+            path: format!("{SM_CONTEXTS}/{sm_ref}/release"),
+            content_type: multipart::JSON,
+            body: body.into(),
+        });
     }
 
     pub(super) fn on_sm_released(&mut self, status: StatusCode) {
@@ -481,6 +528,45 @@ impl Local {
         } else {
             self.sm_stats.release_failures += 1;
             debug!(%status, "ReleaseSMContext failed");
+        }
+    }
+
+    /// The answer to CreateSMContext for PDU session `psi` of UE `amf_ue_ngap_id`, which
+    /// no longer holds that session (or is gone): a created SM context is released, as the
+    /// AMF releases its UEs' sessions (TS 23.502 §4.2.2.3.2 step 2).
+    pub(super) fn orphan_created(
+        &mut self,
+        amf_ue_ngap_id: u64,
+        psi: u8,
+        status: StatusCode,
+        location: Option<&str>,
+    ) {
+        if status != StatusCode::CREATED {
+            return;
+        }
+        let Some(sm_ref) = sm_ref_of(location) else {
+            debug!(amf_ue_ngap_id, psi, "orphan SM context without a Location");
+            return;
+        };
+        debug!(
+            amf_ue_ngap_id,
+            psi, sm_ref, "SM context created for a session that is gone"
+        );
+        let kind = CallKind::SmOrphan;
+        self.release_call(
+            amf_ue_ngap_id,
+            kind,
+            &sm_ref,
+            "REL_DUE_TO_UNSPECIFIED_REASON",
+        );
+    }
+
+    pub(super) fn on_orphan_released(&mut self, status: StatusCode) {
+        if status.is_success() {
+            self.sm_stats.orphans_released += 1;
+        } else {
+            self.sm_stats.release_failures += 1;
+            debug!(%status, "ReleaseSMContext of an orphan failed");
         }
     }
 
@@ -496,18 +582,20 @@ impl Local {
     /// The answer to CreateSMContext.
     pub(super) fn on_sm_created(&mut self, ue: &mut UeContext, psi: u8, r: SmReply<'_>) {
         if r.status == StatusCode::CREATED {
-            let sm_ref = r
-                .location
-                .and_then(|l| l.rsplit('/').next())
-                .map(str::to_owned);
-            let mut pending = None;
-            if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
-                s.sm_ref = sm_ref.clone();
-                if s.state == SessionState::Creating {
-                    s.state = SessionState::Activating;
-                }
-                pending = s.pending_setup.take();
+            let sm_ref = sm_ref_of(r.location);
+            // The one session this call was made for: its ref is still to come.
+            let waiting = ue
+                .sessions
+                .iter_mut()
+                .find(|s| s.psi == psi && s.sm_ref.is_none());
+            let Some(s) = waiting else {
+                return self.orphan_created(ue.amf_ue_ngap_id, psi, r.status, r.location);
+            };
+            s.sm_ref = sm_ref.clone();
+            if s.state == SessionState::Creating {
+                s.state = SessionState::Activating;
             }
+            let pending = s.pending_setup.take();
             self.sm_stats.created += 1;
             if let (Some(sm_ref), Some(transfer)) = (sm_ref, pending) {
                 self.setup_to_smf(ue, psi, &sm_ref, transfer);
@@ -523,8 +611,10 @@ impl Local {
             let err: sbi::model::SmContextCreateError = decode_json(&json).ok()?;
             part(&parts, err.n1_sm_msg.as_ref())
         });
-        if let Some(n1) = n1 {
-            self.send_dl_nas_transport(ue, psi, n1);
+        match (n1, r.sent) {
+            (Some(n1), _) => self.send_dl_nas_transport(ue, psi, n1),
+            (None, Some(sent)) => self.send_back(ue, psi, sent),
+            (None, None) => {}
         }
     }
 
@@ -533,13 +623,24 @@ impl Local {
         if r.status == StatusCode::NO_CONTENT {
             return;
         }
+        if !r.status.is_success() {
+            debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, psi, status = %r.status, "UpdateSMContext failed");
+            // The UE waits for an answer to the 5GSM message the update carried; an N2-only
+            // update leaves the UE nothing to wait for.
+            let n1 = split_body(r.content_type, r.body).and_then(|(json, parts)| {
+                let err: sbi::model::SmContextUpdateError = decode_json(&json).ok()?;
+                part(&parts, err.n1_sm_msg.as_ref())
+            });
+            match (n1, r.sent) {
+                (Some(n1), _) => self.send_dl_nas_transport(ue, psi, n1),
+                (None, Some(sent)) => self.send_back(ue, psi, sent),
+                (None, None) => {}
+            }
+            return;
+        }
         let Some((json, parts)) = split_body(r.content_type, r.body) else {
             return;
         };
-        if !r.status.is_success() {
-            debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, psi, status = %r.status, "UpdateSMContext failed");
-            return;
-        }
         let Ok(data) = decode_json::<SmContextUpdatedData>(&json) else {
             return;
         };
@@ -644,6 +745,16 @@ impl Local {
         );
     }
 
+    /// The UE's 5GSM message `n1` back to it in a DL NAS TRANSPORT with 5GMM cause #90
+    /// "payload was not forwarded" (TS 24.501 §5.4.5.2.5, §5.4.5.3.1 case e).
+    fn send_back(&mut self, ue: &mut UeContext, psi: u8, n1: Vec<u8>) {
+        let cause = Some(FiveGmmCause::PayloadNotForwarded.value());
+        if let Some(p) = self.protect_dl_nas_transport_with(ue, psi, n1, cause) {
+            self.sm_stats.not_forwarded += 1;
+            self.downlink(ue, p);
+        }
+    }
+
     /// A DL NAS TRANSPORT carrying `n1`, protected under the UE's current context.
     fn protect_dl_nas_transport(
         &mut self,
@@ -651,11 +762,22 @@ impl Local {
         psi: u8,
         n1: Vec<u8>,
     ) -> Option<Vec<u8>> {
+        self.protect_dl_nas_transport_with(ue, psi, n1, None)
+    }
+
+    /// [`Self::protect_dl_nas_transport`] with a 5GMM cause.
+    fn protect_dl_nas_transport_with(
+        &mut self,
+        ue: &mut UeContext,
+        psi: u8,
+        n1: Vec<u8>,
+        fgmm_cause: Option<u8>,
+    ) -> Option<Vec<u8>> {
         let plain = DlNasTransport {
             payload_container_type: PAYLOAD_N1_SM,
             payload: n1,
             pdu_session_id: Some(psi),
-            fgmm_cause: None,
+            fgmm_cause,
         }
         .encode()
         .ok()?;
@@ -721,6 +843,17 @@ impl Local {
             .and_then(|c| c.ngap_ie_type.clone());
         match (ie_type.as_deref(), n2) {
             (Some("PDU_RES_SETUP_REQ"), Some(transfer)) => {
+                // Only a session this UE context asked for and has not set up yet: one it
+                // gave up on (a failed or late CreateSMContext) is the SMF's to release.
+                let wanted = ue.sessions.iter().any(|s| {
+                    s.psi == psi
+                        && matches!(s.state, SessionState::Creating | SessionState::Activating)
+                });
+                if !wanted {
+                    return Err(ProblemDetails::context_not_found(format!(
+                        "no PDU session {psi} being set up"
+                    )));
+                }
                 let snssai = sm
                     .and_then(|s| s.s_nssai.as_ref())
                     .map(from_model_snssai)
@@ -900,6 +1033,7 @@ mod tests {
             location: Some("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/00000000000000aa"),
             content_type: Some(multipart::JSON),
             body: b"{}",
+            sent: None,
         };
         a.local.on_sm_created(&mut ue, 5, reply);
         a.flush();
@@ -1103,6 +1237,12 @@ mod tests {
             .unwrap()
         };
         let mut a = amf_with_session();
+        // A setup is for a session being set up (the 201 came, the accept not yet).
+        a.ues.with(&1, |u| {
+            if let Some(s) = u.and_then(|u| u.sessions.first_mut()) {
+                s.state = SessionState::Activating;
+            }
+        });
         a.handle_request(
             1,
             transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(2), vec![1]),

@@ -38,6 +38,15 @@ pub enum UeState {
     Releasing,
 }
 
+impl UeState {
+    /// Whether a registration is under way: from the INITIAL UE MESSAGE (or a new
+    /// REGISTRATION REQUEST) until REGISTRATION COMPLETE or the release. These contexts are
+    /// the AMF's overload signal ([`crate::amf::overload`]).
+    pub fn is_registering(self) -> bool {
+        !matches!(self, UeState::Registered | UeState::Releasing)
+    }
+}
+
 /// The timers of one UE (TS 24.501 §10.2 Table 10.2.1), plus the guard of a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum TimerKind {
@@ -104,6 +113,8 @@ pub struct UeContext {
     pub(crate) as_context: bool,
     /// PDU sessions (TS 23.502 §4.3.2.2.1), see [`super::session`].
     pub(crate) sessions: Vec<super::session::PduSession>,
+    /// Counted among the worker's registrations in flight (see `Local::account`).
+    pub(crate) counted: bool,
 }
 
 impl UeContext {
@@ -134,6 +145,7 @@ impl UeContext {
             initial: true,
             as_context: false,
             sessions: Vec::new(),
+            counted: false,
         }
     }
 

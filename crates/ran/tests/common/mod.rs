@@ -1,0 +1,84 @@
+//! What the emulator tests share: the one subscriber they register (its SUPI, K, OPc and
+//! UE configuration) and the PDU session the scripted network gives it (the UPF's end of
+//! N3, the UE's address, the Establishment Accept and the setup request transfer).
+// Each test binary uses its own subset of these.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::net::Ipv4Addr;
+
+use proto::ids::defaults;
+use proto::nas::sm_ue::{self, PduSessionEstablishmentAccept, SessionAmbr, SmMessage};
+use proto::nas::UeSecurityCapability;
+use proto::ngap::{
+    Arp, GtpTunnel, PduSessionAmbr, PduSessionResourceSetupRequestTransfer, PduSessionType,
+    QosFlowRequest,
+};
+use ran::ue::{SuciScheme, UeConfig};
+
+pub const SUPI: &str = "imsi-001010000000001";
+pub const KEY: [u8; 16] = [0x46; 16];
+pub const OPC: [u8; 16] = [0xcd; 16];
+/// The UPF's end of the N3 tunnel.
+pub const UPF: GtpTunnel = GtpTunnel {
+    addr: Ipv4Addr::new(127, 0, 0, 9),
+    teid: 0x100,
+};
+pub const UE_IP: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
+
+pub fn ue_config() -> UeConfig {
+    UeConfig {
+        supi: SUPI.into(),
+        k: KEY,
+        opc: OPC,
+        sqn: 0,
+        plmn: defaults::PLMN,
+        suci: SuciScheme::Null,
+        routing_indicator: "0000".into(),
+        capability: UeSecurityCapability::ALL,
+        requested_nssai: vec![defaults::SNSSAI],
+        imeisv: "4370816125816151".into(),
+    }
+}
+
+/// The network's acceptance of IPv4 session `id` (procedure `pti`): [`UE_IP`], 100/50 Mbit/s,
+/// the default QoS rule of QFI 1, DNN internet.
+pub fn establishment_accept(id: u8, pti: u8) -> SmMessage {
+    SmMessage::EstablishmentAccept(PduSessionEstablishmentAccept {
+        pdu_session_id: id,
+        pti,
+        pdu_session_type: sm_ue::PDU_SESSION_TYPE_IPV4,
+        ssc_mode: sm_ue::SSC_MODE_1,
+        qos_rules: sm_ue::default_qos_rule(1),
+        session_ambr: SessionAmbr {
+            dl_kbps: 100_000,
+            ul_kbps: 50_000,
+        },
+        pdu_address: Some(UE_IP),
+        snssai: Some(defaults::SNSSAI),
+        dnn: Some("internet".into()),
+    })
+}
+
+/// The PDU Session Resource Setup Request Transfer of that session: uplink to [`UPF`], one
+/// non-GBR flow QFI 1 of 5QI 9.
+pub fn setup_transfer() -> Vec<u8> {
+    PduSessionResourceSetupRequestTransfer {
+        ambr: Some(PduSessionAmbr {
+            dl: 100_000_000,
+            ul: 50_000_000,
+        }),
+        ul_tunnel: UPF,
+        pdu_session_type: PduSessionType::Ipv4,
+        qos_flows: vec![QosFlowRequest {
+            qfi: 1,
+            five_qi: 9,
+            arp: Arp {
+                priority: 8,
+                may_preempt: false,
+                preemptable: false,
+            },
+        }],
+    }
+    .encode()
+    .unwrap()
+}
