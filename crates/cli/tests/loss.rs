@@ -173,10 +173,16 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     );
     let done = testkit::process::run_timeout(&mut cmd, RUN_TIMEOUT).unwrap();
     let v = json_of(&done);
+    // What the AMF and the SMF logged tells which call failed and how, when one does.
+    let logs = format!(
+        "AMF stderr:\n{}\nSMF stderr:\n{}",
+        net.stderr(Nf::Amf),
+        net.stderr(Nf::Smf)
+    );
     let r = net.stop();
     let tcp = tcp_retransmissions(&netns) - tcp_before;
     let (d2, d4, ds) = (dropped(&n2), dropped(&n4), dropped(&sbi_loss));
-    let all = format!("ran: {v}\n{r:#?}\nran stderr:\n{}", done.stderr);
+    let all = format!("ran: {v}\n{r:#?}\nran stderr:\n{}\n{logs}", done.stderr);
     let _ = std::fs::write("/tmp/loss_all.txt", &all);
 
     // Every procedure completed.

@@ -96,7 +96,9 @@ impl<P: Placement> Worker<P> {
                     })
                 }
                 Err(e) => {
-                    tracing::debug!(%nf, error = %e, "SBI call failed");
+                    // Rare (the caller then answers with its own failure cause), and what a
+                    // lossy path's failure is traced by.
+                    tracing::warn!(%nf, error = %e, "SBI call failed");
                     Err(CallFailed)
                 }
             };
