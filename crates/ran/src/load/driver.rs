@@ -673,6 +673,17 @@ impl Driver {
                 self.ue_done = true;
             }
             Input::SessionReleased(s) if *s == id => self.gnb_done = true,
+            // TS 24.501 §6.4.3.6 e: the AMF could not forward the release request (its 5GSM
+            // message back with 5GMM #90): the procedure is over, not to be waited out.
+            Input::Ue(UeEvent::PduSessionRejected {
+                pdu_session_id,
+                cause,
+            }) if *pdu_session_id == id => {
+                if id < 16 {
+                    self.established &= !(1 << id);
+                }
+                return Some(Err(FailureCause::SessionRejected(*cause)));
+            }
             Input::Ue(UeEvent::Status(c)) => return Some(Err(FailureCause::Status(*c))),
             Input::Ue(UeEvent::Deregistered) => {
                 return Some(Err(FailureCause::DeregisteredByNetwork))
@@ -1028,6 +1039,29 @@ mod tests {
         assert_eq!(r.completed.unwrap().0, Procedure::Deregistration);
         let r = d.handle(t0 + ms(106), Input::Released("nas".into()));
         assert!(r.finished && !r.degraded && r.failed.is_none());
+    }
+
+    #[test]
+    fn a_release_request_sent_back_with_cause_90_fails_the_release_at_once() {
+        let t0 = Instant::now();
+        let (mut d, _) = Driver::start(sessions(1, false), t0, T);
+        d.handle(t0, Input::Ue(&UeEvent::Registered));
+        d.handle(t0 + ms(1), Input::SessionSetup(1));
+        d.handle(t0 + ms(1), Input::Ue(&established(1)));
+        let r = d.handle(t0 + ms(2), Input::Resume);
+        assert_eq!(r.start, Some(Step::ReleaseSession(1)));
+        let r = d.handle(
+            t0 + ms(3),
+            Input::Ue(&UeEvent::PduSessionRejected {
+                pdu_session_id: 1,
+                cause: 90,
+            }),
+        );
+        assert_eq!(
+            r.failed,
+            Some((Procedure::SessionRelease, FailureCause::SessionRejected(90)))
+        );
+        assert_eq!(r.start, Some(Step::Deregister));
     }
 
     #[test]
