@@ -997,13 +997,7 @@ fn named(r: &SbiResponse) -> (String, Vec<String>) {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert_eq!(r.content_type, Some("application/problem+json"));
     let p: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
-    let params = p
-        .invalid_params
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| i.param)
-        .collect();
-    (p.cause.unwrap_or_default(), params)
+    (p.cause.clone().unwrap_or_default(), p.invalid_param_names())
 }
 
 fn named_as(cause: &str, param: &str) -> (String, Vec<String>) {

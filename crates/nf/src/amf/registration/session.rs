@@ -1152,13 +1152,7 @@ mod tests {
             Some(Action::Respond { response, .. }) => {
                 assert_eq!(response.status, StatusCode::BAD_REQUEST);
                 let p: ProblemDetails = serde_json::from_slice(&response.body).unwrap();
-                let params = p
-                    .invalid_params
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| i.param)
-                    .collect();
-                (p.cause.unwrap_or_default(), params)
+                (p.cause.clone().unwrap_or_default(), p.invalid_param_names())
             }
             other => panic!("{other:?}"),
         }
