@@ -116,6 +116,11 @@ fn pass() -> Filter {
     Box::new(|_, b| Some(b))
 }
 
+/// Passes every datagram, those of type `t` changed by `f`.
+fn change(t: u8, f: impl Fn(&[u8]) -> Vec<u8> + 'static) -> Filter {
+    Box::new(move |ty, b| Some(if ty == t { f(&b) } else { b }))
+}
+
 struct Net {
     now: Instant,
     host: Host<Sharded>,
@@ -383,8 +388,20 @@ fn refusal(r: &SbiResponse) -> (u16, String, u8, u8) {
     )
 }
 
-fn is_establishment_response(t: u8) -> bool {
-    t == MessageType::SessionEstablishmentResponse.value()
+/// [`refusal`]'s answer for a creation refused with `status` and `cause`: the UE gets
+/// PDU SESSION ESTABLISHMENT REJECT #26.
+fn rejected(status: u16, cause: &str) -> (u16, String, u8, u8) {
+    (
+        status,
+        cause.to_owned(),
+        ESTABLISHMENT_REJECT,
+        INSUFFICIENT_RESOURCES,
+    )
+}
+
+/// The message type [`change`] alters when the establishment answers are spoilt.
+fn establishment_response() -> u8 {
+    MessageType::SessionEstablishmentResponse.value()
 }
 
 /// Removes the first top-level IE of type `t` and fixes the header's length.
@@ -425,23 +442,12 @@ fn rewrite(msg: &[u8], f: impl Fn(&mut SessionEstablishmentResponse)) -> Vec<u8>
 fn an_undecodable_establishment_answer_fails_the_creation_and_undoes_the_session() {
     for (missing, named) in [(ty::NODE_ID, true), (ty::CAUSE, true), (ty::F_SEID, false)] {
         let mut net = Net::new();
-        net.to_smf = Box::new(move |t, b| {
-            Some(if is_establishment_response(t) {
-                strip_ie(&b, missing)
-            } else {
-                b
-            })
-        });
+        net.to_smf = change(establishment_response(), move |b| strip_ie(b, missing));
         let t = net.send(create_req(1, 5));
         let r = net.answer(t).expect("the creation is answered at once");
         assert_eq!(
             refusal(&r),
-            (
-                500,
-                "UNSPECIFIED_NF_FAILURE".into(),
-                ESTABLISHMENT_REJECT,
-                INSUFFICIENT_RESOURCES
-            ),
+            rejected(500, "UNSPECIFIED_NF_FAILURE"),
             "IE {missing} missing"
         );
         let s = net.stats();
@@ -499,25 +505,14 @@ fn an_unusable_accepted_answer_is_refused_and_its_session_deleted() {
             }];
         }),
     ];
-    for (what, change) in cases {
+    for (what, edit) in cases {
         let mut net = Net::new();
-        net.to_smf = Box::new(move |t, b| {
-            Some(if is_establishment_response(t) {
-                rewrite(&b, change)
-            } else {
-                b
-            })
-        });
+        net.to_smf = change(establishment_response(), move |b| rewrite(b, edit));
         let t = net.send(create_req(1, 5));
         let r = net.answer(t).unwrap();
         assert_eq!(
             refusal(&r),
-            (
-                500,
-                "UNSPECIFIED_NF_FAILURE".into(),
-                ESTABLISHMENT_REJECT,
-                INSUFFICIENT_RESOURCES
-            ),
+            rejected(500, "UNSPECIFIED_NF_FAILURE"),
             "{what}"
         );
         let s = net.stats();
@@ -551,12 +546,8 @@ fn an_unusable_accepted_answer_is_refused_and_its_session_deleted() {
 #[test]
 fn an_undo_that_fails_is_counted_and_the_context_still_goes() {
     let mut net = Net::new();
-    net.to_smf = Box::new(|t, b| {
-        Some(if is_establishment_response(t) {
-            rewrite(&b, |r| r.created_pdr.clear())
-        } else {
-            b
-        })
+    net.to_smf = change(establishment_response(), |b| {
+        rewrite(b, |r| r.created_pdr.clear())
     });
     let deletion = MessageType::SessionDeletionRequest.value();
     net.to_upf = Box::new(move |t, b| (t != deletion).then_some(b));
@@ -592,15 +583,7 @@ fn a_late_accepted_answer_is_undone_once() {
     let give_up = Retransmission::default().give_up_after();
     net.advance(give_up);
     let r = net.answer(t).expect("answered when the UPF is given up on");
-    assert_eq!(
-        refusal(&r),
-        (
-            504,
-            "PEER_NOT_RESPONDING".into(),
-            ESTABLISHMENT_REJECT,
-            INSUFFICIENT_RESOURCES
-        )
-    );
+    assert_eq!(refusal(&r), rejected(504, "PEER_NOT_RESPONDING"));
     assert_eq!(net.contexts(), 0);
     // The original answer and the N1 answered from the UPF's cache.
     assert_eq!(net.held.len(), 1 + pfcp::txn::DEFAULT_N1 as usize);
@@ -626,13 +609,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let sm = sm_ref(&net.answer(t).unwrap());
     assert_eq!(net.n1n2, 1);
     let modification = MessageType::SessionModificationResponse.value();
-    net.to_smf = Box::new(move |t, b| {
-        Some(if t == modification {
-            strip_ie(&b, ty::CAUSE)
-        } else {
-            b
-        })
-    });
+    net.to_smf = change(modification, move |b| strip_ie(b, ty::CAUSE));
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     let ctx = net.host.smf().unwrap().context(&sm).unwrap();
@@ -642,13 +619,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::OK);
     let deletion = MessageType::SessionDeletionResponse.value();
-    net.to_smf = Box::new(move |t, b| {
-        Some(if t == deletion {
-            strip_ie(&b, ty::CAUSE)
-        } else {
-            b
-        })
-    });
+    net.to_smf = change(deletion, move |b| strip_ie(b, ty::CAUSE));
     let r = net.request(release_req(&sm)).unwrap();
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(net.stats().pfcp_unparsed, 2);
