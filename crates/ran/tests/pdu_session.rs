@@ -19,11 +19,10 @@ use proto::nas::{
     SecurityHeaderType, SecurityModeCommand, UeSecurityCapability,
 };
 use proto::ngap::{
-    self, Cause, InitialContextSetupRequest, MessageKind, NasCause,
-    PduSessionResourceReleaseCommand, PduSessionResourceReleaseCommandTransfer,
-    PduSessionResourceReleaseResponse, PduSessionResourceSetupRequest,
-    PduSessionResourceSetupResponse, PduSessionResourceSetupResponseTransfer, PduSessionSetupItem,
-    PduSessionTransferItem, UeSecurityCapabilities,
+    self, Cause, MessageKind, NasCause, PduSessionResourceReleaseCommand,
+    PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
+    PduSessionResourceSetupRequest, PduSessionResourceSetupResponse,
+    PduSessionResourceSetupResponseTransfer, PduSessionSetupItem, PduSessionTransferItem,
 };
 use ran::gnb::{GnbConfig, GnbUeEvent, GnbUeOutput, GnbUes};
 use ran::ue::{SessionRequest, SessionState, Ue, UeEvent, UeState};
@@ -189,18 +188,9 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     .encode()
     .unwrap();
     let accept = net.down_plain(&accept);
-    let ics = InitialContextSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: ran_id,
-        ue_ambr: None,
-        guami: defaults::GUAMI,
-        allowed_nssai: vec![defaults::SNSSAI],
-        ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
-        security_key: kdf::kgnb(&net.kamf, 0).unwrap(),
-        nas_pdu: Some(accept),
-    }
-    .encode()
-    .unwrap();
+    let ics = net
+        .n2
+        .initial_context_setup(kdf::kgnb(&net.kamf, 0).unwrap(), accept);
     let out = gnb.handle_downlink(1, &ics);
     let Some(GnbUeEvent::NasToUe { nas, .. }) = out.events.last() else {
         panic!("{:?}", out.events)

@@ -18,9 +18,8 @@ use proto::nas::{
     SecurityModeReject, UeSecurityCapability,
 };
 use proto::ngap::{
-    self, Cause, DownlinkNasTransport, InitialContextSetupRequest, InitialContextSetupResponse,
-    InitialUeMessage, MessageKind, NasCause, UeContextReleaseCommand, UeContextReleaseComplete,
-    UeNgapIds, UeSecurityCapabilities, UserLocation,
+    self, Cause, DownlinkNasTransport, InitialContextSetupResponse, InitialUeMessage, MessageKind,
+    NasCause, UeContextReleaseCommand, UeContextReleaseComplete, UeNgapIds, UserLocation,
 };
 use ran::gnb::{GnbConfig, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent, UeState};
@@ -266,18 +265,7 @@ fn initial_registration_through_the_gnb() {
 
     // Registration Accept in INITIAL CONTEXT SETUP REQUEST.
     let accept_nas = net.down(accept());
-    let ics = InitialContextSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: ran_id,
-        ue_ambr: None,
-        guami: defaults::GUAMI,
-        allowed_nssai: vec![defaults::SNSSAI],
-        ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
-        security_key: kgnb.clone(),
-        nas_pdu: Some(accept_nas),
-    }
-    .encode()
-    .unwrap();
+    let ics = n2.initial_context_setup(kgnb.clone(), accept_nas);
     let out = gnb.handle_downlink(1, &ics);
     let [GnbUeEvent::ContextSetup { ue: u1, kgnb: k }, GnbUeEvent::NasToUe { ue: u2, nas }] =
         out.events.as_slice()

@@ -11,12 +11,13 @@ use proto::ids::defaults;
 use proto::nas::sm_ue::{self, PduSessionEstablishmentAccept, SessionAmbr, SmMessage};
 use proto::nas::UeSecurityCapability;
 use proto::ngap::{
-    self, Arp, DownlinkNasTransport, GtpTunnel, PduSessionAmbr,
-    PduSessionResourceSetupRequestTransfer, PduSessionType, QosFlowRequest, UplinkNasTransport,
-    UserLocation,
+    self, Arp, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, PduSessionAmbr,
+    PduSessionResourceSetupRequestTransfer, PduSessionType, QosFlowRequest, UeSecurityCapabilities,
+    UplinkNasTransport, UserLocation,
 };
 use ran::gnb::{GnbUeEvent, GnbUes};
 use ran::ue::{SuciScheme, UeConfig};
+use security::Kgnb;
 
 pub const SUPI: &str = "imsi-001010000000001";
 pub const KEY: [u8; 16] = [0x46; 16];
@@ -111,6 +112,24 @@ impl UeN2 {
             [GnbUeEvent::NasToUe { ue, nas }] if *ue == self.ue => nas.clone(),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The INITIAL CONTEXT SETUP REQUEST that accepts the registration: `nas` (the
+    /// protected Registration Accept) and `security_key`, for the test network's GUAMI and
+    /// slice and a UE with every algorithm.
+    pub fn initial_context_setup(self, security_key: Kgnb, nas: Vec<u8>) -> Vec<u8> {
+        InitialContextSetupRequest {
+            amf_ue_ngap_id: self.amf_ue_ngap_id,
+            ran_ue_ngap_id: self.ran_ue_ngap_id,
+            ue_ambr: None,
+            guami: defaults::GUAMI,
+            allowed_nssai: vec![defaults::SNSSAI],
+            ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
+            security_key,
+            nas_pdu: Some(nas),
+        }
+        .encode()
+        .unwrap()
     }
 
     /// NAS from this UE: the NAS PDU of the UPLINK NAS TRANSPORT the gNB sends, which
