@@ -368,16 +368,25 @@ static __always_inline int echo_reply(struct xdp_md *ctx)
 	return count(ECHO_ANSWERED, XDP_TX);
 }
 
+// The IPv4 header after the Ethernet header of the frame, or NULL for anything else.
+static __always_inline struct iphdr *outer_ipv4(void *data, void *data_end)
+{
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end)
+		return 0;
+	return ip;
+}
+
 SEC("xdp")
 int upf_n3(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return count(PASS_NOT_FOR_US, XDP_PASS);
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end)
+	struct iphdr *ip = outer_ipv4(data, data_end);
+	if (!ip)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
 	// An outer fragment (MF set or an offset) may be part of a G-PDU: the kernel reassembles
 	// it and hands the datagram to the user-space path's GTP-U socket, so nothing is lost.
@@ -511,7 +520,7 @@ int upf_n3(struct xdp_md *ctx)
 		return count(DROP_MALFORMED, XDP_DROP);
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	eth = data;
+	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > data_end)
 		return count(DROP_MALFORMED, XDP_DROP);
 	__builtin_memcpy(eth->h_dest, p.dmac, ETH_ALEN);
@@ -531,11 +540,8 @@ int upf_n6(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return count(PASS_NOT_FOR_US, XDP_PASS);
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end)
+	struct iphdr *ip = outer_ipv4(data, data_end);
+	if (!ip)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
 	__u32 dst = ip->daddr;
 	struct dl_rule *rule = bpf_map_lookup_elem(&downlink, &dst);
@@ -588,7 +594,7 @@ int upf_n6(struct xdp_md *ctx)
 		return count(DROP_MALFORMED, XDP_DROP);
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	eth = data;
+	struct ethhdr *eth = data;
 	struct iphdr *o = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(o + 1);
 	struct gtpu_hdr *gtp = (void *)(udp + 1);
