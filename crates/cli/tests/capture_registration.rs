@@ -8,12 +8,14 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
 use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use procs::provision;
 use testkit::capture::Capture;
 use testkit::netns::Namespace;
 use testkit::privilege;
@@ -50,30 +52,6 @@ const NGAP_EXPECTED: &[&str] = &[
     "UEContextReleaseCommand",
     "UEContextReleaseComplete",
 ];
-
-/// `steer5g subscriber generate` + `import`: a data directory that knows `n` subscribers,
-/// and their CSV for the generator.
-fn provision(scratch: &Scratch, n: u64) -> (String, String) {
-    let dir = scratch.0.join("data").display().to_string();
-    let csv = scratch.0.join("subs.csv").display().to_string();
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir,
-            &csv,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir, &csv],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir, csv)
-}
 
 /// Runs tshark on `path` printing `fields` (tab separated, occurrences joined by `|`) for
 /// every frame matching `filter`.

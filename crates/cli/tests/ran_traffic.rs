@@ -6,13 +6,14 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use common::{json_of, num, ran, steer5g, Scratch, STOP_TIMEOUT};
+use procs::{provision, start as spawn};
 use serde_json::Value;
-use testkit::process::ChildGuard;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const N2: &str = "127.0.0.131";
@@ -59,37 +60,6 @@ impl Drop for Lab {
             RUN_TIMEOUT,
         );
     }
-}
-
-/// A data directory with `n` subscribers imported, and their CSV.
-fn provision(scratch: &Scratch, n: u64) -> (String, String) {
-    let dir = scratch.0.join("data").display().to_string();
-    let csv = scratch.0.join("subs.csv").display().to_string();
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir,
-            &csv,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir, &csv],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir, csv)
-}
-
-fn spawn(args: &[&str], ready: &str) -> ChildGuard {
-    let mut child = ChildGuard::spawn(&mut steer5g(None, args)).unwrap();
-    if let Err(e) = child.wait_for_stderr(ready, LISTEN_TIMEOUT) {
-        panic!("{args:?} not ready: {e}\n{}", child.stderr_so_far());
-    }
-    child
 }
 
 #[test]
