@@ -20,7 +20,7 @@ use testkit::capture::Capture;
 use testkit::netns::Namespace;
 use testkit::privilege;
 use testkit::process::ChildGuard;
-use testkit::tshark::{self, Report, Severity};
+use testkit::tshark::{self, Report};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// UEs in the CSV, each registered and de-registered `--count` / `UES` times.
@@ -65,18 +65,8 @@ fn tshark_fields(path: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<V
         "nas-5gs.null_decipher:TRUE",
         "-Y",
         filter,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=a",
-        "-E",
-        "aggregator=|",
     ]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
+    tshark::print_fields(&mut cmd, '|', fields);
     let out = testkit::process::run(&mut cmd).unwrap();
     out.lines()
         .filter(|l| !l.trim().is_empty())
@@ -246,18 +236,7 @@ fn registration_with_nea0_decodes_cleanly() {
             r.ngap
         );
     }
-    assert_eq!(
-        r.malformed,
-        0,
-        "malformed packets:\n{}",
-        r.malformed_details().join("\n")
-    );
-    assert_eq!(
-        r.expert_count(Severity::Error),
-        0,
-        "expert errors: {:?}",
-        r.errors
-    );
+    r.assert_decodes_cleanly();
 
     // NAS-5GS: with NEA0 the protected messages' content is plain, so tshark decodes it.
     let nas = nas_message_types(&path);

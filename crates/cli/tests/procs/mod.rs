@@ -1,18 +1,23 @@
 //! The `steer5g` child processes of the end-to-end tests: a data directory provisioned
 //! through the CLI itself, a subcommand started and awaited until it serves, and an NF
-//! stopped with its JSON report read back.
+//! stopped with its JSON report read back; the binary without capabilities; and the AMF and gNBs of an NG Setup over native
+//! SCTP between two namespaces.
 //!
 //! Lives beside `common` (the N2 helpers) so that the tests that run whole cores and NFs
 //! share one way of setting them up. Each test binary includes this module; not every
 //! binary uses every helper.
 #![allow(dead_code, unreachable_pub)]
 
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+use testkit::netns::{Pair, Side};
 use testkit::process::ChildGuard;
 
-use crate::common::{json_of, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use crate::common::{
+    assert_all_ok, bin, json_of, ran, steer5g, Amf, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT,
+};
 
 /// How long `steer5g subscriber generate` or `import` may take.
 const PROVISION_TIMEOUT: Duration = Duration::from_secs(120);
@@ -69,4 +74,43 @@ pub fn stop_nf(what: &str, child: ChildGuard) -> Value {
     let v = json_of(&done);
     assert_eq!(v["nf"], what, "{v}");
     v
+}
+
+/// NG Setup of `gnbs` gNBs over native SCTP (IP protocol 132) across `pair`: `steer5g amf`
+/// in side A, `steer5g ran` in side B. Every gNB must set up; the AMF is left running.
+pub fn raw_ng_setups(pair: &Pair, gnbs: u64) -> (Amf, Value) {
+    let (amf_ip, ran_ip) = (
+        pair.addr(Side::A).to_string(),
+        pair.addr(Side::B).to_string(),
+    );
+    let amf = Amf::start(
+        Some(pair.name(Side::A)),
+        &["--transport", "raw", "--n2-addr", &amf_ip],
+    );
+    let (done, v) = ran(
+        Some(pair.name(Side::B)),
+        &[
+            "--gnbs",
+            &gnbs.to_string(),
+            "--transport",
+            "raw",
+            "--amf",
+            &amf_ip,
+            "--local-addr",
+            &ran_ip,
+            "--timeout",
+            "20",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_all_ok(&done, &v, gnbs);
+    (amf, v)
+}
+
+/// The binary under test run by `setpriv` with every capability dropped: an empty bounding
+/// set leaves even a root process without capabilities. Arguments follow.
+pub fn without_caps() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--bounding-set", "-all", "--inh-caps", "-all", bin()]);
+    c
 }
