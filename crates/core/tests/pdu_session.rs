@@ -49,11 +49,7 @@ impl UpfCheck for Rules {
     }
 
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize {
-        self.0.uplink_rules().len()
-            + ips
-                .iter()
-                .filter(|ip| self.0.downlink(**ip).is_some())
-                .count()
+        common::memory_rules_left(&self.0, ips)
     }
 }
 
