@@ -234,15 +234,22 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     assert_eq!(e.code(), Some(0), "lab echo: {}", e.stderr);
 }
 
-#[test]
-fn traffic_flags_without_sessions_or_dn_are_usage_errors() {
-    let scratch = Scratch::new("ran-traffic-usage");
+/// A subscriber CSV under `scratch` with one subscriber, for runs refused before they reach
+/// an AMF.
+fn one_subscriber_csv(scratch: &Scratch) -> std::path::PathBuf {
     let csv = scratch.0.join("subs.csv");
     std::fs::write(
         &csv,
         "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
     )
     .unwrap();
+    csv
+}
+
+#[test]
+fn traffic_flags_without_sessions_or_dn_are_usage_errors() {
+    let scratch = Scratch::new("ran-traffic-usage");
+    let csv = one_subscriber_csv(&scratch);
     let csv = csv.display().to_string();
     let base = [
         "ran",
@@ -302,12 +309,7 @@ fn entering_the_n3_namespace_without_cap_sys_admin_is_exit_3() {
     }
     let ns = testkit::netns::Namespace::new("rtpriv").unwrap();
     let scratch = Scratch::new("ran-traffic-priv");
-    let csv = scratch.0.join("subs.csv");
-    std::fs::write(
-        &csv,
-        "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
-    )
-    .unwrap();
+    let csv = one_subscriber_csv(&scratch);
     // Root without CAP_SYS_ADMIN: the bounding set caps what exec grants; setns fails.
     let mut cmd = Command::new("setpriv");
     cmd.args(["--bounding-set=-sys_admin", "--", common::bin()])
