@@ -9,8 +9,8 @@ mod procs;
 
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, STOP_TIMEOUT};
-use procs::{provision, start};
+use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
+use procs::{load_run, provision, start};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 
@@ -128,22 +128,11 @@ fn ran_closed_loop_then_open_loop_against_steer5g_core() {
     let amf = "127.0.0.84:19884";
 
     // Closed loop: 5 UEs in flight over 2 gNBs, 40 runs, so the CSV is cycled once.
-    let (done, v) = ran(
-        None,
-        &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            amf,
-            "--gnbs",
-            "2",
-            "--ues",
-            "5",
-            "--count",
-            "40",
-        ],
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        amf,
+        &["--gnbs", "2", "--ues", "5", "--count", "40"],
         RUN_TIMEOUT,
     );
     assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
@@ -160,15 +149,11 @@ fn ran_closed_loop_then_open_loop_against_steer5g_core() {
 
     // Open loop with re-registration: register, deregister, mobility re-register with the
     // 5G-GUTI, deregister; through other gNBs of the same generator kind.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        amf,
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            amf,
             "--gnbs",
             "2",
             "--gnb-id-base",
@@ -226,20 +211,11 @@ fn unknown_subscribers_fail_with_their_cause_and_exit_1() {
     .unwrap();
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
     let core = start_core(&dir, 85, 19885, &[]);
-    let (done, v) = ran(
-        None,
-        &[
-            "--subscribers",
-            &other,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.85:19885",
-            "--ues",
-            "5",
-            "--timeout",
-            "10",
-        ],
+    let (done, v) = load_run(
+        &other,
+        &dir,
+        "127.0.0.85:19885",
+        &["--ues", "5", "--timeout", "10"],
         RUN_TIMEOUT,
     );
     stop_core(core);
@@ -290,15 +266,11 @@ fn ran_establishes_holds_and_releases_pdu_sessions_against_steer5g_core() {
     let (dir, csv) = provision(&scratch, 8);
     let core = start_core(&dir, 87, 19887, SESSIONS);
     // Two sessions per UE, 3 UEs in flight: the barrier still holds all 8 UEs at once.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.87:19887",
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.87:19887",
             "--gnbs",
             "2",
             "--ues",
@@ -337,15 +309,11 @@ fn ran_establishes_holds_and_releases_pdu_sessions_against_steer5g_core() {
     // A DNN the SMF does not serve: each establishment is rejected with its 5GSM cause, the
     // UEs still deregister, and the run fails (exit 1).
     let core = start_core(&dir, 89, 19889, SESSIONS);
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.89:19889",
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.89:19889",
             "--ues",
             "8",
             "--pdu-sessions",

@@ -9,8 +9,8 @@ mod procs;
 
 use std::time::Duration;
 
-use common::{num, ran, steer5g, Scratch};
-use procs::{provision, start_json as start, stop_nf as stop};
+use common::{num, steer5g, Scratch};
+use procs::{load_run, provision, start_json as start, stop_nf as stop};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const SUBSCRIBERS: u32 = 10;
@@ -50,15 +50,11 @@ fn three_processes(name: &str, base: u8, extra: &[&str]) {
     args.extend_from_slice(extra);
     let amf = start(&args, "N2 listening");
 
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        &amf_at,
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf_at,
             "--local-addr",
             &amf_ip,
             "--gnbs",

@@ -11,8 +11,8 @@ mod procs;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, STOP_TIMEOUT};
-use procs::{provision, start as spawn};
+use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
+use procs::{load_run, provision, start as spawn};
 use serde_json::Value;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -153,15 +153,11 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     let out_s = out.display().to_string();
     let mut forwarded = 0;
     for (kind, gnb_id) in [("udp", "1"), ("icmp", "100")] {
-        let (done, v) = ran(
-            None,
+        let (done, v) = load_run(
+            &csv,
+            &dir,
+            &amf,
             &[
-                "--subscribers",
-                &csv,
-                "--data-dir",
-                &dir,
-                "--amf",
-                &amf,
                 "--gnb-id-base",
                 gnb_id,
                 "--ues",

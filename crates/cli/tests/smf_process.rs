@@ -13,8 +13,8 @@ mod procs;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-use common::{num, ran, steer5g, Scratch};
-use procs::{provision, start_json as start, stop_nf as stop};
+use common::{num, steer5g, Scratch};
+use procs::{load_run, provision, start_json as start, stop_nf as stop};
 use proto::ids::defaults;
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SessionRequest, SuciScheme, Ue, UeConfig, UeEvent};
@@ -222,15 +222,11 @@ fn udm_ausf_smf_and_amf_as_four_processes_carry_a_pdu_session() {
     let amf = start(&args, "N2 listening");
 
     // Registrations through the three NFs, from the load generator.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv_s,
+        &dir_s,
+        "127.0.0.82:19882",
         &[
-            "--subscribers",
-            &csv_s,
-            "--data-dir",
-            &dir_s,
-            "--amf",
-            "127.0.0.82:19882",
             "--local-addr",
             "127.0.0.82",
             "--ues",

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use testkit::netns::{Pair, Side};
-use testkit::process::ChildGuard;
+use testkit::process::{ChildGuard, Finished};
 
 use crate::common::{
     assert_all_ok, bin, json_of, ran, steer5g, Amf, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT,
@@ -45,6 +45,20 @@ pub fn provision(scratch: &Scratch, n: u64) -> (String, String) {
         assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
     }
     (dir, csv)
+}
+
+/// `steer5g ran --json` loading the subscribers of `csv` (keys from data directory `dir`)
+/// against the AMF at `amf`, with `extra` flags, to completion within `timeout`.
+pub fn load_run(
+    csv: &str,
+    dir: &str,
+    amf: &str,
+    extra: &[&str],
+    timeout: Duration,
+) -> (Finished, Value) {
+    let mut args = vec!["--subscribers", csv, "--data-dir", dir, "--amf", amf];
+    args.extend_from_slice(extra);
+    ran(None, &args, timeout)
 }
 
 /// Starts `steer5g ARGS` and waits for `ready` on its standard error.
