@@ -122,17 +122,6 @@ fn run_with_gnb_n3(
     (outcome, report)
 }
 
-/// Every UE registered, had its session rejected, and deregistered.
-fn all_rejected() -> Outcome {
-    Outcome {
-        registered: UES,
-        rejected: UES,
-        deregistered: UES,
-        released: UES,
-        ..Outcome::default()
-    }
-}
-
 fn expect_all(o: &Outcome, r: &CoreReport) {
     let want = Outcome::all_through(UES);
     assert_eq!(o, &want);
@@ -206,7 +195,7 @@ fn deregistration_releases_the_sessions() {
 #[test]
 fn unknown_dnn_is_rejected_to_the_ue() {
     let (o, r) = run_plan(66, 2, StateMode::Sharded, Plan::Reject);
-    assert_eq!(o, all_rejected());
+    assert_eq!(o, common::all_rejected(UES));
     let (rejected, smf_rejected) = r.workers.iter().fold((0, 0), |t, w| {
         (t.0 + w.amf_sessions.rejected, t.1 + w.smf.rejected)
     });
@@ -283,7 +272,7 @@ fn h2c_deregistration_and_unknown_dnn() {
     assert_eq!(released, UES as u64);
     assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
     let (o, r) = run_sbi(72, 2, StateMode::Locked, Plan::Reject, SbiMode::H2c);
-    assert_eq!(o, all_rejected());
+    assert_eq!(o, common::all_rejected(UES));
     let rejected: u64 = r.workers.iter().map(|w| w.smf.rejected).sum();
     assert_eq!(rejected, UES as u64);
     assert_eq!(r.counters_total().namf_served, 0);
