@@ -42,11 +42,7 @@ impl UpfCheck for NoSessions {
     }
 
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize {
-        self.0.uplink_rules().len()
-            + ips
-                .iter()
-                .filter(|ip| self.0.downlink(**ip).is_some())
-                .count()
+        common::memory_rules_left(&self.0, ips)
     }
 }
 
@@ -209,16 +205,6 @@ fn run(
     (outcome, core.stop().unwrap())
 }
 
-fn rejected_all() -> Outcome {
-    Outcome {
-        registered: UES,
-        rejected: UES,
-        deregistered: UES,
-        released: UES,
-        ..Outcome::default()
-    }
-}
-
 /// Undecodable and unusable establishment answers: every UE rejected (#26 in its PDU
 /// SESSION ESTABLISHMENT REJECT), every session the UPF accepted deleted again, no SM
 /// context left.
@@ -245,7 +231,7 @@ fn bad_upf_answers_leave_no_session_and_no_context() {
     let spoilt = proxy.stop();
     let upf: ServiceReport = upf.stop().unwrap();
 
-    assert_eq!(o, rejected_all());
+    assert_eq!(o, common::all_rejected(UES));
     assert_eq!(
         spoilt, UES,
         "every establishment answer went through the proxy"
@@ -280,7 +266,7 @@ fn an_unreachable_smf_is_reported_to_the_ue_with_cause_90() {
     opts.smf_sbi = SbiMode::H2c;
     let core = Core::start(opts).unwrap();
     let (o, r) = run(net, core, &config, subs.ues, MemoryDatapath::new());
-    assert_eq!(o, rejected_all());
+    assert_eq!(o, common::all_rejected(UES));
     let (not_forwarded, failures) = r.workers.iter().fold((0, 0), |t, w| {
         (
             t.0 + w.amf_sessions.not_forwarded,

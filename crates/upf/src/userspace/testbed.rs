@@ -237,6 +237,17 @@ impl Testbed {
         }
     }
 
+    /// The TUN path of a UPF on this bed: device `upftun0` in the upf namespace, N3 at
+    /// [`N3_UPF`], the bed's UE pool behind it.
+    pub fn tun_options(&self) -> super::TunOptions {
+        super::TunOptions {
+            netns: Some(self.upf.clone()),
+            n3_addr: N3_UPF,
+            tun_name: "upftun0".to_owned(),
+            ue_pool: (UE_POOL, UE_POOL_LEN),
+        }
+    }
+
     /// A UDP socket bound to `addr` inside `host`'s namespace (a gNB on N3, a host in dn).
     pub fn udp(&self, host: Host, addr: SocketAddrV4) -> io::Result<UdpSocket> {
         super::netns::run_in(Some(self.ns(host)), move || UdpSocket::bind(addr))?
