@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use common::{drive, Outcome, Plan, RanSide, UpfCheck};
+use pfcp::damage::without_ie;
 use pfcp::{Message, MessageType, PfcpMessage};
 use ran::userplane::UpSession;
 use sbi::NfType;
@@ -46,31 +47,11 @@ impl UpfCheck for NoSessions {
     }
 }
 
-/// Removes the first top-level IE of type `t` from a PFCP message and fixes its length.
-fn strip_ie(msg: &[u8], t: u16) -> Vec<u8> {
-    let at = if msg[0] & 0x01 != 0 { 16 } else { 8 };
-    let mut out = msg[..at].to_vec();
-    let mut rest = &msg[at..];
-    let mut dropped = false;
-    while rest.len() >= 4 {
-        let len = usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 4;
-        if !dropped && u16::from_be_bytes([rest[0], rest[1]]) == t {
-            dropped = true;
-        } else {
-            out.extend_from_slice(&rest[..len]);
-        }
-        rest = &rest[len..];
-    }
-    let n = u16::try_from(out.len() - 4).unwrap();
-    out[2..4].copy_from_slice(&n.to_be_bytes());
-    out
-}
-
 /// The bad UPF's answers: every other establishment answer loses its Node ID, the others
 /// their Created PDRs.
 fn spoil(n: usize, msg: Vec<u8>) -> Vec<u8> {
     if n.is_multiple_of(2) {
-        return strip_ie(&msg, pfcp::ie::ty::NODE_ID);
+        return without_ie(&msg, pfcp::ie::ty::NODE_ID);
     }
     let mut m = PfcpMessage::parse(&msg).unwrap();
     if let Message::SessionEstablishmentResponse(r) = &mut m.message {

@@ -17,22 +17,20 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use ids::{WorkerId, Workers};
-use nf::amf::registration::AmfConfig;
-use nf::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
 use nf::host::{
-    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, SbiTimeouts, ServerToken,
-    Sharded,
+    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, ServerToken, Sharded,
 };
-use nf::smf::{DnnPool, SmState, SmfConfig, SmfStats};
-use nf::udm::{SidfKeys, UdmConfig};
+use nf::smf::{SmState, SmfStats};
+use nf::udm::SidfKeys;
 use oxirush_nas::nas_5gs as ox;
+use pfcp::damage::without_ie;
 use pfcp::ie::{ty, CreatedPdr, FTeid, NodeId};
 use pfcp::message::SessionEstablishmentResponse;
 use pfcp::txn::Retransmission;
 use pfcp::{Message, MessageType, PfcpMessage};
 use sbi::model::{RefToBinaryData, SmContextCreateData, SmContextUpdateData, Snssai};
 use sbi::multipart::{self, Part};
-use sbi::{NfType, SbiRequest, SbiResponse, StaticDirectory};
+use sbi::{NfType, SbiRequest, SbiResponse};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 use upf::datapath::{Datapath, Entries};
 use upf::{MemoryDatapath, NodeConfig, UpfNode};
@@ -59,54 +57,17 @@ fn upf_addr() -> SocketAddr {
 }
 
 fn host_config(store: Arc<MemStore>) -> HostConfig {
-    let w0 = WorkerId(0);
-    let workers = Workers::single();
-    let snn = "5G:mnc001.mcc001.3gppnetwork.org".to_owned();
-    HostConfig {
-        worker: w0,
-        workers,
-        amf: AmfConfig::new(w0, workers),
-        ausf: AusfConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.11:7777".to_owned(),
-            serving_networks: vec![snn.clone()],
-            instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-            context_timeout: DEFAULT_CONTEXT_TIMEOUT,
-            wall_clock: None,
-        },
-        udm: UdmConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.12:7777".to_owned(),
-            serving_networks: vec![snn],
-            hn_keys: SidfKeys::new(vec![]),
-            rand_seed: Some(7),
-        },
-        smf: Some(SmfConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.4:7777".to_owned(),
-            node_id: NodeId::Ipv4(SMF_IP),
-            pfcp_ip: SMF_IP,
-            upf: upf_addr(),
-            dnns: vec![DnnPool {
-                dnn: DNN.to_owned(),
-                net: Ipv4Addr::new(10, 45, 0, 0),
-                prefix_len: 16,
-            }],
-            slices: vec![Snssai { sst: 1, sd: None }],
-            urr_volume_threshold: 1 << 30,
-        }),
+    let mut cfg = HostConfig::loopback(
+        Workers::single(),
         store,
-        // The SMF asks the UDM in-process; Nsmf and Namf go out, to the test.
-        sbi: SbiMode::Inproc,
-        smf_sbi: SbiMode::H2c,
-        sbi_pool: false,
-        directory: StaticDirectory::new(),
-        pfcp: Retransmission::default(),
-        sbi_timeouts: SbiTimeouts::default(),
-    }
+        "5G:mnc001.mcc001.3gppnetwork.org",
+        SidfKeys::new(vec![]),
+    )
+    .with_loopback_smf(upf_addr());
+    // The SMF asks the UDM in-process; Nsmf and Namf go out, to the test.
+    cfg.smf_sbi = SbiMode::H2c;
+    cfg.sbi_pool = false;
+    cfg
 }
 
 /// What the bad UPF does to a datagram of type `msg_type`: pass it (maybe changed) or lose it.
@@ -404,27 +365,6 @@ fn establishment_response() -> u8 {
     MessageType::SessionEstablishmentResponse.value()
 }
 
-/// Removes the first top-level IE of type `t` and fixes the header's length.
-fn strip_ie(msg: &[u8], t: u16) -> Vec<u8> {
-    let at = if msg[0] & 0x01 != 0 { 16 } else { 8 };
-    let mut out = msg[..at].to_vec();
-    let mut rest = &msg[at..];
-    let mut dropped = false;
-    while rest.len() >= 4 {
-        let len = usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 4;
-        if !dropped && u16::from_be_bytes([rest[0], rest[1]]) == t {
-            dropped = true;
-        } else {
-            out.extend_from_slice(&rest[..len]);
-        }
-        rest = &rest[len..];
-    }
-    assert!(dropped, "no IE {t}");
-    let n = u16::try_from(out.len() - 4).unwrap();
-    out[2..4].copy_from_slice(&n.to_be_bytes());
-    out
-}
-
 /// Re-encodes an establishment response after `f` changed it.
 fn rewrite(msg: &[u8], f: impl Fn(&mut SessionEstablishmentResponse)) -> Vec<u8> {
     let mut m = PfcpMessage::parse(msg).unwrap();
@@ -442,7 +382,7 @@ fn rewrite(msg: &[u8], f: impl Fn(&mut SessionEstablishmentResponse)) -> Vec<u8>
 fn an_undecodable_establishment_answer_fails_the_creation_and_undoes_the_session() {
     for (missing, named) in [(ty::NODE_ID, true), (ty::CAUSE, true), (ty::F_SEID, false)] {
         let mut net = Net::new();
-        net.to_smf = change(establishment_response(), move |b| strip_ie(b, missing));
+        net.to_smf = change(establishment_response(), move |b| without_ie(b, missing));
         let t = net.send(create_req(1, 5));
         let r = net.answer(t).expect("the creation is answered at once");
         assert_eq!(
@@ -609,7 +549,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let sm = sm_ref(&net.answer(t).unwrap());
     assert_eq!(net.n1n2, 1);
     let modification = MessageType::SessionModificationResponse.value();
-    net.to_smf = change(modification, move |b| strip_ie(b, ty::CAUSE));
+    net.to_smf = change(modification, move |b| without_ie(b, ty::CAUSE));
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     let ctx = net.host.smf().unwrap().context(&sm).unwrap();
@@ -619,7 +559,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::OK);
     let deletion = MessageType::SessionDeletionResponse.value();
-    net.to_smf = change(deletion, move |b| strip_ie(b, ty::CAUSE));
+    net.to_smf = change(deletion, move |b| without_ie(b, ty::CAUSE));
     let r = net.request(release_req(&sm)).unwrap();
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(net.stats().pfcp_unparsed, 2);
