@@ -267,6 +267,28 @@ static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *p, __u
 	return bpf_fib_lookup(ctx, p, sizeof(*p), 0);
 }
 
+// The last checks before a packet the rule lets through is forwarded, the same both ways:
+// the route towards dst (fib_len octets on the wire) and then the rule's MBR on the len
+// octets of the inner packet. An unresolved neighbour passes the packet to the kernel,
+// which resolves it while the user-space path carries the packet. Policed last, so only
+// packets this program forwards are charged to the bucket. FORWARD, or the counted verdict.
+#define FORWARD (-1)
+#define ROUTE_AND_POLICE(ctx, p, src, dst, fib_len, rule, u, len)                              \
+	({                                                                                      \
+		int v_ = FORWARD;                                                               \
+		int rc_ = fib(ctx, p, src, dst, fib_len);                                       \
+		if (rc_ == BPF_FIB_LKUP_RET_NO_NEIGH) {                                         \
+			v_ = count(PASS_NO_NEIGH, XDP_PASS);                                    \
+		} else if (rc_ != BPF_FIB_LKUP_RET_SUCCESS) {                                   \
+			v_ = count(DROP_NO_ROUTE, XDP_DROP);                                    \
+		} else if ((rule)->mbr_rate && !MBR_ADMIT(rule, len)) {                         \
+			if (u)                                                                  \
+				(u)->dropped += 1;                                              \
+			v_ = count(DROP_MBR, XDP_DROP);                                         \
+		}                                                                               \
+		v_;                                                                             \
+	})
+
 // An Echo Response (TS 29.281 §7.2.2) is an 8-octet header, the 4 optional octets with the
 // request's sequence number, and the Recovery IE (§8.2: type 14, restart counter 0).
 #define ECHO_GTP_LEN (sizeof(struct gtpu_hdr) + 4 + 2)
@@ -346,16 +368,25 @@ static __always_inline int echo_reply(struct xdp_md *ctx)
 	return count(ECHO_ANSWERED, XDP_TX);
 }
 
+// The IPv4 header after the Ethernet header of the frame, or NULL for anything else.
+static __always_inline struct iphdr *outer_ipv4(void *data, void *data_end)
+{
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end)
+		return 0;
+	return ip;
+}
+
 SEC("xdp")
 int upf_n3(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return count(PASS_NOT_FOR_US, XDP_PASS);
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end)
+	struct iphdr *ip = outer_ipv4(data, data_end);
+	if (!ip)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
 	// An outer fragment (MF set or an offset) may be part of a G-PDU: the kernel reassembles
 	// it and hands the datagram to the user-space path's GTP-U socket, so nothing is lost.
@@ -475,19 +506,9 @@ int upf_n3(struct xdp_md *ctx)
 		return count(PASS_TTL, XDP_PASS);
 
 	struct bpf_fib_lookup p;
-	int rc = fib(ctx, &p, inner->saddr, inner->daddr, inner_len);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
-		// Let the kernel resolve the neighbour; the user-space path sees the G-PDU.
-		return count(PASS_NO_NEIGH, XDP_PASS);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return count(DROP_NO_ROUTE, XDP_DROP);
-
-	// Policed last, so only packets this program forwards are charged to the bucket.
-	if (rule->mbr_rate && !MBR_ADMIT(rule, inner_len)) {
-		if (u)
-			u->dropped += 1;
-		return count(DROP_MBR, XDP_DROP);
-	}
+	int v = ROUTE_AND_POLICE(ctx, &p, inner->saddr, inner->daddr, inner_len, rule, u, inner_len);
+	if (v != FORWARD)
+		return v;
 	ttl_decrement(inner);
 	if (u) {
 		u->ul_packets += 1;
@@ -499,7 +520,7 @@ int upf_n3(struct xdp_md *ctx)
 		return count(DROP_MALFORMED, XDP_DROP);
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	eth = data;
+	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > data_end)
 		return count(DROP_MALFORMED, XDP_DROP);
 	__builtin_memcpy(eth->h_dest, p.dmac, ETH_ALEN);
@@ -519,11 +540,8 @@ int upf_n6(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return count(PASS_NOT_FOR_US, XDP_PASS);
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end)
+	struct iphdr *ip = outer_ipv4(data, data_end);
+	if (!ip)
 		return count(PASS_NOT_FOR_US, XDP_PASS);
 	__u32 dst = ip->daddr;
 	struct dl_rule *rule = bpf_map_lookup_elem(&downlink, &dst);
@@ -564,17 +582,9 @@ int upf_n6(struct xdp_md *ctx)
 	__u32 encap = psc ? ENCAP_PSC : ENCAP_PLAIN;
 
 	struct bpf_fib_lookup p;
-	int rc = fib(ctx, &p, src, peer, inner_len + encap);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
-		return count(PASS_NO_NEIGH, XDP_PASS);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return count(DROP_NO_ROUTE, XDP_DROP);
-
-	if (rule->mbr_rate && !MBR_ADMIT(rule, inner_len)) {
-		if (u)
-			u->dropped += 1;
-		return count(DROP_MBR, XDP_DROP);
-	}
+	int v = ROUTE_AND_POLICE(ctx, &p, src, peer, inner_len + encap, rule, u, inner_len);
+	if (v != FORWARD)
+		return v;
 	ttl_decrement(ip);
 	if (u) {
 		u->dl_packets += 1;
@@ -584,7 +594,7 @@ int upf_n6(struct xdp_md *ctx)
 		return count(DROP_MALFORMED, XDP_DROP);
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	eth = data;
+	struct ethhdr *eth = data;
 	struct iphdr *o = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(o + 1);
 	struct gtpu_hdr *gtp = (void *)(udp + 1);

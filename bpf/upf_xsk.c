@@ -95,16 +95,23 @@ static __always_inline struct iphdr *ipv4_of(void *data, void *data_end)
 	return ip;
 }
 
+// Both programs' start: the configuration (*cfg) and the frame's IPv4 header, NULL when
+// either is missing and the frame is the kernel's.
+static __always_inline struct iphdr *configured_ipv4(struct xdp_md *ctx, struct config **cfg)
+{
+	__u32 key = 0;
+	*cfg = bpf_map_lookup_elem(&xsk_config, &key);
+	if (!*cfg)
+		return 0;
+	return ipv4_of((void *)(long)ctx->data, (void *)(long)ctx->data_end);
+}
+
 SEC("xdp")
 int upf_xsk_n3(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 key = 0;
-	struct config *cfg = bpf_map_lookup_elem(&xsk_config, &key);
-	if (!cfg)
-		return count(PASSED, XDP_PASS);
-	struct iphdr *ip = ipv4_of(data, data_end);
+	struct config *cfg;
+	struct iphdr *ip = configured_ipv4(ctx, &cfg);
 	if (!ip || ip->protocol != IPPROTO_UDP || ip->daddr != cfg->n3_addr)
 		return count(PASSED, XDP_PASS);
 	struct udphdr *udp = (void *)ip + ip->ihl * 4;
@@ -116,13 +123,8 @@ int upf_xsk_n3(struct xdp_md *ctx)
 SEC("xdp")
 int upf_xsk_n6(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	__u32 key = 0;
-	struct config *cfg = bpf_map_lookup_elem(&xsk_config, &key);
-	if (!cfg)
-		return count(PASSED, XDP_PASS);
-	struct iphdr *ip = ipv4_of(data, data_end);
+	struct config *cfg;
+	struct iphdr *ip = configured_ipv4(ctx, &cfg);
 	if (!ip || (ip->daddr & cfg->pool_mask) != cfg->pool_addr)
 		return count(PASSED, XDP_PASS);
 	return TO_SOCKET(ctx, xsks_n6);

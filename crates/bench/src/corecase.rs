@@ -1,13 +1,24 @@
 //! What the benches that start an in-process core per case share (`bench registration`,
-//! `bench sessions`): the core's thread CPU clocks,
-//! the live counters' deltas, the loopback slot of each case, the subscriber range and the
-//! data directory each case provisions.
+//! `bench sessions`, `bench overload`, the demo): the core's thread CPU clocks,
+//! the live counters' deltas, the loopback slot and addresses of each case, the subscriber
+//! range and the data directory each case provisions, the core's options and the RAN side
+//! of the load run against it.
 
 use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rand::rngs::OsRng;
+use sbi::{NfType, StaticDirectory};
+use steer5g_config::{Config, Transport as TransportKind};
+use steer5g_core::{CoreOptions, StateMode};
+
+use super::sweep::BenchState;
 use crate::BenchError;
+
+/// The SBI port of the NFs on each case's loopback addresses.
+pub(crate) const SBI_PORT: u16 = 7777;
 
 /// Thread names of the core: the runtime's `core-w{i}` workers and the `core-sqn`
 /// persister.
@@ -129,4 +140,97 @@ pub(crate) fn gnb_identity(
 ) -> Result<ran::load::GnbIdentity, BenchError> {
     let (guami, tacs, slices) = steer5g_core::identity(cfg)?;
     Ok(ran::load::GnbIdentity::new(guami.plmn, &tacs, slices)?)
+}
+
+/// Where one case's core listens: N2 over UDP at 127.0.`net`.`slot`, the AUSF and the UDM
+/// at the same slot of the next two /24s, so that cases of one process never share an
+/// address.
+pub(crate) struct CaseAddrs {
+    pub(crate) cfg: Config,
+    pub(crate) ausf: SocketAddrV4,
+    pub(crate) udm: SocketAddrV4,
+}
+
+impl CaseAddrs {
+    pub(crate) fn new(net: u8, slot: u8) -> Self {
+        let mut cfg = Config::default();
+        cfg.n2.addr = Ipv4Addr::new(127, 0, net, slot);
+        cfg.n2.transports = vec![TransportKind::Udp];
+        let at =
+            |k: u8| SocketAddrV4::new(Ipv4Addr::new(127, 0, net.wrapping_add(k), slot), SBI_PORT);
+        CaseAddrs {
+            cfg,
+            ausf: at(1),
+            udm: at(2),
+        }
+    }
+}
+
+/// `count` fresh subscribers from the first SUPI of `cfg`'s PLMN, provisioned into
+/// `data_dir` (see [`provision`]); and the home network key file. `ues` is the `--ues` the
+/// error names when the range does not fit.
+pub(crate) fn provision_range(
+    data_dir: &Path,
+    cfg: &Config,
+    count: u64,
+    ues: u64,
+) -> Result<(Vec<store::Subscriber>, PathBuf), BenchError> {
+    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
+    let subscribers = store::generate::generate(&first, count, &mut OsRng)
+        .map_err(|e| BenchError::Invalid(format!("--ues {ues}: {e}")))?;
+    let key_file = provision(data_dir, cfg, &subscribers)?;
+    Ok((subscribers, key_file))
+}
+
+/// A core of `workers` at `data_dir` with `cfg`, whose directory names its AMF on N2's
+/// address and the AUSF and UDM at `ausf` and `udm`; every other option is the default.
+pub(crate) fn core_options(
+    data_dir: PathBuf,
+    workers: u16,
+    cfg: Config,
+    ausf: SocketAddrV4,
+    udm: SocketAddrV4,
+) -> CoreOptions {
+    let mut directory = StaticDirectory::new();
+    directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
+    directory.set(NfType::Ausf, format!("http://{ausf}"));
+    directory.set(NfType::Udm, format!("http://{udm}"));
+    let mut opts = CoreOptions::new(data_dir);
+    opts.workers = workers;
+    opts.config = cfg;
+    opts.directory = directory;
+    opts
+}
+
+pub(crate) fn state_mode(s: BenchState) -> StateMode {
+    match s {
+        BenchState::Sharded => StateMode::Sharded,
+        BenchState::Locked => StateMode::Locked,
+    }
+}
+
+/// The gNBs of a load run against the core at `cfg`'s N2 over `transport`.
+pub(crate) fn ran_config(
+    identity: ran::load::GnbIdentity,
+    cfg: &Config,
+    transport: TransportKind,
+    gnbs: u32,
+    gnb_id_base: u32,
+    timeout_s: f64,
+) -> ran::load::RanConfig {
+    let port = match transport {
+        TransportKind::Raw => cfg.n2.sctp_port,
+        TransportKind::Udp => cfg.n2.udp_port,
+    };
+    ran::load::RanConfig {
+        identity,
+        transport,
+        amf: SocketAddrV4::new(cfg.n2.addr, port),
+        sctp_port: cfg.n2.sctp_port,
+        local_addr: None,
+        gnbs,
+        gnb_id_base,
+        timeout: Duration::from_secs_f64(timeout_s),
+        connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
+    }
 }

@@ -21,12 +21,9 @@ use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
 use ran::userplane::traffic::{TrafficPlan, TrafficReport};
 use ran::userplane::UpSession;
 use rand::rngs::OsRng;
-use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
-use steer5g_core::{
-    BpfPolicy, Core, CoreOptions, CoreReport, SbiMode, SmfOptions, StateMode, UpfOptions,
-};
+use steer5g_core::{BpfPolicy, Core, CoreReport, SbiMode, SmfOptions, StateMode, UpfOptions};
 use upf::datapath::Datapath as _;
 
 use crate::BenchError;
@@ -34,10 +31,8 @@ use lab::bed::{BedReport, PathKind, UserPlaneBed};
 use ran::load::driver::MAX_PDU_SESSIONS;
 use ran::load::report::SctpCounters;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SessionPlan, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, SessionPlan, SuciArg};
 
-/// The SBI port of every NF on the loopback plan.
-const SBI_PORT: u16 = 7777;
 /// The in-process UPF's PFCP and N3 address (the loopback plan's 127.0.0.7); its PFCP port is the
 /// OS's choice, so that demos can run side by side.
 const UPF_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 7);
@@ -633,12 +628,13 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
     let key_file = crate::corecase::provision(&data_dir, &cfg, &subscribers)?;
     let (suci, suci_label) = suci_scheme(SuciArg::A, &key_file)?;
 
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
-    directory.set(NfType::Ausf, format!("http://{}", args.ausf_addr));
-    directory.set(NfType::Udm, format!("http://{}", args.udm_addr));
-    let mut opts = CoreOptions::new(data_dir.clone());
-    opts.workers = workers;
+    let mut opts = crate::corecase::core_options(
+        data_dir.clone(),
+        workers,
+        cfg.clone(),
+        args.ausf_addr,
+        args.udm_addr,
+    );
     opts.state = match args.state {
         DemoState::Sharded => StateMode::Sharded,
         DemoState::Locked => StateMode::Locked,
@@ -650,8 +646,6 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
     opts.integrity = core.integrity;
     opts.ciphering = core.ciphering;
     opts.bpf = core.bpf;
-    opts.config = cfg.clone();
-    opts.directory = directory;
     let probes = Probes::new(args)?;
     let setup = Arc::new(user_plane_setup(args)?);
     let datapath = upf::MemoryDatapath::new();
@@ -690,22 +684,15 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
         tracing::info!("{l}");
     }
 
-    let amf = match transport {
-        TransportKind::Raw => SocketAddrV4::new(cfg.n2.addr, cfg.n2.sctp_port),
-        TransportKind::Udp => SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-    };
     let plan = LoadConfig {
-        ran: RanConfig {
-            identity: crate::corecase::gnb_identity(&cfg)?,
+        ran: crate::corecase::ran_config(
+            crate::corecase::gnb_identity(&cfg)?,
+            &cfg,
             transport,
-            amf,
-            sctp_port: cfg.n2.sctp_port,
-            local_addr: None,
-            gnbs: args.gnbs,
-            gnb_id_base: 1,
-            timeout: Duration::from_secs_f64(args.timeout),
-            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
-        },
+            args.gnbs,
+            1,
+            args.timeout,
+        ),
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency.max(1),

@@ -27,24 +27,24 @@
 //! overload.svg (p99, completed rate and refused share against the offered rate).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::rngs::OsRng;
-use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
 use steer5g_config::{Config, Transport as TransportKind};
-use steer5g_core::{Core, CoreHandle, CoreOptions, SbiMode};
+use steer5g_core::{Core, CoreHandle, SbiMode};
 
-use super::corecase::{counter_delta, first_supi, next_slot};
+use super::corecase::{
+    core_options, counter_delta, next_slot, provision_range, ran_config, CaseAddrs,
+};
 use super::machine::Machine;
 use super::sweep::{self, median, seconds, shown, Axis, Out, Sweep, SweepArgs};
 use super::sweepplot::{write_xy, XyPanel};
 use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, SuciArg};
 
 /// A rate is sustainable while its p99 stays within this factor of the p99 at the start
 /// rate.
@@ -56,8 +56,6 @@ const P99_FLOOR_US: u64 = 20_000;
 const LATE_SHARE: f64 = 0.01;
 /// Most doublings of the search.
 const MAX_DOUBLINGS: u32 = 10;
-/// The SBI port of the NFs on the run's loopback addresses.
-const SBI_PORT: u16 = 7777;
 /// The lowest high mark per worker: a level of a few registrations in flight is the
 /// jitter of a shared machine, not a queue, and marks that close together flap.
 const MIN_HIGH_MARK: f64 = 4.0;
@@ -254,20 +252,14 @@ struct Bed {
 impl Bed {
     fn new(args: &OverloadArgs) -> Result<Self, BenchError> {
         let temp = crate::corecase::temp_data_dir("bench-overload")?;
-        let slot = next_slot();
-        let mut cfg = Config::default();
-        cfg.n2.addr = Ipv4Addr::new(127, 0, 15, slot);
-        cfg.n2.transports = vec![TransportKind::Udp];
-        let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
-        let subscribers = store::generate::generate(&first, args.ues, &mut OsRng)
-            .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
-        let key_file = crate::corecase::provision(temp.path(), &cfg, &subscribers)?;
+        let CaseAddrs { cfg, ausf, udm } = CaseAddrs::new(15, next_slot());
+        let (subscribers, key_file) = provision_range(temp.path(), &cfg, args.ues, args.ues)?;
         let (suci, suci_label) = suci_scheme(args.suci, &key_file)?;
         Ok(Bed {
             data_dir: temp.path().to_path_buf(),
             _temp: temp,
-            ausf: SocketAddrV4::new(Ipv4Addr::new(127, 0, 16, slot), SBI_PORT),
-            udm: SocketAddrV4::new(Ipv4Addr::new(127, 0, 17, slot), SBI_PORT),
+            ausf,
+            udm,
             identity: crate::corecase::gnb_identity(&cfg)?,
             cfg,
             subscribers,
@@ -279,15 +271,8 @@ impl Bed {
 
     /// A core of `workers` with `cfg`'s limits (overload control as it says).
     fn core(&self, workers: u16, cfg: Config) -> Result<CoreHandle, BenchError> {
-        let mut directory = StaticDirectory::new();
-        directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
-        directory.set(NfType::Ausf, format!("http://{}", self.ausf));
-        directory.set(NfType::Udm, format!("http://{}", self.udm));
-        let mut opts = CoreOptions::new(self.data_dir.clone());
-        opts.workers = workers;
+        let mut opts = core_options(self.data_dir.clone(), workers, cfg, self.ausf, self.udm);
         opts.sbi = SbiMode::Inproc;
-        opts.config = cfg;
-        opts.directory = directory;
         Ok(Core::start(opts)?)
     }
 
@@ -301,17 +286,14 @@ impl Bed {
         let base = self.next_gnb;
         self.next_gnb = self.next_gnb.saturating_add(args.gnbs);
         let plan = LoadConfig {
-            ran: RanConfig {
-                identity: self.identity.clone(),
-                transport: TransportKind::Udp,
-                amf: SocketAddrV4::new(self.cfg.n2.addr, self.cfg.n2.udp_port),
-                sctp_port: self.cfg.n2.sctp_port,
-                local_addr: None,
-                gnbs: args.gnbs,
-                gnb_id_base: base,
-                timeout: Duration::from_secs_f64(args.timeout),
-                connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
-            },
+            ran: ran_config(
+                self.identity.clone(),
+                &self.cfg,
+                TransportKind::Udp,
+                args.gnbs,
+                base,
+                args.timeout,
+            ),
             mode: Mode::RegisterDeregister,
             load: Load::Open {
                 rate,

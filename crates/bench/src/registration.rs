@@ -28,30 +28,28 @@
 //! connection kind and SBI mode).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use rand::rngs::OsRng;
-use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
-use steer5g_config::{Config, Transport as TransportKind};
-use steer5g_core::{Core, CoreOptions, SbiMode, StateMode};
+use steer5g_config::Transport as TransportKind;
+use steer5g_core::{Core, SbiMode};
 
-use super::corecase::{counter_delta, first_supi, next_slot, per, threads_cpu, CORE_THREAD_PREFIX};
+use super::corecase::{
+    core_options, counter_delta, next_slot, per, provision_range, ran_config, state_mode,
+    threads_cpu, CaseAddrs, CORE_THREAD_PREFIX,
+};
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
 use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, RanConfig, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, SuciArg};
 
 /// The target the report checks: core CPU per Profile A registration with the in-process
 /// SBI at most this many times its crypto floor (what the crypto alone costs).
 const TARGET_RATIO: f64 = 3.0;
-/// The SBI port of the NFs on each case's loopback addresses.
-const SBI_PORT: u16 = 7777;
 
 /// How the core's NFs call each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -354,38 +352,26 @@ fn run_case_rt(
 ) -> Result<Outcome, BenchError> {
     use super::lockecho::{RealtimeGuard, REALTIME_CLIENT, REALTIME_WORKER};
     let temp = crate::corecase::temp_data_dir("bench-reg")?;
-    let mut cfg = Config::default();
-    cfg.n2.addr = Ipv4Addr::new(127, 0, 15, slot);
-    cfg.n2.transports = vec![TransportKind::Udp];
-    let ausf = SocketAddrV4::new(Ipv4Addr::new(127, 0, 16, slot), SBI_PORT);
-    let udm = SocketAddrV4::new(Ipv4Addr::new(127, 0, 17, slot), SBI_PORT);
-
-    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
+    let CaseAddrs { cfg, ausf, udm } = CaseAddrs::new(15, slot);
     let total = args.ues.saturating_add(args.warmup_ues);
-    let mut subscribers = store::generate::generate(&first, total, &mut OsRng)
-        .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
-    let key_file = crate::corecase::provision(temp.path(), &cfg, &subscribers)?;
+    let (mut subscribers, key_file) = provision_range(temp.path(), &cfg, total, args.ues)?;
     let (suci, suci_label) = suci_scheme(case.suci, &key_file)?;
     let warm = subscribers.split_off(usize::try_from(args.ues).unwrap_or(usize::MAX));
 
     let identity = crate::corecase::gnb_identity(&cfg)?;
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
-    directory.set(NfType::Ausf, format!("http://{ausf}"));
-    directory.set(NfType::Udm, format!("http://{udm}"));
-    let mut opts = CoreOptions::new(temp.path().to_path_buf());
-    opts.workers = case.workers;
-    opts.state = match case.state {
-        BenchState::Sharded => StateMode::Sharded,
-        BenchState::Locked => StateMode::Locked,
-    };
+    let mut opts = core_options(
+        temp.path().to_path_buf(),
+        case.workers,
+        cfg.clone(),
+        ausf,
+        udm,
+    );
+    opts.state = state_mode(case.state);
     opts.sbi = match case.sbi {
         BenchSbi::H2c => SbiMode::H2c,
         BenchSbi::Inproc => SbiMode::Inproc,
     };
     opts.short_connections = case.connections == BenchConnections::Short;
-    opts.config = cfg.clone();
-    opts.directory = directory;
     let core = {
         let _rt = realtime
             .then(|| RealtimeGuard::enter(REALTIME_WORKER))
@@ -405,17 +391,14 @@ fn run_case_rt(
     };
 
     let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadConfig {
-        ran: RanConfig {
-            identity: identity.clone(),
-            transport: TransportKind::Udp,
-            amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-            sctp_port: cfg.n2.sctp_port,
-            local_addr: None,
-            gnbs: args.gnbs,
+        ran: ran_config(
+            identity.clone(),
+            &cfg,
+            TransportKind::Udp,
+            args.gnbs,
             gnb_id_base,
-            timeout: Duration::from_secs_f64(args.timeout),
-            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
-        },
+            args.timeout,
+        ),
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency.max(1),

@@ -24,18 +24,19 @@
 //! (establishments/s and core CPU per establishment against workers, sharded vs locked).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use rand::rngs::OsRng;
-use sbi::{NfType, StaticDirectory};
 use serde::Serialize;
-use steer5g_config::{Config, Transport as TransportKind};
-use steer5g_core::{Core, CoreOptions, SbiMode, SmfOptions, StateMode, UpfOptions};
+use steer5g_config::Transport as TransportKind;
+use steer5g_core::{Core, SbiMode, SmfOptions, UpfOptions};
 
-use super::corecase::{first_supi, next_slot, per, threads_cpu, CORE_THREAD_PREFIX};
+use super::corecase::{
+    core_options, next_slot, per, provision_range, ran_config, state_mode, threads_cpu, CaseAddrs,
+    CORE_THREAD_PREFIX,
+};
 use super::machine::Machine;
 use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
 use super::sweepplot::{write_sweep, Panel};
@@ -43,12 +44,8 @@ use super::sweepplot::{write_sweep, Panel};
 use crate::BenchError;
 use ran::load::driver::MAX_PDU_SESSIONS;
 use ran::load::schedule::{Limit, Load};
-use ran::load::{
-    suci_scheme, HoldPoint, LoadConfig, LoadReport, Mode, RanConfig, SessionPlan, SuciArg,
-};
+use ran::load::{suci_scheme, HoldPoint, LoadConfig, LoadReport, Mode, SessionPlan, SuciArg};
 
-/// The SBI port of the NFs on each case's loopback addresses.
-const SBI_PORT: u16 = 7777;
 /// The in-process UPF's PFCP thread.
 const UPF_THREAD_PREFIX: &str = "upf-pfcp";
 
@@ -269,34 +266,23 @@ fn matrix(args: &SessionsArgs) -> Result<Vec<Case>, BenchError> {
 /// Runs one case: fresh data directory, core with SMF and UPF, the load run, core stopped.
 fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchError> {
     let temp = crate::corecase::temp_data_dir("bench-sessions")?;
-    let mut cfg = Config::default();
-    cfg.n2.addr = Ipv4Addr::new(127, 0, 21, slot);
-    cfg.n2.transports = vec![TransportKind::Udp];
-    let ausf = SocketAddrV4::new(Ipv4Addr::new(127, 0, 22, slot), SBI_PORT);
-    let udm = SocketAddrV4::new(Ipv4Addr::new(127, 0, 23, slot), SBI_PORT);
+    let CaseAddrs { cfg, ausf, udm } = CaseAddrs::new(21, slot);
     let up = Ipv4Addr::new(127, 0, 24, slot);
 
-    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
-    let subscribers = store::generate::generate(&first, args.ues, &mut OsRng)
-        .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
-    let key_file = crate::corecase::provision(temp.path(), &cfg, &subscribers)?;
+    let (subscribers, key_file) = provision_range(temp.path(), &cfg, args.ues, args.ues)?;
     // Registration is not measured: the null scheme spares the ECIES work.
     let (suci, suci_label) = suci_scheme(SuciArg::Null, &key_file)?;
 
     let identity = crate::corecase::gnb_identity(&cfg)?;
-    let mut directory = StaticDirectory::new();
-    directory.set(NfType::Amf, format!("http://{}:{SBI_PORT}", cfg.n2.addr));
-    directory.set(NfType::Ausf, format!("http://{ausf}"));
-    directory.set(NfType::Udm, format!("http://{udm}"));
-    let mut opts = CoreOptions::new(temp.path().to_path_buf());
-    opts.workers = case.workers;
-    opts.state = match case.state {
-        BenchState::Sharded => StateMode::Sharded,
-        BenchState::Locked => StateMode::Locked,
-    };
+    let mut opts = core_options(
+        temp.path().to_path_buf(),
+        case.workers,
+        cfg.clone(),
+        ausf,
+        udm,
+    );
+    opts.state = state_mode(case.state);
     opts.sbi = SbiMode::Inproc;
-    opts.config = cfg.clone();
-    opts.directory = directory;
     opts.smf = Some(SmfOptions {
         pfcp_ip: up,
         ..SmfOptions::default()
@@ -311,17 +297,14 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
     let marks: Arc<Mutex<BTreeMap<HoldPoint, Mark>>> = Arc::default();
     let seen = marks.clone();
     let plan = LoadConfig {
-        ran: RanConfig {
-            identity: identity.clone(),
-            transport: TransportKind::Udp,
-            amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-            sctp_port: cfg.n2.sctp_port,
-            local_addr: None,
-            gnbs: args.gnbs,
-            gnb_id_base: 1,
-            timeout: Duration::from_secs_f64(args.timeout),
-            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
-        },
+        ran: ran_config(
+            identity.clone(),
+            &cfg,
+            TransportKind::Udp,
+            args.gnbs,
+            1,
+            args.timeout,
+        ),
         mode: Mode::RegisterDeregister,
         load: Load::Closed {
             concurrency: args.concurrency,

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// Line colours of the sweep's series, in turn.
@@ -79,42 +80,21 @@ pub(crate) fn write_sweep(path: &Path, title: &str, panels: &[Panel]) -> Result<
             .y_desc(panel.y_desc.as_str())
             .draw()
             .map_err(|e| err(&e))?;
-        for (i, name) in series.iter().enumerate() {
-            let color = SERIES_COLORS
-                .get(i % SERIES_COLORS.len())
-                .copied()
-                .unwrap_or(BLACK);
-            let mut pts: Vec<(i32, f64)> = panel
-                .points
-                .iter()
-                .filter(|x| x.0 == *name)
-                .map(|x| (i32::from(x.1), x.2))
-                .collect();
-            pts.sort_by_key(|x| x.0);
-            let drawn = chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?;
-            if p == 0 {
-                drawn.label(name.to_string()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            }
-            chart
-                .draw_series(
-                    pts.iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(|e| err(&e))?;
-        }
-        if p == 0 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(|e| err(&e))?;
-        }
+        draw_lines(
+            &mut chart,
+            &series,
+            |name| {
+                let mut pts: Vec<(i32, f64)> = panel
+                    .points
+                    .iter()
+                    .filter(|x| x.0 == name)
+                    .map(|x| (i32::from(x.1), x.2))
+                    .collect();
+                pts.sort_by_key(|x| x.0);
+                pts
+            },
+            p == 0,
+        )?;
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
@@ -180,43 +160,69 @@ pub(crate) fn write_xy(
             .y_desc(panel.y_desc.as_str())
             .draw()
             .map_err(|e| err(&e))?;
-        for (i, name) in series.iter().enumerate() {
-            let color = SERIES_COLORS
-                .get(i % SERIES_COLORS.len())
-                .copied()
-                .unwrap_or(BLACK);
-            let mut pts: Vec<(f64, f64)> = panel
-                .points
-                .iter()
-                .filter(|x| x.0 == *name)
-                .map(|x| (x.1, x.2))
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let drawn = chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?;
-            if p == 0 {
-                drawn.label(name.to_string()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            }
-            chart
-                .draw_series(
-                    pts.iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(|e| err(&e))?;
-        }
-        if p == 0 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(|e| err(&e))?;
-        }
+        draw_lines(
+            &mut chart,
+            &series,
+            |name| {
+                let mut pts: Vec<(f64, f64)> = panel
+                    .points
+                    .iter()
+                    .filter(|x| x.0 == name)
+                    .map(|x| (x.1, x.2))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                pts
+            },
+            p == 0,
+        )?;
     }
     root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// One line with a dot at each point for every series of `series`, in the series' colours,
+/// the points of each from `points_of`; with `legend`, the series are named in a legend at
+/// the upper left.
+fn draw_lines<'a, X>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    series: &[&str],
+    points_of: impl Fn(&str) -> Vec<(X::ValueType, f64)>,
+    legend: bool,
+) -> Result<(), String>
+where
+    X: Ranged,
+    X::ValueType: Clone + 'static,
+{
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    for (i, name) in series.iter().enumerate() {
+        let color = SERIES_COLORS
+            .get(i % SERIES_COLORS.len())
+            .copied()
+            .unwrap_or(BLACK);
+        let pts = points_of(name);
+        let drawn = chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(|e| err(&e))?;
+        if legend {
+            drawn.label(name.to_string()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        }
+        chart
+            .draw_series(
+                pts.into_iter()
+                    .map(|(x, y)| Circle::new((x, y), 3, color.filled())),
+            )
+            .map_err(|e| err(&e))?;
+    }
+    if legend {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
     Ok(())
 }

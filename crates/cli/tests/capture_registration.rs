@@ -8,17 +8,19 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
 use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use procs::provision;
 use testkit::capture::Capture;
 use testkit::netns::Namespace;
 use testkit::privilege;
 use testkit::process::ChildGuard;
-use testkit::tshark::{self, Report, Severity};
+use testkit::tshark::{self, Report};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// UEs in the CSV, each registered and de-registered `--count` / `UES` times.
@@ -51,30 +53,6 @@ const NGAP_EXPECTED: &[&str] = &[
     "UEContextReleaseComplete",
 ];
 
-/// `steer5g subscriber generate` + `import`: a data directory that knows `n` subscribers,
-/// and their CSV for the generator.
-fn provision(scratch: &Scratch, n: u64) -> (String, String) {
-    let dir = scratch.0.join("data").display().to_string();
-    let csv = scratch.0.join("subs.csv").display().to_string();
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir,
-            &csv,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir, &csv],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir, csv)
-}
-
 /// Runs tshark on `path` printing `fields` (tab separated, occurrences joined by `|`) for
 /// every frame matching `filter`.
 fn tshark_fields(path: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
@@ -87,18 +65,8 @@ fn tshark_fields(path: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<V
         "nas-5gs.null_decipher:TRUE",
         "-Y",
         filter,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=a",
-        "-E",
-        "aggregator=|",
     ]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
+    tshark::print_fields(&mut cmd, '|', fields);
     let out = testkit::process::run(&mut cmd).unwrap();
     out.lines()
         .filter(|l| !l.trim().is_empty())
@@ -268,18 +236,7 @@ fn registration_with_nea0_decodes_cleanly() {
             r.ngap
         );
     }
-    assert_eq!(
-        r.malformed,
-        0,
-        "malformed packets:\n{}",
-        r.malformed_details().join("\n")
-    );
-    assert_eq!(
-        r.expert_count(Severity::Error),
-        0,
-        "expert errors: {:?}",
-        r.errors
-    );
+    r.assert_decodes_cleanly();
 
     // NAS-5GS: with NEA0 the protected messages' content is plain, so tshark decodes it.
     let nas = nas_message_types(&path);

@@ -5,14 +5,16 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::time::Duration;
 
 use common::{assert_all_ok, ran, Amf, Scratch};
+use procs::raw_ng_setups;
 use testkit::capture::Capture;
 use testkit::netns::{Namespace, Pair, Side};
 use testkit::privilege;
-use testkit::tshark::{self, Report, Severity};
+use testkit::tshark::{self, Report};
 
 const GNBS: usize = 4;
 
@@ -47,18 +49,7 @@ fn assert_clean(r: &Report) {
         r.ngap,
         r.summary()
     );
-    assert_eq!(
-        r.malformed,
-        0,
-        "malformed packets:\n{}",
-        r.malformed_details().join("\n")
-    );
-    assert_eq!(
-        r.expert_count(Severity::Error),
-        0,
-        "expert errors: {:?}",
-        r.errors
-    );
+    r.assert_decodes_cleanly();
 }
 
 #[test]
@@ -117,31 +108,7 @@ fn raw_ng_setup_across_namespaces_is_clean() {
         &path,
     )
     .unwrap();
-    let (amf_ip, ran_ip) = (
-        pair.addr(Side::A).to_string(),
-        pair.addr(Side::B).to_string(),
-    );
-    let amf = Amf::start(
-        Some(pair.name(Side::A)),
-        &["--transport", "raw", "--n2-addr", &amf_ip],
-    );
-    let (done, v) = ran(
-        Some(pair.name(Side::B)),
-        &[
-            "--gnbs",
-            &GNBS.to_string(),
-            "--transport",
-            "raw",
-            "--amf",
-            &amf_ip,
-            "--local-addr",
-            &ran_ip,
-            "--timeout",
-            "20",
-        ],
-        Duration::from_secs(60),
-    );
-    assert_all_ok(&done, &v, GNBS as u64);
+    let (amf, _) = raw_ng_setups(&pair, GNBS as u64);
     amf.stop();
     let path = cap.stop().unwrap();
     assert_clean(&tshark::check(&path, &[]).unwrap());

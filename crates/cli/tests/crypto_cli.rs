@@ -257,6 +257,48 @@ const B_EPH: &str = "99798858A1DC6A2C68637149A4B1DBFD1FDFF5ADDD62A2142F06699ED76
 const B_OUT: &str =
     "039aab8376597021e855679a9778ea0b67396e68c66df32c0f41e9acca2da9b9d146a33fc2716ac7dae96aa30a4d";
 
+/// `steer5g crypto suci conceal` of `input` for the home network's `public` key; `eph` fixes
+/// the ephemeral private key (the Annex C.4 vectors), `None` lets the tool draw a fresh one.
+fn conceal_args<'a>(
+    profile: &'a str,
+    public: &'a str,
+    input: &'a str,
+    eph: Option<&'a str>,
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "crypto",
+        "suci",
+        "conceal",
+        "--profile",
+        profile,
+        "--hn-public-key",
+        public,
+        "--scheme-input",
+        input,
+    ];
+    if let Some(eph) = eph {
+        args.extend(["--ephemeral-private-key", eph]);
+    }
+    args.push("--json");
+    args
+}
+
+/// `steer5g crypto suci deconceal` of `output` with the home network's `private` key.
+fn deconceal_args<'a>(profile: &'a str, private: &'a str, output: &'a str) -> Vec<&'a str> {
+    vec![
+        "crypto",
+        "suci",
+        "deconceal",
+        "--profile",
+        profile,
+        "--hn-private-key",
+        private,
+        "--scheme-output",
+        output,
+        "--json",
+    ]
+}
+
 #[test]
 fn suci_annex_c4_conceal_and_deconceal() {
     for (profile, public, eph, want) in [
@@ -264,36 +306,12 @@ fn suci_annex_c4_conceal_and_deconceal() {
         ("b", B_PUB, B_EPH, B_OUT),
         ("b", B_PUB_COMPRESSED, B_EPH, B_OUT),
     ] {
-        let m = json(&[
-            "crypto",
-            "suci",
-            "conceal",
-            "--profile",
-            profile,
-            "--hn-public-key",
-            public,
-            "--scheme-input",
-            INPUT,
-            "--ephemeral-private-key",
-            eph,
-            "--json",
-        ]);
+        let m = json(&conceal_args(profile, public, INPUT, Some(eph)));
         assert_eq!(m.len(), 1);
         assert_eq!(field(&m, "scheme_output"), want, "profile {profile}");
     }
     for (profile, private, output) in [("a", A_PRIV, A_OUT), ("b", B_PRIV, B_OUT)] {
-        let m = json(&[
-            "crypto",
-            "suci",
-            "deconceal",
-            "--profile",
-            profile,
-            "--hn-private-key",
-            private,
-            "--scheme-output",
-            output,
-            "--json",
-        ]);
+        let m = json(&deconceal_args(profile, private, output));
         assert_eq!(m.len(), 1);
         assert_eq!(field(&m, "scheme_input"), INPUT, "profile {profile}");
     }
@@ -303,34 +321,12 @@ fn suci_annex_c4_conceal_and_deconceal() {
 fn suci_fresh_ephemeral_keys_round_trip() {
     for (profile, public, private) in [("a", A_PUB, A_PRIV), ("b", B_PUB, B_PRIV)] {
         let conceal = || {
-            let m = json(&[
-                "crypto",
-                "suci",
-                "conceal",
-                "--profile",
-                profile,
-                "--hn-public-key",
-                public,
-                "--scheme-input",
-                "1032547698",
-                "--json",
-            ]);
+            let m = json(&conceal_args(profile, public, "1032547698", None));
             field(&m, "scheme_output").to_owned()
         };
         let (one, two) = (conceal(), conceal());
         assert_ne!(one, two, "a fresh ephemeral key each time");
-        let m = json(&[
-            "crypto",
-            "suci",
-            "deconceal",
-            "--profile",
-            profile,
-            "--hn-private-key",
-            private,
-            "--scheme-output",
-            &one,
-            "--json",
-        ]);
+        let m = json(&deconceal_args(profile, private, &one));
         assert_eq!(field(&m, "scheme_input"), "1032547698");
     }
 }
@@ -405,21 +401,7 @@ fn bad_input_is_exit_2_with_one_line_and_no_secrets() {
     let mut bad_tag = A_OUT.to_owned();
     bad_tag.replace_range(A_OUT.len() - 1.., "8");
     let deconceal = |profile: &str, private: &str, output: &str| {
-        refused(
-            &[
-                "crypto",
-                "suci",
-                "deconceal",
-                "--profile",
-                profile,
-                "--hn-private-key",
-                private,
-                "--scheme-output",
-                output,
-                "--json",
-            ],
-            &[private],
-        )
+        refused(&deconceal_args(profile, private, output), &[private])
     };
     assert!(deconceal("a", A_PRIV, &bad_tag).contains("MAC"));
     assert!(deconceal("a", A_PRIV, &A_OUT[..80]).contains("--scheme-output"));
@@ -427,23 +409,7 @@ fn bad_input_is_exit_2_with_one_line_and_no_secrets() {
     assert!(deconceal("a", &A_PRIV[..62], A_OUT).contains("--hn-private-key"));
     assert!(deconceal("b", &"ff".repeat(32), B_OUT).contains("--hn-private-key"));
     let conceal = |profile: &str, public: &str, eph: &str| {
-        refused(
-            &[
-                "crypto",
-                "suci",
-                "conceal",
-                "--profile",
-                profile,
-                "--hn-public-key",
-                public,
-                "--scheme-input",
-                INPUT,
-                "--ephemeral-private-key",
-                eph,
-                "--json",
-            ],
-            &[eph],
-        )
+        refused(&conceal_args(profile, public, INPUT, Some(eph)), &[eph])
     };
     assert!(conceal("b", &B_PUB[..64], B_EPH).contains("--hn-public-key"));
     assert!(conceal("a", B_PUB_COMPRESSED, A_EPH).contains("--hn-public-key"));

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::process::Command;
 use std::time::Duration;
@@ -13,22 +14,13 @@ use testkit::process::run_timeout;
 
 /// `steer5g ARGS` without any capability.
 fn unprivileged(args: &[&str]) -> Command {
-    if privilege::has_net_privilege() {
-        let mut c = Command::new("setpriv");
-        c.args([
-            "--bounding-set",
-            "-all",
-            "--inh-caps",
-            "-all",
-            common::bin(),
-        ]);
-        c.args(args);
-        c
+    let mut c = if privilege::has_net_privilege() {
+        procs::without_caps()
     } else {
-        let mut c = Command::new(common::bin());
-        c.args(args);
-        c
-    }
+        Command::new(common::bin())
+    };
+    c.args(args);
+    c
 }
 
 #[test]

@@ -5,14 +5,18 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
+use procs::{load_run, provision, start};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// `steer5g core` flags for SMF shards and an in-process UPF.
+const SESSIONS: &[&str] = &["--upf-inproc"];
 
 #[test]
 fn demo_registers_and_deregisters_every_ue() {
@@ -85,59 +89,29 @@ fn demo_registers_and_deregisters_every_ue() {
     );
 }
 
-/// A data directory with `n` subscribers imported, and their CSV.
-fn provision(scratch: &Scratch, n: u32) -> (String, String) {
-    let dir = scratch.0.join("data");
-    let csv = scratch.0.join("subs.csv");
-    let (dir_s, csv_s) = (dir.display().to_string(), csv.display().to_string());
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir_s,
-            &csv_s,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir_s, &csv_s],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir_s, csv_s)
-}
-
 /// `steer5g core` on 127.0.0.`host`, UDP encapsulation on `port`, in-process SBI (no SBI
-/// sockets to collide with the other tests).
-fn start_core(dir: &str, host: u8, port: u16) -> ChildGuard {
+/// sockets to collide with the other tests), with `extra` flags.
+fn start_core(dir: &str, host: u8, port: u16, extra: &[&str]) -> ChildGuard {
     let addr = format!("127.0.0.{host}");
     let port = port.to_string();
-    let mut cmd = steer5g(
-        None,
-        &[
-            "core",
-            "--json",
-            "--data-dir",
-            dir,
-            "--sbi",
-            "inproc",
-            "--workers",
-            "2",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            &addr,
-            "--udp-port",
-            &port,
-        ],
-    );
-    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-    if let Err(e) = child.wait_for_stderr("N2 listening", LISTEN_TIMEOUT) {
-        panic!("core did not start listening: {e}");
-    }
-    child
+    let mut args = vec![
+        "core",
+        "--json",
+        "--data-dir",
+        dir,
+        "--sbi",
+        "inproc",
+        "--workers",
+        "2",
+        "--transport",
+        "udp",
+        "--n2-addr",
+        &addr,
+        "--udp-port",
+        &port,
+    ];
+    args.extend_from_slice(extra);
+    start(&args, "N2 listening")
 }
 
 fn stop_core(core: ChildGuard) -> Value {
@@ -150,26 +124,15 @@ fn stop_core(core: ChildGuard) -> Value {
 fn ran_closed_loop_then_open_loop_against_steer5g_core() {
     let scratch = Scratch::new("loadgen-core");
     let (dir, csv) = provision(&scratch, 20);
-    let core = start_core(&dir, 84, 19884);
+    let core = start_core(&dir, 84, 19884, &[]);
     let amf = "127.0.0.84:19884";
 
     // Closed loop: 5 UEs in flight over 2 gNBs, 40 runs, so the CSV is cycled once.
-    let (done, v) = ran(
-        None,
-        &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            amf,
-            "--gnbs",
-            "2",
-            "--ues",
-            "5",
-            "--count",
-            "40",
-        ],
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        amf,
+        &["--gnbs", "2", "--ues", "5", "--count", "40"],
         RUN_TIMEOUT,
     );
     assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
@@ -186,15 +149,11 @@ fn ran_closed_loop_then_open_loop_against_steer5g_core() {
 
     // Open loop with re-registration: register, deregister, mobility re-register with the
     // 5G-GUTI, deregister; through other gNBs of the same generator kind.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        amf,
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            amf,
             "--gnbs",
             "2",
             "--gnb-id-base",
@@ -251,21 +210,12 @@ fn unknown_subscribers_fail_with_their_cause_and_exit_1() {
     )
     .unwrap();
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
-    let core = start_core(&dir, 85, 19885);
-    let (done, v) = ran(
-        None,
-        &[
-            "--subscribers",
-            &other,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.85:19885",
-            "--ues",
-            "5",
-            "--timeout",
-            "10",
-        ],
+    let core = start_core(&dir, 85, 19885, &[]);
+    let (done, v) = load_run(
+        &other,
+        &dir,
+        "127.0.0.85:19885",
+        &["--ues", "5", "--timeout", "10"],
         RUN_TIMEOUT,
     );
     stop_core(core);
@@ -310,52 +260,17 @@ fn bad_load_flags_exit_2() {
     }
 }
 
-/// `steer5g core --upf-inproc` (SMF shards and an in-process UPF) on 127.0.0.`host`.
-fn start_core_with_sessions(dir: &str, host: u8, port: u16) -> ChildGuard {
-    let addr = format!("127.0.0.{host}");
-    let port = port.to_string();
-    let mut cmd = steer5g(
-        None,
-        &[
-            "core",
-            "--json",
-            "--data-dir",
-            dir,
-            "--sbi",
-            "inproc",
-            "--workers",
-            "2",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            &addr,
-            "--udp-port",
-            &port,
-            "--upf-inproc",
-        ],
-    );
-    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-    if let Err(e) = child.wait_for_stderr("N2 listening", LISTEN_TIMEOUT) {
-        panic!("core did not start listening: {e}");
-    }
-    child
-}
-
 #[test]
 fn ran_establishes_holds_and_releases_pdu_sessions_against_steer5g_core() {
     let scratch = Scratch::new("loadgen-sessions");
     let (dir, csv) = provision(&scratch, 8);
-    let core = start_core_with_sessions(&dir, 87, 19887);
+    let core = start_core(&dir, 87, 19887, SESSIONS);
     // Two sessions per UE, 3 UEs in flight: the barrier still holds all 8 UEs at once.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.87:19887",
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.87:19887",
             "--gnbs",
             "2",
             "--ues",
@@ -393,16 +308,12 @@ fn ran_establishes_holds_and_releases_pdu_sessions_against_steer5g_core() {
 
     // A DNN the SMF does not serve: each establishment is rejected with its 5GSM cause, the
     // UEs still deregister, and the run fails (exit 1).
-    let core = start_core_with_sessions(&dir, 89, 19889);
-    let (done, v) = ran(
-        None,
+    let core = start_core(&dir, 89, 19889, SESSIONS);
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.89:19889",
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            "127.0.0.89:19889",
             "--ues",
             "8",
             "--pdu-sessions",

@@ -3,11 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
-use std::time::Duration;
-
-use common::{assert_all_ok, num, ran, Amf};
-use testkit::netns::{Pair, Side};
+use common::num;
+use procs::raw_ng_setups;
+use testkit::netns::Pair;
 use testkit::privilege;
 
 #[test]
@@ -16,31 +16,7 @@ fn sixteen_gnbs_set_up_over_raw_sctp() {
         return;
     }
     let pair = Pair::new("n2raw").unwrap();
-    let (amf_ip, ran_ip) = (
-        pair.addr(Side::A).to_string(),
-        pair.addr(Side::B).to_string(),
-    );
-    let amf = Amf::start(
-        Some(pair.name(Side::A)),
-        &["--transport", "raw", "--n2-addr", &amf_ip],
-    );
-    let (done, v) = ran(
-        Some(pair.name(Side::B)),
-        &[
-            "--gnbs",
-            "16",
-            "--transport",
-            "raw",
-            "--amf",
-            &amf_ip,
-            "--local-addr",
-            &ran_ip,
-            "--timeout",
-            "20",
-        ],
-        Duration::from_secs(60),
-    );
-    assert_all_ok(&done, &v, 16);
+    let (amf, v) = raw_ng_setups(&pair, 16);
     assert_eq!(v["transport"], "raw", "{v}");
     assert_eq!(num(&v, "sctp.bad_checksum"), 0, "{v}");
     let (_, a) = amf.stop();

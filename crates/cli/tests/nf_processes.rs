@@ -5,64 +5,21 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
-use serde_json::Value;
-use testkit::process::ChildGuard;
+use common::{num, steer5g, Scratch};
+use procs::{load_run, provision, start_json as start, stop_nf as stop};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const SUBSCRIBERS: u32 = 10;
-
-/// A data directory with `n` subscribers imported, and their CSV.
-fn provision(scratch: &Scratch, n: u32) -> (String, String) {
-    let dir = scratch.0.join("data");
-    let csv = scratch.0.join("subs.csv");
-    let (dir_s, csv_s) = (dir.display().to_string(), csv.display().to_string());
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir_s,
-            &csv_s,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir_s, &csv_s],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir_s, csv_s)
-}
-
-/// Starts `steer5g ARGS --json` and waits for `ready` on its standard error.
-fn start(args: &[&str], ready: &str) -> ChildGuard {
-    let mut cmd = steer5g(None, args);
-    cmd.arg("--json");
-    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-    if let Err(e) = child.wait_for_stderr(ready, LISTEN_TIMEOUT) {
-        panic!("{args:?} did not start: {e}");
-    }
-    child
-}
-
-fn stop(what: &str, child: ChildGuard) -> Value {
-    let done = child.stop("TERM", STOP_TIMEOUT).unwrap();
-    assert_eq!(done.code(), Some(0), "{what}: {}", done.stderr);
-    let v = json_of(&done);
-    assert_eq!(v["nf"], what, "{v}");
-    v
-}
 
 /// UDM on 127.0.0.`base`, AUSF on `base+1`, AMF on `base+2`, each with `extra` flags; 20
 /// register/deregister runs of 5 UEs in flight over the 10 subscribers.
 fn three_processes(name: &str, base: u8, extra: &[&str]) {
     let scratch = Scratch::new(name);
-    let (dir, csv) = provision(&scratch, SUBSCRIBERS);
+    let (dir, csv) = provision(&scratch, SUBSCRIBERS.into());
     let ip = |i: u8| format!("127.0.0.{}", base + i);
     let udm_addr = format!("{}:7777", ip(0));
     let ausf_addr = format!("{}:7777", ip(1));
@@ -93,15 +50,11 @@ fn three_processes(name: &str, base: u8, extra: &[&str]) {
     args.extend_from_slice(extra);
     let amf = start(&args, "N2 listening");
 
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        &amf_at,
         &[
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf_at,
             "--local-addr",
             &amf_ip,
             "--gnbs",

@@ -6,13 +6,14 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
+use procs::{load_run, provision, start as spawn};
 use serde_json::Value;
-use testkit::process::ChildGuard;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const N2: &str = "127.0.0.131";
@@ -59,37 +60,6 @@ impl Drop for Lab {
             RUN_TIMEOUT,
         );
     }
-}
-
-/// A data directory with `n` subscribers imported, and their CSV.
-fn provision(scratch: &Scratch, n: u64) -> (String, String) {
-    let dir = scratch.0.join("data").display().to_string();
-    let csv = scratch.0.join("subs.csv").display().to_string();
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir,
-            &csv,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir, &csv],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir, csv)
-}
-
-fn spawn(args: &[&str], ready: &str) -> ChildGuard {
-    let mut child = ChildGuard::spawn(&mut steer5g(None, args)).unwrap();
-    if let Err(e) = child.wait_for_stderr(ready, LISTEN_TIMEOUT) {
-        panic!("{args:?} not ready: {e}\n{}", child.stderr_so_far());
-    }
-    child
 }
 
 #[test]
@@ -183,15 +153,11 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     let out_s = out.display().to_string();
     let mut forwarded = 0;
     for (kind, gnb_id) in [("udp", "1"), ("icmp", "100")] {
-        let (done, v) = ran(
-            None,
+        let (done, v) = load_run(
+            &csv,
+            &dir,
+            &amf,
             &[
-                "--subscribers",
-                &csv,
-                "--data-dir",
-                &dir,
-                "--amf",
-                &amf,
                 "--gnb-id-base",
                 gnb_id,
                 "--ues",
@@ -264,15 +230,22 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     assert_eq!(e.code(), Some(0), "lab echo: {}", e.stderr);
 }
 
-#[test]
-fn traffic_flags_without_sessions_or_dn_are_usage_errors() {
-    let scratch = Scratch::new("ran-traffic-usage");
+/// A subscriber CSV under `scratch` with one subscriber, for runs refused before they reach
+/// an AMF.
+fn one_subscriber_csv(scratch: &Scratch) -> std::path::PathBuf {
     let csv = scratch.0.join("subs.csv");
     std::fs::write(
         &csv,
         "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
     )
     .unwrap();
+    csv
+}
+
+#[test]
+fn traffic_flags_without_sessions_or_dn_are_usage_errors() {
+    let scratch = Scratch::new("ran-traffic-usage");
+    let csv = one_subscriber_csv(&scratch);
     let csv = csv.display().to_string();
     let base = [
         "ran",
@@ -332,12 +305,7 @@ fn entering_the_n3_namespace_without_cap_sys_admin_is_exit_3() {
     }
     let ns = testkit::netns::Namespace::new("rtpriv").unwrap();
     let scratch = Scratch::new("ran-traffic-priv");
-    let csv = scratch.0.join("subs.csv");
-    std::fs::write(
-        &csv,
-        "supi,k,opc,amf,sqn,sst,sd,dnn\nimsi-001010000000001,00112233445566778899aabbccddeeff,00112233445566778899aabbccddeeff,8000,0,1,,internet\n",
-    )
-    .unwrap();
+    let csv = one_subscriber_csv(&scratch);
     // Root without CAP_SYS_ADMIN: the bounding set caps what exec grants; setns fails.
     let mut cmd = Command::new("setpriv");
     cmd.args(["--bounding-set=-sys_admin", "--", common::bin()])

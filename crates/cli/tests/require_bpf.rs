@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::process::Command;
 use std::time::Duration;
@@ -27,15 +28,7 @@ const AUSF: [&str; 8] = [
 
 fn steer5g(drop_caps: bool, extra: &[&str]) -> Command {
     let mut c = if drop_caps {
-        let mut c = Command::new("setpriv");
-        c.args([
-            "--bounding-set",
-            "-all",
-            "--inh-caps",
-            "-all",
-            common::bin(),
-        ]);
-        c
+        procs::without_caps()
     } else {
         Command::new(common::bin())
     };

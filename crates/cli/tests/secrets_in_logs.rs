@@ -170,109 +170,22 @@ fn trace_logs_and_errors_hold_no_secrets() {
     for (kind, s) in [("K", &short_k), ("OPc", &long_opc), ("K", &bad_k)] {
         milenage_secrets.push((format!("bad {kind} given"), s.clone()));
     }
-    let rand = "23553cbe9637a89d218ae64dae47bf35";
-    for (why, args) in [
-        (
-            "bad RAND",
-            vec![
-                "--k",
-                &k,
-                "--opc",
-                &opc,
-                "--rand",
-                "zz",
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9",
-            ],
-        ),
-        (
-            "short SQN",
-            vec![
-                "--k", &upper_k, "--opc", &opc, "--rand", rand, "--sqn", "ff", "--amf", "b9b9",
-            ],
-        ),
-        (
-            "long AMF",
-            vec![
-                "--k",
-                &k,
-                "--opc",
-                &opc,
-                "--rand",
-                rand,
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9b9",
-            ],
-        ),
-        (
-            "short K",
-            vec![
-                "--k",
-                &short_k,
-                "--opc",
-                &opc,
-                "--rand",
-                rand,
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9",
-            ],
-        ),
-        (
-            "long OPc",
-            vec![
-                "--k",
-                &k,
-                "--opc",
-                &long_opc,
-                "--rand",
-                rand,
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9",
-            ],
-        ),
-        (
-            "K not hex",
-            vec![
-                "--k",
-                &bad_k,
-                "--opc",
-                &opc,
-                "--rand",
-                rand,
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9",
-            ],
-        ),
-        (
-            "OP and OPc",
-            vec![
-                "--k",
-                &k,
-                "--op",
-                &opc,
-                "--opc",
-                &opc,
-                "--rand",
-                rand,
-                "--sqn",
-                "ff9bb4d0b607",
-                "--amf",
-                "b9b9",
-            ],
-        ),
+    let (rand, sqn) = ("23553cbe9637a89d218ae64dae47bf35", "ff9bb4d0b607");
+    // (why, K, OPc, RAND, SQN, AMF, an OP given beside the OPc)
+    for (why, k, opc, rand, sqn, amf, op) in [
+        ("bad RAND", &*k, &*opc, "zz", sqn, "b9b9", None),
+        ("short SQN", &*upper_k, &*opc, rand, "ff", "b9b9", None),
+        ("long AMF", &*k, &*opc, rand, sqn, "b9b9b9", None),
+        ("short K", &*short_k, &*opc, rand, sqn, "b9b9", None),
+        ("long OPc", &*k, &*long_opc, rand, sqn, "b9b9", None),
+        ("K not hex", &*bad_k, &*opc, rand, sqn, "b9b9", None),
+        ("OP and OPc", &*k, &*opc, rand, sqn, "b9b9", Some(&*opc)),
     ] {
-        let mut full = vec!["crypto", "milenage"];
-        full.extend(args);
+        let mut full = vec!["crypto", "milenage", "--k", k];
+        if let Some(op) = op {
+            full.extend(["--op", op]);
+        }
+        full.extend(["--opc", opc, "--rand", rand, "--sqn", sqn, "--amf", amf]);
         let done = run(&full);
         assert_eq!(done.code(), Some(2), "{why}: {}", done.stderr);
         assert!(done.stdout.is_empty(), "{why}: {}", done.stdout);

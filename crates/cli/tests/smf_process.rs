@@ -8,19 +8,19 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-use common::{json_of, num, ran, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
+use common::{num, steer5g, Scratch};
+use procs::{load_run, provision, start_json as start, stop_nf as stop};
 use proto::ids::defaults;
 use ran::gnb::{Gnb, GnbConfig, GnbEvent, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SessionRequest, SuciScheme, Ue, UeConfig, UeEvent};
 use sctp::{Endpoint, EndpointConfig, Event};
 use sctp_io::{SctpSocket, Transport};
-use serde_json::Value;
 use store::Profile;
-use testkit::process::ChildGuard;
 use upf::datapath::DownlinkAction;
 use upf::MemoryDatapath;
 
@@ -28,25 +28,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const SUBSCRIBERS: u32 = 4;
 const NGAP_PPID: u32 = 60;
 const SESSION_DEADLINE: Duration = Duration::from_secs(30);
-
-/// Starts `steer5g ARGS --json` and waits for `ready` on its standard error.
-fn start(args: &[&str], ready: &str) -> ChildGuard {
-    let mut cmd = steer5g(None, args);
-    cmd.arg("--json");
-    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-    if let Err(e) = child.wait_for_stderr(ready, LISTEN_TIMEOUT) {
-        panic!("{args:?} did not start: {e}");
-    }
-    child
-}
-
-fn stop(what: &str, child: ChildGuard) -> Value {
-    let done = child.stop("TERM", STOP_TIMEOUT).unwrap();
-    assert_eq!(done.code(), Some(0), "{what}: {}", done.stderr);
-    let v = json_of(&done);
-    assert_eq!(v["nf"], what, "{v}");
-    v
-}
 
 /// What the driven UE went through.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -188,25 +169,7 @@ async fn walk(local: Ipv4Addr, amf: SocketAddr, mut ue: Ue, dp: &MemoryDatapath)
 #[test]
 fn udm_ausf_smf_and_amf_as_four_processes_carry_a_pdu_session() {
     let scratch = Scratch::new("smf-process");
-    let dir = scratch.0.join("data");
-    let csv = scratch.0.join("subs.csv");
-    let (dir_s, csv_s) = (dir.display().to_string(), csv.display().to_string());
-    let count = SUBSCRIBERS.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir_s,
-            &csv_s,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir_s, &csv_s],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), RUN_TIMEOUT).unwrap();
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
+    let (dir_s, csv_s) = provision(&scratch, SUBSCRIBERS.into());
 
     let datapath = MemoryDatapath::new();
     let upf = upf::service::UpfService::start(
@@ -259,15 +222,11 @@ fn udm_ausf_smf_and_amf_as_four_processes_carry_a_pdu_session() {
     let amf = start(&args, "N2 listening");
 
     // Registrations through the three NFs, from the load generator.
-    let (done, v) = ran(
-        None,
+    let (done, v) = load_run(
+        &csv_s,
+        &dir_s,
+        "127.0.0.82:19882",
         &[
-            "--subscribers",
-            &csv_s,
-            "--data-dir",
-            &dir_s,
-            "--amf",
-            "127.0.0.82:19882",
             "--local-addr",
             "127.0.0.82",
             "--ues",
@@ -283,10 +242,12 @@ fn udm_ausf_smf_and_amf_as_four_processes_carry_a_pdu_session() {
     assert_eq!(num(&v, "procedures.registration.completed"), 4, "{v}");
 
     // One UE through a PDU session's life.
-    let subs = store::csv::parse_csv(&std::fs::read_to_string(&csv).unwrap()).unwrap();
-    let (keys, _) =
-        store::hn_keys::load_or_create(&dir.join(store::HN_KEY_FILE), &mut rand::rngs::OsRng)
-            .unwrap();
+    let subs = store::csv::parse_csv(&std::fs::read_to_string(&csv_s).unwrap()).unwrap();
+    let (keys, _) = store::hn_keys::load_or_create(
+        &std::path::Path::new(&dir_s).join(store::HN_KEY_FILE),
+        &mut rand::rngs::OsRng,
+    )
+    .unwrap();
     let hn = keys.keys.iter().find(|k| k.profile == Profile::A).unwrap();
     let mut c = UeConfig::from_subscriber(&subs[0], defaults::PLMN).unwrap();
     c.suci = SuciScheme::Ecies {

@@ -51,6 +51,26 @@ fn spawn_upf(args: &[&str]) -> (ChildGuard, SocketAddr) {
     (child, addr.parse().unwrap())
 }
 
+/// An SMF-like peer on loopback, associated with the UPF at `upf` (sequence number 1).
+fn associated_peer(upf: SocketAddr) -> (UdpSocket, NodeId) {
+    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let node = NodeId::Ipv4(Ipv4Addr::LOCALHOST);
+    let r = request(
+        &sock,
+        upf,
+        1,
+        None,
+        requests::association_setup(node.clone(), 1),
+    );
+    assert!(
+        matches!(r.message, Message::AssociationSetupResponse(_)),
+        "{r:?}"
+    );
+    (sock, node)
+}
+
 /// An establishment of `spec`; the answer.
 fn establish(
     sock: &UdpSocket,
@@ -82,18 +102,7 @@ fn upf_serves_pfcp_and_reports_json() {
         "--json",
     ]);
 
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let node = NodeId::Ipv4(Ipv4Addr::LOCALHOST);
-    let r = request(
-        &sock,
-        upf,
-        1,
-        None,
-        requests::association_setup(node.clone(), 1),
-    );
-    assert!(matches!(r.message, Message::AssociationSetupResponse(_)));
+    let (sock, node) = associated_peer(upf);
     let spec = SessionSpec::new(node, 7, Ipv4Addr::LOCALHOST, Ipv4Addr::new(10, 45, 0, 1));
     let e = establish(&sock, upf, 2, &spec);
     assert_eq!(e.cause, pfcp::Cause::REQUEST_ACCEPTED);
@@ -133,17 +142,7 @@ fn max_sessions_answers_75_and_is_counted() {
         "2",
         "--json",
     ]);
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let node = NodeId::Ipv4(Ipv4Addr::LOCALHOST);
-    request(
-        &sock,
-        upf,
-        1,
-        None,
-        requests::association_setup(node.clone(), 1),
-    );
+    let (sock, node) = associated_peer(upf);
     let causes: Vec<pfcp::Cause> = (0..3u8)
         .map(|i| {
             let spec = SessionSpec::new(
@@ -291,17 +290,7 @@ fn xdp_datapath_carries_fragmented_g_pdus_and_keeps_its_session_limit() {
         "--max-sessions",
         "1",
     ]);
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let node = NodeId::Ipv4(Ipv4Addr::LOCALHOST);
-    request(
-        &sock,
-        upf,
-        1,
-        None,
-        requests::association_setup(node.clone(), 1),
-    );
+    let (sock, node) = associated_peer(upf);
     let spec = SessionSpec::new(node.clone(), 1, Ipv4Addr::LOCALHOST, ue_ip(0));
     let e = establish(&sock, upf, 2, &spec);
     assert_eq!(e.cause, pfcp::Cause::REQUEST_ACCEPTED, "{e:?}");

@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use common::{drive, Outcome, Plan, RanSide, UpfCheck};
+use pfcp::damage::without_ie;
 use pfcp::{Message, MessageType, PfcpMessage};
 use ran::userplane::UpSession;
 use sbi::NfType;
@@ -42,39 +43,15 @@ impl UpfCheck for NoSessions {
     }
 
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize {
-        self.0.uplink_rules().len()
-            + ips
-                .iter()
-                .filter(|ip| self.0.downlink(**ip).is_some())
-                .count()
+        common::memory_rules_left(&self.0, ips)
     }
-}
-
-/// Removes the first top-level IE of type `t` from a PFCP message and fixes its length.
-fn strip_ie(msg: &[u8], t: u16) -> Vec<u8> {
-    let at = if msg[0] & 0x01 != 0 { 16 } else { 8 };
-    let mut out = msg[..at].to_vec();
-    let mut rest = &msg[at..];
-    let mut dropped = false;
-    while rest.len() >= 4 {
-        let len = usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 4;
-        if !dropped && u16::from_be_bytes([rest[0], rest[1]]) == t {
-            dropped = true;
-        } else {
-            out.extend_from_slice(&rest[..len]);
-        }
-        rest = &rest[len..];
-    }
-    let n = u16::try_from(out.len() - 4).unwrap();
-    out[2..4].copy_from_slice(&n.to_be_bytes());
-    out
 }
 
 /// The bad UPF's answers: every other establishment answer loses its Node ID, the others
 /// their Created PDRs.
 fn spoil(n: usize, msg: Vec<u8>) -> Vec<u8> {
     if n.is_multiple_of(2) {
-        return strip_ie(&msg, pfcp::ie::ty::NODE_ID);
+        return without_ie(&msg, pfcp::ie::ty::NODE_ID);
     }
     let mut m = PfcpMessage::parse(&msg).unwrap();
     if let Message::SessionEstablishmentResponse(r) = &mut m.message {
@@ -209,16 +186,6 @@ fn run(
     (outcome, core.stop().unwrap())
 }
 
-fn rejected_all() -> Outcome {
-    Outcome {
-        registered: UES,
-        rejected: UES,
-        deregistered: UES,
-        released: UES,
-        ..Outcome::default()
-    }
-}
-
 /// Undecodable and unusable establishment answers: every UE rejected (#26 in its PDU
 /// SESSION ESTABLISHMENT REJECT), every session the UPF accepted deleted again, no SM
 /// context left.
@@ -245,7 +212,7 @@ fn bad_upf_answers_leave_no_session_and_no_context() {
     let spoilt = proxy.stop();
     let upf: ServiceReport = upf.stop().unwrap();
 
-    assert_eq!(o, rejected_all());
+    assert_eq!(o, common::all_rejected(UES));
     assert_eq!(
         spoilt, UES,
         "every establishment answer went through the proxy"
@@ -280,7 +247,7 @@ fn an_unreachable_smf_is_reported_to_the_ue_with_cause_90() {
     opts.smf_sbi = SbiMode::H2c;
     let core = Core::start(opts).unwrap();
     let (o, r) = run(net, core, &config, subs.ues, MemoryDatapath::new());
-    assert_eq!(o, rejected_all());
+    assert_eq!(o, common::all_rejected(UES));
     let (not_forwarded, failures) = r.workers.iter().fold((0, 0), |t, w| {
         (
             t.0 + w.amf_sessions.not_forwarded,

@@ -49,11 +49,7 @@ impl UpfCheck for Rules {
     }
 
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize {
-        self.0.uplink_rules().len()
-            + ips
-                .iter()
-                .filter(|ip| self.0.downlink(**ip).is_some())
-                .count()
+        common::memory_rules_left(&self.0, ips)
     }
 }
 
@@ -124,17 +120,6 @@ fn run_with_gnb_n3(
     let outcome = common::runtime().block_on(drive(side, subs.ues, plan, &mut Rules(datapath)));
     let report = core.stop().unwrap();
     (outcome, report)
-}
-
-/// Every UE registered, had its session rejected, and deregistered.
-fn all_rejected() -> Outcome {
-    Outcome {
-        registered: UES,
-        rejected: UES,
-        deregistered: UES,
-        released: UES,
-        ..Outcome::default()
-    }
 }
 
 fn expect_all(o: &Outcome, r: &CoreReport) {
@@ -210,7 +195,7 @@ fn deregistration_releases_the_sessions() {
 #[test]
 fn unknown_dnn_is_rejected_to_the_ue() {
     let (o, r) = run_plan(66, 2, StateMode::Sharded, Plan::Reject);
-    assert_eq!(o, all_rejected());
+    assert_eq!(o, common::all_rejected(UES));
     let (rejected, smf_rejected) = r.workers.iter().fold((0, 0), |t, w| {
         (t.0 + w.amf_sessions.rejected, t.1 + w.smf.rejected)
     });
@@ -287,7 +272,7 @@ fn h2c_deregistration_and_unknown_dnn() {
     assert_eq!(released, UES as u64);
     assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
     let (o, r) = run_sbi(72, 2, StateMode::Locked, Plan::Reject, SbiMode::H2c);
-    assert_eq!(o, all_rejected());
+    assert_eq!(o, common::all_rejected(UES));
     let rejected: u64 = r.workers.iter().map(|w| w.smf.rejected).sum();
     assert_eq!(rejected, UES as u64);
     assert_eq!(r.counters_total().namf_served, 0);

@@ -26,7 +26,7 @@ use steer5g_core::{Core, CoreOptions, DnnPool, SbiMode, SmfOptions, StateMode};
 use upf::userspace::shared::SharedDatapath;
 use upf::userspace::testbed::{Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
 use upf::userspace::tiered::Tiered;
-use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
+use upf::userspace::{TunCounters, TunDatapath, TunReason};
 use upf::{Datapath, Entries, ServiceOptions, UpfService};
 use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Counters, Reason, XdpDatapath, XdpOptions};
@@ -206,15 +206,6 @@ fn xdp_attached(bed: &Testbed, host: Host) -> bool {
     String::from_utf8_lossy(&out.stdout).contains("xdp")
 }
 
-fn tun_options(bed: &Testbed) -> TunOptions {
-    TunOptions {
-        netns: Some(bed.ns(Host::Upf).to_owned()),
-        n3_addr: N3_UPF,
-        tun_name: "upftun0".to_owned(),
-        ue_pool: (UE_POOL, UE_POOL_LEN),
-    }
-}
-
 /// The XDP fast path with the TUN path behind it, as a UPF serving an SMF runs it: what
 /// the programs pass to the kernel (an expiring inner TTL, say) would be carried by the TUN
 /// path. The SMF always sets the session AMBR as the QER's MBR (TS 23.501 §5.7.2.6) and the
@@ -235,7 +226,7 @@ fn traffic_takes_the_xdp_fast_path() {
     })
     .unwrap();
     let before = xdp.counters().unwrap();
-    let tun = TunDatapath::start(&tun_options(&bed)).unwrap();
+    let tun = TunDatapath::start(&bed.tun_options()).unwrap();
     let r = run(&bed, 91, Tiered::new(xdp, tun, "xdp+tun"));
     let (sent, received) = expect_clean(&r);
     let (c, t): (Counters, TunCounters) =
@@ -264,7 +255,7 @@ fn traffic_takes_the_tun_path() {
         return;
     }
     let bed = Testbed::new("uptun").unwrap();
-    let dp = TunDatapath::start(&tun_options(&bed)).unwrap();
+    let dp = TunDatapath::start(&bed.tun_options()).unwrap();
     let r = run(&bed, 92, dp);
     let (sent, received) = expect_clean(&r);
     let c: TunCounters = r.dp.with(TunDatapath::counters);

@@ -18,7 +18,7 @@ use upf::userspace::echo::DnEcho;
 use upf::userspace::shared::SharedDatapath;
 use upf::userspace::testbed::{Host, Testbed, N3_RAN, N3_UPF, N6_DN, UE_POOL, UE_POOL_LEN};
 use upf::userspace::tiered::Tiered;
-use upf::userspace::{TunDatapath, TunOptions};
+use upf::userspace::TunDatapath;
 use upf::{Datapath, ServiceOptions, UpfService};
 use upf_xdp::{XdpDatapath, XdpOptions};
 
@@ -87,15 +87,6 @@ pub struct UserPlaneBed {
     bed: Testbed,
 }
 
-fn tun_options(bed: &Testbed) -> TunOptions {
-    TunOptions {
-        netns: Some(bed.ns(Host::Upf).to_owned()),
-        n3_addr: N3_UPF,
-        tun_name: "upftun0".to_owned(),
-        ue_pool: (UE_POOL, UE_POOL_LEN),
-    }
-}
-
 /// Effective capabilities of this process (`CapEff` in /proc/self/status).
 fn cap_eff() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -141,12 +132,12 @@ impl UserPlaneBed {
                 })
                 .map_err(|e| fail("XDP fast path", &e))?;
                 let before = x.counters().map_err(|e| fail("XDP counters", &e))?;
-                let t = TunDatapath::start(&tun_options(&bed)).map_err(|e| fail("TUN path", &e))?;
+                let t = TunDatapath::start(&bed.tun_options()).map_err(|e| fail("TUN path", &e))?;
                 let s = SharedDatapath::new(Tiered::new(x, t, "xdp+tun"));
                 (Dp::Xdp(s.clone(), before), Box::new(s))
             }
             PathKind::Tun => {
-                let t = TunDatapath::start(&tun_options(&bed)).map_err(|e| fail("TUN path", &e))?;
+                let t = TunDatapath::start(&bed.tun_options()).map_err(|e| fail("TUN path", &e))?;
                 let s = SharedDatapath::new(t);
                 (Dp::Tun(s.clone()), Box::new(s))
             }

@@ -34,14 +34,8 @@ fn decoding_route(bytes: &[u8], gnb_id: u32, workers: Workers) -> Route {
                 ran_ue_ngap_id: m.ran_ue_ngap_id,
             }
         }
-        MessageKind::UplinkNasTransport
-        | MessageKind::NasNonDeliveryIndication
-        | MessageKind::InitialContextSetupResponse
-        | MessageKind::InitialContextSetupFailure
-        | MessageKind::UeContextReleaseRequest
-        | MessageKind::UeContextReleaseComplete
-        | MessageKind::PduSessionResourceSetupResponse
-        | MessageKind::PduSessionResourceReleaseResponse => match pdu.ue_ngap_ids().0 {
+        // The other UE-associated messages a gNB sends: routed by their AMF-UE-NGAP-ID.
+        kind if ngap::Peek::walks(kind) => match pdu.ue_ngap_ids().0 {
             Some(id) => {
                 owner_of_amf_ue_ngap_id(id, workers).map_or(Route::ErrorIndication, Route::ToWorker)
             }

@@ -10,6 +10,7 @@
 pub mod amf;
 pub mod ausf;
 pub mod host;
+mod serving;
 pub mod smf;
 pub mod state;
 pub mod udm;

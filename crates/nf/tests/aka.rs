@@ -10,10 +10,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{store_with, supi, K1, OPC1};
 use http::{Method, StatusCode};
 use ids::ausf::owner_of_auth_ctx_id;
 use ids::owner_of_key;
@@ -30,18 +32,11 @@ use sbi::model::{
 use sbi::{NfType, SbiRequest, SbiResponse};
 use security::kdf::{self, Abba};
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
-use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
+use store::SubscriberStore;
 use testkit::sim::{LinkConfig, Links, Sim, SimConfig};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 const AUSF_ROOT: &str = "http://127.0.0.11:7777";
-// TS 35.208 test set 1: K and OPc.
-const K1: [u8; 16] = [
-    0x46, 0x5b, 0x5c, 0xe8, 0xb1, 0x99, 0xb4, 0x9f, 0xaa, 0x5f, 0x0a, 0x2e, 0xe2, 0x38, 0xa6, 0xbc,
-];
-const OPC1: [u8; 16] = [
-    0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
-];
 
 /// The UE's own cryptography, written from the specifications for this test: MILENAGE
 /// (TS 35.206 §4.1) over the `aes` crate, the KDF of TS 33.220 Annex B.2 over `hmac`/`sha2`,
@@ -253,10 +248,6 @@ fn the_ue_oracle_matches_ts_35_208_set_1_and_published_5g_aka_values() {
     );
 }
 
-fn supi(n: u32) -> String {
-    format!("imsi-00101{n:010}")
-}
-
 fn hn_key(profile: Profile) -> HomeNetworkPrivateKey {
     HomeNetworkPrivateKey::from_bytes(profile, &[0x11; 32]).unwrap()
 }
@@ -363,15 +354,6 @@ impl Ue {
 struct Net<P: Placement> {
     sim: Sim<P>,
     workers: Workers,
-}
-
-fn store_with(n: u32) -> Arc<MemStore> {
-    let store = Arc::new(MemStore::new());
-    for i in 1..=n {
-        let s = Subscriber::new(&supi(i), K1, OpOrOpc::Opc(OPC1)).unwrap();
-        store.insert(&s).unwrap();
-    }
-    store
 }
 
 /// `n` workers over 20 subscribers, calls over h2c (each a message between hosts), links
@@ -617,15 +599,10 @@ fn wrong_res_star_fails_and_is_reported() {
 fn unknown_subscriber_is_404_user_not_found() {
     let mut net = sharded(2);
     let mut ue = Ue::new(999);
-    assert_eq!(
-        net.aka(&mut ue, &supi(999), false),
-        rejected(404, "USER_NOT_FOUND")
-    );
-    let suci = ue.suci(Some(Profile::A));
-    assert_eq!(
-        net.aka(&mut ue, &suci, false),
-        rejected(404, "USER_NOT_FOUND")
-    );
+    for id in [supi(999), ue.suci(Some(Profile::A))] {
+        let outcome = net.aka(&mut ue, &id, false);
+        assert_eq!(outcome, rejected(404, "USER_NOT_FOUND"), "{id}");
+    }
 }
 
 #[test]
@@ -666,21 +643,23 @@ fn suci_null_profile_a_and_b_deconceal() {
 fn tampered_suci_is_403() {
     let mut net = sharded(2);
     let mut ue = Ue::new(6);
-    for p in [Profile::A, Profile::B] {
-        let mut suci = ue.suci(Some(p));
+    let tampered = |mut suci: String| {
         let last = if suci.ends_with('0') { '1' } else { '0' };
         suci.pop();
         suci.push(last);
-        assert_eq!(
-            net.aka(&mut ue, &suci, false),
-            rejected(403, "INVALID_SCHEME_OUTPUT")
-        );
+        suci
+    };
+    let cases = [
+        (tampered(ue.suci(Some(Profile::A))), "INVALID_SCHEME_OUTPUT"),
+        (tampered(ue.suci(Some(Profile::B))), "INVALID_SCHEME_OUTPUT"),
+        (
+            ue.suci(Some(Profile::A)).replace("-1-1-", "-1-7-"),
+            "INVALID_HN_PUBLIC_KEY_IDENTIFIER",
+        ),
+    ];
+    for (id, cause) in cases {
+        assert_eq!(net.aka(&mut ue, &id, false), rejected(403, cause), "{id}");
     }
-    let unknown_key = ue.suci(Some(Profile::A)).replace("-1-1-", "-1-7-");
-    assert_eq!(
-        net.aka(&mut ue, &unknown_key, false),
-        rejected(403, "INVALID_HN_PUBLIC_KEY_IDENTIFIER")
-    );
 }
 
 #[test]
@@ -759,35 +738,46 @@ fn sqn_strictly_increases_across_blocks() {
 #[test]
 fn malformed_json_is_400() {
     let mut net = sharded(1);
-    let r = net.ausf(
-        0,
-        req(
-            Method::POST,
-            "/nausf-auth/v1/ue-authentications",
-            "{not json",
-        ),
-    );
-    assert_eq!(problem(&r), rejected(400, "INVALID_MSG_FORMAT"));
-    let r = net.ausf(
-        0,
-        req(Method::POST, "/nausf-auth/v1/ue-authentications", "{}"),
-    );
-    assert_eq!(problem(&r), rejected(400, "MANDATORY_IE_MISSING"));
-    let path = format!(
+    let vectors = format!(
         "/nudm-ueau/v1/{}/security-information/generate-auth-data",
         supi(1)
     );
-    let r = net.udm(0, req(Method::POST, &path, "{\"servingNetworkName\": "));
-    assert_eq!(problem(&r), rejected(400, "INVALID_MSG_FORMAT"));
-    let r = net.ausf(
-        0,
-        req(
-            Method::PUT,
-            "/nausf-auth/v1/ue-authentications/w00-0000000000000000/5g-aka-confirmation",
-            "{\"resStar\": 5}",
+    let auth = "/nausf-auth/v1/ue-authentications";
+    let confirmation = format!("{auth}/w00-0000000000000000/5g-aka-confirmation");
+    let cases = [
+        (
+            NfType::Ausf,
+            Method::POST,
+            auth,
+            "{not json",
+            "INVALID_MSG_FORMAT",
         ),
-    );
-    assert_eq!(problem(&r), rejected(400, "MANDATORY_IE_INCORRECT"));
+        (
+            NfType::Ausf,
+            Method::POST,
+            auth,
+            "{}",
+            "MANDATORY_IE_MISSING",
+        ),
+        (
+            NfType::Udm,
+            Method::POST,
+            &vectors,
+            "{\"servingNetworkName\": ",
+            "INVALID_MSG_FORMAT",
+        ),
+        (
+            NfType::Ausf,
+            Method::PUT,
+            &confirmation,
+            "{\"resStar\": 5}",
+            "MANDATORY_IE_INCORRECT",
+        ),
+    ];
+    for (nf, method, path, body, cause) in cases {
+        let r = net.sim.sbi(0, nf, req(method, path, body));
+        assert_eq!(problem(&r), rejected(400, cause), "{path} {body}");
+    }
 }
 
 #[test]
@@ -1007,13 +997,7 @@ fn named(r: &SbiResponse) -> (String, Vec<String>) {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert_eq!(r.content_type, Some("application/problem+json"));
     let p: ProblemDetails = serde_json::from_slice(&r.body).unwrap();
-    let params = p
-        .invalid_params
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| i.param)
-        .collect();
-    (p.cause.unwrap_or_default(), params)
+    (p.cause.clone().unwrap_or_default(), p.invalid_param_names())
 }
 
 fn named_as(cause: &str, param: &str) -> (String, Vec<String>) {

@@ -7,10 +7,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{store_with, supi, K1, OPC1};
 use ids::amf::{owner_of_amf_ue_ngap_id, owner_of_tmsi};
 use ids::{WorkerId, Workers};
 use nf::amf::registration::{
@@ -39,17 +41,9 @@ use security::kdf::{self, Abba, ServingNetworkName, Supi};
 use security::milenage::Milenage;
 use security::suci::{self, HomeNetworkPrivateKey, Profile};
 use security::{Autn, Kamf, Opc, Rand, Sqn, K};
-use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 use testkit::sim::{Link, LinkConfig, Links, Sim, SimConfig};
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
-// TS 35.208 test set 1: K and OPc.
-const K1: [u8; 16] = [
-    0x46, 0x5b, 0x5c, 0xe8, 0xb1, 0x99, 0xb4, 0x9f, 0xaa, 0x5f, 0x0a, 0x2e, 0xe2, 0x38, 0xa6, 0xbc,
-];
-const OPC1: [u8; 16] = [
-    0xcd, 0x63, 0xcb, 0x71, 0x95, 0x4a, 0x9f, 0x4e, 0x48, 0xa5, 0x99, 0x4e, 0x37, 0xa0, 0x2b, 0xaf,
-];
 /// A worker of the four (the one a forged 5G-TMSI names).
 const WORKER: WorkerId = WorkerId(2);
 const STREAM: u16 = 1;
@@ -61,6 +55,13 @@ fn hn_key(profile: Profile) -> HomeNetworkPrivateKey {
 
 fn workers() -> Workers {
     Workers::new(4).unwrap()
+}
+
+/// `$t.f += $s.f` for each counter `f` named: counters summed over the workers.
+macro_rules! add_fields {
+    ($t:expr, $s:expr; $($f:ident),+ $(,)?) => {
+        $($t.$f += $s.$f;)+
+    };
 }
 
 // ---- the network: the simulated core, and the gNB the test plays ----
@@ -75,19 +76,6 @@ struct World<P: Placement> {
     unready: u32,
     /// With the locking baseline: the contexts checked after every step ([`Watch`]).
     watch: Option<Watch>,
-}
-
-fn store_with(n: u32) -> Arc<MemStore> {
-    let store = Arc::new(MemStore::new());
-    for i in 1..=n {
-        let s = Subscriber::new(&supi(i), K1, OpOrOpc::Opc(OPC1)).unwrap();
-        store.insert(&s).unwrap();
-    }
-    store
-}
-
-fn supi(n: u32) -> String {
-    format!("imsi-00101{n:010}")
 }
 
 fn sim_cfg(always_auth: bool) -> SimConfig {
@@ -276,21 +264,11 @@ impl<P: Placement> World<P> {
     fn stats(&self) -> AmfStats {
         let mut t = AmfStats::default();
         for n in self.sim.nf_stats_all() {
-            let a = n.amf;
-            t.ues_created += a.ues_created;
-            t.registrations += a.registrations;
-            t.registration_rejects += a.registration_rejects;
-            t.authentication_rejects += a.authentication_rejects;
-            t.resyncs += a.resyncs;
-            t.deregistrations += a.deregistrations;
-            t.mac_failures += a.mac_failures;
-            t.unprotected_discarded += a.unprotected_discarded;
-            t.statuses += a.statuses;
-            t.error_indications += a.error_indications;
-            t.retransmissions += a.retransmissions;
-            t.aborted += a.aborted;
-            t.releases += a.releases;
-            t.stray_replies += a.stray_replies;
+            add_fields!(t, n.amf;
+                ues_created, registrations, registration_rejects, authentication_rejects, resyncs,
+                deregistrations, mac_failures, unprotected_discarded, statuses, error_indications,
+                retransmissions, aborted, releases, stray_replies
+            );
         }
         t
     }
@@ -299,21 +277,11 @@ impl<P: Placement> World<P> {
     fn session_stats(&self) -> SessionStats {
         let mut t = SessionStats::default();
         for n in self.sim.nf_stats_all() {
-            let s = n.amf_sessions;
-            t.create_calls += s.create_calls;
-            t.created += s.created;
-            t.rejected += s.rejected;
-            t.n1n2 += s.n1n2;
-            t.n1n2_refused += s.n1n2_refused;
-            t.setup_requests += s.setup_requests;
-            t.activated += s.activated;
-            t.release_commands += s.release_commands;
-            t.released += s.released;
-            t.dropped += s.dropped;
-            t.released_with_ue += s.released_with_ue;
-            t.release_failures += s.release_failures;
-            t.not_forwarded += s.not_forwarded;
-            t.orphans_released += s.orphans_released;
+            add_fields!(t, n.amf_sessions;
+                create_calls, created, rejected, n1n2, n1n2_refused, setup_requests, activated,
+                release_commands, released, dropped, released_with_ue, release_failures,
+                not_forwarded, orphans_released
+            );
         }
         t
     }
@@ -440,6 +408,16 @@ impl TestUe {
             last_visited_tai: None,
             nas_message_container: None,
         }
+    }
+
+    /// An initial REGISTRATION REQUEST with the SUCI, and the INITIAL UE MESSAGE carrying it.
+    fn suci_registration(&self) -> (RegistrationRequest, Vec<u8>) {
+        let req =
+            self.registration_request(RegistrationType::Initial, MobileIdentity::Suci(self.suci()));
+        let nas = NasMessage::RegistrationRequest(req.clone())
+            .encode()
+            .unwrap();
+        (req, self.initial_ue(nas, false))
     }
 
     fn initial_ue(&self, nas: Vec<u8>, s_tmsi: bool) -> Vec<u8> {
@@ -604,17 +582,35 @@ fn expect_ei<P: Placement>(w: &mut World<P>) -> ErrorIndication {
     ErrorIndication::parse(&pdu).unwrap()
 }
 
+/// A SECURITY MODE COMPLETE, with the whole REGISTRATION REQUEST `req` when the AMF
+/// asked for it (TS 24.501 §5.4.2.3).
+fn smc_complete(req: Option<RegistrationRequest>) -> NasMessage {
+    NasMessage::SecurityModeComplete(SecurityModeComplete {
+        imeisv: None,
+        nas_message_container: req.map(|r| NasMessage::RegistrationRequest(r).encode().unwrap()),
+    })
+}
+
+/// Sends `complete` under the new NAS security context; the 5G-GUTI of the INITIAL CONTEXT
+/// SETUP REQUEST that answers it, its KgNB checked against the UE's at that COUNT.
+fn send_smc_complete<P: Placement>(
+    w: &mut World<P>,
+    ue: &mut TestUe,
+    complete: NasMessage,
+) -> Guti {
+    let count = ue.sec.as_ref().unwrap().ul_count.as_u32();
+    w.ngap(&ue.protected(
+        complete,
+        SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
+    ));
+    let pdu = w.next_dl();
+    ue.read_ics(&pdu, count)
+}
+
 /// Initial registration with the SUCI up to the INITIAL CONTEXT SETUP REQUEST.
 fn register_until_ics<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> Guti {
-    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
-    w.ngap(
-        &ue.initial_ue(
-            NasMessage::RegistrationRequest(req.clone())
-                .encode()
-                .unwrap(),
-            false,
-        ),
-    );
+    let (req, init) = ue.suci_registration();
+    w.ngap(&init);
     let pdu = w.next_dl();
     let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
         panic!("no AUTHENTICATION REQUEST")
@@ -628,17 +624,7 @@ fn register_until_ics<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> Guti {
     };
     assert_eq!(smc.nia, proto::nas::IntegrityAlgorithm::Nia2);
     assert_eq!(smc.nea, proto::nas::CipheringAlgorithm::Nea2);
-    let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
-        imeisv: None,
-        nas_message_container: Some(NasMessage::RegistrationRequest(req).encode().unwrap()),
-    });
-    let smc_count = ue.sec.as_ref().unwrap().ul_count.as_u32();
-    w.ngap(&ue.protected(
-        complete,
-        SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
-    ));
-    let pdu = w.next_dl();
-    ue.read_ics(&pdu, smc_count)
+    send_smc_complete(w, ue, smc_complete(Some(req)))
 }
 
 fn complete_registration<P: Placement>(w: &mut World<P>, ue: &mut TestUe) {
@@ -785,17 +771,7 @@ fn mobility(always_auth: bool) -> (usize, Guti, Guti) {
             ue.read_dl(&pdu),
             NasMessage::SecurityModeCommand(_)
         ));
-        let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
-            imeisv: None,
-            nas_message_container: Some(NasMessage::RegistrationRequest(req).encode().unwrap()),
-        });
-        let c = ue.sec.as_ref().unwrap().ul_count.as_u32();
-        w.ngap(&ue.protected(
-            complete,
-            SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
-        ));
-        let pdu = w.next_dl();
-        ue.read_ics(&pdu, c)
+        send_smc_complete(&mut w, &mut ue, smc_complete(Some(req)))
     } else {
         // KgNB from the COUNT of the verified REGISTRATION REQUEST.
         let pdu = w.next_dl();
@@ -827,15 +803,8 @@ fn synch_failure_resynchronises_at_the_udm() {
     let mut ue = TestUe::new(3, 100);
     // The USIM has seen a far higher SQN than the UDM's.
     ue.sqn_ms = 1_000_000;
-    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
-    w.ngap(
-        &ue.initial_ue(
-            NasMessage::RegistrationRequest(req.clone())
-                .encode()
-                .unwrap(),
-            false,
-        ),
-    );
+    let (_, init) = ue.suci_registration();
+    w.ngap(&init);
     let pdu = w.next_dl();
     let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
         panic!()
@@ -863,11 +832,8 @@ fn synch_failure_resynchronises_at_the_udm() {
 }
 
 fn first_challenge<P: Placement>(w: &mut World<P>, ue: &mut TestUe) -> ([u8; 16], [u8; 16]) {
-    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
-    w.ngap(&ue.initial_ue(
-        NasMessage::RegistrationRequest(req).encode().unwrap(),
-        false,
-    ));
+    let (_, init) = ue.suci_registration();
+    w.ngap(&init);
     let pdu = w.next_dl();
     let NasMessage::AuthenticationRequest(a) = ue.read_dl(&pdu) else {
         panic!("no AUTHENTICATION REQUEST")
@@ -922,11 +888,8 @@ fn wrong_res_star_is_rejected_before_confirmation() {
 fn unknown_supi_gets_the_mapped_cause() {
     let mut w = sharded(false);
     let mut ue = TestUe::new(99, 100);
-    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
-    w.ngap(&ue.initial_ue(
-        NasMessage::RegistrationRequest(req).encode().unwrap(),
-        false,
-    ));
+    let (_, init) = ue.suci_registration();
+    w.ngap(&init);
     let pdu = w.next_dl();
     let NasMessage::RegistrationReject(r) = ue.read_dl(&pdu) else {
         panic!("no REGISTRATION REJECT")
@@ -1080,10 +1043,7 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     let mut ue = TestUe::new(1, 100);
 
     // SECURITY MODE COMPLETE as the initial message: discarded, no context.
-    let smc = NasMessage::SecurityModeComplete(SecurityModeComplete {
-        imeisv: None,
-        nas_message_container: None,
-    });
+    let smc = smc_complete(None);
     w.ngap(&ue.initial_ue(smc.encode().unwrap(), false));
     assert!(w.quiet());
     assert_eq!(w.contexts(), 0);
@@ -1120,10 +1080,7 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
     ));
 
     // A SECURITY MODE COMPLETE with a bad MAC: discarded, the AMF still waits.
-    let complete = NasMessage::SecurityModeComplete(SecurityModeComplete {
-        imeisv: None,
-        nas_message_container: None,
-    });
+    let complete = smc_complete(None);
     let mut good = ue.sec.clone().unwrap();
     let mut bytes = good
         .protect(
@@ -1141,13 +1098,7 @@ fn out_of_order_and_unprotected_nas_is_discarded() {
         UeState::WaitSmcComplete
     );
     // The right one still works (its COUNT was not consumed by the forgery).
-    let c = ue.sec.as_ref().unwrap().ul_count.as_u32();
-    w.ngap(&ue.protected(
-        complete,
-        SecurityHeaderType::IntegrityProtectedAndCipheredNewContext,
-    ));
-    let pdu = w.next_dl();
-    ue.read_ics(&pdu, c);
+    send_smc_complete(&mut w, &mut ue, complete);
     complete_registration(&mut w, &mut ue);
 
     // Once secured, a plain DEREGISTRATION REQUEST is discarded too.
@@ -1258,11 +1209,7 @@ fn random_octets_never_crash_or_leak() {
 #[test]
 fn routing_uses_the_self_routing_ids() {
     let ue = TestUe::new(1, 100);
-    let req = ue.registration_request(RegistrationType::Initial, MobileIdentity::Suci(ue.suci()));
-    let init = ue.initial_ue(
-        NasMessage::RegistrationRequest(req).encode().unwrap(),
-        false,
-    );
+    let (_, init) = ue.suci_registration();
     let Route::NewUe {
         worker,
         gnb_id,
@@ -1519,17 +1466,9 @@ fn smf_fails<P: Placement>(w: &mut World<P>, path_end: &str) {
     w.run();
 }
 
-/// UE-requested PDU session establishment with the SMF played by the test, the gNB's
-/// setup, then the network-side release, up to the UE's RELEASE COMPLETE.
-fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
-    use sbi::model::{
-        N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer, N2InfoContent,
-        N2SmInformation, RefToBinaryData, SmContextUpdatedData,
-    };
-    use sbi::multipart::{self, Part};
-    let est = ul_sm(ue, 0xc1, true);
-    w.ngap(&est);
-    let location = format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{SM_REF}");
+/// The oldest call to the SMF, a CreateSMContext, is answered 201 with SM context `sm_ref`.
+fn smf_creates<P: Placement>(w: &mut World<P>, sm_ref: &str) {
+    let location = format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{sm_ref}");
     smf_answers(
         w,
         "/sm-contexts",
@@ -1537,41 +1476,19 @@ fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
         Some(&location),
         None,
     );
+}
+
+/// UE-requested PDU session establishment with the SMF played by the test, the gNB's
+/// setup, then the network-side release, up to the UE's RELEASE COMPLETE.
+fn pdu_session(w: &mut Watching, ue: &mut TestUe) {
+    use sbi::model::{RefToBinaryData, SmContextUpdatedData};
+    use sbi::multipart::{self, Part};
+    let est = ul_sm(ue, 0xc1, true);
+    w.ngap(&est);
+    smf_creates(w, SM_REF);
     // The SMF's N1N2MessageTransfer: the accept and the N2 setup request transfer.
-    let data = N1N2MessageTransferReqData {
-        n1_message_container: Some(N1MessageContainer {
-            n1_message_class: "SM".into(),
-            n1_message_content: RefToBinaryData::new("n1"),
-        }),
-        n2_info_container: Some(N2InfoContainer {
-            n2_information_class: "SM".into(),
-            sm_info: Some(N2SmInformation {
-                pdu_session_id: PSI,
-                n2_info_content: Some(N2InfoContent {
-                    ngap_ie_type: Some("PDU_RES_SETUP_REQ".into()),
-                    ngap_data: RefToBinaryData::new("n2"),
-                }),
-                s_nssai: None,
-            }),
-        }),
-        pdu_session_id: Some(PSI),
-    };
-    let parts = [
-        Part::json(serde_json::to_vec(&data).unwrap()),
-        Part::binary(multipart::NAS_5G, "n1", vec![0x2e, PSI, 1, 0xc2]),
-        Part::binary(multipart::NGAP, "n2", vec![0, 1, 2]),
-    ];
-    let req = SbiRequest {
-        method: http::Method::POST,
-        path: format!("/namf-comm/v1/ue-contexts/{}/n1-n2-messages", supi(ue.n)),
-        query: None,
-        content_type: Some(multipart::CONTENT_TYPE.to_owned()),
-        body: multipart::encode(&parts).unwrap(),
-    };
-    let id = w.sim.sbi_request(0, sbi::NfType::Amf, req);
-    w.run();
     assert_eq!(
-        w.sim.take_answer(id).map(|r| r.status),
+        n1n2_to_amf(w, n1n2_setup(ue.n, PSI)),
         Some(http::StatusCode::OK)
     );
     let pdu = w.next_dl();
@@ -1878,10 +1795,6 @@ fn read_dl_nas_transport(
     proto::nas::sm_ue::DlNasTransport::parse(&u.plain).unwrap()
 }
 
-fn sm_location(sm_ref: &str) -> String {
-    format!("http://127.0.0.4:7777/nsmf-pdusession/v1/sm-contexts/{sm_ref}")
-}
-
 /// The test's SMF sends `req` to the AMF of worker 0 (the host finds the worker holding the
 /// UE); the status of the answer.
 fn n1n2_to_amf<P: Placement>(w: &mut World<P>, req: SbiRequest) -> Option<http::StatusCode> {
@@ -1954,14 +1867,7 @@ fn a_failed_nsmf_call_sends_the_5gsm_message_back_with_cause_90() {
     // A UE-requested release the SMF does not answer: sent back too.
     let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
     w.ngap(&est);
-    let loc = sm_location(SM_REF);
-    smf_answers(
-        &mut w,
-        "/sm-contexts",
-        http::StatusCode::CREATED,
-        Some(&loc),
-        None,
-    );
+    smf_creates(&mut w, SM_REF);
     let (rel, sent) = ul_sm_for(&mut ue, PSI, 0xd1, false);
     w.ngap(&rel);
     smf_fails(&mut w, "/modify");
@@ -1988,14 +1894,7 @@ fn a_create_answered_after_the_ue_left_is_released() {
         1,
         "only the creation: it has no ref to release yet"
     );
-    let loc = sm_location(SM_REF);
-    smf_answers(
-        &mut w,
-        "/sm-contexts",
-        http::StatusCode::CREATED,
-        Some(&loc),
-        None,
-    );
+    smf_creates(&mut w, SM_REF);
     let (path, body) = w
         .sim
         .held_external()
@@ -2028,14 +1927,7 @@ fn a_setup_for_a_session_the_ue_does_not_hold_is_refused() {
     // Session 6 is being set up.
     let (est, _) = ul_sm_for(&mut ue, 6, 0xc1, true);
     w.ngap(&est);
-    let loc = sm_location("00000000000000bb");
-    smf_answers(
-        &mut w,
-        "/sm-contexts",
-        http::StatusCode::CREATED,
-        Some(&loc),
-        None,
-    );
+    smf_creates(&mut w, "00000000000000bb");
     // Session 5's creation fails at the AMF.
     let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
     w.ngap(&est);

@@ -17,22 +17,20 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use ids::{WorkerId, Workers};
-use nf::amf::registration::AmfConfig;
-use nf::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
 use nf::host::{
-    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, SbiTimeouts, ServerToken,
-    Sharded,
+    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, ServerToken, Sharded,
 };
-use nf::smf::{DnnPool, SmState, SmfConfig, SmfStats};
-use nf::udm::{SidfKeys, UdmConfig};
+use nf::smf::{SmState, SmfStats};
+use nf::udm::SidfKeys;
 use oxirush_nas::nas_5gs as ox;
+use pfcp::damage::without_ie;
 use pfcp::ie::{ty, CreatedPdr, FTeid, NodeId};
 use pfcp::message::SessionEstablishmentResponse;
 use pfcp::txn::Retransmission;
 use pfcp::{Message, MessageType, PfcpMessage};
 use sbi::model::{RefToBinaryData, SmContextCreateData, SmContextUpdateData, Snssai};
 use sbi::multipart::{self, Part};
-use sbi::{NfType, SbiRequest, SbiResponse, StaticDirectory};
+use sbi::{NfType, SbiRequest, SbiResponse};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 use upf::datapath::{Datapath, Entries};
 use upf::{MemoryDatapath, NodeConfig, UpfNode};
@@ -59,56 +57,17 @@ fn upf_addr() -> SocketAddr {
 }
 
 fn host_config(store: Arc<MemStore>) -> HostConfig {
-    let w0 = WorkerId(0);
-    let workers = Workers::single();
-    let snn = "5G:mnc001.mcc001.3gppnetwork.org".to_owned();
-    HostConfig {
-        worker: w0,
-        workers,
-        amf: AmfConfig::new(w0, workers),
-        ausf: AusfConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.11:7777".to_owned(),
-            serving_networks: vec![snn.clone()],
-            instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-            context_timeout: DEFAULT_CONTEXT_TIMEOUT,
-            wall_clock: None,
-        },
-        udm: UdmConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.12:7777".to_owned(),
-            serving_networks: vec![snn],
-            hn_keys: SidfKeys::new(vec![]),
-            rand_seed: Some(7),
-        },
-        smf: Some(SmfConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.4:7777".to_owned(),
-            node_id: NodeId::Ipv4(SMF_IP),
-            pfcp_ip: SMF_IP,
-            upf: upf_addr(),
-            dnns: vec![DnnPool {
-                dnn: DNN.to_owned(),
-                net: Ipv4Addr::new(10, 45, 0, 0),
-                prefix_len: 16,
-            }],
-            slices: vec![Snssai { sst: 1, sd: None }],
-            urr_volume_threshold: 1 << 30,
-            heartbeat_interval: None,
-            recovery_time_stamp: 1,
-        }),
+    let mut cfg = HostConfig::loopback(
+        Workers::single(),
         store,
-        // The SMF asks the UDM in-process; Nsmf and Namf go out, to the test.
-        sbi: SbiMode::Inproc,
-        smf_sbi: SbiMode::H2c,
-        sbi_pool: false,
-        directory: StaticDirectory::new(),
-        pfcp: Retransmission::default(),
-        sbi_timeouts: SbiTimeouts::default(),
-    }
+        "5G:mnc001.mcc001.3gppnetwork.org",
+        SidfKeys::new(vec![]),
+    )
+    .with_loopback_smf(upf_addr());
+    // The SMF asks the UDM in-process; Nsmf and Namf go out, to the test.
+    cfg.smf_sbi = SbiMode::H2c;
+    cfg.sbi_pool = false;
+    cfg
 }
 
 /// What the bad UPF does to a datagram of type `msg_type`: pass it (maybe changed) or lose it.
@@ -116,6 +75,11 @@ type Filter = Box<dyn FnMut(u8, Vec<u8>) -> Option<Vec<u8>>>;
 
 fn pass() -> Filter {
     Box::new(|_, b| Some(b))
+}
+
+/// Passes every datagram, those of type `t` changed by `f`.
+fn change(t: u8, f: impl Fn(&[u8]) -> Vec<u8> + 'static) -> Filter {
+    Box::new(move |ty, b| Some(if ty == t { f(&b) } else { b }))
 }
 
 struct Net {
@@ -385,29 +349,20 @@ fn refusal(r: &SbiResponse) -> (u16, String, u8, u8) {
     )
 }
 
-fn is_establishment_response(t: u8) -> bool {
-    t == MessageType::SessionEstablishmentResponse.value()
+/// [`refusal`]'s answer for a creation refused with `status` and `cause`: the UE gets
+/// PDU SESSION ESTABLISHMENT REJECT #26.
+fn rejected(status: u16, cause: &str) -> (u16, String, u8, u8) {
+    (
+        status,
+        cause.to_owned(),
+        ESTABLISHMENT_REJECT,
+        INSUFFICIENT_RESOURCES,
+    )
 }
 
-/// Removes the first top-level IE of type `t` and fixes the header's length.
-fn strip_ie(msg: &[u8], t: u16) -> Vec<u8> {
-    let at = if msg[0] & 0x01 != 0 { 16 } else { 8 };
-    let mut out = msg[..at].to_vec();
-    let mut rest = &msg[at..];
-    let mut dropped = false;
-    while rest.len() >= 4 {
-        let len = usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 4;
-        if !dropped && u16::from_be_bytes([rest[0], rest[1]]) == t {
-            dropped = true;
-        } else {
-            out.extend_from_slice(&rest[..len]);
-        }
-        rest = &rest[len..];
-    }
-    assert!(dropped, "no IE {t}");
-    let n = u16::try_from(out.len() - 4).unwrap();
-    out[2..4].copy_from_slice(&n.to_be_bytes());
-    out
+/// The message type [`change`] alters when the establishment answers are spoilt.
+fn establishment_response() -> u8 {
+    MessageType::SessionEstablishmentResponse.value()
 }
 
 /// Re-encodes an establishment response after `f` changed it.
@@ -427,23 +382,12 @@ fn rewrite(msg: &[u8], f: impl Fn(&mut SessionEstablishmentResponse)) -> Vec<u8>
 fn an_undecodable_establishment_answer_fails_the_creation_and_undoes_the_session() {
     for (missing, named) in [(ty::NODE_ID, true), (ty::CAUSE, true), (ty::F_SEID, false)] {
         let mut net = Net::new();
-        net.to_smf = Box::new(move |t, b| {
-            Some(if is_establishment_response(t) {
-                strip_ie(&b, missing)
-            } else {
-                b
-            })
-        });
+        net.to_smf = change(establishment_response(), move |b| without_ie(b, missing));
         let t = net.send(create_req(1, 5));
         let r = net.answer(t).expect("the creation is answered at once");
         assert_eq!(
             refusal(&r),
-            (
-                500,
-                "UNSPECIFIED_NF_FAILURE".into(),
-                ESTABLISHMENT_REJECT,
-                INSUFFICIENT_RESOURCES
-            ),
+            rejected(500, "UNSPECIFIED_NF_FAILURE"),
             "IE {missing} missing"
         );
         let s = net.stats();
@@ -501,25 +445,14 @@ fn an_unusable_accepted_answer_is_refused_and_its_session_deleted() {
             }];
         }),
     ];
-    for (what, change) in cases {
+    for (what, edit) in cases {
         let mut net = Net::new();
-        net.to_smf = Box::new(move |t, b| {
-            Some(if is_establishment_response(t) {
-                rewrite(&b, change)
-            } else {
-                b
-            })
-        });
+        net.to_smf = change(establishment_response(), move |b| rewrite(b, edit));
         let t = net.send(create_req(1, 5));
         let r = net.answer(t).unwrap();
         assert_eq!(
             refusal(&r),
-            (
-                500,
-                "UNSPECIFIED_NF_FAILURE".into(),
-                ESTABLISHMENT_REJECT,
-                INSUFFICIENT_RESOURCES
-            ),
+            rejected(500, "UNSPECIFIED_NF_FAILURE"),
             "{what}"
         );
         let s = net.stats();
@@ -553,12 +486,8 @@ fn an_unusable_accepted_answer_is_refused_and_its_session_deleted() {
 #[test]
 fn an_undo_that_fails_is_counted_and_the_context_still_goes() {
     let mut net = Net::new();
-    net.to_smf = Box::new(|t, b| {
-        Some(if is_establishment_response(t) {
-            rewrite(&b, |r| r.created_pdr.clear())
-        } else {
-            b
-        })
+    net.to_smf = change(establishment_response(), |b| {
+        rewrite(b, |r| r.created_pdr.clear())
     });
     let deletion = MessageType::SessionDeletionRequest.value();
     net.to_upf = Box::new(move |t, b| (t != deletion).then_some(b));
@@ -594,15 +523,7 @@ fn a_late_accepted_answer_is_undone_once() {
     let give_up = Retransmission::default().give_up_after();
     net.advance(give_up);
     let r = net.answer(t).expect("answered when the UPF is given up on");
-    assert_eq!(
-        refusal(&r),
-        (
-            504,
-            "PEER_NOT_RESPONDING".into(),
-            ESTABLISHMENT_REJECT,
-            INSUFFICIENT_RESOURCES
-        )
-    );
+    assert_eq!(refusal(&r), rejected(504, "PEER_NOT_RESPONDING"));
     assert_eq!(net.contexts(), 0);
     // The original answer and the N1 answered from the UPF's cache.
     assert_eq!(net.held.len(), 1 + pfcp::txn::DEFAULT_N1 as usize);
@@ -628,13 +549,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let sm = sm_ref(&net.answer(t).unwrap());
     assert_eq!(net.n1n2, 1);
     let modification = MessageType::SessionModificationResponse.value();
-    net.to_smf = Box::new(move |t, b| {
-        Some(if t == modification {
-            strip_ie(&b, ty::CAUSE)
-        } else {
-            b
-        })
-    });
+    net.to_smf = change(modification, move |b| without_ie(b, ty::CAUSE));
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
     let ctx = net.host.smf().unwrap().context(&sm).unwrap();
@@ -644,13 +559,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     let r = net.request(activate_req(&sm, 0x42)).unwrap();
     assert_eq!(r.status, StatusCode::OK);
     let deletion = MessageType::SessionDeletionResponse.value();
-    net.to_smf = Box::new(move |t, b| {
-        Some(if t == deletion {
-            strip_ie(&b, ty::CAUSE)
-        } else {
-            b
-        })
-    });
+    net.to_smf = change(deletion, move |b| without_ie(b, ty::CAUSE));
     let r = net.request(release_req(&sm)).unwrap();
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(net.stats().pfcp_unparsed, 2);

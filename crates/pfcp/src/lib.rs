@@ -17,6 +17,7 @@
 //! the header codec is small and dependency-free, and one crate keeps one fuzz harness crate
 //! entry and one build on this 2-core machine.
 
+pub mod damage;
 pub mod error;
 pub mod gtpu;
 pub mod header;

@@ -49,6 +49,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+    use crate::damage::without_ie;
     use crate::ie::NodeId;
     use crate::message::{Message, PfcpMessage, SessionEstablishmentResponse};
 
@@ -68,26 +69,6 @@ mod tests {
         PfcpMessage::new(9, Some(5), Message::SessionEstablishmentResponse(r)).emit()
     }
 
-    /// Removes the first top-level IE of type `t` and fixes the header's length.
-    fn without(msg: &[u8], t: u16) -> Vec<u8> {
-        let body_at = 16;
-        let mut out = msg[..body_at].to_vec();
-        let mut rest = &msg[body_at..];
-        let mut dropped = false;
-        while rest.len() >= 4 {
-            let len = usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 4;
-            if !dropped && u16::from_be_bytes([rest[0], rest[1]]) == t {
-                dropped = true;
-            } else {
-                out.extend_from_slice(&rest[..len]);
-            }
-            rest = &rest[len..];
-        }
-        let n = u16::try_from(out.len() - 4).unwrap();
-        out[2..4].copy_from_slice(&n.to_be_bytes());
-        out
-    }
-
     #[test]
     fn a_decodable_response_salvages_what_it_holds() {
         let s = salvage(&response()).unwrap();
@@ -98,7 +79,7 @@ mod tests {
 
     #[test]
     fn a_response_without_its_node_id_still_names_the_session() {
-        let broken = without(&response(), ty::NODE_ID);
+        let broken = without_ie(&response(), ty::NODE_ID);
         assert_eq!(
             PfcpMessage::parse(&broken),
             Err(DecodeError::MandatoryIeMissing {
@@ -109,7 +90,7 @@ mod tests {
         assert_eq!(s.header.sequence, 9);
         assert_eq!(s.cause, Some(Cause::REQUEST_ACCEPTED));
         assert_eq!(s.f_seid.map(|f| f.seid), Some(0x77));
-        let s = salvage(&without(&broken, ty::F_SEID)).unwrap();
+        let s = salvage(&without_ie(&broken, ty::F_SEID)).unwrap();
         assert_eq!((s.cause, s.f_seid), (Some(Cause::REQUEST_ACCEPTED), None));
     }
 

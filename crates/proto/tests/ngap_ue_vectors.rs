@@ -20,7 +20,10 @@ use security::Kgnb;
 
 mod common;
 
-use common::{captured, hex, plmn_208_93, wireshark_dissects};
+use common::{
+    assert_wrong_message, captured, for_each_prefix_and_bit_flip, hex, plmn_208_93,
+    wireshark_dissects,
+};
 
 /// InitialUEMessage sent by PacketRusher: a REGISTRATION REQUEST with a null-scheme SUCI.
 const PR_INITIAL_UE_MESSAGE: &str = "000f404200000500550002000100260018177e004179000d0102f8390000000000000000102e0220200079000f4002f839000008000002f839000001005a4001180070400100";
@@ -431,14 +434,8 @@ fn missing_nas_pdu_is_an_abstract_syntax_error_reject() {
 #[test]
 fn wrong_message_is_reported() {
     let pdu = ngap::decode(&hex(F5GC_DL_AUTH_REQUEST)).unwrap();
-    assert!(matches!(
-        UplinkNasTransport::parse(&pdu),
-        Err(ParseError::WrongMessage { .. })
-    ));
-    assert!(matches!(
-        InitialUeMessage::parse(&pdu),
-        Err(ParseError::WrongMessage { .. })
-    ));
+    assert_wrong_message(UplinkNasTransport::parse(&pdu));
+    assert_wrong_message(InitialUeMessage::parse(&pdu));
 }
 
 #[test]
@@ -452,14 +449,7 @@ fn every_prefix_and_bit_flip_of_real_pdus_is_handled() {
         F5GC_RELEASE_COMMAND,
     ] {
         let bytes = hex(v);
-        for n in 0..bytes.len() {
-            exercise(&bytes[..n]);
-        }
-        for i in 0..bytes.len() * 8 {
-            let mut b = bytes.clone();
-            b[i / 8] ^= 0x80 >> (i % 8);
-            exercise(&b);
-        }
+        for_each_prefix_and_bit_flip(&bytes, exercise);
     }
 }
 
@@ -656,13 +646,6 @@ fn peek_agrees_on_every_prefix_and_bit_flip() {
     .collect();
     inputs.extend(every_message().into_iter().map(|(_, b)| b));
     for bytes in inputs {
-        for n in 0..bytes.len() {
-            peek_agrees(&bytes[..n]);
-        }
-        for i in 0..bytes.len() * 8 {
-            let mut b = bytes.clone();
-            b[i / 8] ^= 0x80 >> (i % 8);
-            peek_agrees(&b);
-        }
+        for_each_prefix_and_bit_flip(&bytes, peek_agrees);
     }
 }

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{assert_octets, captured, hex, plmn_208_93};
+use common::{
+    assert_octets, assert_wrong_message, captured, for_each_prefix_and_bit_flip, hex, plmn_208_93,
+};
 
 use proto::ids::{defaults, GlobalRanNodeId, GnbId, Guami, Plmn, Snssai, Tac};
 use proto::ngap::{
@@ -408,14 +410,8 @@ fn missing_ignore_ie_is_ignored() {
 #[test]
 fn wrong_message_is_reported() {
     let pdu = ngap::decode(&hex(OPEN5GS_NG_SETUP_RESPONSE)).unwrap();
-    assert!(matches!(
-        NgSetupRequest::parse(&pdu),
-        Err(ParseError::WrongMessage { .. })
-    ));
-    assert!(matches!(
-        ErrorIndication::parse(&pdu),
-        Err(ParseError::WrongMessage { .. })
-    ));
+    assert_wrong_message(NgSetupRequest::parse(&pdu));
+    assert_wrong_message(ErrorIndication::parse(&pdu));
 }
 
 #[test]
@@ -453,14 +449,7 @@ fn every_prefix_and_bit_flip_of_real_pdus_is_handled() {
         DEFAULT_NG_SETUP_REQUEST,
     ] {
         let bytes = hex(v);
-        for n in 0..bytes.len() {
-            exercise(&bytes[..n]);
-        }
-        for i in 0..bytes.len() * 8 {
-            let mut b = bytes.clone();
-            b[i / 8] ^= 0x80 >> (i % 8);
-            exercise(&b);
-        }
+        for_each_prefix_and_bit_flip(&bytes, exercise);
     }
     exercise(&[]);
 }

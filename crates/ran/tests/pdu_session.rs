@@ -7,7 +7,7 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{establishment_accept, setup_transfer, ue_config, KEY, OPC, SUPI, UE_IP, UPF};
+use common::{establishment_accept, setup_transfer, ue_config, UeN2, KEY, OPC, SUPI, UE_IP, UPF};
 use proto::ids::{defaults, Snssai};
 use proto::nas::sm_ue::{
     self, DlNasTransport, PduSessionEstablishmentReject, PduSessionReleaseCommand, SmMessage,
@@ -19,11 +19,10 @@ use proto::nas::{
     SecurityHeaderType, SecurityModeCommand, UeSecurityCapability,
 };
 use proto::ngap::{
-    self, Cause, DownlinkNasTransport, InitialContextSetupRequest, MessageKind, NasCause,
-    PduSessionResourceReleaseCommand, PduSessionResourceReleaseCommandTransfer,
-    PduSessionResourceReleaseResponse, PduSessionResourceSetupRequest,
-    PduSessionResourceSetupResponse, PduSessionResourceSetupResponseTransfer, PduSessionSetupItem,
-    PduSessionTransferItem, UeSecurityCapabilities, UplinkNasTransport,
+    self, Cause, MessageKind, NasCause, PduSessionResourceReleaseCommand,
+    PduSessionResourceReleaseCommandTransfer, PduSessionResourceReleaseResponse,
+    PduSessionResourceSetupRequest, PduSessionResourceSetupResponse,
+    PduSessionResourceSetupResponseTransfer, PduSessionSetupItem, PduSessionTransferItem,
 };
 use ran::gnb::{GnbConfig, GnbUeEvent, GnbUeOutput, GnbUes};
 use ran::ue::{SessionRequest, SessionState, Ue, UeEvent, UeState};
@@ -37,7 +36,7 @@ const AMF_ID: u64 = 99;
 /// The AMF and SMF of the test, holding the UE's NAS context.
 struct Net {
     ctx: NasSecurityContext,
-    ran_id: u32,
+    n2: UeN2,
     kamf: Kamf,
 }
 
@@ -79,25 +78,12 @@ impl Net {
     }
 }
 
-fn through_gnb(gnb: &mut GnbUes, ran_id: u32, nas: Vec<u8>) -> Vec<u8> {
-    let pdu = DownlinkNasTransport {
+fn n2(ran_id: u32) -> UeN2 {
+    UeN2 {
+        ue: UE,
         amf_ue_ngap_id: AMF_ID,
         ran_ue_ngap_id: ran_id,
-        nas_pdu: nas,
     }
-    .encode()
-    .unwrap();
-    match gnb.handle_downlink(1, &pdu).events.as_slice() {
-        [GnbUeEvent::NasToUe { nas, .. }] => nas.clone(),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn uplink(gnb: &mut GnbUes, nas: &[u8]) -> Vec<u8> {
-    let send = gnb.uplink_nas(UE, nas).unwrap();
-    UplinkNasTransport::parse(&ngap::decode(&send.pdu).unwrap())
-        .unwrap()
-        .nas_pdu
 }
 
 /// Registers `ue` through `gnb`, returning the network's side.
@@ -141,9 +127,9 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     }
     .encode()
     .unwrap();
-    let out = ue.handle_downlink_nas(&through_gnb(gnb, ran_id, req));
+    let out = ue.handle_downlink_nas(&n2(ran_id).down(gnb, req));
     assert_eq!(out.event, UeEvent::Authenticated);
-    uplink(gnb, &out.uplink.unwrap());
+    n2(ran_id).up(gnb, &out.uplink.unwrap());
 
     // Security mode control.
     let (nia, nea) = (IntegrityAlgorithm::Nia2, CipheringAlgorithm::Nea2);
@@ -173,10 +159,14 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
             Direction::Downlink,
         )
         .unwrap();
-    let out = ue.handle_downlink_nas(&through_gnb(gnb, ran_id, smc));
+    let out = ue.handle_downlink_nas(&n2(ran_id).down(gnb, smc));
     assert_eq!(out.event, UeEvent::SecurityModeCompleted);
-    let mut net = Net { ctx, ran_id, kamf };
-    net.up_plain(&uplink(gnb, &out.uplink.unwrap()));
+    let mut net = Net {
+        ctx,
+        n2: n2(ran_id),
+        kamf,
+    };
+    net.up_plain(&net.n2.up(gnb, &out.uplink.unwrap()));
 
     // Registration accept in INITIAL CONTEXT SETUP.
     let accept = NasMessage::from(RegistrationAccept {
@@ -198,18 +188,9 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     .encode()
     .unwrap();
     let accept = net.down_plain(&accept);
-    let ics = InitialContextSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: ran_id,
-        ue_ambr: None,
-        guami: defaults::GUAMI,
-        allowed_nssai: vec![defaults::SNSSAI],
-        ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
-        security_key: kdf::kgnb(&net.kamf, 0).unwrap(),
-        nas_pdu: Some(accept),
-    }
-    .encode()
-    .unwrap();
+    let ics = net
+        .n2
+        .initial_context_setup(kdf::kgnb(&net.kamf, 0).unwrap(), accept);
     let out = gnb.handle_downlink(1, &ics);
     let Some(GnbUeEvent::NasToUe { nas, .. }) = out.events.last() else {
         panic!("{:?}", out.events)
@@ -217,7 +198,7 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
     let out = ue.handle_downlink_nas(nas);
     assert_eq!(out.event, UeEvent::Registered);
     assert_eq!(ue.state(), UeState::Registered);
-    net.up_plain(&uplink(gnb, &out.uplink.unwrap()));
+    net.up_plain(&net.n2.up(gnb, &out.uplink.unwrap()));
     net
 }
 
@@ -228,7 +209,7 @@ type SessionSetup = (u8, Option<Vec<u8>>, Vec<u8>);
 fn setup_sessions(gnb: &mut GnbUes, net: &Net, sessions: &[SessionSetup]) -> GnbUeOutput {
     let setup = PduSessionResourceSetupRequest {
         amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: net.ran_id,
+        ran_ue_ngap_id: net.n2.ran_ue_ngap_id,
         nas_pdu: None,
         sessions: sessions
             .iter()
@@ -259,7 +240,7 @@ fn establish(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8) -> u32 {
         ue.pdu_session(id).unwrap().state,
         SessionState::ActivePending
     );
-    let (ul, sm) = net.up_sm(&uplink(gnb, &nas));
+    let (ul, sm) = net.up_sm(&net.n2.up(gnb, &nas));
     assert_eq!(ul.request_type, Some(sm_ue::REQUEST_INITIAL));
     assert_eq!(ul.dnn.as_deref(), Some("internet"));
     assert_eq!(ul.snssai, Some(Snssai { sst: 1, sd: None }));
@@ -287,7 +268,7 @@ fn establish(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8) -> u32 {
     assert_eq!(pdu.kind(), MessageKind::PduSessionResourceSetupResponse);
     assert_eq!(pdu.check().unwrap(), None);
     let rsp = PduSessionResourceSetupResponse::parse(&pdu).unwrap();
-    assert_eq!(rsp.ran_ue_ngap_id, net.ran_id);
+    assert_eq!(rsp.ran_ue_ngap_id, net.n2.ran_ue_ngap_id);
     assert!(rsp.failed.is_empty());
     let [PduSessionTransferItem {
         pdu_session_id,
@@ -325,7 +306,7 @@ fn network_release(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8, pti: u8
     }));
     let rel = PduSessionResourceReleaseCommand {
         amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: net.ran_id,
+        ran_ue_ngap_id: net.n2.ran_ue_ngap_id,
         nas_pdu: Some(cmd),
         sessions: vec![PduSessionTransferItem {
             pdu_session_id: id,
@@ -365,7 +346,7 @@ fn network_release(ue: &mut Ue, gnb: &mut GnbUes, net: &mut Net, id: u8, pti: u8
         }
     );
     assert!(ue.pdu_session(id).is_none());
-    let (_, sm) = net.up_sm(&uplink(gnb, &out.uplink.unwrap()));
+    let (_, sm) = net.up_sm(&net.n2.up(gnb, &out.uplink.unwrap()));
     assert!(
         matches!(sm, SmMessage::ReleaseComplete(c) if c.pti == pti && c.pdu_session_id == id),
         "{sm:?}"
@@ -400,7 +381,7 @@ fn establishment_and_network_release() {
     let rel = ngap::UeContextReleaseCommand {
         ue_ngap_ids: ngap::UeNgapIds::Pair {
             amf: AMF_ID,
-            ran: net.ran_id,
+            ran: net.n2.ran_ue_ngap_id,
         },
         cause: Cause::Nas(NasCause::NormalRelease),
     }
@@ -427,7 +408,7 @@ fn ue_requested_release() {
     );
     // Only an active session can be released.
     assert!(ue.pdu_session_release_request(3).is_err());
-    let (_, sm) = net.up_sm(&uplink(&mut gnb, &nas));
+    let (_, sm) = net.up_sm(&net.n2.up(&mut gnb, &nas));
     let SmMessage::ReleaseRequest(r) = sm else {
         panic!("{sm:?}")
     };
@@ -447,7 +428,7 @@ fn reject_and_unexpected_messages() {
     let nas = ue
         .pdu_session_establishment_request(&SessionRequest::default())
         .unwrap();
-    let (_, sm) = net.up_sm(&uplink(&mut gnb, &nas));
+    let (_, sm) = net.up_sm(&net.n2.up(&mut gnb, &nas));
     let SmMessage::EstablishmentRequest(req) = sm else {
         panic!()
     };

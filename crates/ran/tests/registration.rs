@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ue_config, KEY, OPC, SUPI};
+use common::{ue_config, UeN2, KEY, OPC, SUPI};
 use proto::ids::{defaults, Snssai};
 use proto::nas::{
     AccessType, AuthenticationFailure, AuthenticationRequest, AuthenticationResponse,
@@ -18,9 +18,8 @@ use proto::nas::{
     SecurityModeReject, UeSecurityCapability,
 };
 use proto::ngap::{
-    self, Cause, DownlinkNasTransport, InitialContextSetupRequest, InitialContextSetupResponse,
-    InitialUeMessage, MessageKind, NasCause, UeContextReleaseCommand, UeContextReleaseComplete,
-    UeNgapIds, UeSecurityCapabilities, UplinkNasTransport, UserLocation,
+    self, Cause, DownlinkNasTransport, InitialContextSetupResponse, InitialUeMessage, MessageKind,
+    NasCause, UeContextReleaseCommand, UeContextReleaseComplete, UeNgapIds, UserLocation,
 };
 use ran::gnb::{GnbConfig, GnbUeEvent, GnbUes};
 use ran::ue::{RegistrationKind, SuciScheme, Ue, UeConfig, UeEvent, UeState};
@@ -233,47 +232,29 @@ fn initial_registration_through_the_gnb() {
     // Before the AMF answers, no uplink NAS transport is possible.
     assert!(gnb.uplink_nas(UE, &[0x7e]).is_err());
 
-    let downlink = |gnb: &mut GnbUes, nas: Vec<u8>| {
-        let pdu = DownlinkNasTransport {
-            amf_ue_ngap_id: AMF_ID,
-            ran_ue_ngap_id: ran_id,
-            nas_pdu: nas,
-        }
-        .encode()
-        .unwrap();
-        let out = gnb.handle_downlink(1, &pdu);
-        assert!(out.transmit.is_empty());
-        match out.events.as_slice() {
-            [GnbUeEvent::NasToUe { ue, nas }] if *ue == UE => nas.clone(),
-            other => panic!("{other:?}"),
-        }
-    };
-    let uplink = |gnb: &mut GnbUes, nas: &[u8]| {
-        let send = gnb.uplink_nas(UE, nas).unwrap();
-        let m = UplinkNasTransport::parse(&ngap::decode(&send.pdu).unwrap()).unwrap();
-        assert_eq!((m.amf_ue_ngap_id, m.ran_ue_ngap_id), (AMF_ID, ran_id));
-        assert!(matches!(m.user_location, Some(UserLocation::Nr { .. })));
-        m.nas_pdu
+    let n2 = UeN2 {
+        ue: UE,
+        amf_ue_ngap_id: AMF_ID,
+        ran_ue_ngap_id: ran_id,
     };
 
     // Authentication.
-    let nas = downlink(&mut gnb, net.authentication_request([0x5a; 16]));
+    let nas = n2.down(&mut gnb, net.authentication_request([0x5a; 16]));
     assert_eq!(gnb.amf_ue_ngap_id(UE), Some(AMF_ID));
     let out = ue.handle_downlink_nas(&nas);
     assert_eq!(out.event, UeEvent::Authenticated);
-    let rsp = AuthenticationResponse::parse(&uplink(&mut gnb, &out.uplink.unwrap())).unwrap();
+    let rsp = AuthenticationResponse::parse(&n2.up(&mut gnb, &out.uplink.unwrap())).unwrap();
     assert_eq!(rsp.res_star, net.xres_star);
     assert_eq!(ue.usim_sqn(), 32);
 
     // Security mode control.
-    let nas = downlink(
+    let nas = n2.down(
         &mut gnb,
         net.security_mode_command(UeSecurityCapability::ALL),
     );
     let out = ue.handle_downlink_nas(&nas);
     assert_eq!(out.event, UeEvent::SecurityModeCompleted);
-    let NasMessage::SecurityModeComplete(c) = net.up(&uplink(&mut gnb, &out.uplink.unwrap()))
-    else {
+    let NasMessage::SecurityModeComplete(c) = net.up(&n2.up(&mut gnb, &out.uplink.unwrap())) else {
         panic!("not a SECURITY MODE COMPLETE")
     };
     assert_eq!(c.registration_request().unwrap().unwrap(), req);
@@ -284,18 +265,7 @@ fn initial_registration_through_the_gnb() {
 
     // Registration Accept in INITIAL CONTEXT SETUP REQUEST.
     let accept_nas = net.down(accept());
-    let ics = InitialContextSetupRequest {
-        amf_ue_ngap_id: AMF_ID,
-        ran_ue_ngap_id: ran_id,
-        ue_ambr: None,
-        guami: defaults::GUAMI,
-        allowed_nssai: vec![defaults::SNSSAI],
-        ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
-        security_key: kgnb.clone(),
-        nas_pdu: Some(accept_nas),
-    }
-    .encode()
-    .unwrap();
+    let ics = n2.initial_context_setup(kgnb.clone(), accept_nas);
     let out = gnb.handle_downlink(1, &ics);
     let [GnbUeEvent::ContextSetup { ue: u1, kgnb: k }, GnbUeEvent::NasToUe { ue: u2, nas }] =
         out.events.as_slice()
@@ -318,20 +288,19 @@ fn initial_registration_through_the_gnb() {
     assert_eq!(ue.tai_list(), &[defaults::TAI]);
     assert_eq!(ue.allowed_nssai(), &[defaults::SNSSAI]);
     assert_eq!(
-        net.up(&uplink(&mut gnb, &out.uplink.unwrap())),
+        net.up(&n2.up(&mut gnb, &out.uplink.unwrap())),
         NasMessage::RegistrationComplete(RegistrationComplete)
     );
 
     // De-registration (not switch off), then release.
     let dereg = ue.deregistration_request(false).unwrap();
     assert_eq!(ue.state(), UeState::DeregistrationInitiated);
-    let NasMessage::DeregistrationRequestUeOriginating(d) = net.up(&uplink(&mut gnb, &dereg))
-    else {
+    let NasMessage::DeregistrationRequestUeOriginating(d) = net.up(&n2.up(&mut gnb, &dereg)) else {
         panic!()
     };
     assert_eq!(d.mobile_identity, MobileIdentity::Guti(GUTI));
     assert!(!d.switch_off);
-    let nas = downlink(&mut gnb, net.down(DeregistrationAcceptUeOriginating));
+    let nas = n2.down(&mut gnb, net.down(DeregistrationAcceptUeOriginating));
     assert_eq!(ue.handle_downlink_nas(&nas).event, UeEvent::Deregistered);
     assert_eq!(ue.state(), UeState::Deregistered);
 

@@ -302,6 +302,15 @@ impl ProblemDetails {
         p
     }
 
+    /// The names of the parameters `invalidParams` lists, in order; none when it is absent.
+    pub fn invalid_param_names(&self) -> Vec<String> {
+        self.invalid_params
+            .iter()
+            .flatten()
+            .map(|i| i.param.clone())
+            .collect()
+    }
+
     /// 404 CONTEXT_NOT_FOUND.
     pub fn context_not_found(detail: impl Into<String>) -> Self {
         Self::from_cause(Cause::ContextNotFound, detail)
@@ -443,6 +452,10 @@ mod tests {
         assert_eq!(ProblemDetails::deconcealment_failed("").detail, None);
         let p = ProblemDetails::mandatory_ie_incorrect("/servingNetworkName", "bad pattern");
         assert_eq!(p.http_status(), 400);
+        assert_eq!(p.invalid_param_names(), ["/servingNetworkName"]);
+        assert!(ProblemDetails::user_not_found("")
+            .invalid_param_names()
+            .is_empty());
         assert_eq!(
             p.invalid_params.unwrap()[0].param,
             "/servingNetworkName".to_owned()

@@ -9,94 +9,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use sbi::model::*;
-use sbi::paths::{build, resolve, Route, ROUTES};
+use sbi::paths::build;
 use sbi::problem::{GmmCause, PROBLEM_JSON};
-use sbi::server::{parse_json, APPLICATION_3GPP_HAL_JSON};
-use sbi::{ClientConfig, SbiClient, SbiError, SbiRequest, SbiResponse, Server, ServerStats};
+use sbi::server::APPLICATION_3GPP_HAL_JSON;
+use sbi::{ClientConfig, SbiClient, SbiError, Server};
 use tokio::net::TcpListener;
 use tokio::task::LocalSet;
 
-const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
-const KNOWN_SUPI: &str = "imsi-001010000000001";
-const BAD_SUCI: &str = "suci-0-001-01-0000-1-1-deadbeef";
+mod common;
 
-/// A toy AUSF/UDM: enough behaviour to exercise the wire layer, none of the real procedures.
-async fn toy_nf(req: SbiRequest) -> SbiResponse {
-    let m = match resolve(ROUTES, &req.method, &req.path) {
-        Ok(m) => m,
-        Err(p) => return p.into(),
-    };
-    match m.route {
-        Route::UeAuthentications => {
-            let info: AuthenticationInfo = match parse_json(&req) {
-                Ok(i) => i,
-                Err(p) => return p.into(),
-            };
-            if info.supi_or_suci == BAD_SUCI {
-                return ProblemDetails::deconcealment_failed("scheme output MAC mismatch").into();
-            }
-            if info.supi_or_suci != KNOWN_SUPI {
-                return ProblemDetails::user_not_found(info.supi_or_suci).into();
-            }
-            let href = format!(
-                "http://127.0.0.11:7777{}",
-                build::five_g_aka_confirmation("0-1")
-            );
-            let ctx = UeAuthenticationCtx::five_g_aka(
-                Av5gAka {
-                    rand: HexBytes([1; 16]),
-                    hxres_star: HexBytes([2; 16]),
-                    autn: HexBytes([3; 16]),
-                },
-                href.clone(),
-                Some(info.serving_network_name),
-            );
-            SbiResponse::created(
-                "http://127.0.0.11:7777/nausf-auth/v1/ue-authentications/0-1",
-                &ctx,
-            )
-            .with_content_type(APPLICATION_3GPP_HAL_JSON)
-        }
-        Route::AmData => SbiResponse::json(
-            StatusCode::OK,
-            &AccessAndMobilitySubscriptionData {
-                subscribed_ue_ambr: Some(Ambr {
-                    uplink: "1 Gbps".into(),
-                    downlink: "2 Gbps".into(),
-                }),
-                ..Default::default()
-            },
-        ),
-        Route::Nssai => {
-            // A slow answer, for the client timeout.
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            SbiResponse::no_content()
-        }
-        _ => SbiResponse::no_content(),
-    }
-}
-
-/// Starts the toy NF on 127.0.0.1:0 inside the current `LocalSet`.
-async fn start() -> (String, Rc<ServerStats>, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let server = Server::new(listener, toy_nf).max_body(4096);
-    let stats = server.stats();
-    let handle = tokio::task::spawn_local(server.run());
-    (base, stats, handle)
-}
-
-fn auth_info(id: &str) -> AuthenticationInfo {
-    AuthenticationInfo {
-        supi_or_suci: id.into(),
-        serving_network_name: SNN.into(),
-        resynchronization_info: None,
-        pei: None,
-        udm_group_id: None,
-        routing_indicator: None,
-        supported_features: None,
-    }
-}
+use common::*;
 
 #[tokio::test]
 async fn post_json_round_trip_with_location_and_hal_type() {
@@ -180,66 +102,6 @@ async fn malformed_json_gets_400_problem_json() {
             );
         })
         .await;
-}
-
-/// A `Write` into a shared buffer, for reading what the server logged.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
-async fn a_refusal_is_logged_once_with_peer_operation_and_parameter() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let secret = "5a".repeat(32);
-    LocalSet::new()
-        .run_until(async {
-            let (base, _stats, _h) = start().await;
-            let client = SbiClient::new(ClientConfig::default());
-            let uri = format!("{base}{}", build::ue_authentications());
-            let body = serde_json::json!({"supiOrSuci": KNOWN_SUPI, "servingNetworkName": 5,
-                                          "kausf": secret});
-            let r = client
-                .request(Method::POST, &uri, Some(Bytes::from(body.to_string())))
-                .await
-                .unwrap();
-            assert_eq!(r.status, StatusCode::BAD_REQUEST);
-            // A 404 is not a refusal of malformed input: no line for it.
-            let am = format!("{base}{}", build::am_data(KNOWN_SUPI)).replace("am-data", "bogus");
-            let r = client.request(Method::GET, &am, None).await.unwrap();
-            assert_eq!(r.status, StatusCode::NOT_FOUND);
-        })
-        .await;
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| l.contains("refused")).collect();
-    assert_eq!(lines.len(), 1, "{text}");
-    let line = lines[0];
-    assert!(line.contains("peer=127.0.0.1:"), "{line}");
-    assert!(
-        line.contains("operation=POST /nausf-auth/v1/ue-authentications"),
-        "{line}"
-    );
-    assert!(
-        line.contains("cause=\"MANDATORY_IE_INCORRECT\"")
-            || line.contains("cause=MANDATORY_IE_INCORRECT"),
-        "{line}"
-    );
-    assert!(line.contains("params=/servingNetworkName"), "{line}");
-    assert!(!text.contains(&secret), "{text}");
 }
 
 #[tokio::test]

@@ -185,30 +185,11 @@ impl Fake {
         }
     }
 
-    fn data(&mut self, stream: u16, payload: &[u8]) -> Vec<u8> {
+    /// The next whole (B and E) NGAP message on `stream`, taking the next TSN and SSN.
+    fn next_data<'a>(&mut self, stream: u16, payload: &'a [u8]) -> Chunk<'a> {
         let tsn = self.next_tsn;
         self.next_tsn += 1;
         let ssn = self.next_ssn(stream);
-        build(
-            MY_PORT,
-            SERVER_PORT,
-            self.server_tag,
-            &[Chunk::Data(DataChunk {
-                flags: wire::data_flags::B | wire::data_flags::E,
-                tsn,
-                stream,
-                ssn,
-                ppid: 60,
-                payload,
-            })],
-        )
-    }
-
-    fn data_chunk_bytes(&mut self, stream: u16, payload: &[u8]) -> Vec<u8> {
-        let tsn = self.next_tsn;
-        self.next_tsn += 1;
-        let ssn = self.next_ssn(stream);
-        let mut b = Vec::new();
         Chunk::Data(DataChunk {
             flags: wire::data_flags::B | wire::data_flags::E,
             tsn,
@@ -217,7 +198,16 @@ impl Fake {
             ppid: 60,
             payload,
         })
-        .emit(&mut b);
+    }
+
+    fn data(&mut self, stream: u16, payload: &[u8]) -> Vec<u8> {
+        let chunk = self.next_data(stream, payload);
+        build(MY_PORT, SERVER_PORT, self.server_tag, &[chunk])
+    }
+
+    fn data_chunk_bytes(&mut self, stream: u16, payload: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        self.next_data(stream, payload).emit(&mut b);
         b
     }
 

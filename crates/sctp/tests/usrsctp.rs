@@ -40,6 +40,22 @@ fn build_peer(name: &str) -> Option<std::path::PathBuf> {
     ok.then_some(out)
 }
 
+/// One turn of the real-time loop against the peer: send what is queued, take at most one
+/// datagram (the socket's read timeout bounds the wait), fire an expired timer.
+fn turn(ep: &mut Endpoint, sock: &UdpSocket, buf: &mut [u8]) {
+    let now = Instant::now();
+    while let Some(t) = ep.poll_transmit(now) {
+        sock.send_to(&t.packet, t.remote).unwrap();
+    }
+    if let Ok((n, from)) = sock.recv_from(buf) {
+        ep.handle(Instant::now(), from, &buf[..n]);
+    }
+    let now = Instant::now();
+    if ep.poll_timeout().is_some_and(|t| t <= now) {
+        ep.handle_timeout(now);
+    }
+}
+
 #[test]
 fn echo_with_usrsctp() {
     let Some(bin) = build_peer("server") else {
@@ -76,17 +92,7 @@ fn echo_with_usrsctp() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut buf = vec![0u8; 70_000];
     while closed.is_none() && Instant::now() < deadline {
-        let now = Instant::now();
-        while let Some(t) = ep.poll_transmit(now) {
-            sock.send_to(&t.packet, t.remote).unwrap();
-        }
-        if let Ok((n, from)) = sock.recv_from(&mut buf) {
-            ep.handle(Instant::now(), from, &buf[..n]);
-        }
-        let now = Instant::now();
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-        }
+        turn(&mut ep, &sock, &mut buf);
         while let Some((_, e)) = ep.poll_event() {
             match e {
                 Event::Connected {
@@ -187,17 +193,7 @@ fn usrsctp_client_against_our_server() {
     let mut events = Vec::new();
     let mut status = None;
     while Instant::now() < deadline {
-        let now = Instant::now();
-        while let Some(t) = ep.poll_transmit(now) {
-            sock.send_to(&t.packet, t.remote).unwrap();
-        }
-        if let Ok((n, from)) = sock.recv_from(&mut buf) {
-            ep.handle(Instant::now(), from, &buf[..n]);
-        }
-        let now = Instant::now();
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-        }
+        turn(&mut ep, &sock, &mut buf);
         while let Some((id, e)) = ep.poll_event() {
             if let Event::Message(m) = &e {
                 // usrsctp puts the PPID on the wire in network order: it is the index.

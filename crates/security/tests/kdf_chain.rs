@@ -9,7 +9,7 @@ use hmac::{Hmac, Mac};
 use security::aka::AuthVector;
 use security::kdf::{
     aka_keys, hres_star, hxres_star, kamf, kausf, kgnb, knas_enc, knas_int, kseaf, res_star,
-    xres_star, Abba, AkaContext, ServingNetworkName, Supi,
+    xres_star, Abba, AkaContext, AkaKeys, ServingNetworkName, Supi,
 };
 use security::milenage::Milenage;
 use security::nas::{self, CipheringAlgorithm, Direction, IntegrityAlgorithm, NasParams};
@@ -121,6 +121,18 @@ fn independent_of(av: &AuthVector, snn: &str, supi_digits: &str, abba: &[u8]) ->
     )
 }
 
+/// The home network's one-call chain over `av` (its RAND and SQN ⊕ AK included).
+fn network_keys(av: &AuthVector, snn: &ServingNetworkName, supi: &Supi, abba: &Abba) -> AkaKeys {
+    let ctx = AkaContext {
+        snn,
+        rand: &av.rand,
+        sqn_xor_ak: &av.sqn_xor_ak(),
+        supi,
+        abba,
+    };
+    aka_keys(&av.ck, &av.ik, &av.xres, &ctx).unwrap()
+}
+
 #[test]
 fn the_chain_matches_an_independent_derivation() {
     let av = set_1();
@@ -164,14 +176,7 @@ fn the_chain_matches_an_independent_derivation() {
         assert_eq!(kgnb(&km, 0).unwrap().as_bytes(), &want.kgnb_count0, "KgNB");
 
         // The one-call chain agrees with the steps.
-        let ctx = AkaContext {
-            snn: &snn,
-            rand: &rand,
-            sqn_xor_ak: &av.sqn_xor_ak(),
-            supi: &supi,
-            abba: &abba,
-        };
-        let all = aka_keys(&av.ck, &av.ik, &av.xres, &ctx).unwrap();
+        let all = network_keys(&av, &snn, &supi, &abba);
         assert_eq!(all.kamf, km);
         assert_eq!(all.hxres_star, hx);
     }
@@ -230,14 +235,7 @@ fn home_network_and_ue_agree_end_to_end() {
         &Sqn::from_u64(32).unwrap(),
         &Amf::from_bytes([0x80, 0]),
     );
-    let ctx = AkaContext {
-        snn: &snn,
-        rand: &rand,
-        sqn_xor_ak: &av.sqn_xor_ak(),
-        supi: &supi,
-        abba: &abba,
-    };
-    let net = aka_keys(&av.ck, &av.ik, &av.xres, &ctx).unwrap();
+    let net = network_keys(&av, &snn, &supi, &abba);
 
     // UE side: only RAND and AUTN cross the air.
     let ue = Milenage::new(&k, &opc);

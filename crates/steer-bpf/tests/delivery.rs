@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use common::{expected_worker, recv_n, Place};
+use common::{expected_worker, recv_n, tcp_client, Place};
 use ids::{WorkerId, Workers};
 use socket2::{Domain, SockRef, Socket, Type};
 use steer::mesh::Mesh;
@@ -157,14 +157,7 @@ fn tcp_2000x50(place: &Place, port_base: u16) {
                 .map(|k| {
                     let target = (k * 7 + 3) % WORKERS;
                     let port = source_port_for(target, WORKERS, port_base + 4 * k).unwrap();
-                    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-                    s.set_reuse_address(true).unwrap();
-                    s.set_linger(Some(Duration::ZERO)).unwrap();
-                    s.bind(&SocketAddr::new(IpAddr::V4(ip), port).into())
-                        .unwrap();
-                    s.connect_timeout(&to.into(), Duration::from_secs(5))
-                        .unwrap();
-                    s.into()
+                    tcp_client(ip, port, to)
                 })
                 .collect()
         });

@@ -11,12 +11,12 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{expected_worker, recv_n};
-use socket2::{Domain, SockRef, Socket, Type};
+use common::{expected_worker, recv_n, tcp_client};
+use socket2::SockRef;
 use steer_bpf::{source_port_for, Error, GroupOptions, IdSpec, ReuseportGroup};
 
 const REQUIRE: GroupOptions = GroupOptions { require_bpf: true };
@@ -140,19 +140,6 @@ fn tcp_2000_connections_land_on_the_source_ports_worker() {
     assert_eq!(c.steered, u64::from(TOTAL), "{c:?}");
     assert_eq!(c.fallbacks(), 0, "{c:?}");
     assert_eq!(c.per_worker, per_worker);
-}
-
-/// A client connected from `ip:port`; linger 0 so closing it sends RST and leaves no
-/// TIME_WAIT behind on that port.
-fn tcp_client(ip: Ipv4Addr, port: u16, to: SocketAddr) -> TcpStream {
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    s.set_reuse_address(true).unwrap();
-    s.set_linger(Some(Duration::ZERO)).unwrap();
-    s.bind(&SocketAddr::new(IpAddr::V4(ip), port).into())
-        .unwrap();
-    s.connect_timeout(&to.into(), Duration::from_secs(5))
-        .unwrap();
-    s.into()
 }
 
 /// Accepts from every listener until `want` connections came; returns (listener, peer).

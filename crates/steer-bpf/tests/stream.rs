@@ -143,6 +143,25 @@ fn sockmap_100k_messages_reach_their_owner_across_netns() {
     steer_100k(&Place::netns("sms"), 4);
 }
 
+/// Reads `want` bytes from a sockmap target, retrying the early EAGAIN of a psock's blocking
+/// receive path (KERNEL.md §2.2) until `limit` has passed.
+fn read_exactly(mut sock: &UnixStream, want: usize, limit: Duration) -> Vec<u8> {
+    sock.set_read_timeout(Some(limit)).unwrap();
+    let deadline = Instant::now() + limit;
+    let mut got = vec![0u8; want];
+    let mut have = 0;
+    while have < want {
+        assert!(Instant::now() < deadline, "{have} of {want} bytes arrived");
+        match sock.read(&mut got[have..]) {
+            Ok(0) => panic!("target closed after {have} of {want} bytes"),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("target read after {have} of {want} bytes: {e}"),
+        }
+    }
+    got
+}
+
 #[test]
 fn sockmap_exception_and_bad_frame() {
     if !testkit::privilege::require("sockmap exceptions") {
@@ -165,10 +184,7 @@ fn sockmap_exception_and_bad_frame() {
     let mut m = encode_header(12, 4).to_vec();
     m.extend_from_slice(&[9, 9, 9, 9]);
     client.write_all(&m).unwrap();
-    let mut got = [0u8; 12];
-    let mut w1 = &sockets[1];
-    w1.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    w1.read_exact(&mut got).unwrap();
+    let got = read_exactly(&sockets[1], m.len(), Duration::from_secs(10));
     assert_eq!(got.as_slice(), m.as_slice());
     assert!(steering.clear_exception(4).unwrap());
     assert!(!steering.clear_exception(4).unwrap());

@@ -168,6 +168,23 @@ impl Report {
             .collect()
     }
 
+    /// Panics, listing what tshark objected to, when a frame is malformed or an expert item
+    /// is an error: the verdict every capture test wants on our packets.
+    pub fn assert_decodes_cleanly(&self) {
+        assert_eq!(
+            self.malformed,
+            0,
+            "malformed packets:\n{}",
+            self.malformed_details().join("\n")
+        );
+        assert_eq!(
+            self.expert_count(Severity::Error),
+            0,
+            "expert errors: {:?}",
+            self.errors
+        );
+    }
+
     /// One line per packet, as a reader of a failed test wants to see them.
     pub fn summary(&self) -> String {
         let mut s = String::new();
@@ -350,6 +367,13 @@ pub fn check(path: &Path, decode_as: &[String]) -> Result<Report> {
     for d in decode_as {
         cmd.args(["-d", d]);
     }
+    print_fields(&mut cmd, AGGREGATOR, &FIELDS);
+    parse_fields(&run(&mut cmd)?)
+}
+
+/// Makes tshark `cmd` print `fields` of each frame on a line of its own: tab separated, the
+/// occurrences of a field joined by `aggregator`.
+pub fn print_fields(cmd: &mut Command, aggregator: char, fields: &[&str]) {
     cmd.args([
         "-T",
         "fields",
@@ -359,11 +383,10 @@ pub fn check(path: &Path, decode_as: &[String]) -> Result<Report> {
         "occurrence=a",
         "-E",
     ]);
-    cmd.arg(format!("aggregator={AGGREGATOR}"));
-    for f in FIELDS {
+    cmd.arg(format!("aggregator={aggregator}"));
+    for f in fields {
         cmd.args(["-e", f]);
     }
-    parse_fields(&run(&mut cmd)?)
 }
 
 /// A G-PDU as Wireshark reads it: for the user-plane tests, an independent check of the

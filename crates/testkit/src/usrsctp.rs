@@ -11,8 +11,9 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::process::run;
+use crate::process::{run, run_timeout, ChildGuard, Finished};
 use crate::{Error, Result};
 
 /// The C source, found from this crate's manifest directory.
@@ -171,19 +172,56 @@ pub fn parse_recv(stdout: &str) -> Result<Recv> {
     })
 }
 
+/// A real NGSetupFailure (unsuccessfulOutcome, procedure 21, cause misc/unspecified), the one
+/// KERNEL.md §5 sent: what the peers exchange when any NGAP message will do.
+pub const NG_SETUP_FAILURE: [u8; 12] = [
+    0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a,
+];
+
+/// The SCTP port the peers use (NGAP's, TS 38.412 §7).
+const NGAP_PORT: u16 = 38412;
+
+/// The UDP encapsulation ports of a server peer and a client peer that talk on one host:
+/// (server, client).
+pub const UDP_PAIR: (Mode, Mode) = (
+    Mode::Udp {
+        local: 9899,
+        remote: 0,
+    },
+    Mode::Udp {
+        local: 9900,
+        remote: 9899,
+    },
+);
+
+/// One exchange between two peers on the NGAP port: `server` (a command running the peer,
+/// in its namespace) serves on `addr` in `modes.0` and answers with `answer`; once it
+/// listens, `client` connects in `modes.1`, sends `pdu` and is given `client_timeout` to
+/// finish. The client's outcome, and the server, still to be waited for.
+pub fn exchange(
+    mut server: Command,
+    mut client: Command,
+    modes: (Mode, Mode),
+    addr: Ipv4Addr,
+    pdu: &[u8],
+    answer: &[u8],
+    client_timeout: Duration,
+) -> Result<(Finished, ChildGuard)> {
+    let mut s = ChildGuard::spawn(server.args(server_args(modes.0, addr, NGAP_PORT, answer)))?;
+    s.wait_for_stderr("listening", Duration::from_secs(5))?;
+    let c = run_timeout(
+        client.args(client_args(modes.1, addr, NGAP_PORT, pdu)),
+        client_timeout,
+    )?;
+    Ok((c, s))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::netns::Namespace;
     use crate::privilege;
-    use crate::process::{run_timeout, ChildGuard};
-    use std::time::Duration;
-
-    /// The probe's 12-byte NGSetupFailure (unsuccessfulOutcome, procedure 21, cause misc).
-    const NG_SETUP_FAILURE: [u8; 12] = [
-        0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a,
-    ];
 
     #[test]
     fn hex_round_trip() {
@@ -278,12 +316,9 @@ mod tests {
         let ns = Namespace::new("tkusto").unwrap();
         let mut cmd = ns.exec(&peer);
         cmd.env("USRSCTP_NGAP_TIMEOUT", "1").args(client_args(
-            Mode::Udp {
-                local: 9900,
-                remote: 9899,
-            },
+            UDP_PAIR.1,
             Ipv4Addr::LOCALHOST,
-            38412,
+            NGAP_PORT,
             &NG_SETUP_FAILURE,
         ));
         let done = run_timeout(&mut cmd, Duration::from_secs(10)).unwrap();
@@ -300,29 +335,13 @@ mod tests {
         let peer = build_peer().unwrap();
         let ns = Namespace::new("tkuself").unwrap();
         let answer = [0x20, 0x15, 0x00, 0x00];
-        let mut server = ChildGuard::spawn(ns.exec(&peer).args(server_args(
-            Mode::Udp {
-                local: 9899,
-                remote: 0,
-            },
+        let (client, server) = exchange(
+            ns.exec(&peer),
+            ns.exec(&peer),
+            UDP_PAIR,
             Ipv4Addr::LOCALHOST,
-            38412,
+            &NG_SETUP_FAILURE,
             &answer,
-        )))
-        .unwrap();
-        server
-            .wait_for_stderr("listening", Duration::from_secs(5))
-            .unwrap();
-        let client = run_timeout(
-            ns.exec(&peer).args(client_args(
-                Mode::Udp {
-                    local: 9900,
-                    remote: 9899,
-                },
-                Ipv4Addr::LOCALHOST,
-                38412,
-                &NG_SETUP_FAILURE,
-            )),
             Duration::from_secs(15),
         )
         .unwrap();

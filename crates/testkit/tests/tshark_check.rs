@@ -9,15 +9,9 @@ use std::time::Duration;
 
 use testkit::capture::Capture;
 use testkit::netns::Namespace;
-use testkit::process::{run_timeout, ChildGuard};
 use testkit::tshark::{self, ChecksumStatus, Severity};
-use testkit::usrsctp::{self, Mode};
+use testkit::usrsctp::{self, NG_SETUP_FAILURE};
 use testkit::{privilege, process};
-
-/// A real NGSetupFailure (cause misc/unspecified), the one KERNEL.md §5 sent.
-const NG_SETUP_FAILURE: [u8; 12] = [
-    0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a,
-];
 
 /// CRC32c (Castagnoli, reflected), bit by bit: slow and obviously right.
 fn crc32c(data: &[u8]) -> u32 {
@@ -187,30 +181,13 @@ fn live_capture_of_two_usrsctp_peers() {
     let ns = Namespace::new("tklive").unwrap();
     let path = scratch("live", "live.pcapng");
     let cap = Capture::start(Some(ns.name()), "lo", "udp port 9899", &path).unwrap();
-    let lo = std::net::Ipv4Addr::LOCALHOST;
-    let mut server = ChildGuard::spawn(ns.exec(&peer).args(usrsctp::server_args(
-        Mode::Udp {
-            local: 9899,
-            remote: 0,
-        },
-        lo,
-        38412,
+    let (client, server) = usrsctp::exchange(
+        ns.exec(&peer),
+        ns.exec(&peer),
+        usrsctp::UDP_PAIR,
+        std::net::Ipv4Addr::LOCALHOST,
         &NG_SETUP_FAILURE,
-    )))
-    .unwrap();
-    server
-        .wait_for_stderr("listening", Duration::from_secs(5))
-        .unwrap();
-    let client = run_timeout(
-        ns.exec(&peer).args(usrsctp::client_args(
-            Mode::Udp {
-                local: 9900,
-                remote: 9899,
-            },
-            lo,
-            38412,
-            &NG_SETUP_FAILURE,
-        )),
+        &NG_SETUP_FAILURE,
         Duration::from_secs(15),
     )
     .unwrap();

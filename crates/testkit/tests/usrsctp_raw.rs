@@ -10,14 +10,8 @@ use testkit::capture::Capture;
 use testkit::netns::{Pair, Side};
 use testkit::nft::{self, Matcher};
 use testkit::privilege;
-use testkit::process::{run_timeout, ChildGuard};
 use testkit::tshark::{self, Severity};
-use testkit::usrsctp::{self, Mode};
-
-/// A real NGSetupFailure (cause misc/unspecified), the one KERNEL.md §5 sent.
-const NG_SETUP_FAILURE: [u8; 12] = [
-    0x40, 0x15, 0x00, 0x08, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x40, 0x01, 0x8a,
-];
+use testkit::usrsctp::{self, Mode, NG_SETUP_FAILURE};
 
 #[test]
 fn raw_exchange_across_a_pair_is_counted_and_clean() {
@@ -38,23 +32,13 @@ fn raw_exchange_across_a_pair_is_counted_and_clean() {
     // 0% loss: the rule only counts what reaches B's input hook.
     let seen_in_b = nft::loss(Some(pair.name(Side::B)), 0, &Matcher::Sctp).unwrap();
     let a: Ipv4Addr = pair.addr(Side::A);
-    let mut server = ChildGuard::spawn(pair.exec(Side::A, &peer).args(usrsctp::server_args(
-        Mode::Raw,
+    let (client, server) = usrsctp::exchange(
+        pair.exec(Side::A, &peer),
+        pair.exec(Side::B, &peer),
+        (Mode::Raw, Mode::Raw),
         a,
-        38412,
         &NG_SETUP_FAILURE,
-    )))
-    .unwrap();
-    server
-        .wait_for_stderr("listening", Duration::from_secs(5))
-        .unwrap();
-    let client = run_timeout(
-        pair.exec(Side::B, &peer).args(usrsctp::client_args(
-            Mode::Raw,
-            a,
-            38412,
-            &NG_SETUP_FAILURE,
-        )),
+        &NG_SETUP_FAILURE,
         Duration::from_secs(20),
     )
     .unwrap();

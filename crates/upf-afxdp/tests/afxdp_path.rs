@@ -12,7 +12,7 @@ use upf::userspace::testbed::{
     downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_UPF, N6_DN, UE_POOL,
     UE_POOL_LEN,
 };
-use upf::userspace::{TunCounters, TunReason};
+use upf::userspace::TunReason;
 use upf::{Datapath, UsageId};
 use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 
@@ -52,19 +52,6 @@ fn gnb_teid(i: u32) -> u32 {
 
 fn recv(sock: &UdpSocket) -> Option<(Vec<u8>, std::net::SocketAddr)> {
     recv_within(sock, Duration::from_secs(3))
-}
-
-/// Waits (bounded) until `pred` holds for the counters, then returns them.
-fn counters_when(b: &Bed, pred: impl Fn(&TunCounters) -> bool) -> TunCounters {
-    let mut c = b.dp.counters();
-    for _ in 0..100 {
-        if pred(&c) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        c = b.dp.counters();
-    }
-    c
 }
 
 /// The XDP program on `iface` in the UPF namespace is the one with `id` (not the fast
@@ -112,7 +99,7 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
                 craft::ipv4_udp(ue_ip(i), N6_DN, UE_PORT, DN_PORT, payload.as_bytes()).unwrap();
             ul_bytes[i as usize] += inner.len() as u64;
             let g = craft::g_pdu(teid(i), qfi, &inner).unwrap();
-            b.gnb.send_to(&g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
+            b.send_gpdu(&g).unwrap();
         }
         for k in sent..sent + burst {
             let i = k % sessions;
@@ -154,7 +141,9 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
         sent += burst;
     }
 
-    let c = counters_when(&b, |c| c.get(TunReason::DlForwarded) == total);
+    let c = b.read_when(AfXdpDatapath::counters, |c| {
+        c.get(TunReason::DlForwarded) == total
+    });
     assert_eq!(c.get(TunReason::UlForwarded), total, "{c:?}");
     assert_eq!(c.get(TunReason::DlForwarded), total, "{c:?}");
     assert_eq!(c.dropped(), 0, "{c:?}");
@@ -171,12 +160,7 @@ fn af_xdp_path_carries_thousands_of_packets_both_ways() {
         assert_eq!(u.ul_bytes, ul_bytes[i as usize]);
     }
     assert!(b.dp.cpu_ns() > 0);
-    for i in 0..sessions {
-        b.dp.remove_uplink(teid(i)).unwrap();
-        b.dp.remove_downlink(ue_ip(i)).unwrap();
-        b.dp.remove_usage(UsageId(i)).unwrap();
-    }
-    let e = b.dp.entries().unwrap();
+    let e = b.end_sessions((0..sessions).map(|i| (teid(i), i))).unwrap();
     assert_eq!((e.uplink, e.downlink, e.usage), (0, 0, 0));
 }
 
@@ -213,7 +197,9 @@ fn bad_g_pdus_are_dropped_and_counted_and_echo_is_answered() {
     let (got, _) = recv(&b.dn).expect("good G-PDU lost");
     assert_eq!(got, b"bad");
 
-    let c = counters_when(&b, |c| c.get(TunReason::UlForwarded) == 1);
+    let c = b.read_when(AfXdpDatapath::counters, |c| {
+        c.get(TunReason::UlForwarded) == 1
+    });
     assert_eq!(c.get(TunReason::DropUnknownTeid), 1, "{c:?}");
     assert_eq!(c.get(TunReason::DropTruncated), 2, "{c:?}");
     assert_eq!(c.get(TunReason::DropNoRule), 1, "{c:?}");
@@ -253,7 +239,7 @@ fn af_xdp_g_pdus_decode_cleanly_in_wireshark() {
         let qfi = (i == 0).then_some(9);
         let inner = craft::ipv4_udp(ue_ip(i), N6_DN, UE_PORT, DN_PORT, b"shark").unwrap();
         let g = craft::g_pdu(teid(i), qfi, &inner).unwrap();
-        b.gnb.send_to(&g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
+        b.send_gpdu(&g).unwrap();
         recv(&b.dn).expect("uplink lost");
         // Not "down": Wireshark's TAPA heuristic claims that 4-octet payload and reports
         // it malformed.

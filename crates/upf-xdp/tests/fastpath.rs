@@ -8,7 +8,6 @@ mod common;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
-use pfcp::gtpu::{Packet, Repr};
 use upf::userspace::craft;
 use upf::userspace::testbed::{
     downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_RAN, N3_UPF, N6_DN,
@@ -46,19 +45,6 @@ fn downlink(i: u32, qfi: Option<u8>) -> DownlinkRule {
     downlink_rule(i, 0x00a0_0000 | i, qfi)
 }
 
-fn send_gpdu(b: &Bed, g: &[u8]) {
-    b.gnb.send_to(g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
-}
-
-/// Receives one G-PDU on the gNB socket: (TEID, QFI, inner packet).
-fn recv_gpdu(b: &Bed) -> (u32, Option<u8>, Vec<u8>) {
-    let (g, from) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
-    assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
-    let p = Packet::new_checked(&g[..]).unwrap();
-    let repr = Repr::parse(&p).unwrap();
-    (repr.teid, repr.qfi(), p.payload().unwrap().to_vec())
-}
-
 fn counters(b: &Bed) -> Counters {
     b.dp.counters().unwrap()
 }
@@ -82,7 +68,8 @@ fn sessions_carry_udp_and_icmp_both_ways_on_the_fast_path() {
         let payload = format!("ul-{i}");
         let inner = craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, payload.as_bytes()).unwrap();
         expect_ul_bytes[i as usize] += inner.len() as u64;
-        send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
+        b.send_gpdu(&craft::g_pdu(teid(i), qfi, &inner).unwrap())
+            .unwrap();
         let (got, from) =
             recv_within(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
         assert_eq!(got, payload.as_bytes());
@@ -90,7 +77,7 @@ fn sessions_carry_udp_and_icmp_both_ways_on_the_fast_path() {
         let answer = format!("dl-{i}-answer");
         b.dn.send_to(answer.as_bytes(), SocketAddrV4::new(ue, UE_PORT))
             .unwrap();
-        let (t, q, inner) = recv_gpdu(&b);
+        let (t, q, inner) = b.recv_gpdu().expect("no downlink G-PDU");
         assert_eq!(t, 0x00a0_0000 | i);
         assert_eq!(q, qfi);
         assert_eq!(craft::ipv4_addrs(&inner), Some((N6_DN, ue)));
@@ -100,8 +87,9 @@ fn sessions_carry_udp_and_icmp_both_ways_on_the_fast_path() {
         // ICMP echo up; the DN kernel's echo reply comes back down.
         let echo = craft::icmp_echo(ue, N6_DN, 77, 1 + i as u16, b"ping").unwrap();
         expect_ul_bytes[i as usize] += echo.len() as u64;
-        send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &echo).unwrap());
-        let (t, _, reply) = recv_gpdu(&b);
+        b.send_gpdu(&craft::g_pdu(teid(i), qfi, &echo).unwrap())
+            .unwrap();
+        let (t, _, reply) = b.recv_gpdu().expect("no downlink G-PDU");
         assert_eq!(t, 0x00a0_0000 | i);
         assert_eq!(craft::ipv4_addrs(&reply), Some((N6_DN, ue)));
         assert_eq!(reply[9], 1, "ICMP");
@@ -122,12 +110,7 @@ fn sessions_carry_udp_and_icmp_both_ways_on_the_fast_path() {
         assert_eq!(u.dropped, 0);
     }
     // Every session ends: nothing may stay behind.
-    for i in 0..n {
-        b.dp.remove_uplink(teid(i)).unwrap();
-        b.dp.remove_downlink(ue_ip(i)).unwrap();
-        b.dp.remove_usage(UsageId(i)).unwrap();
-    }
-    let e = b.dp.entries().unwrap();
+    let e = b.end_sessions((0..n).map(|i| (teid(i), i))).unwrap();
     assert_eq!((e.uplink, e.downlink, e.usage), (0, 0, 0));
     assert!(matches!(
         b.dp.remove_uplink(teid(0)),
@@ -148,7 +131,8 @@ fn closed_gates_and_drop_fars_drop_and_count() {
     dl.gate.open = false;
     b.dp.install_downlink(&dl).unwrap();
     let inner = craft::ipv4_udp(ue_ip(1), N6_DN, UE_PORT, DN_PORT, b"blocked").unwrap();
-    send_gpdu(&b, &craft::g_pdu(teid(1), None, &inner).unwrap());
+    b.send_gpdu(&craft::g_pdu(teid(1), None, &inner).unwrap())
+        .unwrap();
     b.dn.send_to(b"blocked", SocketAddrV4::new(ue_ip(1), UE_PORT))
         .unwrap();
     assert!(
@@ -165,14 +149,16 @@ fn closed_gates_and_drop_fars_drop_and_count() {
 
     // Opening the gate (a modification replaces the rule) lets the next packet through.
     b.dp.install_uplink(&uplink(1, None)).unwrap();
-    send_gpdu(&b, &craft::g_pdu(teid(1), None, &inner).unwrap());
+    b.send_gpdu(&craft::g_pdu(teid(1), None, &inner).unwrap())
+        .unwrap();
     assert!(recv_within(&b.dn, Duration::from_secs(3)).is_some());
 
     // A drop FAR drops with its own reason.
     let mut ul = uplink(1, None);
     ul.action = UplinkAction::Drop;
     b.dp.install_uplink(&ul).unwrap();
-    send_gpdu(&b, &craft::g_pdu(teid(1), None, &inner).unwrap());
+    b.send_gpdu(&craft::g_pdu(teid(1), None, &inner).unwrap())
+        .unwrap();
     assert!(recv_within(&b.dn, Duration::from_millis(300)).is_none());
     let c = counters(&b);
     assert_eq!(c.get(Reason::DropFar), 1, "{c:?}");
@@ -227,7 +213,8 @@ fn inner_ttl_is_decremented_both_ways_and_expiring_packets_go_up() {
             craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, b"ttl").unwrap(),
             ttl,
         );
-        send_gpdu(&b, &craft::g_pdu(teid(4), None, &inner).unwrap());
+        b.send_gpdu(&craft::g_pdu(teid(4), None, &inner).unwrap())
+            .unwrap();
         let (got, seen) = recv_ttl(&b.dn).expect("uplink lost");
         assert_eq!(got, b"ttl");
         assert_eq!(seen, ttl - 1);
@@ -236,7 +223,7 @@ fn inner_ttl_is_decremented_both_ways_and_expiring_packets_go_up() {
     b.dn.set_ttl(9).unwrap();
     b.dn.send_to(b"down", SocketAddrV4::new(ue, UE_PORT))
         .unwrap();
-    let (_, _, inner) = recv_gpdu(&b);
+    let (_, _, inner) = b.recv_gpdu().expect("no downlink G-PDU");
     assert_eq!(inner[8], 8, "inner TTL");
     assert_eq!(craft::checksum(&inner[..20]), 0, "inner header checksum");
 
@@ -247,19 +234,16 @@ fn inner_ttl_is_decremented_both_ways_and_expiring_packets_go_up() {
             craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, b"expired").unwrap(),
             ttl,
         );
-        send_gpdu(&b, &craft::g_pdu(teid(4), None, &inner).unwrap());
+        b.send_gpdu(&craft::g_pdu(teid(4), None, &inner).unwrap())
+            .unwrap();
     }
     b.dn.set_ttl(1).unwrap();
     b.dn.send_to(b"expired", SocketAddrV4::new(ue, UE_PORT))
         .unwrap();
-    let mut d = counters(&b).since(&before);
-    for _ in 0..50 {
-        if d.get(Reason::PassTtl) >= 3 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        d = counters(&b).since(&before);
-    }
+    let d = b.read_when(
+        |dp| dp.counters().unwrap().since(&before),
+        |d| d.get(Reason::PassTtl) >= 3,
+    );
     assert_eq!(d.get(Reason::PassTtl), 3, "{d:?}");
     assert_eq!(d.redirected(), 0, "{d:?}");
     let u = b.dp.usage(UsageId(4)).unwrap();
@@ -407,9 +391,9 @@ fn malformed_g_pdus_are_dropped_and_counted_never_forwarded() {
     ];
     for (what, g, reason) in &cases {
         let before = counters(&b);
-        send_gpdu(&b, g);
+        b.send_gpdu(g).unwrap();
         // The next well-formed packet is a barrier: once it arrived, the bad one was seen.
-        send_gpdu(&b, &good);
+        b.send_gpdu(&good).unwrap();
         let (got, _) = recv_within(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
         assert_eq!(got, b"bad", "{what}: something else reached dn");
         let d = counters(&b).since(&before);
@@ -434,7 +418,7 @@ fn signalling_and_buffering_go_to_user_space() {
         raw_gtpu(0x30, 254, 0, teid(3), &[]),
         raw_gtpu(0x30, 26, 0, 0, &[]),
     ] {
-        send_gpdu(&b, &g);
+        b.send_gpdu(&g).unwrap();
     }
     b.dn.send_to(
         b"to a buffering session",
@@ -473,11 +457,12 @@ fn fast_path_g_pdus_decode_cleanly_in_wireshark() {
     for i in 0..2u32 {
         let qfi = (i == 0).then_some(9);
         let inner = craft::ipv4_udp(ue_ip(i), N6_DN, UE_PORT, DN_PORT, b"shark").unwrap();
-        send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
+        b.send_gpdu(&craft::g_pdu(teid(i), qfi, &inner).unwrap())
+            .unwrap();
         recv_within(&b.dn, Duration::from_secs(3)).expect("uplink lost");
         b.dn.send_to(b"down", SocketAddrV4::new(ue_ip(i), UE_PORT))
             .unwrap();
-        recv_gpdu(&b);
+        b.recv_gpdu().expect("no downlink G-PDU");
     }
     let path = cap.stop().unwrap();
     let report = testkit::tshark::check(&path, &[]).unwrap();
@@ -536,7 +521,7 @@ fn echo_requests_are_answered_on_the_fast_path() {
         (raw_gtpu(0x30, 1, 0, 0, &[]), [0, 0]),
     ];
     for (req, seq) in &cases {
-        send_gpdu(&b, req);
+        b.send_gpdu(req).unwrap();
         let (rsp, from) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
         assert_eq!(from, SocketAddrV4::new(N3_UPF, 2152).into());
         assert_eq!(
@@ -603,7 +588,16 @@ fn fragmented_g_pdus_reach_the_dn_through_the_path_behind() {
     let d = t.fast.counters().unwrap().since(&before);
     assert!(d.get(Reason::PassFragment) >= 2, "{d:?}");
     assert_eq!(d.dropped(), 0, "{d:?}");
-    assert_eq!(t.slow.counters().get(TunReason::UlForwarded), 1);
+    // The DN can read the packet before the TUN thread has counted it: wait, bounded.
+    let mut forwarded = t.slow.counters().get(TunReason::UlForwarded);
+    for _ in 0..100 {
+        if forwarded >= 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        forwarded = t.slow.counters().get(TunReason::UlForwarded);
+    }
+    assert_eq!(forwarded, 1);
     t.remove_uplink(teid(6)).unwrap();
     t.remove_usage(UsageId(6)).unwrap();
 }

@@ -7,13 +7,13 @@ mod common;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
-use pfcp::gtpu::{Packet, Repr};
+use pfcp::gtpu::Packet;
 use upf::userspace::craft;
 use upf::userspace::testbed::{
     downlink_rule, recv_within, ue_ip, uplink_rule, Host, Rig, Testbed, N3_UPF, N6_DN, UE_POOL,
     UE_POOL_LEN,
 };
-use upf::userspace::{TunCounters, TunDatapath, TunOptions, TunReason};
+use upf::userspace::{TunDatapath, TunOptions, TunReason};
 use upf::{Datapath, DownlinkAction, DownlinkRule, UplinkRule, UsageId};
 
 const DN_PORT: u16 = 9000;
@@ -48,30 +48,6 @@ fn downlink(i: u32, qfi: Option<u8>) -> DownlinkRule {
     downlink_rule(i, 0x00b0_0000 | i, qfi)
 }
 
-fn send_gpdu(b: &Bed, g: &[u8]) {
-    b.gnb.send_to(g, SocketAddrV4::new(N3_UPF, 2152)).unwrap();
-}
-
-fn recv_gpdu(b: &Bed) -> (u32, Option<u8>, Vec<u8>) {
-    let (g, _) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no downlink G-PDU");
-    let p = Packet::new_checked(&g[..]).unwrap();
-    let repr = Repr::parse(&p).unwrap();
-    (repr.teid, repr.qfi(), p.payload().unwrap().to_vec())
-}
-
-/// Waits (bounded) until `pred` holds for the counters, then returns them.
-fn counters_when(b: &Bed, pred: impl Fn(&TunCounters) -> bool) -> TunCounters {
-    let mut c = b.dp.counters();
-    for _ in 0..100 {
-        if pred(&c) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        c = b.dp.counters();
-    }
-    c
-}
-
 #[test]
 fn sessions_carry_udp_and_icmp_both_ways_through_the_tun_device() {
     let Some(mut b) = bed("tune2e") else { return };
@@ -88,25 +64,29 @@ fn sessions_carry_udp_and_icmp_both_ways_through_the_tun_device() {
         let inner =
             craft::ipv4_udp(ue, N6_DN, UE_PORT, DN_PORT, format!("ul-{i}").as_bytes()).unwrap();
         ul_bytes[i as usize] += inner.len() as u64;
-        send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &inner).unwrap());
+        b.send_gpdu(&craft::g_pdu(teid(i), qfi, &inner).unwrap())
+            .unwrap();
         let (got, from) =
             recv_within(&b.dn, Duration::from_secs(3)).expect("uplink did not reach dn");
         assert_eq!(got, format!("ul-{i}").as_bytes());
         assert_eq!(from, SocketAddrV4::new(ue, UE_PORT).into());
         b.dn.send_to(b"answer", SocketAddrV4::new(ue, UE_PORT))
             .unwrap();
-        let (t, q, inner) = recv_gpdu(&b);
+        let (t, q, inner) = b.recv_gpdu().expect("no downlink G-PDU");
         assert_eq!((t, q), (0x00b0_0000 | i, qfi));
         assert_eq!(craft::ipv4_addrs(&inner), Some((N6_DN, ue)));
         assert_eq!(&inner[28..], b"answer");
 
         let echo = craft::icmp_echo(ue, N6_DN, 9, 1, b"ping").unwrap();
         ul_bytes[i as usize] += echo.len() as u64;
-        send_gpdu(&b, &craft::g_pdu(teid(i), qfi, &echo).unwrap());
-        let (_, _, reply) = recv_gpdu(&b);
+        b.send_gpdu(&craft::g_pdu(teid(i), qfi, &echo).unwrap())
+            .unwrap();
+        let (_, _, reply) = b.recv_gpdu().expect("no downlink G-PDU");
         assert_eq!((reply[9], reply[20]), (1, 0), "ICMP echo reply");
     }
-    let c = counters_when(&b, |c| c.get(TunReason::DlForwarded) == 2 * u64::from(n));
+    let c = b.read_when(TunDatapath::counters, |c| {
+        c.get(TunReason::DlForwarded) == 2 * u64::from(n)
+    });
     assert_eq!(c.get(TunReason::UlForwarded), 2 * u64::from(n), "{c:?}");
     assert_eq!(c.get(TunReason::DlForwarded), 2 * u64::from(n), "{c:?}");
     assert_eq!(c.dropped(), 0, "{c:?}");
@@ -116,12 +96,7 @@ fn sessions_carry_udp_and_icmp_both_ways_through_the_tun_device() {
         assert_eq!(u.ul_bytes, ul_bytes[i as usize]);
     }
     assert!(b.dp.cpu_ns() > 0);
-    for i in 0..n {
-        b.dp.remove_uplink(teid(i)).unwrap();
-        b.dp.remove_downlink(ue_ip(i)).unwrap();
-        b.dp.remove_usage(UsageId(i)).unwrap();
-    }
-    let e = b.dp.entries().unwrap();
+    let e = b.end_sessions((0..n).map(|i| (teid(i), i))).unwrap();
     assert_eq!((e.uplink, e.downlink, e.usage), (0, 0, 0));
 }
 
@@ -211,8 +186,8 @@ fn malformed_g_pdus_and_closed_gates_are_dropped_and_counted() {
     ];
     for (what, g, reason) in &cases {
         let before = b.dp.counters();
-        send_gpdu(&b, g);
-        send_gpdu(&b, &good);
+        b.send_gpdu(g).unwrap();
+        b.send_gpdu(&good).unwrap();
         let (got, _) = recv_within(&b.dn, Duration::from_secs(3)).expect("barrier packet lost");
         assert_eq!(got, b"bad", "{what}: something else reached dn");
         let d = b.dp.counters().since(&before);
@@ -226,7 +201,8 @@ fn malformed_g_pdus_and_closed_gates_are_dropped_and_counted() {
 fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
     let Some(mut b) = bed("tunecho") else { return };
     // Echo Request, S=1, sequence 0x1234 (TS 29.281 §7.2.1).
-    send_gpdu(&b, &[0x32, 1, 0, 4, 0, 0, 0, 0, 0x12, 0x34, 0, 0]);
+    b.send_gpdu(&[0x32, 1, 0, 4, 0, 0, 0, 0, 0x12, 0x34, 0, 0])
+        .unwrap();
     let (rsp, _) = recv_within(&b.gnb, Duration::from_secs(3)).expect("no Echo Response");
     let p = Packet::new_checked(&rsp[..]).unwrap();
     assert_eq!(p.msg_type(), pfcp::gtpu::msg_type::ECHO_RESPONSE);
@@ -239,7 +215,7 @@ fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
         b.dn.send_to(&[k], SocketAddrV4::new(ue_ip(4), UE_PORT))
             .unwrap();
     }
-    let c = counters_when(&b, |c| c.get(TunReason::Buffered) == 3);
+    let c = b.read_when(TunDatapath::counters, |c| c.get(TunReason::Buffered) == 3);
     assert_eq!(c.get(TunReason::Buffered), 3, "{c:?}");
     assert!(
         recv_within(&b.gnb, Duration::from_millis(200)).is_none(),
@@ -250,7 +226,7 @@ fn echo_is_answered_and_a_buffering_far_releases_on_forward() {
     b.dn.send_to(&[3], SocketAddrV4::new(ue_ip(4), UE_PORT))
         .unwrap();
     for k in 0..4u8 {
-        let (_, _, inner) = recv_gpdu(&b);
+        let (_, _, inner) = b.recv_gpdu().expect("no downlink G-PDU");
         assert_eq!(inner[28..], [k], "buffered packets leave first, in order");
     }
     assert_eq!(b.dp.counters().get(TunReason::EchoAnswered), 1);

@@ -206,6 +206,24 @@ pub(crate) trait UpfCheck {
     fn rules_left(&self, ips: &[Ipv4Addr]) -> usize;
 }
 
+/// What `ues` UEs went through when every PDU session was rejected: registered, rejected,
+/// deregistered and released.
+pub(crate) fn all_rejected(ues: usize) -> Outcome {
+    Outcome {
+        registered: ues,
+        rejected: ues,
+        deregistered: ues,
+        released: ues,
+        ..Outcome::default()
+    }
+}
+
+/// [`UpfCheck::rules_left`] of an in-memory UPF datapath: every uplink rule, and the
+/// downlink rules of `ips`.
+pub(crate) fn memory_rules_left(dp: &upf::MemoryDatapath, ips: &[Ipv4Addr]) -> usize {
+    dp.uplink_rules().len() + ips.iter().filter(|ip| dp.downlink(**ip).is_some()).count()
+}
+
 /// Carries a fleet's gNB `g` over one SCTP association: NG Setup once it is up, then every
 /// message each way, until `done` holds (it may queue more uplink messages) or `deadline`.
 /// False when the association closed.

@@ -285,18 +285,10 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
         };
         // TS 33.501 §6.1.3.2 step 2: the AUSF checks that the requesting SEAF is entitled
         // to the serving network name it sent.
-        if !self
-            .cfg
-            .serving_networks
-            .contains(&info.serving_network_name)
+        if let Some(p) =
+            crate::serving::refusal(&self.cfg.serving_networks, &info.serving_network_name)
         {
-            return self.problem(
-                req_id,
-                ProblemDetails::serving_network_not_authorized(format!(
-                    "{} is not served",
-                    info.serving_network_name
-                )),
-            );
+            return self.problem(req_id, p);
         }
         let body = AuthenticationInfoRequest {
             supported_features: None,

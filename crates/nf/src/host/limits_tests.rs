@@ -12,22 +12,20 @@ use bytes::Bytes;
 use http::Method;
 use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
-use pfcp::txn::Retransmission;
 use proto::ids::defaults;
 use proto::nas::{
     MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest, RegistrationType,
     SchemeOutput, Suci, UeSecurityCapability,
 };
 use proto::ngap::{InitialUeMessage, NrCgi, RrcEstablishmentCause, UserLocation};
-use sbi::{NfType, SbiRequest, StaticDirectory};
+use sbi::{NfType, SbiRequest};
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 
 use super::*;
 use crate::amf::overload::OverloadConfig;
 use crate::amf::registration::{self, AmfConfig, Route};
-use crate::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
-use crate::udm::{SidfKeys, UdmConfig};
+use crate::udm::SidfKeys;
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 const GNB: u32 = 0x4321;
@@ -46,40 +44,13 @@ fn hosts(workers: u16, amf: impl Fn(&mut AmfConfig)) -> Vec<Host<Sharded>> {
         store.insert(&sub).unwrap();
     }
     let workers = Workers::new(workers).unwrap();
-    let w0 = WorkerId(0);
+    let _w0 = WorkerId(0);
     let hn = HomeNetworkPrivateKey::from_bytes(Profile::A, &[0x11; 32]).unwrap();
-    let mut amf_cfg = AmfConfig::new(w0, workers);
-    amf(&mut amf_cfg);
-    let cfg = HostConfig {
-        worker: w0,
-        workers,
-        amf: amf_cfg,
-        ausf: AusfConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.11:7777".to_owned(),
-            serving_networks: vec![SNN.to_owned()],
-            instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-            context_timeout: DEFAULT_CONTEXT_TIMEOUT,
-            wall_clock: None,
-        },
-        udm: UdmConfig {
-            worker: w0,
-            workers,
-            api_root: "http://127.0.0.12:7777".to_owned(),
-            serving_networks: vec![SNN.to_owned()],
-            hn_keys: SidfKeys::new(vec![(1, hn)]),
-            rand_seed: Some(7),
-        },
-        smf: None,
-        store,
-        sbi: SbiMode::H2c,
-        smf_sbi: SbiMode::H2c,
-        sbi_pool: false,
-        directory: StaticDirectory::new(),
-        pfcp: Retransmission::default(),
-        sbi_timeouts: SbiTimeouts::default(),
-    };
+    let mut cfg = HostConfig::loopback(workers, store, SNN, SidfKeys::new(vec![(1, hn)]));
+    amf(&mut cfg.amf);
+    cfg.sbi = SbiMode::H2c;
+    cfg.smf_sbi = SbiMode::H2c;
+    cfg.sbi_pool = false;
     workers
         .iter()
         .map(|w| {

@@ -32,6 +32,7 @@
 mod config;
 mod counters;
 mod io;
+mod loopback;
 mod nfs;
 pub mod placement;
 mod pump;

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use http::Method;
 use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
-use pfcp::txn::Retransmission;
 use proto::ids::defaults;
 use proto::nas::{
     MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest, RegistrationType,
@@ -20,15 +19,13 @@ use proto::nas::{
 use proto::ngap::{
     self, InitialUeMessage, MessageKind, NrCgi, RrcEstablishmentCause, UserLocation,
 };
-use sbi::{NfType, SbiRequest, StaticDirectory};
+use sbi::{NfType, SbiRequest};
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 
 use super::*;
-use crate::amf::registration::{self, AmfConfig};
-use crate::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
-use crate::smf::{DnnPool, SmfConfig};
-use crate::udm::{SidfKeys, UdmConfig};
+use crate::amf::registration::{self};
+use crate::udm::SidfKeys;
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
 const K: [u8; 16] = [0x46; 16];
@@ -86,54 +83,15 @@ impl<P: Placement> Net<P> {
             store.insert(&sub).unwrap();
         }
         let workers = Workers::new(s.workers).unwrap();
-        let w0 = WorkerId(0);
+        let _w0 = WorkerId(0);
         let hn = HomeNetworkPrivateKey::from_bytes(Profile::A, &[0x11; 32]).unwrap();
-        let cfg = HostConfig {
-            worker: w0,
-            workers,
-            amf: AmfConfig::new(w0, workers),
-            ausf: AusfConfig {
-                worker: w0,
-                workers,
-                api_root: "http://127.0.0.11:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-                context_timeout: DEFAULT_CONTEXT_TIMEOUT,
-                wall_clock: None,
-            },
-            udm: UdmConfig {
-                worker: w0,
-                workers,
-                api_root: "http://127.0.0.12:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                hn_keys: SidfKeys::new(vec![(1, hn)]),
-                rand_seed: Some(7),
-            },
-            smf: s.smf.then(|| SmfConfig {
-                worker: w0,
-                workers,
-                api_root: "http://127.0.0.4:7777".to_owned(),
-                node_id: pfcp::ie::NodeId::Ipv4(Ipv4Addr::new(127, 0, 0, 4)),
-                pfcp_ip: Ipv4Addr::new(127, 0, 0, 4),
-                upf: UPF,
-                dnns: vec![DnnPool {
-                    dnn: "internet".to_owned(),
-                    net: Ipv4Addr::new(10, 45, 0, 0),
-                    prefix_len: 16,
-                }],
-                slices: vec![sbi::model::Snssai { sst: 1, sd: None }],
-                urr_volume_threshold: 1 << 30,
-                heartbeat_interval: None,
-                recovery_time_stamp: 1,
-            }),
-            store: store.clone(),
-            sbi: s.sbi,
-            smf_sbi: s.sbi,
-            sbi_pool: true,
-            directory: StaticDirectory::new(),
-            pfcp: Retransmission::default(),
-            sbi_timeouts: SbiTimeouts::default(),
-        };
+        let mut cfg =
+            HostConfig::loopback(workers, store.clone(), SNN, SidfKeys::new(vec![(1, hn)]));
+        if s.smf {
+            cfg = cfg.with_loopback_smf(UPF);
+        }
+        cfg.sbi = s.sbi;
+        cfg.smf_sbi = s.sbi;
         let hosts = workers
             .iter()
             .map(|w| {

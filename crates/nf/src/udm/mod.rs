@@ -305,18 +305,10 @@ where
         };
         // TS 33.501 §6.1.2: the UDM checks that the serving network may use this home
         // network before it spends a vector.
-        if !self
-            .cfg
-            .serving_networks
-            .contains(&body.serving_network_name)
+        if let Some(p) =
+            crate::serving::refusal(&self.cfg.serving_networks, &body.serving_network_name)
         {
-            return self.problem(
-                req_id,
-                ProblemDetails::serving_network_not_authorized(format!(
-                    "{} is not served",
-                    body.serving_network_name
-                )),
-            );
+            return self.problem(req_id, p);
         }
         let (supi, concealed) = if supi_or_suci.starts_with("suci-") {
             // TS 33.501 §6.12.2: the SIDF in the UDM deconceals the SUCI.

@@ -1,5 +1,6 @@
 //! What the NGAP vector tests share: hex fixtures, the PLMN of the lab captures, the
-//! encode-then-parse check of hand-derived octets, and Wireshark as an independent oracle.
+//! encode-then-parse check of hand-derived octets, the damaged inputs made from a real PDU,
+//! and Wireshark as an independent oracle.
 // Each test binary uses its own subset of these.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
@@ -8,7 +9,7 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 use proto::ids::Plmn;
-use proto::ngap::{self, MessageKind, NgapPdu, SCTP_PORT, SCTP_PPID};
+use proto::ngap::{self, MessageKind, NgapPdu, ParseError, SCTP_PORT, SCTP_PPID};
 
 /// Octets from hex; white space (used to group the fields of a derivation) is ignored.
 pub fn hex(s: &str) -> Vec<u8> {
@@ -39,6 +40,27 @@ pub fn assert_octets<T: PartialEq + Debug, E: Debug>(
 ) {
     assert_eq!(encoded, hex(want));
     assert_eq!(&parse(&ngap::decode(&encoded).unwrap()).unwrap(), msg);
+}
+
+/// Calls `f` with every proper prefix of `bytes` (truncation at each octet) and with
+/// `bytes` with each single bit flipped: the damage a decoder meets on a real link.
+pub fn for_each_prefix_and_bit_flip(bytes: &[u8], mut f: impl FnMut(&[u8])) {
+    for n in 0..bytes.len() {
+        f(&bytes[..n]);
+    }
+    for i in 0..bytes.len() * 8 {
+        let mut b = bytes.to_vec();
+        b[i / 8] ^= 0x80 >> (i % 8);
+        f(&b);
+    }
+}
+
+/// `parsed` is the error of a parser given another message.
+pub fn assert_wrong_message<T: Debug>(parsed: Result<T, ParseError>) {
+    assert!(
+        matches!(parsed, Err(ParseError::WrongMessage { .. })),
+        "{parsed:?}"
+    );
 }
 
 fn have(tool: &str) -> bool {

@@ -648,19 +648,9 @@ impl Driver {
             Input::SessionSetupFailed(s, cause) if *s == id => {
                 return Some(Err(FailureCause::ResourceSetupFailed(cause.clone())));
             }
-            Input::Ue(UeEvent::Status(c)) => return Some(Err(FailureCause::Status(*c))),
-            Input::Ue(UeEvent::Deregistered) => {
-                return Some(Err(FailureCause::DeregisteredByNetwork))
-            }
-            other => return common(other),
+            other => return nas_ended(other),
         }
-        if self.ue_done && self.gnb_done {
-            if id < 16 {
-                self.established |= 1 << id;
-            }
-            return Some(Ok(()));
-        }
-        None
+        self.both_done(id, true)
     }
 
     /// TS 24.501 §6.4.3.2-3 and TS 38.413 §8.2.2: the session is gone once the UE has
@@ -684,19 +674,25 @@ impl Driver {
                 }
                 return Some(Err(FailureCause::SessionRejected(*cause)));
             }
-            Input::Ue(UeEvent::Status(c)) => return Some(Err(FailureCause::Status(*c))),
-            Input::Ue(UeEvent::Deregistered) => {
-                return Some(Err(FailureCause::DeregisteredByNetwork))
-            }
-            other => return common(other),
+            other => return nas_ended(other),
         }
-        if self.ue_done && self.gnb_done {
-            if id < 16 {
+        self.both_done(id, false)
+    }
+
+    /// A session step ends once the UE and the gNB have both done their part; the
+    /// session is then held (`up`) or gone.
+    fn both_done(&mut self, id: u8, up: bool) -> Option<Result<(), FailureCause>> {
+        if !(self.ue_done && self.gnb_done) {
+            return None;
+        }
+        if id < 16 {
+            if up {
+                self.established |= 1 << id;
+            } else {
                 self.established &= !(1 << id);
             }
-            return Some(Ok(()));
         }
-        None
+        Some(Ok(()))
     }
 }
 
@@ -714,9 +710,7 @@ fn on_registering(input: &Input<'_>) -> Option<Result<(), FailureCause>> {
         Input::Ue(UeEvent::SecurityModeRejected(c)) => {
             Some(Err(FailureCause::SecurityModeRejected(*c)))
         }
-        Input::Ue(UeEvent::Status(c)) => Some(Err(FailureCause::Status(*c))),
-        Input::Ue(UeEvent::Deregistered) => Some(Err(FailureCause::DeregisteredByNetwork)),
-        other => common(other),
+        other => nas_ended(other),
     }
 }
 
@@ -725,6 +719,16 @@ fn on_deregistering(input: &Input<'_>) -> Option<Result<(), FailureCause>> {
     match input {
         Input::Ue(UeEvent::Deregistered) => Some(Ok(())),
         Input::Ue(UeEvent::Status(c)) => Some(Err(FailureCause::Status(*c))),
+        other => common(other),
+    }
+}
+
+/// What fails a step that needs the UE registered: a 5GMM STATUS, or the network
+/// deregistering the UE (TS 24.501 §5.5.2.3), beside what fails every step.
+fn nas_ended(input: &Input<'_>) -> Option<Result<(), FailureCause>> {
+    match input {
+        Input::Ue(UeEvent::Status(c)) => Some(Err(FailureCause::Status(*c))),
+        Input::Ue(UeEvent::Deregistered) => Some(Err(FailureCause::DeregisteredByNetwork)),
         other => common(other),
     }
 }

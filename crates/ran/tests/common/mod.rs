@@ -1,6 +1,7 @@
 //! What the emulator tests share: the one subscriber they register (its SUPI, K, OPc and
 //! UE configuration) and the PDU session the scripted network gives it (the UPF's end of
-//! N3, the UE's address, the Establishment Accept and the setup request transfer).
+//! N3, the UE's address, the Establishment Accept and the setup request transfer), and how
+//! NAS crosses the gNB between the scripted AMF and the UE.
 // Each test binary uses its own subset of these.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
@@ -10,10 +11,13 @@ use proto::ids::defaults;
 use proto::nas::sm_ue::{self, PduSessionEstablishmentAccept, SessionAmbr, SmMessage};
 use proto::nas::UeSecurityCapability;
 use proto::ngap::{
-    Arp, GtpTunnel, PduSessionAmbr, PduSessionResourceSetupRequestTransfer, PduSessionType,
-    QosFlowRequest,
+    self, Arp, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, PduSessionAmbr,
+    PduSessionResourceSetupRequestTransfer, PduSessionType, QosFlowRequest, UeSecurityCapabilities,
+    UplinkNasTransport, UserLocation,
 };
+use ran::gnb::{GnbUeEvent, GnbUes};
 use ran::ue::{SuciScheme, UeConfig};
+use security::Kgnb;
 
 pub const SUPI: &str = "imsi-001010000000001";
 pub const KEY: [u8; 16] = [0x46; 16];
@@ -81,4 +85,63 @@ pub fn setup_transfer() -> Vec<u8> {
     }
     .encode()
     .unwrap()
+}
+
+/// One UE on the gNB's UE-associated N2 side: its id at the gNB and its two NGAP ids.
+#[derive(Debug, Clone, Copy)]
+pub struct UeN2 {
+    pub ue: u64,
+    pub amf_ue_ngap_id: u64,
+    pub ran_ue_ngap_id: u32,
+}
+
+impl UeN2 {
+    /// NAS from the AMF in a DOWNLINK NAS TRANSPORT: what the gNB hands this UE, with
+    /// nothing sent back on N2.
+    pub fn down(self, gnb: &mut GnbUes, nas: Vec<u8>) -> Vec<u8> {
+        let pdu = DownlinkNasTransport {
+            amf_ue_ngap_id: self.amf_ue_ngap_id,
+            ran_ue_ngap_id: self.ran_ue_ngap_id,
+            nas_pdu: nas,
+        }
+        .encode()
+        .unwrap();
+        let out = gnb.handle_downlink(1, &pdu);
+        assert!(out.transmit.is_empty());
+        match out.events.as_slice() {
+            [GnbUeEvent::NasToUe { ue, nas }] if *ue == self.ue => nas.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The INITIAL CONTEXT SETUP REQUEST that accepts the registration: `nas` (the
+    /// protected Registration Accept) and `security_key`, for the test network's GUAMI and
+    /// slice and a UE with every algorithm.
+    pub fn initial_context_setup(self, security_key: Kgnb, nas: Vec<u8>) -> Vec<u8> {
+        InitialContextSetupRequest {
+            amf_ue_ngap_id: self.amf_ue_ngap_id,
+            ran_ue_ngap_id: self.ran_ue_ngap_id,
+            ue_ambr: None,
+            guami: defaults::GUAMI,
+            allowed_nssai: vec![defaults::SNSSAI],
+            ue_security_capabilities: UeSecurityCapabilities::from_nas(&UeSecurityCapability::ALL),
+            security_key,
+            nas_pdu: Some(nas),
+        }
+        .encode()
+        .unwrap()
+    }
+
+    /// NAS from this UE: the NAS PDU of the UPLINK NAS TRANSPORT the gNB sends, which
+    /// carries both NGAP ids and an NR user location (TS 38.413 §9.2.5.3).
+    pub fn up(self, gnb: &mut GnbUes, nas: &[u8]) -> Vec<u8> {
+        let send = gnb.uplink_nas(self.ue, nas).unwrap();
+        let m = UplinkNasTransport::parse(&ngap::decode(&send.pdu).unwrap()).unwrap();
+        assert_eq!(
+            (m.amf_ue_ngap_id, m.ran_ue_ngap_id),
+            (self.amf_ue_ngap_id, self.ran_ue_ngap_id)
+        );
+        assert!(matches!(m.user_location, Some(UserLocation::Nr { .. })));
+        m.nas_pdu
+    }
 }

@@ -1,6 +1,7 @@
 //! Shared by the delivery and steering tests: where the two ends of a test live (loopback,
 //! or the two namespaces of a veth pair), a way to create sockets inside a namespace, and
-//! the owner a datagram must reach and the draining of a group's sockets to check it.
+//! the owner a datagram must reach and the draining of a group's sockets to check it, and a
+//! TCP client bound to the source port that picks its owner.
 //!
 //! A socket belongs to the network namespace of the thread that created it, for its whole
 //! life, whichever thread uses it later. So a test creates its server sockets on a short
@@ -10,11 +11,12 @@
 
 use std::fs::File;
 use std::io::ErrorKind;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use socket2::{Domain, Socket, Type};
 use testkit::netns::{Pair, Side};
 
 /// Runs `f` on a new thread inside network namespace `name` (`ip netns` name) and returns
@@ -93,6 +95,19 @@ pub fn client_ip() -> Ipv4Addr {
     let pid = std::process::id();
     // 127.200-249.x.y: apart from tests/steering.rs, which uses 127.100-199.
     Ipv4Addr::new(127, 200 + n % 50, (pid >> 8) as u8, (pid % 250) as u8 + 1)
+}
+
+/// A client connected from `ip:port`; linger 0 so closing it sends RST and leaves no
+/// TIME_WAIT behind on that port.
+pub fn tcp_client(ip: Ipv4Addr, port: u16, to: SocketAddr) -> TcpStream {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.set_reuse_address(true).unwrap();
+    s.set_linger(Some(Duration::ZERO)).unwrap();
+    s.bind(&SocketAddr::new(IpAddr::V4(ip), port).into())
+        .unwrap();
+    s.connect_timeout(&to.into(), Duration::from_secs(5))
+        .unwrap();
+    s.into()
 }
 
 /// The owner without exceptions, written out here rather than taken from the crate, so that

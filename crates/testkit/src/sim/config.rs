@@ -5,16 +5,11 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ids::{WorkerId, Workers};
+use ids::Workers;
 use nf::amf::n2::AmfN2Config;
-use nf::amf::registration::AmfConfig;
-use nf::ausf::{AusfConfig, DEFAULT_CONTEXT_TIMEOUT};
-use nf::host::{HostConfig, SbiMode, SbiTimeouts};
-use nf::smf::{DnnPool, SmfConfig};
-use nf::udm::{SidfKeys, UdmConfig};
+use nf::host::{HostConfig, SbiMode};
+use nf::udm::SidfKeys;
 use pfcp::ie::NodeId;
-use pfcp::txn::Retransmission;
-use sbi::StaticDirectory;
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::MemStore;
 use upf::NodeConfig;
@@ -85,38 +80,14 @@ impl SimConfig {
     pub fn new(workers: u16, store: Arc<MemStore>) -> Self {
         let workers =
             Workers::new(workers).unwrap_or_else(|| panic!("{workers} is no worker count"));
-        let w0 = WorkerId(0);
-        let host = HostConfig {
-            worker: w0,
+        // In-process SBI and no SMF, as the loopback host has them; the simulator delivers or
+        // fails every call itself, so no call timer runs.
+        let host = HostConfig::loopback(
             workers,
-            amf: AmfConfig::new(w0, workers),
-            ausf: AusfConfig {
-                worker: w0,
-                workers,
-                api_root: "http://127.0.0.11:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                instance_id: "7c5d4a2e-0000-4000-8000-000000000011".to_owned(),
-                context_timeout: DEFAULT_CONTEXT_TIMEOUT,
-                wall_clock: None,
-            },
-            udm: UdmConfig {
-                worker: w0,
-                workers,
-                api_root: "http://127.0.0.12:7777".to_owned(),
-                serving_networks: vec![SNN.to_owned()],
-                hn_keys: SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
-                rand_seed: Some(7),
-            },
-            smf: None,
-            store: store.clone(),
-            sbi: SbiMode::Inproc,
-            smf_sbi: SbiMode::Inproc,
-            sbi_pool: true,
-            directory: StaticDirectory::new(),
-            pfcp: Retransmission::default(),
-            // The simulator delivers or fails every call itself; no call timer runs.
-            sbi_timeouts: SbiTimeouts::default(),
-        };
+            store.clone(),
+            SNN,
+            SidfKeys::new(vec![(1, hn_key(Profile::A)), (2, hn_key(Profile::B))]),
+        );
         let mut upf = NodeConfig::new(NodeId::Ipv4(UPF_IP), UPF_IP, UPF_IP, 1000);
         upf.heartbeat_interval = None;
         SimConfig {
@@ -143,25 +114,13 @@ impl SimConfig {
     /// Adds an SMF to every host, with DNN `internet` on 10.45.0.0/16 and slice SST 1, and
     /// the UPF node behind it.
     pub fn with_smf(mut self) -> Self {
-        let workers = self.host.workers;
-        self.host.smf = Some(SmfConfig {
-            worker: WorkerId(0),
-            workers,
-            api_root: "http://127.0.0.4:7777".into(),
-            node_id: NodeId::Ipv4(SMF_PFCP_IP),
-            pfcp_ip: SMF_PFCP_IP,
-            upf: SocketAddr::from((UPF_IP, PFCP_PORT)),
-            dnns: vec![DnnPool {
-                dnn: "internet".into(),
-                net: Ipv4Addr::new(10, 45, 0, 0),
-                prefix_len: 16,
-            }],
-            slices: vec![sbi::model::Snssai { sst: 1, sd: None }],
-            urr_volume_threshold: 1 << 30,
-            // No heartbeats: the simulation's clock only moves when a test moves it.
-            heartbeat_interval: None,
-            recovery_time_stamp: super::SMF_RECOVERY_TIME_STAMP,
-        });
+        // The loopback SMF is at SMF_PFCP_IP, where the simulator's PFCP links expect it.
+        self.host = self
+            .host
+            .with_loopback_smf(SocketAddr::from((UPF_IP, PFCP_PORT)));
+        if let Some(smf) = self.host.smf.as_mut() {
+            smf.recovery_time_stamp = super::SMF_RECOVERY_TIME_STAMP;
+        }
         self
     }
 }

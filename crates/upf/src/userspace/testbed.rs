@@ -21,13 +21,19 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::datapath::{DownlinkAction, DownlinkRule, Gate, UplinkAction, UplinkRule, UsageId};
+use crate::datapath::{
+    Datapath, DatapathError, DownlinkAction, DownlinkRule, Entries, Gate, UplinkAction, UplinkRule,
+    UsageId,
+};
+use pfcp::gtpu::{Packet, Repr};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// The UPF's N3 address.
 pub const N3_UPF: Ipv4Addr = Ipv4Addr::new(10, 203, 3, 1);
+/// The UPF's GTP-U endpoint on N3 (TS 29.281 §4.4.2: UDP port 2152).
+pub const N3_UPF_GTPU: SocketAddrV4 = SocketAddrV4::new(N3_UPF, 2152);
 /// The gNB's N3 address (in the ran namespace).
 pub const N3_RAN: Ipv4Addr = Ipv4Addr::new(10, 203, 3, 2);
 /// The UPF's N6 address.
@@ -231,6 +237,17 @@ impl Testbed {
         }
     }
 
+    /// The TUN path of a UPF on this bed: device `upftun0` in the upf namespace, N3 at
+    /// [`N3_UPF`], the bed's UE pool behind it.
+    pub fn tun_options(&self) -> super::TunOptions {
+        super::TunOptions {
+            netns: Some(self.upf.clone()),
+            n3_addr: N3_UPF,
+            tun_name: "upftun0".to_owned(),
+            ue_pool: (UE_POOL, UE_POOL_LEN),
+        }
+    }
+
     /// A UDP socket bound to `addr` inside `host`'s namespace (a gNB on N3, a host in dn).
     pub fn udp(&self, host: Host, addr: SocketAddrV4) -> io::Result<UdpSocket> {
         super::netns::run_in(Some(self.ns(host)), move || UdpSocket::bind(addr))?
@@ -326,6 +343,54 @@ impl<D> Rig<D> {
     pub fn new(bed: Testbed, dp: D, dn_port: u16) -> io::Result<Self> {
         let (gnb, dn) = bed.gnb_and_dn(dn_port)?;
         Ok(Rig { dp, gnb, dn, bed })
+    }
+
+    /// Sends `g_pdu` from the gNB to the UPF's GTP-U endpoint.
+    pub fn send_gpdu(&self, g_pdu: &[u8]) -> io::Result<()> {
+        self.gnb.send_to(g_pdu, N3_UPF_GTPU).map(drop)
+    }
+
+    /// The next G-PDU the gNB gets from the UPF's GTP-U endpoint within three seconds, as
+    /// (TEID, QFI, inner packet); `None` when none came, it came from elsewhere or it does
+    /// not parse.
+    pub fn recv_gpdu(&self) -> Option<(u32, Option<u8>, Vec<u8>)> {
+        let (g, from) = recv_within(&self.gnb, Duration::from_secs(3))?;
+        if from != SocketAddr::V4(N3_UPF_GTPU) {
+            return None;
+        }
+        let p = Packet::new_checked(&g[..]).ok()?;
+        let repr = Repr::parse(&p).ok()?;
+        Some((repr.teid, repr.qfi(), p.payload().ok()?.to_vec()))
+    }
+
+    /// What `read` gives once `done` holds for it, or the last reading after about two
+    /// seconds: datapaths count on their own threads, after the packet has left.
+    pub fn read_when<C>(&self, read: impl Fn(&D) -> C, done: impl Fn(&C) -> bool) -> C {
+        let mut c = read(&self.dp);
+        for _ in 0..100 {
+            if done(&c) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            c = read(&self.dp);
+        }
+        c
+    }
+}
+
+impl<D: Datapath> Rig<D> {
+    /// Ends the sessions `(local TEID, i)` set up with [`uplink_rule`] and
+    /// [`downlink_rule`] (both rules and usage id `i`); the entries left afterwards.
+    pub fn end_sessions(
+        &mut self,
+        sessions: impl IntoIterator<Item = (u32, u32)>,
+    ) -> Result<Entries, DatapathError> {
+        for (teid, i) in sessions {
+            self.dp.remove_uplink(teid)?;
+            self.dp.remove_downlink(ue_ip(i))?;
+            self.dp.remove_usage(UsageId(i))?;
+        }
+        self.dp.entries()
     }
 }
 

@@ -533,27 +533,24 @@ impl AmfN2 {
         let ta_served = req.supported_tas.iter().any(|ta| {
             self.cfg.tacs.contains(&ta.tac) && ta.broadcast_plmns.iter().any(|b| ours(&b.plmn))
         });
-        if !plmn_known {
+        let failed = &mut self.stats.ng_setup_failed;
+        let refusal = if !plmn_known {
             // §8.7.1.4: an AMF that identifies none of the PLMNs of the request rejects
             // it; §9.3.1.2 names the cause "Unknown PLMN or SNPN".
-            info!(assoc, gnb = %req.global_ran_node_id, "NG Setup rejected: no PLMN of ours");
-            self.stats.ng_setup_failed.unknown_plmn += 1;
-            self.fail_setup(
-                assoc,
-                stream,
-                NgSetupFailure::new(MiscCause::UnknownPlmnOrSnpn),
-                out,
-            );
-            return;
-        }
-        if !ta_served {
+            Some((&mut failed.unknown_plmn, "no PLMN of ours"))
+        } else if !ta_served {
             // TS 38.413 has no cause for "none of your TAs is served here". The TAIs
             // the gNB broadcasts in our PLMNs identify nothing we serve, so like
             // Open5GS ("Cannot find Served TAI") we answer misc unknown-PLMN-or-SNPN,
             // the cause a gNB operator reads as "check the PLMN/TAC configuration";
             // the counters keep the two cases apart.
-            info!(assoc, gnb = %req.global_ran_node_id, "NG Setup rejected: no TA we serve");
-            self.stats.ng_setup_failed.no_common_ta += 1;
+            Some((&mut failed.no_common_ta, "no TA we serve"))
+        } else {
+            None
+        };
+        if let Some((count, why)) = refusal {
+            info!(assoc, gnb = %req.global_ran_node_id, "NG Setup rejected: {why}");
+            *count += 1;
             self.fail_setup(
                 assoc,
                 stream,

@@ -555,115 +555,77 @@ where
             // TS 38.413 §8.7.1.1: UE-associated signalling needs NG Setup first.
             return l.not_compatible(assoc, stream, &pdu);
         }
+        // Every UE-associated message names its UE by the same two IDs (TS 38.413
+        // §9.3.3.1-2) and goes through `on_ue`; only the parse and the step differ.
+        macro_rules! on_ue {
+            ($msg:ty, |$l:ident, $ue:ident, $m:ident| $step:expr) => {
+                match <$msg>::parse(&pdu) {
+                    Ok($m) => {
+                        let (amf, ran) = ($m.amf_ue_ngap_id, $m.ran_ue_ngap_id);
+                        self.on_ue(assoc, stream, amf, ran, |$l, $ue| $step)
+                    }
+                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
+                }
+            };
+        }
         match pdu.kind() {
             MessageKind::InitialUeMessage => match InitialUeMessage::parse(&pdu) {
                 Ok(m) => self.on_initial_ue_message(now, assoc, stream, gnb_id, m),
                 Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
             },
-            MessageKind::UplinkNasTransport => match UplinkNasTransport::parse(&pdu) {
-                Ok(m) => self.on_ue(
-                    assoc,
-                    stream,
-                    m.amf_ue_ngap_id,
-                    m.ran_ue_ngap_id,
-                    |l, ue| {
-                        l.on_uplink_nas(now, ue, &m.nas_pdu);
-                        false
-                    },
-                ),
-                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-            },
+            MessageKind::UplinkNasTransport => on_ue!(UplinkNasTransport, |l, ue, m| {
+                l.on_uplink_nas(now, ue, &m.nas_pdu);
+                false
+            }),
             MessageKind::InitialContextSetupResponse => {
-                match InitialContextSetupResponse::parse(&pdu) {
-                    Ok(m) => self.on_ue(
-                        assoc,
-                        stream,
-                        m.amf_ue_ngap_id,
-                        m.ran_ue_ngap_id,
-                        |l, ue| {
-                            if ue.state == UeState::WaitIcsResponse {
-                                ue.state = UeState::WaitRegistrationComplete;
-                                ue.as_context = true;
-                            } else {
-                                l.not_compatible(assoc, stream, &pdu);
-                            }
-                            false
-                        },
-                    ),
-                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-                }
+                on_ue!(InitialContextSetupResponse, |l, ue, _m| {
+                    if ue.state == UeState::WaitIcsResponse {
+                        ue.state = UeState::WaitRegistrationComplete;
+                        ue.as_context = true;
+                    } else {
+                        l.not_compatible(assoc, stream, &pdu);
+                    }
+                    false
+                })
             }
             MessageKind::InitialContextSetupFailure => {
-                match InitialContextSetupFailure::parse(&pdu) {
-                    Ok(m) => {
-                        self.on_ue(assoc, stream, m.amf_ue_ngap_id, m.ran_ue_ngap_id, |l, ue| {
-                            debug!(amf_ue_ngap_id = m.amf_ue_ngap_id, cause = %m.cause, "initial context setup failed");
-                            // TS 23.502 §4.2.2.2.2: without an access stratum context the
-                            // registration cannot complete; release the connection and keep
-                            // the security context.
-                            let park = ue.sec.is_some();
-                            l.release(now, ue, NasCause::Unspecified.into(), park);
-                            false
-                        })
-                    }
-                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-                }
+                on_ue!(InitialContextSetupFailure, |l, ue, m| {
+                    debug!(amf_ue_ngap_id = m.amf_ue_ngap_id, cause = %m.cause, "initial context setup failed");
+                    // TS 23.502 §4.2.2.2.2: without an access stratum context the
+                    // registration cannot complete; release the connection and keep
+                    // the security context.
+                    let park = ue.sec.is_some();
+                    l.release(now, ue, NasCause::Unspecified.into(), park);
+                    false
+                })
             }
-            MessageKind::UeContextReleaseRequest => match UeContextReleaseRequest::parse(&pdu) {
-                Ok(m) => self.on_ue(
-                    assoc,
-                    stream,
-                    m.amf_ue_ngap_id,
-                    m.ran_ue_ngap_id,
-                    |l, ue| {
-                        // TS 23.502 §4.2.6: AN release; a registered UE keeps its context.
-                        let park = ue.state == UeState::Registered || ue.park;
-                        l.release(now, ue, m.cause, park);
-                        false
-                    },
-                ),
-                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-            },
-            MessageKind::UeContextReleaseComplete => match UeContextReleaseComplete::parse(&pdu) {
-                Ok(m) => self.on_ue(
-                    assoc,
-                    stream,
-                    m.amf_ue_ngap_id,
-                    m.ran_ue_ngap_id,
-                    |l, ue| {
-                        // The N2 part is gone: the context leaves the map in this access.
-                        let done = ue.state == UeState::Releasing;
-                        if !done {
-                            l.not_compatible(assoc, stream, &pdu);
-                        }
-                        done
-                    },
-                ),
-                Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-            },
-            MessageKind::PduSessionResourceSetupResponse => {
-                match ngap::PduSessionResourceSetupResponse::parse(&pdu) {
-                    Ok(m) => {
-                        let (amf, ran) = (m.amf_ue_ngap_id, m.ran_ue_ngap_id);
-                        self.on_ue(assoc, stream, amf, ran, |l, ue| {
-                            l.on_setup_response(ue, m);
-                            false
-                        })
+            MessageKind::UeContextReleaseRequest => on_ue!(UeContextReleaseRequest, |l, ue, m| {
+                // TS 23.502 §4.2.6: AN release; a registered UE keeps its context.
+                let park = ue.state == UeState::Registered || ue.park;
+                l.release(now, ue, m.cause, park);
+                false
+            }),
+            MessageKind::UeContextReleaseComplete => {
+                on_ue!(UeContextReleaseComplete, |l, ue, _m| {
+                    // The N2 part is gone: the context leaves the map in this access.
+                    let done = ue.state == UeState::Releasing;
+                    if !done {
+                        l.not_compatible(assoc, stream, &pdu);
                     }
-                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-                }
+                    done
+                })
+            }
+            MessageKind::PduSessionResourceSetupResponse => {
+                on_ue!(ngap::PduSessionResourceSetupResponse, |l, ue, m| {
+                    l.on_setup_response(ue, m);
+                    false
+                })
             }
             MessageKind::PduSessionResourceReleaseResponse => {
-                match ngap::PduSessionResourceReleaseResponse::parse(&pdu) {
-                    Ok(m) => {
-                        let (amf, ran) = (m.amf_ue_ngap_id, m.ran_ue_ngap_id);
-                        self.on_ue(assoc, stream, amf, ran, |l, ue| {
-                            l.on_release_response(ue, m);
-                            false
-                        })
-                    }
-                    Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
-                }
+                on_ue!(ngap::PduSessionResourceReleaseResponse, |l, ue, m| {
+                    l.on_release_response(ue, m);
+                    false
+                })
             }
             MessageKind::NasNonDeliveryIndication | MessageKind::ErrorIndication => {
                 debug!(assoc, procedure = pdu.procedure_name(), "noted");

@@ -35,7 +35,7 @@ use proto::nas::sm_ue::{
 };
 use proto::nas::{Direction, FiveGmmCause, SecurityHeaderType};
 use proto::ngap::{
-    PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
+    self as ngap, PduSessionResourceReleaseCommand, PduSessionResourceReleaseResponse,
     PduSessionResourceSetupRequest, PduSessionResourceSetupResponse, PduSessionSetupItem,
     PduSessionTransferItem,
 };
@@ -652,24 +652,9 @@ impl Local {
                 if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
                     s.state = SessionState::Releasing;
                 }
-                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
-                let m = PduSessionResourceReleaseCommand {
-                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
-                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
-                    nas_pdu,
-                    sessions: vec![PduSessionTransferItem {
-                        pdu_session_id: psi,
-                        transfer: n2,
-                    }],
-                };
-                if let Ok(pdu) = m.encode() {
-                    self.sm_stats.release_commands += 1;
-                    self.emit(Action::Ngap {
-                        assoc: ue.assoc,
-                        stream: ue.stream,
-                        pdu,
-                    });
-                }
+                // An answer to the AMF's own call: there is no one to tell that the command
+                // did not encode, so it is dropped.
+                let _ = self.send_release_command(ue, psi, n1, n2);
             }
             _ if data.up_cnx_state.as_deref() == Some("ACTIVATED") => {
                 if let Some(s) = ue.sessions.iter_mut().find(|s| s.psi == psi) {
@@ -756,6 +741,40 @@ impl Local {
     }
 
     /// A DL NAS TRANSPORT carrying `n1`, protected under the UE's current context.
+    /// PDU SESSION RESOURCE RELEASE COMMAND for session `psi` (TS 38.413 §8.2.2.1): the
+    /// SMF's N2 `transfer`, and its N1 SM message `n1`, if any, protected for the UE.
+    fn send_release_command(
+        &mut self,
+        ue: &mut UeContext,
+        psi: u8,
+        n1: Option<Vec<u8>>,
+        transfer: Vec<u8>,
+    ) -> Result<(), ngap::EncodeError> {
+        let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
+        let pdu = PduSessionResourceReleaseCommand {
+            amf_ue_ngap_id: ue.amf_ue_ngap_id,
+            ran_ue_ngap_id: ue.ran_ue_ngap_id,
+            nas_pdu,
+            sessions: vec![PduSessionTransferItem {
+                pdu_session_id: psi,
+                transfer,
+            }],
+        }
+        .encode()?;
+        self.sm_stats.release_commands += 1;
+        self.emit_to_gnb(ue, pdu);
+        Ok(())
+    }
+
+    /// `pdu` to the gNB serving `ue`, on the UE's stream.
+    fn emit_to_gnb(&mut self, ue: &UeContext, pdu: Vec<u8>) {
+        self.emit(Action::Ngap {
+            assoc: ue.assoc,
+            stream: ue.stream,
+            pdu,
+        });
+    }
+
     fn protect_dl_nas_transport(
         &mut self,
         ue: &mut UeContext,
@@ -877,11 +896,7 @@ impl Local {
                     .encode()
                     .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
                 self.sm_stats.setup_requests += 1;
-                self.emit(Action::Ngap {
-                    assoc: ue.assoc,
-                    stream: ue.stream,
-                    pdu,
-                });
+                self.emit_to_gnb(ue, pdu);
                 Ok(())
             }
             (Some("PDU_RES_REL_CMD"), Some(transfer)) => {
@@ -893,26 +908,8 @@ impl Local {
                 // TS 23.502 §4.3.4.2 step 4: the network releases the session; the UE's
                 // RELEASE COMPLETE ends it here (as after a release it asked for).
                 s.state = SessionState::Releasing;
-                let nas_pdu = n1.and_then(|n1| self.protect_dl_nas_transport(ue, psi, n1));
-                let m = PduSessionResourceReleaseCommand {
-                    amf_ue_ngap_id: ue.amf_ue_ngap_id,
-                    ran_ue_ngap_id: ue.ran_ue_ngap_id,
-                    nas_pdu,
-                    sessions: vec![PduSessionTransferItem {
-                        pdu_session_id: psi,
-                        transfer,
-                    }],
-                };
-                let pdu = m
-                    .encode()
-                    .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))?;
-                self.sm_stats.release_commands += 1;
-                self.emit(Action::Ngap {
-                    assoc: ue.assoc,
-                    stream: ue.stream,
-                    pdu,
-                });
-                Ok(())
+                self.send_release_command(ue, psi, n1, transfer)
+                    .map_err(|e| ProblemDetails::unspecified_nf_failure(e.to_string()))
             }
             (_, None) => match n1 {
                 Some(n1) => {
@@ -1155,13 +1152,7 @@ mod tests {
             Some(Action::Respond { response, .. }) => {
                 assert_eq!(response.status, StatusCode::BAD_REQUEST);
                 let p: ProblemDetails = serde_json::from_slice(&response.body).unwrap();
-                let params = p
-                    .invalid_params
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| i.param)
-                    .collect();
-                (p.cause.unwrap_or_default(), params)
+                (p.cause.clone().unwrap_or_default(), p.invalid_param_names())
             }
             other => panic!("{other:?}"),
         }

@@ -14,7 +14,7 @@ use proto::ngap::{
 };
 use tracing::debug;
 
-use super::{malformed, GnbUeEvent, GnbUeOutput, GnbUes, N2Send, UeKey};
+use super::{malformed, GnbUeEvent, GnbUeOutput, GnbUes, N2Send, RanUeNgapId, UeKey};
 
 /// One PDU session of a UE, as the gNB holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,26 @@ impl GnbUes {
         self.sessions.sessions.iter().filter(move |s| s.ue == ue)
     }
 
+    /// The start both session procedures share (§8.2.1.2, §8.2.2.2): bind the request to
+    /// its UE, take the stream the UE's signalling uses for the answer, and deliver the
+    /// request's NAS-PDU to the UE before anything else.
+    fn enter(
+        &mut self,
+        stream: u16,
+        ran: RanUeNgapId,
+        amf: u64,
+        nas: Option<Vec<u8>>,
+        procedure: &'static str,
+        out: &mut GnbUeOutput,
+    ) -> Option<(UeKey, u16)> {
+        let ue = self.bind(stream, ran, amf, procedure, out)?;
+        let stream = self.by_ran_id.get(&ran).map_or(stream, |u| u.stream);
+        if let Some(nas) = nas {
+            out.events.push(GnbUeEvent::NasToUe { ue, nas });
+        }
+        Some((ue, stream))
+    }
+
     /// TS 38.413 §8.2.1.2: deliver the NAS-PDUs to the UE, set up each session whose
     /// transfer reads, and answer with one response listing the set up and the failed.
     pub(super) fn on_pdu_session_setup(
@@ -100,16 +120,10 @@ impl GnbUes {
             Ok(m) => m,
             Err(e) => return malformed(stream, pdu, procedure, &e, out),
         };
-        let Some(ue) = self.bind(stream, m.ran_ue_ngap_id, m.amf_ue_ngap_id, procedure, out) else {
+        let (ran, amf) = (m.ran_ue_ngap_id, m.amf_ue_ngap_id);
+        let Some((ue, stream)) = self.enter(stream, ran, amf, m.nas_pdu, procedure, out) else {
             return;
         };
-        let stream = self
-            .by_ran_id
-            .get(&m.ran_ue_ngap_id)
-            .map_or(stream, |u| u.stream);
-        if let Some(nas) = m.nas_pdu {
-            out.events.push(GnbUeEvent::NasToUe { ue, nas });
-        }
         let mut rsp = PduSessionResourceSetupResponse {
             amf_ue_ngap_id: m.amf_ue_ngap_id,
             ran_ue_ngap_id: m.ran_ue_ngap_id,
@@ -204,16 +218,10 @@ impl GnbUes {
             Ok(m) => m,
             Err(e) => return malformed(stream, pdu, procedure, &e, out),
         };
-        let Some(ue) = self.bind(stream, m.ran_ue_ngap_id, m.amf_ue_ngap_id, procedure, out) else {
+        let (ran, amf) = (m.ran_ue_ngap_id, m.amf_ue_ngap_id);
+        let Some((ue, stream)) = self.enter(stream, ran, amf, m.nas_pdu, procedure, out) else {
             return;
         };
-        let stream = self
-            .by_ran_id
-            .get(&m.ran_ue_ngap_id)
-            .map_or(stream, |u| u.stream);
-        if let Some(nas) = m.nas_pdu {
-            out.events.push(GnbUeEvent::NasToUe { ue, nas });
-        }
         let Ok(transfer) = PduSessionResourceReleaseResponseTransfer.encode() else {
             return;
         };
