@@ -234,3 +234,22 @@ pub(crate) fn ran_config(
         connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
     }
 }
+
+/// The SMF of a core whose user plane is `bed`'s UPF: PFCP to that UPF, and the addresses of
+/// DNN `internet` from the pool the bed's DN routes back through it.
+pub(crate) fn bed_smf(
+    bed: &lab::bed::UserPlaneBed,
+) -> Result<steer5g_core::SmfOptions, BenchError> {
+    let (net, prefix_len) = bed.ue_pool();
+    Ok(steer5g_core::SmfOptions {
+        upf: bed
+            .upf_pfcp()
+            .ok_or_else(|| BenchError::Failed("the bed's UPF is not running".into()))?,
+        dnns: vec![steer5g_core::DnnPool {
+            dnn: "internet".to_owned(),
+            net,
+            prefix_len,
+        }],
+        ..steer5g_core::SmfOptions::default()
+    })
+}

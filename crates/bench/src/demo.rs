@@ -655,18 +655,7 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
             // The SMF talks PFCP to the bed's UPF and hands out addresses from the pool the
             // DN routes back through it.
             let bed = bed.lock().unwrap_or_else(PoisonError::into_inner);
-            let (net, prefix_len) = bed.ue_pool();
-            opts.smf = Some(SmfOptions {
-                upf: bed
-                    .upf_pfcp()
-                    .ok_or_else(|| BenchError::Failed("the bed's UPF is not running".into()))?,
-                dnns: vec![steer5g_core::DnnPool {
-                    dnn: "internet".to_owned(),
-                    net,
-                    prefix_len,
-                }],
-                ..SmfOptions::default()
-            });
+            opts.smf = Some(crate::corecase::bed_smf(&bed)?);
             gnb_n3 = Some(bed.gnb_n3());
         }
         UserPlaneSetup::Skipped(_) if args.pdu_sessions > 0 => {

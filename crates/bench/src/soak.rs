@@ -425,18 +425,7 @@ fn soak(args: &SoakArgs) -> Result<Outcome, BenchError> {
     match up.as_ref() {
         UserPlane::Bed(bed) => {
             let bed = bed.lock().unwrap_or_else(PoisonError::into_inner);
-            let (net, prefix_len) = bed.ue_pool();
-            opts.smf = Some(SmfOptions {
-                upf: bed
-                    .upf_pfcp()
-                    .ok_or_else(|| BenchError::Failed("the bed's UPF is not running".into()))?,
-                dnns: vec![steer5g_core::DnnPool {
-                    dnn: "internet".to_owned(),
-                    net,
-                    prefix_len,
-                }],
-                ..SmfOptions::default()
-            });
+            opts.smf = Some(crate::corecase::bed_smf(&bed)?);
             gnb_n3 = Some(bed.gnb_n3());
         }
         UserPlane::Memory(datapath, _) => {

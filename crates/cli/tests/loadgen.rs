@@ -10,7 +10,7 @@ mod procs;
 use std::time::Duration;
 
 use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
-use procs::{load_run, provision, start};
+use procs::{load_run, provision, start_core};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 
@@ -87,31 +87,6 @@ fn demo_registers_and_deregisters_every_ue() {
             .unwrap()
             > 0.0
     );
-}
-
-/// `steer5g core` on 127.0.0.`host`, UDP encapsulation on `port`, in-process SBI (no SBI
-/// sockets to collide with the other tests), with `extra` flags.
-fn start_core(dir: &str, host: u8, port: u16, extra: &[&str]) -> ChildGuard {
-    let addr = format!("127.0.0.{host}");
-    let port = port.to_string();
-    let mut args = vec![
-        "core",
-        "--json",
-        "--data-dir",
-        dir,
-        "--sbi",
-        "inproc",
-        "--workers",
-        "2",
-        "--transport",
-        "udp",
-        "--n2-addr",
-        &addr,
-        "--udp-port",
-        &port,
-    ];
-    args.extend_from_slice(extra);
-    start(&args, "N2 listening")
 }
 
 fn stop_core(core: ChildGuard) -> Value {

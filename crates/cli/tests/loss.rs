@@ -12,9 +12,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use common::nfs::{Lab, Net, Nf, RUN_TIMEOUT};
-use common::{json_of, num, provision, steer5g, Scratch, STOP_TIMEOUT};
+use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
+use procs::provision;
 use serde_json::Value;
 use testkit::netns::Namespace;
 use testkit::nft::{self, LossGuard, Matcher};
@@ -55,7 +57,7 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     let ns = Namespace::new("loss").unwrap();
     let netns = ns.name().to_owned();
     let scratch = Scratch::new("loss-cp");
-    let (dir, csv) = provision(&scratch, UES as u32);
+    let (dir, csv) = provision(&scratch, UES);
     let ip = |i: u8| format!("127.0.0.{}", 190 + i);
     let (udm, ausf, amf, smf, upf) = (ip(0), ip(1), ip(2), ip(3), ip(4));
     let sbi = |a: &str| format!("{a}:7777");

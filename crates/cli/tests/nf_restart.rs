@@ -12,11 +12,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
 use std::collections::BTreeMap;
 
-use common::nfs::{stored_sqns, Lab, Net, Nf, RUN_TIMEOUT};
-use common::{json_of, num, provision, sqns_by_supi, steer5g, Scratch, STOP_TIMEOUT};
+use common::nfs::{stored_sqns, Addrs, Lab, Net, Nf, RUN_TIMEOUT};
+use common::{json_of, num, sqns_by_supi, steer5g, Scratch, STOP_TIMEOUT};
+use procs::provision;
 use serde_json::Value;
 use testkit::process::ChildGuard;
 /// UEs, each with one PDU session; two waves of runs.
@@ -28,77 +30,22 @@ const UES: u64 = 4;
 fn restart_under_load(victim: Nf, base: u8, waves: u64) -> (Value, BTreeMap<&'static str, Value>) {
     let lab = Lab::up(&format!("nr{base}x"));
     let scratch = Scratch::new(&format!("nf-restart-{}", victim.name()));
-    let (dir, csv) = provision(&scratch, UES as u32);
+    let (dir, csv) = provision(&scratch, UES);
     let before = stored_sqns(&dir);
-    let ip = |i: u8| format!("127.0.0.{}", base + i);
-    let (udm, ausf, amf, smf, upf) = (ip(0), ip(1), ip(2), ip(3), ip(4));
-    let sbi = |a: &str| format!("{a}:7777");
-    let uri = |a: &str| format!("http://{a}:7777");
-    let n2_port = format!("20{base}");
+    let addrs = Addrs::new(base, 20_000 + u16::from(base));
     let (ran_n3, upf_n3, dn) = (
         lab.addr("ran", "n3"),
         lab.addr("upf", "n3"),
         lab.addr("dn", "n6"),
     );
     let pool = lab.dnn_pool();
-    let pfcp = format!("{upf}:8805");
+    let pfcp = addrs.pfcp();
     let upf_n3_sock = format!("{upf_n3}:2152");
     let upf_ns = lab.ns("upf");
-    let (udm_sbi, ausf_sbi, amf_sbi, smf_sbi) = (sbi(&udm), sbi(&ausf), sbi(&amf), sbi(&smf));
-    let (udm_uri, ausf_uri, amf_uri, smf_uri) = (uri(&udm), uri(&ausf), uri(&amf), uri(&smf));
     let mut net = Net::new(None);
-    net.set(
-        Nf::Udm,
-        &["udm", "--json", "--data-dir", &dir, "--sbi-addr", &udm_sbi],
-    );
-    net.set(
-        Nf::Ausf,
-        &["ausf", "--json", "--sbi-addr", &ausf_sbi, "--udm", &udm_uri],
-    );
     // One SMF worker: a PDU session asked for again after the AMF restarted is found on
     // the worker that made it (nf::smf::duplicate).
-    net.set(
-        Nf::Smf,
-        &[
-            "smf",
-            "--json",
-            "--workers",
-            "1",
-            "--sbi-addr",
-            &smf_sbi,
-            "--upf",
-            &pfcp,
-            "--amf",
-            &amf_uri,
-            "--udm",
-            &udm_uri,
-            "--dnn",
-            &pool,
-            "--pfcp-heartbeat",
-            "1",
-        ],
-    );
-    net.set(
-        Nf::Amf,
-        &[
-            "amf",
-            "--json",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            &amf,
-            "--udp-port",
-            &n2_port,
-            "--ausf",
-            &ausf_uri,
-            "--udm",
-            &udm_uri,
-            "--smf",
-            &smf_uri,
-            "--sbi-addr",
-            &amf_sbi,
-        ],
-    );
+    net.control_plane(&addrs, &dir, &["--workers", "1", "--dnn", &pool]);
     net.set(
         Nf::Upf,
         &[
@@ -127,7 +74,7 @@ fn restart_under_load(victim: Nf, base: u8, waves: u64) -> (Value, BTreeMap<&'st
 
     let count = (waves * UES).to_string();
     let ues = UES.to_string();
-    let amf_at = format!("{amf}:{n2_port}");
+    let amf_at = addrs.n2();
     let mut cmd = steer5g(
         None,
         &[

@@ -4,14 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod procs;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{
-    json_of, num, provision, scrape, sqns_by_supi, steer5g, wait_until, Scratch, LISTEN_TIMEOUT,
-    STOP_TIMEOUT,
-};
+use common::nfs::stored_sqns;
+use common::{json_of, num, scrape, sqns_by_supi, steer5g, wait_until, Scratch, STOP_TIMEOUT};
+use procs::{provision, start_core};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 
@@ -20,77 +19,15 @@ const SUBSCRIBERS: u32 = 24;
 /// Registrations and de-registrations in all.
 const RUNS: u64 = 96;
 
-fn start_core(dir: &str, addr: &str, port: &str, metrics: &str) -> ChildGuard {
-    let mut cmd = steer5g(
-        None,
-        &[
-            "core",
-            "--json",
-            "--data-dir",
-            dir,
-            "--sbi",
-            "inproc",
-            "--workers",
-            "2",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            addr,
-            "--udp-port",
-            port,
-            "--metrics-addr",
-            metrics,
-        ],
-    );
-    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-    if let Err(e) = child.wait_for_stderr("N2 listening", LISTEN_TIMEOUT) {
-        panic!("core did not start listening: {e}");
-    }
-    child
-}
-
-/// The SQN of every subscriber in the store of `dir`.
-fn stored_sqns(dir: &str) -> BTreeMap<String, u64> {
-    let done = testkit::process::run_timeout(
-        &mut steer5g(
-            None,
-            &[
-                "subscriber",
-                "list",
-                "--json",
-                "--data-dir",
-                dir,
-                "--limit",
-                "1000",
-            ],
-        ),
-        STOP_TIMEOUT,
-    )
-    .unwrap();
-    assert_eq!(done.code(), Some(0), "{}", done.stderr);
-    let v = json_of(&done);
-    v["subscribers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["supi"].as_str().unwrap().to_owned(),
-                s["sqn"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn ran_reconnects_after_the_core_is_killed_and_restarted() {
     let scratch = Scratch::new("ran-recovery");
-    let (dir, csv) = provision(&scratch, SUBSCRIBERS);
-    let (addr, port, metrics) = ("127.0.0.150", "20150", "127.0.0.150:20151");
+    let (dir, csv) = provision(&scratch, SUBSCRIBERS.into());
+    let (addr, port, metrics) = ("127.0.0.150", 20150, "127.0.0.150:20151");
     let before = stored_sqns(&dir);
     assert_eq!(before.len(), SUBSCRIBERS as usize);
 
-    let core = start_core(&dir, addr, port, metrics);
+    let core = start_core(&dir, 150, port, &["--metrics-addr", metrics]);
     let amf = format!("{addr}:{port}");
     let runs = RUNS.to_string();
     let mut cmd = steer5g(
@@ -136,7 +73,7 @@ fn ran_reconnects_after_the_core_is_killed_and_restarted() {
 
     // The same addresses and data directory: the gNBs' heartbeats reach the new process,
     // which answers with ABORT, and they set up again.
-    let core = start_core(&dir, addr, port, metrics);
+    let core = start_core(&dir, 150, port, &["--metrics-addr", metrics]);
     let done = ran.wait_timeout(RUN_TIMEOUT).unwrap();
     let v = json_of(&done);
     let c = core.stop("TERM", STOP_TIMEOUT).unwrap();

@@ -196,30 +196,6 @@ impl Drop for Scratch {
     }
 }
 
-/// A data directory under `scratch` with `n` generated subscribers imported, and their CSV.
-pub fn provision(scratch: &Scratch, n: u32) -> (String, String) {
-    let dir = scratch.0.join("data").display().to_string();
-    let csv = scratch.0.join("subs.csv").display().to_string();
-    let count = n.to_string();
-    for args in [
-        vec![
-            "subscriber",
-            "generate",
-            "--count",
-            &count,
-            "--data-dir",
-            &dir,
-            &csv,
-        ],
-        vec!["subscriber", "import", "--data-dir", &dir, &csv],
-    ] {
-        let done = testkit::process::run_timeout(&mut steer5g(None, &args), STOP_TIMEOUT)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
-    }
-    (dir, csv)
-}
-
 /// The sum of every sample of metric family `family` on the Prometheus page at `addr`, or
 /// `None` when the page cannot be read (the process is not up yet) or lacks the family.
 pub fn scrape(addr: &str, family: &str) -> Option<u64> {

@@ -134,6 +134,125 @@ impl Net {
     }
 }
 
+/// Where a test's NFs listen: 127.0.0.`base` + 0, 1, 2, 3, 4 for the UDM, AUSF, AMF, SMF and
+/// UPF; SBI on port 7777 of each, N2 (SCTP over UDP) on `n2_port` of the AMF's, PFCP on 8805
+/// of the UPF's.
+pub struct Addrs {
+    base: u8,
+    pub n2_port: u16,
+}
+
+impl Addrs {
+    pub fn new(base: u8, n2_port: u16) -> Addrs {
+        Addrs { base, n2_port }
+    }
+
+    /// `nf`'s address.
+    pub fn ip(&self, nf: Nf) -> String {
+        let i = match nf {
+            Nf::Udm => 0,
+            Nf::Ausf => 1,
+            Nf::Amf => 2,
+            Nf::Smf => 3,
+            Nf::Upf => 4,
+        };
+        format!("127.0.0.{}", self.base + i)
+    }
+
+    /// `nf`'s SBI listening address.
+    pub fn sbi(&self, nf: Nf) -> String {
+        format!("{}:7777", self.ip(nf))
+    }
+
+    /// `nf`'s SBI base URI.
+    pub fn uri(&self, nf: Nf) -> String {
+        format!("http://{}:7777", self.ip(nf))
+    }
+
+    /// The UPF's PFCP address.
+    pub fn pfcp(&self) -> String {
+        format!("{}:8805", self.ip(Nf::Upf))
+    }
+
+    /// The AMF's N2 address.
+    pub fn n2(&self) -> String {
+        format!("{}:{}", self.ip(Nf::Amf), self.n2_port)
+    }
+}
+
+impl Net {
+    /// The UDM (its store in `data_dir`), AUSF, AMF (N2 over UDP) and SMF (PFCP heartbeat
+    /// every second, with `smf_extra` flags) at `a`'s addresses, each pointed at the others;
+    /// the UPF is the caller's.
+    pub fn control_plane(&mut self, a: &Addrs, data_dir: &str, smf_extra: &[&str]) {
+        let (udm_sbi, ausf_sbi, amf_sbi, smf_sbi) = (
+            a.sbi(Nf::Udm),
+            a.sbi(Nf::Ausf),
+            a.sbi(Nf::Amf),
+            a.sbi(Nf::Smf),
+        );
+        let (udm, ausf, smf, amf) = (
+            a.uri(Nf::Udm),
+            a.uri(Nf::Ausf),
+            a.uri(Nf::Smf),
+            a.uri(Nf::Amf),
+        );
+        let (pfcp, n2_addr, n2_port) = (a.pfcp(), a.ip(Nf::Amf), a.n2_port.to_string());
+        self.set(
+            Nf::Udm,
+            &[
+                "udm",
+                "--json",
+                "--data-dir",
+                data_dir,
+                "--sbi-addr",
+                &udm_sbi,
+            ],
+        );
+        self.set(
+            Nf::Ausf,
+            &["ausf", "--json", "--sbi-addr", &ausf_sbi, "--udm", &udm],
+        );
+        let mut smf_args = vec![
+            "smf",
+            "--json",
+            "--sbi-addr",
+            &smf_sbi,
+            "--upf",
+            &pfcp,
+            "--amf",
+            &amf,
+            "--udm",
+            &udm,
+            "--pfcp-heartbeat",
+            "1",
+        ];
+        smf_args.extend_from_slice(smf_extra);
+        self.set(Nf::Smf, &smf_args);
+        self.set(
+            Nf::Amf,
+            &[
+                "amf",
+                "--json",
+                "--transport",
+                "udp",
+                "--n2-addr",
+                &n2_addr,
+                "--udp-port",
+                &n2_port,
+                "--ausf",
+                &ausf,
+                "--udm",
+                &udm,
+                "--smf",
+                &smf,
+                "--sbi-addr",
+                &amf_sbi,
+            ],
+        );
+    }
+}
+
 /// The user-plane lab (`steer5g lab up`) with a prefix of its own; `lab down` when dropped.
 pub struct Lab(pub String);
 

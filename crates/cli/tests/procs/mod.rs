@@ -71,6 +71,31 @@ pub fn start(args: &[&str], ready: &str) -> ChildGuard {
     child
 }
 
+/// `steer5g core` on 127.0.0.`host`, UDP encapsulation on `port`, in-process SBI (no SBI
+/// sockets to collide with the other tests), with `extra` flags.
+pub fn start_core(dir: &str, host: u8, port: u16, extra: &[&str]) -> ChildGuard {
+    let addr = format!("127.0.0.{host}");
+    let port = port.to_string();
+    let mut args = vec![
+        "core",
+        "--json",
+        "--data-dir",
+        dir,
+        "--sbi",
+        "inproc",
+        "--workers",
+        "2",
+        "--transport",
+        "udp",
+        "--n2-addr",
+        &addr,
+        "--udp-port",
+        &port,
+    ];
+    args.extend_from_slice(extra);
+    start(&args, "N2 listening")
+}
+
 /// Starts `steer5g ARGS --json` (an NF that prints its report on exit) and waits for
 /// `ready`.
 pub fn start_json(args: &[&str], ready: &str) -> ChildGuard {

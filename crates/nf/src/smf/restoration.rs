@@ -476,8 +476,9 @@ mod tests {
         assert_eq!(gnb_ip, GNB);
     }
 
-    #[test]
-    fn a_restarted_upf_is_found_by_heartbeat_and_gets_its_sessions_back() {
+    /// An SMF associated (Recovery Time Stamp 500) with a UPF (1000), and two active
+    /// sessions between them (PDU session IDs 1 and 2).
+    fn two_active_sessions() -> (Instant, TestSmf, Upf, u64, u64) {
         let t0 = Instant::now();
         let mut smf = smf();
         let mut upf = Upf::new(t0, 1000);
@@ -487,6 +488,12 @@ mod tests {
         assert!(smf.associated());
         let a = active_session(&mut smf, &mut upf, t0, 1);
         let b = active_session(&mut smf, &mut upf, t0, 2);
+        (t0, smf, upf, a, b)
+    }
+
+    #[test]
+    fn a_restarted_upf_is_found_by_heartbeat_and_gets_its_sessions_back() {
+        let (t0, mut smf, mut upf, a, b) = two_active_sessions();
         assert_eq!(smf.poll_timeout(), Some(t0 + HB));
         // Heartbeats to a UPF that lives on change nothing.
         smf.handle_timeout(t0 + HB);
@@ -525,14 +532,7 @@ mod tests {
 
     #[test]
     fn cause_72_sets_the_association_up_again_and_restores() {
-        let t0 = Instant::now();
-        let mut smf = smf();
-        let mut upf = Upf::new(t0, 1000);
-        smf.associate(500);
-        smf.handle_timeout(t0);
-        run(&mut smf, &mut upf, t0);
-        let a = active_session(&mut smf, &mut upf, t0, 1);
-        let b = active_session(&mut smf, &mut upf, t0, 2);
+        let (t0, mut smf, _, a, b) = two_active_sessions();
         // Restarted between two heartbeats; a release reaches it first.
         let mut upf = Upf::new(t0, 1002);
         smf.delete_session(b, None, crate::smf::Then::Nothing);
@@ -546,14 +546,7 @@ mod tests {
 
     #[test]
     fn a_session_the_upf_will_not_take_back_is_released() {
-        let t0 = Instant::now();
-        let mut smf = smf();
-        let mut upf = Upf::new(t0, 1000);
-        smf.associate(500);
-        smf.handle_timeout(t0);
-        run(&mut smf, &mut upf, t0);
-        let a = active_session(&mut smf, &mut upf, t0, 1);
-        let b = active_session(&mut smf, &mut upf, t0, 2);
+        let (t0, mut smf, _, a, b) = two_active_sessions();
         // Both sessions claim the same uplink TEID: the UPF takes the first only.
         let teid = smf.contexts.with(&a, |c| c.unwrap().ul_tunnel).unwrap();
         smf.contexts.with(&b, |c| c.unwrap().ul_tunnel = Some(teid));

@@ -859,13 +859,7 @@ impl Runner {
                 tracing::warn!(gnb = g.gnb_id, ?reason, "SCTP association closed");
                 // Its UEs fail now rather than time out one by one.
                 let now = Instant::now();
-                let on_it: Vec<usize> = self
-                    .by_key
-                    .values()
-                    .copied()
-                    .filter(|&s| self.ues.get(s).is_some_and(|u| u.gnb == gi))
-                    .collect();
-                for sub in on_it {
+                for sub in self.ues_on(gi) {
                     let cause = format!("SCTP association closed: {reason:?}");
                     self.feed(sub, now, Input::SendFailed(cause));
                 }

@@ -74,6 +74,15 @@ pub(super) struct FirstContact {
 }
 
 impl Runner {
+    /// The UEs (by subscriber index) whose gNB is `gi`.
+    pub(super) fn ues_on(&self, gi: usize) -> Vec<usize> {
+        self.by_key
+            .values()
+            .copied()
+            .filter(|&s| self.ues.get(s).is_some_and(|u| u.gnb == gi))
+            .collect()
+    }
+
     /// Whether any association has come up since the start (the AMF answered).
     fn answered(&self) -> bool {
         self.gnbs.iter().any(|g| g.ues.is_some() || g.ready)
@@ -160,13 +169,7 @@ impl Runner {
         if !self.any_ready() && self.recovery.all_down_since.is_none() {
             self.recovery.all_down_since = Some(now);
         }
-        let on_it: Vec<usize> = self
-            .by_key
-            .values()
-            .copied()
-            .filter(|&s| self.ues.get(s).is_some_and(|u| u.gnb == gi))
-            .collect();
-        for sub in on_it {
+        for sub in self.ues_on(gi) {
             let Some(u) = self.ues.get(sub) else { continue };
             let doing = u.driver.as_ref().and_then(|d| {
                 d.procedure()
