@@ -14,7 +14,7 @@
 mod common;
 mod procs;
 
-use common::nfs::{Lab, Net, Nf, RUN_TIMEOUT};
+use common::nfs::{Addrs, Lab, Net, Nf, RUN_TIMEOUT};
 use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
 use procs::provision;
 use serde_json::Value;
@@ -58,62 +58,11 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     let netns = ns.name().to_owned();
     let scratch = Scratch::new("loss-cp");
     let (dir, csv) = provision(&scratch, UES);
-    let ip = |i: u8| format!("127.0.0.{}", 190 + i);
-    let (udm, ausf, amf, smf, upf) = (ip(0), ip(1), ip(2), ip(3), ip(4));
-    let sbi = |a: &str| format!("{a}:7777");
-    let uri = |a: &str| format!("http://{a}:7777");
     const N2_PORT: u16 = 20_190;
-    let n2_port = N2_PORT.to_string();
-    let pfcp = format!("{upf}:8805");
-    let (udm_sbi, ausf_sbi, amf_sbi, smf_sbi) = (sbi(&udm), sbi(&ausf), sbi(&amf), sbi(&smf));
-    let (udm_uri, ausf_uri, amf_uri, smf_uri) = (uri(&udm), uri(&ausf), uri(&amf), uri(&smf));
+    let addrs = Addrs::new(190, N2_PORT);
+    let (amf, pfcp) = (addrs.ip(Nf::Amf), addrs.pfcp());
     let mut net = Net::new(Some(&netns));
-    net.set(
-        Nf::Udm,
-        &["udm", "--json", "--data-dir", &dir, "--sbi-addr", &udm_sbi],
-    );
-    net.set(
-        Nf::Ausf,
-        &["ausf", "--json", "--sbi-addr", &ausf_sbi, "--udm", &udm_uri],
-    );
-    net.set(
-        Nf::Smf,
-        &[
-            "smf",
-            "--json",
-            "--sbi-addr",
-            &smf_sbi,
-            "--upf",
-            &pfcp,
-            "--amf",
-            &amf_uri,
-            "--udm",
-            &udm_uri,
-            "--pfcp-heartbeat",
-            "1",
-        ],
-    );
-    net.set(
-        Nf::Amf,
-        &[
-            "amf",
-            "--json",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            &amf,
-            "--udp-port",
-            &n2_port,
-            "--ausf",
-            &ausf_uri,
-            "--udm",
-            &udm_uri,
-            "--smf",
-            &smf_uri,
-            "--sbi-addr",
-            &amf_sbi,
-        ],
-    );
+    net.control_plane(&addrs, &dir, &[]);
     net.set(
         Nf::Upf,
         &[
@@ -146,7 +95,7 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     let tcp_before = tcp_retransmissions(&netns);
     net.start_all();
 
-    let amf_at = format!("{amf}:{n2_port}");
+    let amf_at = addrs.n2();
     let runs = RUNS.to_string();
     let mut cmd = steer5g(
         Some(&netns),
