@@ -123,21 +123,27 @@ impl TunOptions {
 
 /// Raises the returned flag on SIGINT or SIGTERM while the hold lasts. The hook runs on
 /// the load runner's blocking pool, so its runtime is at hand; without one (a caller of
-/// its own) only the duration ends the hold.
+/// its own) only the duration ends the hold. The handlers are in place when this returns,
+/// so a signal sent once the hold is announced cannot take the default action (death).
 fn stop_on_signal() -> (Arc<AtomicBool>, Option<tokio::task::JoinHandle<()>>) {
+    use tokio::signal::unix::{signal, SignalKind};
     let stop = Arc::new(AtomicBool::new(false));
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return (stop, None);
     };
+    let (term, int) = {
+        let _in_rt = rt.enter();
+        (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        )
+    };
+    let (Ok(mut term), Ok(mut int)) = (term, int) else {
+        tracing::warn!("--tun: cannot watch SIGINT/SIGTERM; only --tun-duration ends the hold");
+        return (stop, None);
+    };
     let flag = Arc::clone(&stop);
     let task = rt.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return;
-        };
-        let Ok(mut int) = signal(SignalKind::interrupt()) else {
-            return;
-        };
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}

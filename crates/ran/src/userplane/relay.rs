@@ -34,6 +34,8 @@ pub enum Dropped {
     NotGpdu,
     /// Downlink on a TEID of no session.
     UnknownTeid(u32),
+    /// Uplink too long for a G-PDU's length field.
+    TooLong,
 }
 
 /// Packets and octets (inner IP packets) one way.
@@ -143,7 +145,7 @@ impl Relay {
             // Only a packet longer than a GTP-U length field holds gets here; a TUN's MTU
             // keeps them far shorter.
             c.uplink_dropped += 1;
-            return Err(Dropped::NotIpv4);
+            return Err(Dropped::TooLong);
         }
         out[hlen..].copy_from_slice(packet);
         c.uplink.add(packet.len());
@@ -298,7 +300,9 @@ mod tests {
         assert_eq!(r.uplink(0, &v6, &mut out), Err(Dropped::NotIpv4));
         assert_eq!(r.uplink(0, &[0x45; 7], &mut out), Err(Dropped::NotIpv4));
         assert_eq!(r.uplink(5, &other, &mut out), Err(Dropped::NoSession));
-        assert_eq!(r.counters()[0].uplink_dropped, 3);
+        let huge = ip(session(1).ue_ip, DN, 70_000);
+        assert_eq!(r.uplink(0, &huge, &mut out), Err(Dropped::TooLong));
+        assert_eq!(r.counters()[0].uplink_dropped, 4);
         assert_eq!(r.counters()[0].uplink.packets, 0);
     }
 
