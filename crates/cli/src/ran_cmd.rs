@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ran::load::{
-    load_subscribers, report, suci_scheme, traffic, GnbIdentity, LoadConfig, RanConfig,
+    load_subscribers, report, suci_scheme, traffic, tun, GnbIdentity, LoadConfig, RanConfig,
 };
 use steer5g_config::{Config, Transport as TransportKind};
 
@@ -119,15 +119,21 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
     )?;
     let sessions = la.sessions()?;
     let traffic = la.traffic(&args.traffic)?;
+    let tun = la.tun(&args.traffic)?;
+    let with_traffic = traffic.is_some();
+    let with_tun = tun.is_some();
     // Bound before any NG Setup: a missing privilege or a taken port ends the run early.
-    let on_sessions_up = match traffic {
-        Some(t) => {
+    let on_sessions_up = match (traffic, tun) {
+        (Some(t), _) => {
             let sock = t.bind()?;
             Some(t.hook(sock))
         }
-        None => None,
+        (None, Some(t)) => {
+            let sock = t.bind()?;
+            Some(t.hook(sock))
+        }
+        (None, None) => None,
     };
-    let with_traffic = on_sessions_up.is_some();
     let plan = LoadConfig {
         ran: ran_config(args, &t)?,
         mode: la.procedure,
@@ -150,6 +156,9 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
     if report.ok {
         if with_traffic {
             traffic::verdict(report.user_plane.as_ref())?;
+        }
+        if with_tun {
+            tun::verdict(report.user_plane.as_ref())?;
         }
         Ok(())
     } else {

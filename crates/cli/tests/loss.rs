@@ -7,8 +7,9 @@
 //! what recovered from it must be counted: SCTP retransmissions (ran's and the AMF's
 //! reports), PFCP T1 retransmissions (the SMF's and the UPF's), SBI call failures (every
 //! NF's, none expected) and the kernel's TCP retransmissions under them. On N3 the traffic
-//! engine must measure the loss injected. The tables go with their guards and namespaces on
-//! every exit path. Needs root.
+//! engine must measure the loss injected, and a kernel TCP connection through `ran --tun`
+//! must deliver every byte, recovering by retransmission. The tables go with their guards
+//! and namespaces on every exit path. Needs root.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -17,6 +18,10 @@ mod procs;
 use common::nfs::{Addrs, Lab, Net, Nf, RUN_TIMEOUT};
 use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
 use procs::provision;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
 use testkit::netns::Namespace;
 use testkit::nft::{self, LossGuard, Matcher};
@@ -186,23 +191,18 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     assert_eq!(num(&r["upf"], "sessions.at_stop"), 0, "{all}");
 }
 
-#[test]
-fn n3_loss_is_measured_by_the_traffic_engine() {
-    if !testkit::privilege::require("loss on N3 (the lab, XDP, nftables)") {
-        return;
-    }
-    let lab = Lab::up("l3x");
-    let scratch = Scratch::new("loss-n3");
-    let (dir, csv) = provision(&scratch, 4);
-    let (ran_n3, upf_n3, dn) = (
-        lab.addr("ran", "n3"),
-        lab.addr("upf", "n3"),
-        lab.addr("dn", "n6"),
-    );
-    let pool = lab.dnn_pool();
-    let (n2, n2_port, pfcp) = ("127.0.0.196", "20196", "127.0.0.197:8805");
-    let upf_n3_sock = format!("{upf_n3}:2152");
+/// The lab's UPF (XDP datapath in `{P}-upf`) and a core (in-process SBI, one worker, N2 over
+/// UDP on `n2:n2_port`, the SMF associated with the UPF on `pfcp`), both serving.
+fn user_plane_core(
+    lab: &Lab,
+    dir: &str,
+    n2: &str,
+    n2_port: &str,
+    pfcp: &str,
+) -> (ChildGuard, ChildGuard) {
+    let upf_n3_sock = format!("{}:2152", lab.addr("upf", "n3"));
     let upf_ns = lab.ns("upf");
+    let pool = lab.dnn_pool();
     let mut upf = ChildGuard::spawn(&mut steer5g(
         None,
         &[
@@ -235,7 +235,7 @@ fn n3_loss_is_measured_by_the_traffic_engine() {
             "core",
             "--json",
             "--data-dir",
-            &dir,
+            dir,
             "--sbi",
             "inproc",
             "--workers",
@@ -258,6 +258,20 @@ fn n3_loss_is_measured_by_the_traffic_engine() {
     .unwrap();
     core.wait_for_stderr("N2 listening", common::LISTEN_TIMEOUT)
         .unwrap();
+    (upf, core)
+}
+
+#[test]
+fn n3_loss_is_measured_by_the_traffic_engine() {
+    if !testkit::privilege::require("loss on N3 (the lab, XDP, nftables)") {
+        return;
+    }
+    let lab = Lab::up("l3x");
+    let scratch = Scratch::new("loss-n3");
+    let (dir, csv) = provision(&scratch, 4);
+    let (ran_n3, dn) = (lab.addr("ran", "n3"), lab.addr("dn", "n6"));
+    let (n2, n2_port) = ("127.0.0.196", "20196");
+    let (upf, core) = user_plane_core(&lab, &dir, n2, n2_port, "127.0.0.197:8805");
     let echo = lab.echo();
     // Downlink GTP-U into the gNB's namespace: the UPF's XDP program sees every uplink
     // packet before nftables could, so the loss sits on the way back.
@@ -324,4 +338,228 @@ fn n3_loss_is_measured_by_the_traffic_engine() {
     );
     // Every probe lost was one the table dropped (readiness probes add to its count).
     assert!(c.dropped >= lost, "{c:?} {up}");
+}
+
+/// What the TCP test sends: 2 MiB, a pattern no retransmission or reordering bug could
+/// reproduce by accident (xorshift).
+fn payload(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// FNV-1a (64 bit): the checksum the report prints.
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The address `ran --tun` gave its first device, from the line it logs.
+fn first_tun_ip(stderr: &str) -> Ipv4Addr {
+    stderr
+        .lines()
+        .find_map(|l| l.split("TUN uesimtun0 up with ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no uesimtun0 address in ran's stderr:\n{stderr}"))
+}
+
+const TCP_BYTES: usize = 2 << 20;
+/// Bound on every socket wait of the transfer.
+const TCP_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[test]
+fn tcp_through_the_tun_of_ran_completes_with_five_percent_n3_loss() {
+    if !testkit::privilege::require("TCP through ran --tun with loss on N3 (the lab, XDP, TUN)") {
+        return;
+    }
+    let lab = Lab::up("l3t");
+    let scratch = Scratch::new("loss-tun");
+    let (dir, csv) = provision(&scratch, 1);
+    let (ran_n3, dn) = (lab.addr("ran", "n3"), lab.addr("dn", "n6"));
+    let dn_ip: Ipv4Addr = dn.parse().unwrap();
+    let (n2, n2_port) = ("127.0.0.198", "20198");
+    let (upf, core) = user_plane_core(&lab, &dir, n2, n2_port, "127.0.0.199:8805");
+    let (ran_ns, dn_ns) = (lab.ns("ran"), lab.ns("dn"));
+
+    // The N6 side: a TCP echo server in the dn, one connection.
+    let listener = upf::userspace::netns::run_in(Some(&dn_ns), move || {
+        TcpListener::bind(SocketAddrV4::new(dn_ip, 0))
+    })
+    .unwrap()
+    .unwrap();
+    let server_at = match listener.local_addr().unwrap() {
+        std::net::SocketAddr::V4(a) => a,
+        other => panic!("{other}"),
+    };
+    let server = std::thread::spawn(move || -> std::io::Result<u64> {
+        let (mut c, _) = listener.accept()?;
+        c.set_read_timeout(Some(TCP_TIMEOUT))?;
+        c.set_write_timeout(Some(TCP_TIMEOUT))?;
+        let mut buf = vec![0u8; 64 << 10];
+        let mut echoed = 0u64;
+        loop {
+            let n = c.read(&mut buf)?;
+            if n == 0 {
+                c.shutdown(std::net::Shutdown::Write)?;
+                return Ok(echoed);
+            }
+            c.write_all(&buf[..n])?;
+            echoed += n as u64;
+        }
+    });
+
+    // Both directions of N3 lose 5 %: downlink G-PDUs on the gNB's input; uplink ones on
+    // the gNB's output, since at the UPF XDP sees them before nftables could (the relay
+    // takes the EPERM of a dropped send as the lost packet it stands for).
+    let n3_down = nft::loss(Some(&ran_ns), LOSS_PERCENT, &Matcher::UdpDport(2152)).unwrap();
+    let n3_up = nft::loss_on_output(Some(&ran_ns), LOSS_PERCENT, &Matcher::UdpDport(2152)).unwrap();
+    let retrans_before = tcp_retransmissions(&ran_ns) + tcp_retransmissions(&dn_ns);
+    let amf_at = format!("{n2}:{n2_port}");
+    let mut ran = ChildGuard::spawn(&mut steer5g(
+        None,
+        &[
+            "ran",
+            "--json",
+            "--subscribers",
+            &csv,
+            "--data-dir",
+            &dir,
+            "--amf",
+            &amf_at,
+            "--ues",
+            "1",
+            "--pdu-sessions",
+            "1",
+            "--n3-netns",
+            &ran_ns,
+            "--gnb-n3",
+            &ran_n3,
+            "--tun",
+            "--tun-duration",
+            "120",
+        ],
+    ))
+    .unwrap();
+    ran.wait_for_stderr("steer5g ran: relaying", RUN_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{e}\n{}", ran.stderr_so_far()));
+    let ue_ip = first_tun_ip(&ran.stderr_so_far());
+    assert_eq!(
+        ue_ip.octets()[..2],
+        dn_ip.octets()[..2],
+        "a UE address of the lab's pool"
+    );
+
+    // The UE side: a socket bound to the UE's address in the gNB's namespace, which only
+    // the policy route of uesimtun0 leads anywhere (the namespace has no route to the dn).
+    let sent = payload(TCP_BYTES);
+    let t0 = Instant::now();
+    let stream =
+        upf::userspace::netns::run_in(Some(&ran_ns), move || -> std::io::Result<TcpStream> {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+            s.bind(&SocketAddrV4::new(ue_ip, 0).into())?;
+            s.connect_timeout(&server_at.into(), TCP_TIMEOUT)?;
+            Ok(s.into())
+        })
+        .unwrap()
+        .unwrap_or_else(|e| panic!("connect through the TUN: {e}\n{}", ran.stderr_so_far()));
+    stream.set_read_timeout(Some(TCP_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(TCP_TIMEOUT)).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let to_send = sent.clone();
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        for chunk in to_send.chunks(16 << 10) {
+            writer.write_all(chunk)?;
+        }
+        writer.shutdown(std::net::Shutdown::Write)
+    });
+    let mut received = Vec::with_capacity(TCP_BYTES);
+    let mut reader = stream;
+    let read = reader.read_to_end(&mut received);
+    let elapsed = t0.elapsed();
+    let send = sender.join().unwrap();
+    let echoed = server.join().unwrap();
+    let retrans = tcp_retransmissions(&ran_ns) + tcp_retransmissions(&dn_ns) - retrans_before;
+
+    // End the hold: ran removes the device, releases the session and reports.
+    ran.signal("INT").unwrap();
+    let done = ran.wait_timeout(RUN_TIMEOUT).unwrap();
+    // Read once ran is gone: a last ACK may still have crossed N3 after the transfer.
+    let (c, cu) = (n3_down.counters().unwrap(), n3_up.counters().unwrap());
+    drop((n3_down, n3_up));
+    let v = json_of(&done);
+    let cv = core.stop("TERM", STOP_TIMEOUT).unwrap();
+    assert_eq!(cv.code(), Some(0), "{}", cv.stderr);
+    let u = upf.stop("INT", STOP_TIMEOUT).unwrap();
+    assert_eq!(u.code(), Some(0), "{}", u.stderr);
+    let uv = json_of(&u);
+    let all = format!("ran: {v}\nran stderr:\n{}\nupf: {uv}", done.stderr);
+
+    send.unwrap_or_else(|e| panic!("sending: {e}\n{all}"));
+    read.unwrap_or_else(|e| panic!("receiving: {e}\n{all}"));
+    assert_eq!(
+        echoed.unwrap_or_else(|e| panic!("echo: {e}")),
+        TCP_BYTES as u64
+    );
+    let up = &v["user_plane"];
+    let dev = &up["devices"][0];
+    println!(
+        "TCP through uesimtun0 ({ue_ip}): {} B echoed in {:.2} s, fnv {:#x}; {retrans} TCP \
+         retransmissions; N3 nft dropped {} of {} G-PDUs down, {} of {} up; relay up {} B / \
+         down {} B, {} sends refused; UPF XDP forwarded {} up, {} down",
+        received.len(),
+        elapsed.as_secs_f64(),
+        fnv(&received),
+        c.dropped,
+        c.matched,
+        cu.dropped,
+        cu.matched,
+        num(dev, "counters.uplink.bytes"),
+        num(dev, "counters.downlink.bytes"),
+        num(up, "send_dropped"),
+        num(&uv, "xdp.ul_forwarded"),
+        num(&uv, "xdp.dl_forwarded"),
+    );
+    // Every byte came back, in order.
+    assert_eq!(received.len(), TCP_BYTES, "{all}");
+    assert_eq!(fnv(&received), fnv(&sent), "{all}");
+    assert!(received == sent, "same length and checksum, other bytes");
+    // The loss happened and TCP recovered from it.
+    assert!(c.dropped > 0 && cu.dropped > 0, "{c:?} {cu:?}");
+    assert_eq!(num(up, "send_dropped"), cu.dropped, "{all}");
+    assert!(retrans > 0, "no TCP retransmission under {c:?}: {all}");
+    // The bytes took the tunnel: the relay carried the whole transfer both ways, and N3
+    // (the nft counters see every G-PDU) had at least a packet per full segment each way.
+    let bytes = TCP_BYTES as u64;
+    assert!(num(dev, "counters.uplink.bytes") >= bytes, "{all}");
+    assert!(num(dev, "counters.downlink.bytes") >= bytes, "{all}");
+    let mss = u64::from(ran::userplane::tun::TUN_MTU) - 40;
+    assert!(
+        c.matched >= bytes / mss && cu.matched >= bytes / mss,
+        "{c:?} {cu:?}: {all}"
+    );
+    // The UPF's fast path forwarded each of them between N3 and N6.
+    assert!(num(&uv, "xdp.ul_forwarded") >= bytes / mss, "{all}");
+    assert!(num(&uv, "xdp.dl_forwarded") >= bytes / mss, "{all}");
+    // ran ended the hold on the signal, released the session and exited cleanly.
+    assert_eq!(done.code(), Some(0), "{all}");
+    assert_eq!(up["ended_by"], "signal", "{all}");
+    assert_eq!(num(&v, "procedures.session_release.completed"), 1, "{all}");
+    let links =
+        testkit::process::run(testkit::process::in_netns(Some(&ran_ns), "ip").args(["-o", "link"]))
+            .unwrap();
+    assert!(!links.contains("uesimtun"), "the TUN outlived ran: {links}");
+    let rules =
+        testkit::process::run(testkit::process::in_netns(Some(&ran_ns), "ip").arg("rule")).unwrap();
+    assert!(
+        !rules.contains(&ue_ip.to_string()),
+        "a rule outlived ran: {rules}"
+    );
 }

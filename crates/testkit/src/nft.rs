@@ -4,7 +4,8 @@
 //! drop sits on the *input* hook because a drop on output makes the sender's `sendto` fail
 //! with EPERM, which a real lossy link never does (KERNEL.md, "Traffic shaping"). Two
 //! counters let a test prove the loss really happened: one counts every matching packet,
-//! the other the dropped ones.
+//! the other the dropped ones. [`loss_on_output`] is for a sender that treats EPERM as a
+//! lost packet (ran's TUN relay), where nothing on the receiving side runs before XDP.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -51,13 +52,13 @@ pub struct LossCounters {
 }
 
 /// The ruleset for one loss table: a counting rule, then the dropping rule.
-fn ruleset(table: &str, percent: u8, matcher: &Matcher) -> String {
+fn ruleset(table: &str, percent: u8, matcher: &Matcher, hook: &str) -> String {
     let m = matcher.expr();
     // Priority -10 runs before any filter at 0 that someone else may add.
     format!(
         "table inet {table} {{\n\
-         \tchain input {{\n\
-         \t\ttype filter hook input priority -10; policy accept;\n\
+         \tchain {hook} {{\n\
+         \t\ttype filter hook {hook} priority -10; policy accept;\n\
          \t\t{m} counter comment \"matched\"\n\
          \t\t{m} numgen random mod 100 < {percent} counter drop comment \"dropped\"\n\
          \t}}\n\
@@ -93,6 +94,16 @@ pub struct LossGuard {
 /// current one when `None`; beware that the current namespace's loopback is shared with
 /// everyone on the machine).
 pub fn loss(netns: Option<&str>, percent: u8, matcher: &Matcher) -> Result<LossGuard> {
+    install(netns, percent, matcher, "input")
+}
+
+/// Like [`loss`], on the output hook of the sending namespace: the dropped packets' sends
+/// fail with EPERM.
+pub fn loss_on_output(netns: Option<&str>, percent: u8, matcher: &Matcher) -> Result<LossGuard> {
+    install(netns, percent, matcher, "output")
+}
+
+fn install(netns: Option<&str>, percent: u8, matcher: &Matcher, hook: &str) -> Result<LossGuard> {
     if percent > 100 {
         return Err(Error::Invalid(format!("loss of {percent}%")));
     }
@@ -110,7 +121,7 @@ pub fn loss(netns: Option<&str>, percent: u8, matcher: &Matcher) -> Result<LossG
             cmd: line.clone(),
             source,
         })?;
-    let script = ruleset(&table, percent, matcher);
+    let script = ruleset(&table, percent, matcher, hook);
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(script.as_bytes())
@@ -183,7 +194,7 @@ mod tests {
 
     #[test]
     fn ruleset_has_both_rules_on_input() {
-        let r = ruleset("t", 5, &Matcher::Sctp);
+        let r = ruleset("t", 5, &Matcher::Sctp, "input");
         assert!(r.contains("hook input"));
         assert!(r.contains("meta l4proto 132 counter comment \"matched\""));
         assert!(r.contains(

@@ -13,6 +13,7 @@ use steer5g_config::Transport as TransportKind;
 use super::driver::{Mode, MAX_PDU_SESSIONS};
 use super::schedule::{Limit, Load};
 use super::traffic::{TrafficArg, TrafficFlags, TrafficOptions};
+use super::tun::{TunFlags, TunOptions};
 use super::{LoadError, SessionPlan, SuciArg};
 
 /// One SCTP transport.
@@ -58,9 +59,10 @@ pub struct TrafficArgs {
     /// The DN's UDP echo port, for --traffic udp.
     #[arg(long, value_name = "PORT", default_value_t = 7, requires = "traffic")]
     pub echo_port: u16,
-    /// Bind the gNB's N3 socket (--gnb-n3, port 2152) inside this network namespace,
-    /// e.g. the lab's `{P}-ran` (needs root); N2 stays in this process's namespace.
-    #[arg(long, value_name = "NS", requires = "traffic")]
+    /// Bind the gNB's N3 socket (--gnb-n3, port 2152), and with --tun create the UE
+    /// devices, inside this network namespace, e.g. the lab's `{P}-ran` (needs root); N2
+    /// stays in this process's namespace.
+    #[arg(long, value_name = "NS")]
     pub n3_netns: Option<String>,
     /// Write traffic.json, traffic-cdf.csv and traffic-cdf.svg into this directory.
     #[arg(long, value_name = "DIR", requires = "traffic")]
@@ -73,6 +75,25 @@ pub struct TrafficArgs {
         requires = "traffic"
     )]
     pub max_loss: f64,
+    /// Once every UE holds its PDU sessions, give each session a TUN device (like
+    /// UERANSIM's uesimtun0) with the UE's address in the gNB's namespace, and relay it to
+    /// and from the session's GTP-U tunnel (needs --pdu-sessions and --gnb-n3, and root).
+    /// A socket bound to the UE's address uses it (`curl --interface UE-IP`). The sessions
+    /// are held until --tun-duration or SIGINT/SIGTERM, then released as usual.
+    #[arg(long, conflicts_with = "traffic")]
+    pub tun: bool,
+    /// Name prefix of the TUN devices: PREFIX0, PREFIX1, ... (session order).
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "uesimtun",
+        requires = "tun"
+    )]
+    pub tun_prefix: String,
+    /// Hold the sessions and relay for at most this many seconds (default and upper
+    /// bound 3600).
+    #[arg(long, value_name = "SECS", requires = "tun")]
+    pub tun_duration: Option<f64>,
 }
 
 /// `steer5g ran --subscribers ...`: the UE load generator on top of the gNB emulators.
@@ -215,6 +236,11 @@ impl LoadArgs {
 
     /// The traffic stage `t` asks for, with these sessions (`None` without `--traffic`).
     pub fn traffic(&self, t: &TrafficArgs) -> Result<Option<TrafficOptions>, LoadError> {
+        if t.n3_netns.is_some() && t.traffic.is_none() && !t.tun {
+            return Err(LoadError::Invalid(
+                "--n3-netns needs --traffic or --tun".into(),
+            ));
+        }
         TrafficOptions::from_flags(&TrafficFlags {
             kind: t.traffic,
             packet_size: t.packet_size,
@@ -227,6 +253,18 @@ impl LoadArgs {
             gnb_n3: self.gnb_n3,
             out: t.out.clone(),
             max_loss: t.max_loss,
+            pdu_sessions: self.pdu_sessions,
+        })
+    }
+
+    /// The `--tun` stage the flags ask for, if any.
+    pub fn tun(&self, t: &TrafficArgs) -> Result<Option<TunOptions>, LoadError> {
+        TunOptions::from_flags(&TunFlags {
+            tun: t.tun,
+            prefix: t.tun_prefix.clone(),
+            duration: t.tun_duration,
+            n3_netns: t.n3_netns.clone(),
+            gnb_n3: self.gnb_n3,
             pdu_sessions: self.pdu_sessions,
         })
     }
@@ -283,6 +321,36 @@ mod tests {
                 Err(LoadError::Invalid(_))
             ));
         }
+    }
+
+    #[test]
+    fn tun_flags_make_the_tun_stage_and_exclude_probes() {
+        let c = parse(&[
+            "--subscribers",
+            "s.csv",
+            "--pdu-sessions",
+            "1",
+            "--gnb-n3",
+            "10.1.3.1",
+            "--tun",
+            "--tun-prefix",
+            "ue",
+            "--n3-netns",
+            "lab-ran",
+        ]);
+        assert!(c.load.traffic(&c.traffic).unwrap().is_none());
+        let t = c.load.tun(&c.traffic).unwrap().unwrap();
+        assert_eq!(t.prefix, "ue");
+        assert_eq!(t.netns.as_deref(), Some("lab-ran"));
+        let both = ["--subscribers", "s.csv", "--tun", "--traffic", "udp"];
+        assert!(Cli::try_parse_from(std::iter::once("ran").chain(both)).is_err());
+        let prefix_alone = ["--subscribers", "s.csv", "--tun-prefix", "ue"];
+        assert!(Cli::try_parse_from(std::iter::once("ran").chain(prefix_alone)).is_err());
+        let ns_alone = parse(&["--subscribers", "s.csv", "--n3-netns", "x"]);
+        assert!(matches!(
+            ns_alone.load.traffic(&ns_alone.traffic),
+            Err(LoadError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! [`run`] and [`ng_setup`] are the entry points; `runner` holds the one I/O loop, the
 //! [`driver`] and the [`schedule`] decide what each UE does and when, [`report`] and
 //! [`setup`] hold what comes out (with [`plot`], the traffic CDF), [`traffic`] the user-plane
-//! stage of `--traffic`, [`recovery`] what is done when the AMF goes away and comes back,
+//! stage of `--traffic`, [`tun`] that of `--tun` (a TUN per UE for the kernel's own traffic),
+//! [`recovery`] what is done when the AMF goes away and comes back,
 //! and [`args`] the flags of `steer5g ran` that describe the load.
 
 pub mod args;
@@ -26,6 +27,7 @@ pub mod schedule;
 pub mod setup;
 mod socket;
 pub mod traffic;
+pub mod tun;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;

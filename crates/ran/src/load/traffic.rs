@@ -153,35 +153,9 @@ impl TrafficOptions {
         }))
     }
 
-    /// Binds the gNB's N3 socket (in the namespace, if any): a missing privilege is exit
-    /// 3, a namespace that does not exist exit 2.
+    /// Binds the gNB's N3 socket (in the namespace, if any): see [`bind_n3`].
     pub fn bind(&self) -> Result<UdpSocket, LoadError> {
-        let addr = self.n3;
-        let where_ = match &self.netns {
-            Some(ns) => format!("{addr} in namespace {ns}"),
-            None => addr.to_string(),
-        };
-        let bound =
-            upf::userspace::netns::run_in(self.netns.as_deref(), move || UdpSocket::bind(addr));
-        match bound {
-            Ok(Ok(s)) => {
-                // Replies of every session arrive in bursts on this one socket; the default
-                // buffer (rmem_default) overflows at tens of kpps. The kernel caps the ask
-                // at rmem_max; what it granted goes into the report.
-                let _ = socket2::SockRef::from(&s).set_recv_buffer_size(RECV_BUFFER);
-                Ok(s)
-            }
-            Err(e) | Ok(Err(e)) => Err(match e.kind() {
-                io::ErrorKind::PermissionDenied => LoadError::Privilege(format!(
-                    "gNB N3 socket {where_}: {e} (entering a network namespace needs CAP_SYS_ADMIN: run as root)"
-                )),
-                io::ErrorKind::NotFound => LoadError::Invalid(format!(
-                    "--n3-netns: no namespace {} ({e}); create the lab with `steer5g lab up`",
-                    self.netns.as_deref().unwrap_or("?")
-                )),
-                _ => LoadError::Failed(format!("gNB N3 socket {where_}: {e}")),
-            }),
-        }
+        bind_n3(self.n3, self.netns.as_deref())
     }
 
     /// The sessions-up hook: readiness probes, the measured run, the files; its JSON is
@@ -190,6 +164,35 @@ impl TrafficOptions {
         let opts = Arc::new(self);
         let sock = Arc::new(sock);
         Arc::new(move |sessions: &[UpSession]| stage(&opts, &sock, sessions).map_err(Into::into))
+    }
+}
+
+/// Binds the gNB's N3 socket at `addr` (in namespace `netns`, if any), for `--traffic` and
+/// `--tun` alike: a missing privilege is exit 3, a namespace that does not exist exit 2.
+pub fn bind_n3(addr: SocketAddrV4, netns: Option<&str>) -> Result<UdpSocket, LoadError> {
+    let where_ = match netns {
+        Some(ns) => format!("{addr} in namespace {ns}"),
+        None => addr.to_string(),
+    };
+    let bound = upf::userspace::netns::run_in(netns, move || UdpSocket::bind(addr));
+    match bound {
+        Ok(Ok(s)) => {
+            // Replies of every session arrive in bursts on this one socket; the default
+            // buffer (rmem_default) overflows at tens of kpps. The kernel caps the ask
+            // at rmem_max; what it granted goes into the report.
+            let _ = socket2::SockRef::from(&s).set_recv_buffer_size(RECV_BUFFER);
+            Ok(s)
+        }
+        Err(e) | Ok(Err(e)) => Err(match e.kind() {
+            io::ErrorKind::PermissionDenied => LoadError::Privilege(format!(
+                "gNB N3 socket {where_}: {e} (entering a network namespace needs CAP_SYS_ADMIN: run as root)"
+            )),
+            io::ErrorKind::NotFound => LoadError::Invalid(format!(
+                "--n3-netns: no namespace {} ({e}); create the lab with `steer5g lab up`",
+                netns.unwrap_or("?")
+            )),
+            _ => LoadError::Failed(format!("gNB N3 socket {where_}: {e}")),
+        }),
     }
 }
 

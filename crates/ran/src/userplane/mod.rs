@@ -9,9 +9,13 @@
 //! number and its send time, so a reply gives latency and the probes never answered
 //! give loss. [`Pacer`] spreads a packet rate over time; [`udp`] is a small
 //! loop over a `std` UDP socket; [`traffic`] is the engine on top: a plan of many
-//! sessions, a rate, a size and bounds in, a serializable report out.
+//! sessions, a rate, a size and bounds in, a serializable report out. [`relay`] and [`tun`]
+//! carry the kernel's own traffic instead: one TUN device per UE, its packets relayed
+//! to and from the session's tunnel.
 
+pub mod relay;
 pub mod traffic;
+pub mod tun;
 pub mod udp;
 
 use std::collections::HashMap;

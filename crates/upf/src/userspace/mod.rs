@@ -8,7 +8,8 @@
 //! `upf-xdp`). Also here: [`netns`] (run code inside a named network namespace), [`testbed`] (the
 //! ran/upf/dn namespaces the tests and `steer5g bench upf` use) and [`craft`] (packets a
 //! gNB and a DN host send), [`echo`] (the DN's UDP echo host), [`shared`] (a datapath both
-//! the PFCP service and a watcher hold), [`tiered`] (a fast path with a slow path behind it).
+//! the PFCP service and a watcher hold), [`tiered`] (a fast path with a slow path behind it), [`tun`] (opening and configuring
+//! a TUN device, shared with the RAN emulator's per-UE TUNs).
 
 pub mod craft;
 pub mod echo;
@@ -18,7 +19,7 @@ pub mod rules;
 pub mod shared;
 pub mod testbed;
 pub mod tiered;
-mod tun;
+pub mod tun;
 
 pub use path::{TunDatapath, TunOptions, GTPU_PORT};
 pub use rules::{TunCounters, TunReason};

@@ -8,7 +8,6 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsFd;
-use std::process::Command;
 use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -41,23 +40,6 @@ pub struct TunDatapath {
     thread: Option<JoinHandle<Option<()>>>,
 }
 
-fn ip_cmd(netns: Option<&str>, args: &[&str]) -> io::Result<()> {
-    let mut c = Command::new("ip");
-    if let Some(ns) = netns {
-        c.args(["-n", ns]);
-    }
-    let out = c.args(args).output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
-}
-
 impl TunDatapath {
     /// Creates the TUN device and the N3 socket in `opts.netns`, routes the UE pool into
     /// the device and starts the packet thread.
@@ -71,9 +53,9 @@ impl TunDatapath {
             sock.set_nonblocking(true)?;
             Ok((tun, sock))
         })??;
-        ip_cmd(ns, &["link", "set", &opts.tun_name, "up"])?;
+        super::tun::ip(ns, &["link", "set", &opts.tun_name, "up"])?;
         let pool = format!("{}/{}", opts.ue_pool.0, opts.ue_pool.1);
-        ip_cmd(ns, &["route", "replace", &pool, "dev", &opts.tun_name])?;
+        super::tun::ip(ns, &["route", "replace", &pool, "dev", &opts.tun_name])?;
         let (handle, rules) = rules::channel();
         let worker = Worker {
             sock,

@@ -1,11 +1,14 @@
 //! Creating a TUN device: the one ioctl (`TUNSETIFF`, linux/if_tun.h) that neither std nor
-//! nix wraps safely. This module is the only place in the crate with `unsafe`.
+//! nix wraps safely, and the `ip` command that configures it (addresses, routes, rules).
+//! Shared by the UPF's user-space datapath and the RAN emulator's per-UE TUNs. This module
+//! is the only place in the crate with `unsafe`.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+use std::process::Command;
 
 /// `struct ifreq` is 40 octets on 64-bit Linux: the name (IFNAMSIZ = 16), then a union
 /// whose first member for TUNSETIFF is `short ifr_flags`.
@@ -15,7 +18,7 @@ const IFNAMSIZ: usize = 16;
 /// Opens `/dev/net/tun` and attaches it to TUN device `name` (layer 3, no packet-info
 /// prefix, created if missing) in the calling thread's network namespace. Reads return one
 /// IP packet each, writes inject one. The device goes away when the file is closed.
-pub(super) fn open(name: &str, nonblocking: bool) -> io::Result<File> {
+pub fn open(name: &str, nonblocking: bool) -> io::Result<File> {
     if name.is_empty() || name.len() >= IFNAMSIZ || name.contains(['/', '\0', ' ']) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -39,6 +42,24 @@ pub(super) fn open(name: &str, nonblocking: bool) -> io::Result<File> {
         return Err(io::Error::last_os_error());
     }
     Ok(file)
+}
+
+/// Runs `ip [-n NETNS] ARGS`; a failure carries the command and what `ip` said.
+pub fn ip(netns: Option<&str>, args: &[&str]) -> io::Result<()> {
+    let mut c = Command::new("ip");
+    if let Some(ns) = netns {
+        c.args(["-n", ns]);
+    }
+    let out = c.args(args).output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
 }
 
 #[cfg(test)]
