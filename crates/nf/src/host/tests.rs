@@ -11,19 +11,14 @@ use std::time::{Duration, Instant};
 use http::Method;
 use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
-use proto::ids::defaults;
-use proto::nas::{
-    MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest, RegistrationType,
-    SchemeOutput, Suci, UeSecurityCapability,
-};
-use proto::ngap::{
-    self, InitialUeMessage, MessageKind, NrCgi, RrcEstablishmentCause, UserLocation,
-};
+use proto::nas::NasMessage;
+use proto::ngap::{self, MessageKind};
 use sbi::{NfType, SbiRequest};
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 
 use super::*;
+use crate::amf::registration::test_initial_ue::initial_ue_pdu;
 use crate::amf::registration::{self};
 use crate::udm::SidfKeys;
 
@@ -211,54 +206,25 @@ fn get(path: &str) -> SbiRequest {
     }
 }
 
-fn null_suci(n: u32) -> Suci {
-    Suci {
-        plmn: defaults::PLMN,
-        routing_indicator: "0000".to_owned(),
-        scheme: ProtectionScheme::Null,
-        hn_key_id: 0,
-        output: SchemeOutput::Msin(supi(n)["imsi-00101".len()..].to_owned()),
-    }
-}
-
 /// An INITIAL UE MESSAGE with a REGISTRATION REQUEST by SUCI, as read on `assoc`.
 fn initial_ue(n: u32, ran_ue_ngap_id: u32, assoc: u32, workers: Workers) -> UeNgap {
-    let req = RegistrationRequest {
-        registration_type: RegistrationType::Initial,
-        follow_on_request: false,
-        ngksi: Ngksi::NO_KEY,
-        mobile_identity: MobileIdentity::Suci(null_suci(n)),
-        ue_security_capability: Some(UeSecurityCapability {
-            nea: 0xf0,
-            nia: 0x70,
-            eps: None,
-        }),
-        requested_nssai: Some(vec![proto::ids::Snssai { sst: 1, sd: None }]),
-        last_visited_tai: None,
-        nas_message_container: None,
-    };
-    let pdu = InitialUeMessage {
-        ran_ue_ngap_id,
-        nas_pdu: NasMessage::RegistrationRequest(req).encode().unwrap(),
-        user_location: UserLocation::Nr {
-            nr_cgi: NrCgi {
-                plmn: defaults::PLMN,
-                cell_id: 0x12345,
-            },
-            tai: defaults::TAI,
-        },
-        rrc_establishment_cause: Some(RrcEstablishmentCause::MoSignalling),
-        five_g_s_tmsi: None,
-        ue_context_requested: false,
-    }
-    .encode()
-    .unwrap();
+    let nssai = vec![proto::ids::Snssai { sst: 1, sd: None }];
+    read_on(
+        initial_ue_pdu(n, ran_ue_ngap_id, Some(nssai)),
+        GNB,
+        assoc,
+        workers,
+    )
+}
+
+/// `pdu`, the first of a UE, as read from `gnb_id` on stream 1 of the ready `assoc`.
+pub(super) fn read_on(pdu: Vec<u8>, gnb_id: u32, assoc: u32, workers: Workers) -> UeNgap {
     UeNgap {
-        route: registration::route(&pdu, GNB, workers),
+        route: registration::route(&pdu, gnb_id, workers),
         assoc,
         stream: 1,
         ready: true,
-        gnb_id: GNB,
+        gnb_id,
         pdu,
     }
 }
@@ -513,10 +479,9 @@ fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
 
 // ---- PFCP ----
 
-/// The SMF's association request, unanswered, comes out again at T1, N1 times, then the
-/// SMF is told; an answered one stops.
-#[test]
-fn pfcp_requests_are_retransmitted_through_the_host() {
+/// One worker with an SMF whose PFCP association with the UPF was opened at the returned
+/// instant: its setup request is among the outputs.
+fn pfcp_opened() -> (Net<Sharded>, Instant) {
     let mut net = Net::new(
         &Sharded,
         Setup {
@@ -528,6 +493,14 @@ fn pfcp_requests_are_retransmitted_through_the_host() {
     let now = net.now;
     net.host(0).pfcp_open(now, 1000);
     net.run();
+    (net, now)
+}
+
+/// The SMF's association request, unanswered, comes out again at T1, N1 times, then the
+/// SMF is told; an answered one stops.
+#[test]
+fn pfcp_requests_are_retransmitted_through_the_host() {
+    let (mut net, now) = pfcp_opened();
     let first = net.take("pfcp");
     assert_eq!(first.len(), 1);
     let Output::Pfcp { to, bytes } = &first[0].1 else {
@@ -557,17 +530,7 @@ fn pfcp_requests_are_retransmitted_through_the_host() {
 
 #[test]
 fn a_pfcp_answer_ends_the_retransmissions() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::Inproc,
-            smf: true,
-        },
-    );
-    let now = net.now;
-    net.host(0).pfcp_open(now, 1000);
-    net.run();
+    let (mut net, now) = pfcp_opened();
     let req = net.take("pfcp");
     let Output::Pfcp { bytes, .. } = &req[0].1 else {
         unreachable!()
