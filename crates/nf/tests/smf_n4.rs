@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use ids::{WorkerId, Workers};
 use nf::host::{
-    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, ServerToken, Sharded,
+    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiCall, SbiMode, ServerToken, Sharded,
 };
 use nf::smf::nsmf_requests as nsmf;
 use nf::smf::{SmState, SmfStats};
@@ -155,7 +155,7 @@ impl Net {
                 Output::SbiAnswer { server, response } => {
                     assert!(self.answers.insert(server, response).is_none());
                 }
-                Output::SbiCall { call, nf, path, .. } => {
+                Output::SbiCall(SbiCall { call, nf, path, .. }) => {
                     // The AMF takes every N1N2MessageTransfer.
                     assert_eq!(nf, NfType::Amf, "{path}");
                     self.n1n2 += 1;

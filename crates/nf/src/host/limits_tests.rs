@@ -113,7 +113,7 @@ fn requests_beyond_the_in_progress_limit_get_503_nf_congestion_with_retry_after(
     for n in 1..=2 {
         serve(&mut h, now, NfType::Ausf, authenticate(n), u64::from(n));
         let out = outputs(&mut h);
-        let [Output::SbiCall { call, nf, .. }] = out.as_slice() else {
+        let [Output::SbiCall(SbiCall { call, nf, .. })] = out.as_slice() else {
             panic!("request {n}: {out:?}")
         };
         assert_eq!(*nf, NfType::Udm);
@@ -139,10 +139,7 @@ fn requests_beyond_the_in_progress_limit_get_503_nf_congestion_with_retry_after(
         "{out:?}"
     );
     serve(&mut h, now, NfType::Ausf, authenticate(4), 4);
-    assert!(matches!(
-        outputs(&mut h).as_slice(),
-        [Output::SbiCall { .. }]
-    ));
+    assert!(matches!(outputs(&mut h).as_slice(), [Output::SbiCall(_)]));
     assert_eq!(h.counters().sbi_congested, 1);
 }
 
@@ -229,7 +226,7 @@ fn an_overloaded_amf_worker_tells_every_n2_side_once_each_way() {
         );
         for o in outputs(&mut hs[0]) {
             match o {
-                Output::SbiCall { call, .. } => calls.push(call),
+                Output::SbiCall(c) => calls.push(c.call),
                 Output::Hop { to, hop } => {
                     assert_eq!(to, WorkerId(1));
                     hs[1].handle(now, Input::Hop(hop));

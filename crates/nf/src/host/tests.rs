@@ -44,7 +44,7 @@ fn kind(o: &Output) -> &'static str {
     match o {
         Output::Ngap { .. } => "ngap",
         Output::Hop { .. } => "hop",
-        Output::SbiCall { .. } => "sbi_call",
+        Output::SbiCall(_) => "sbi_call",
         Output::SbiAnswer { .. } => "sbi_answer",
         Output::Pfcp { .. } => "pfcp",
         Output::PersistSqn(_) => "persist_sqn",
@@ -444,27 +444,19 @@ fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, Workers::single())));
     let calls = net.take("sbi_call");
     assert_eq!(calls.len(), 1);
-    let Output::SbiCall {
-        call,
-        nf,
-        method,
-        path,
-        owner,
-        ..
-    } = &calls[0].1
-    else {
+    let Output::SbiCall(out) = &calls[0].1 else {
         unreachable!()
     };
-    assert_eq!((*nf, method), (NfType::Ausf, &Method::POST));
-    assert_eq!(path, "/nausf-auth/v1/ue-authentications");
+    assert_eq!((out.nf, &out.method), (NfType::Ausf, &Method::POST));
+    assert_eq!(out.path, "/nausf-auth/v1/ue-authentications");
     // A new authentication context names no owner: the AUSF worker of our own index.
-    assert_eq!(*owner, sbi::Owner::new(0, 1));
+    assert_eq!(out.owner, sbi::Owner::new(0, 1));
     let c = *net.host(0).counters();
     assert_eq!((c.h2c_calls, c.sbi_pool_steered), (1, 1));
     net.input(
         0,
         Input::SbiReply {
-            call: *call,
+            call: out.call,
             reply: Err(CallFailed),
         },
     );
@@ -623,39 +615,30 @@ fn every_output_kind_is_produced_by_some_test_scenario() {
 
 #[test]
 fn the_locked_placement_tells_every_worker_of_an_sqn_write() {
-    let mut net = Net::new(
-        &Locked::default(),
-        Setup {
-            workers: 3,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    net.input(
-        1,
-        Input::SqnDone {
-            supi: supi(1),
-            high_water: Some(64),
-        },
-    );
+    /// Three workers of `placement`, worker 1 told that an SQN write completed.
+    fn sqn_written<P: Placement>(placement: &P) -> Net<P> {
+        let mut net = Net::new(
+            placement,
+            Setup {
+                workers: 3,
+                sbi: SbiMode::Inproc,
+                smf: false,
+            },
+        );
+        net.input(
+            1,
+            Input::SqnDone {
+                supi: supi(1),
+                high_water: Some(64),
+            },
+        );
+        net
+    }
+    let net = sqn_written(&Locked::default());
     // One hop to each other worker, nothing else.
     assert_eq!(net.hops, 2);
     assert!(net.seen.is_empty());
-    let mut sharded = Net::new(
-        &Sharded,
-        Setup {
-            workers: 3,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    sharded.input(
-        1,
-        Input::SqnDone {
-            supi: supi(1),
-            high_water: Some(64),
-        },
-    );
+    let sharded = sqn_written(&Sharded);
     assert_eq!(sharded.hops, 0);
     assert!(sharded.kinds.is_empty());
 }
