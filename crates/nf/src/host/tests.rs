@@ -241,6 +241,21 @@ fn downlink_nas(o: &Output, assoc_want: u32) -> NasMessage {
     NasMessage::parse(&m.nas_pdu).unwrap()
 }
 
+/// Two sharded workers calling in-process (with an SMF if `smf`), their `Workers`, and the
+/// first N2 association of worker 0.
+fn two_workers_in_process(smf: bool) -> (Net<Sharded>, Workers, u32) {
+    let net = Net::new(
+        &Sharded,
+        Setup {
+            workers: 2,
+            sbi: SbiMode::Inproc,
+            smf,
+        },
+    );
+    let workers = Workers::new(2).unwrap();
+    (net, workers, ids::n2::assoc_id(WorkerId(0), 1))
+}
+
 // ---- SBI delivery ----
 
 #[test]
@@ -397,16 +412,7 @@ fn an_inproc_registration_completes_inside_one_locked_host() {
 /// worker its hash picks; NGAP goes there and back, the UDM forwards to the SUPI's owner.
 #[test]
 fn ngap_hops_to_the_ue_owner_and_back_to_the_association() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    let workers = Workers::new(2).unwrap();
-    let assoc = ids::n2::assoc_id(WorkerId(0), 1);
+    let (mut net, workers, assoc) = two_workers_in_process(false);
     // A UE the hash of (gNB, RAN-UE-NGAP-ID) gives to worker 1.
     let ran_id = (1..)
         .find(|r| ids::amf::owner_of_new_ue(GNB, *r, workers) == WorkerId(1))
@@ -568,16 +574,7 @@ fn a_pfcp_answer_ends_the_retransmissions() {
 #[test]
 fn every_output_kind_is_produced_by_some_test_scenario() {
     let mut kinds = BTreeSet::new();
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::Inproc,
-            smf: true,
-        },
-    );
-    let workers = Workers::new(2).unwrap();
-    let assoc = ids::n2::assoc_id(WorkerId(0), 1);
+    let (mut net, workers, assoc) = two_workers_in_process(true);
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, workers)));
     let n = supi_owned_by(WorkerId(1), workers);
     net.serve(
