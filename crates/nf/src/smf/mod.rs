@@ -41,6 +41,8 @@ mod limits_tests;
 pub mod n2;
 mod n4;
 pub mod nas;
+#[doc(hidden)]
+pub mod nsmf_requests;
 pub mod pool;
 
 use std::collections::{HashMap, VecDeque};

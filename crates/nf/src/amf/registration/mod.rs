@@ -40,6 +40,8 @@ pub mod route;
 #[cfg(test)]
 mod admission_tests;
 #[cfg(test)]
+pub(crate) mod test_initial_ue;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
