@@ -41,7 +41,9 @@ use super::corecase::{
 };
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
-use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
+use super::sweep::{
+    self, median, shown, state_label, Axis, BenchState, Comparison, Out, Sweep, SweepArgs,
+};
 
 use crate::BenchError;
 use ran::load::schedule::{Limit, Load};
@@ -245,19 +247,6 @@ pub(crate) struct CaseReport {
     pub(crate) handoffs_per_registration: f64,
     /// Every live counter over the measured run (queue depth: the deepest seen by its end).
     pub(crate) counters: BTreeMap<&'static str, u64>,
-}
-
-/// One case against another that differs in one setting.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Comparison {
-    /// e.g. `h2c/inproc`.
-    pub(crate) what: String,
-    /// The settings both share.
-    pub(crate) at: String,
-    /// Registrations/s of the first over the second.
-    pub(crate) rate_ratio: f64,
-    /// Core CPU per registration of the first over the second.
-    pub(crate) cpu_ratio: f64,
 }
 
 /// The settings every case shared.
@@ -581,20 +570,12 @@ fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
             };
             // The ratio is b over a: sharded over locked, h2c over inproc, more workers over
             // fewer.
-            out.push(Comparison {
+            out.push(Comparison::of(
                 what,
                 at,
-                rate_ratio: if a.registrations_per_s > 0.0 {
-                    b.registrations_per_s / a.registrations_per_s
-                } else {
-                    0.0
-                },
-                cpu_ratio: if a.core_cpu_us_per_registration > 0.0 {
-                    b.core_cpu_us_per_registration / a.core_cpu_us_per_registration
-                } else {
-                    0.0
-                },
-            });
+                (b.registrations_per_s, b.core_cpu_us_per_registration),
+                (a.registrations_per_s, a.core_cpu_us_per_registration),
+            ));
         }
     }
     out

@@ -38,7 +38,9 @@ use super::corecase::{
     CORE_THREAD_PREFIX,
 };
 use super::machine::Machine;
-use super::sweep::{self, median, shown, state_label, Axis, BenchState, Out, Sweep, SweepArgs};
+use super::sweep::{
+    self, median, shown, state_label, Axis, BenchState, Comparison, Out, Sweep, SweepArgs,
+};
 use super::sweepplot::{write_sweep, Panel};
 
 use crate::BenchError;
@@ -149,19 +151,6 @@ pub(crate) struct CaseReport {
     pub(crate) rounds_establishments_per_s: Vec<f64>,
     /// Core CPU per establishment of every round, µs.
     pub(crate) rounds_core_cpu_us_per_establishment: Vec<f64>,
-}
-
-/// One case against another that differs in one setting.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Comparison {
-    /// `sharded/locked`, or `wB/wA`.
-    pub(crate) what: String,
-    /// The setting both share.
-    pub(crate) at: String,
-    /// Establishments/s of the first over the second.
-    pub(crate) rate_ratio: f64,
-    /// Core CPU per establishment of the first over the second.
-    pub(crate) cpu_ratio: f64,
 }
 
 /// The settings every case shared.
@@ -427,7 +416,6 @@ impl sweep::Round for CaseReport {
 
 /// Sharded over locked at each worker count, and more workers over fewer per state.
 fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let mut out = Vec::new();
     for a in cases {
         for b in cases {
@@ -439,15 +427,12 @@ fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
                 } else {
                     continue;
                 };
-            out.push(Comparison {
+            out.push(Comparison::of(
                 what,
                 at,
-                rate_ratio: ratio(b.establishments_per_s, a.establishments_per_s),
-                cpu_ratio: ratio(
-                    b.core_cpu_us_per_establishment,
-                    a.core_cpu_us_per_establishment,
-                ),
-            });
+                (b.establishments_per_s, b.core_cpu_us_per_establishment),
+                (a.establishments_per_s, a.core_cpu_us_per_establishment),
+            ));
         }
     }
     out

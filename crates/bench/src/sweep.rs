@@ -458,6 +458,34 @@ impl Out {
     }
 }
 
+/// One case against another that differs in one setting: the first's figures over the
+/// second's, as every scenario's comparisons table shows them.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Comparison {
+    /// What differs, first over second: `sharded/locked`, `h2c/inproc`, `w2/w1`...
+    pub(crate) what: String,
+    /// The settings both share.
+    pub(crate) at: String,
+    /// Procedures per second of the first over the second.
+    pub(crate) rate_ratio: f64,
+    /// Core CPU per procedure of the first over the second.
+    pub(crate) cpu_ratio: f64,
+}
+
+impl Comparison {
+    /// `first` over `second`, each as (procedures per second, core CPU µs per procedure); a
+    /// ratio over zero is 0.
+    pub(crate) fn of(what: String, at: String, first: (f64, f64), second: (f64, f64)) -> Self {
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        Comparison {
+            what,
+            at,
+            rate_ratio: ratio(first.0, second.0),
+            cpu_ratio: ratio(first.1, second.1),
+        }
+    }
+}
+
 /// A nonnegative number of seconds, at most `max`.
 pub(crate) fn seconds(what: &str, v: f64, max: f64) -> Result<Duration, BenchError> {
     if !(v.is_finite() && (0.0..=max).contains(&v)) {

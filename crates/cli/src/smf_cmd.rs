@@ -148,29 +148,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     }
     nf_cmd::wait_for_stop(limit)?;
     let r = nf_cmd::stop(core)?;
-    let mut s = nf::smf::SmfStats::default();
-    for w in &r.workers {
-        let x = &w.smf;
-        s.created += x.created;
-        s.rejected += x.rejected;
-        s.activated += x.activated;
-        s.released += x.released;
-        s.n1n2_sent += x.n1n2_sent;
-        s.n1n2_failed += x.n1n2_failed;
-        s.misrouted += x.misrouted;
-        s.stray_pfcp += x.stray_pfcp;
-        s.usage_reports += x.usage_reports;
-        s.heartbeats_sent += x.heartbeats_sent;
-        s.heartbeats_unanswered += x.heartbeats_unanswered;
-        s.upf_restarts += x.upf_restarts;
-        s.sessions_restored += x.sessions_restored;
-        s.restore_failed += x.restore_failed;
-        s.duplicates_released += x.duplicates_released;
-        s.pfcp_unparsed += x.pfcp_unparsed;
-        s.abandoned_deleted += x.abandoned_deleted;
-        s.abandoned_delete_failed += x.abandoned_delete_failed;
-        s.abandoned_unnamed += x.abandoned_unnamed;
-    }
+    let s = r.smf_total();
     let c = r.counters_total();
     if global.json {
         let mut v = serde_json::json!({

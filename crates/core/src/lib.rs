@@ -584,82 +584,48 @@ pub struct CoreReport {
 }
 
 impl CoreReport {
-    /// AMF counters summed over the workers.
-    pub fn amf_total(&self) -> AmfStats {
-        let mut t = AmfStats::default();
+    /// One counter struct of every worker, summed.
+    fn total<T: Default>(&self, of: impl Fn(&WorkerReport) -> &T, add: fn(&mut T, &T)) -> T {
+        let mut t = T::default();
         for w in &self.workers {
-            let a = &w.amf;
-            t.ues_created += a.ues_created;
-            t.registrations += a.registrations;
-            t.registration_rejects += a.registration_rejects;
-            t.authentication_rejects += a.authentication_rejects;
-            t.resyncs += a.resyncs;
-            t.deregistrations += a.deregistrations;
-            t.mac_failures += a.mac_failures;
-            t.unprotected_discarded += a.unprotected_discarded;
-            t.statuses += a.statuses;
-            t.error_indications += a.error_indications;
-            t.retransmissions += a.retransmissions;
-            t.aborted += a.aborted;
-            t.releases += a.releases;
-            t.stray_replies += a.stray_replies;
-            t.congestion_rejects += a.congestion_rejects;
-            t.context_limit_rejects += a.context_limit_rejects;
-            t.initial_ue_dropped += a.initial_ue_dropped;
-            t.overload_starts += a.overload_starts;
-            t.registrations_in_flight += a.registrations_in_flight;
+            add(&mut t, of(w));
         }
         t
+    }
+
+    /// AMF counters summed over the workers.
+    pub fn amf_total(&self) -> AmfStats {
+        self.total(|w| &w.amf, AmfStats::add)
+    }
+
+    /// The AMF's PDU session counters summed over the workers.
+    pub fn amf_sessions_total(&self) -> SessionStats {
+        self.total(|w| &w.amf_sessions, SessionStats::add)
     }
 
     /// AUSF counters summed over the workers.
     pub fn ausf_total(&self) -> AusfStats {
-        let mut t = AusfStats::default();
-        for w in &self.workers {
-            let a = &w.ausf;
-            t.contexts += a.contexts;
-            t.successes += a.successes;
-            t.failures += a.failures;
-            t.expired += a.expired;
-            t.misrouted += a.misrouted;
-            t.events_acked += a.events_acked;
-            t.events_failed += a.events_failed;
-            t.stray_replies += a.stray_replies;
-        }
-        t
+        self.total(|w| &w.ausf, AusfStats::add)
     }
 
     /// UDM counters summed over the workers.
     pub fn udm_total(&self) -> UdmStats {
-        let mut t = UdmStats::default();
-        for w in &self.workers {
-            let u = &w.udm;
-            t.vectors += u.vectors;
-            t.resyncs += u.resyncs;
-            t.resync_failures += u.resync_failures;
-            t.suci_hops += u.suci_hops;
-            t.misrouted += u.misrouted;
-            t.parked += u.parked;
-        }
-        t
+        self.total(|w| &w.udm, UdmStats::add)
+    }
+
+    /// SMF counters summed over the workers.
+    pub fn smf_total(&self) -> SmfStats {
+        self.total(|w| &w.smf, SmfStats::add)
     }
 
     /// Delivery counters summed over the workers.
     pub fn counters_total(&self) -> WorkerCounters {
-        let mut t = WorkerCounters::default();
-        for w in &self.workers {
-            t.add(&w.counters);
-        }
-        t
+        self.total(|w| &w.counters, WorkerCounters::add)
     }
 
     /// Loop wake-ups summed over the workers.
     pub fn wakes_total(&self) -> WakeCounters {
-        let mut t = WakeCounters::default();
-        for w in &self.workers {
-            t.add(&w.wakes);
-        }
-        t
+        self.total(|w| &w.wakes, WakeCounters::add)
     }
 
     /// The live counters' totals as the run reports print them: every delivery-path and

@@ -388,15 +388,7 @@ impl<P: Placement> Worker<P> {
                         self.host.hop_refused(Instant::now(), to, hop);
                     }
                 }
-                Output::SbiCall {
-                    call,
-                    nf,
-                    method,
-                    path,
-                    content_type,
-                    body,
-                    owner,
-                } => self.call(call, nf, method, path, content_type, body, owner),
+                Output::SbiCall(c) => self.call(c),
                 Output::SbiAnswer { server, response } => self.replies.answer(server, response),
                 Output::Pfcp { bytes, .. } => self.send_pfcp(&bytes),
                 Output::PersistSqn(request) => {

@@ -68,18 +68,7 @@ fn run_sbi(
     plan: Plan,
     sbi: SbiMode,
 ) -> (Outcome, CoreReport) {
-    run_tweaked(net, workers, state, plan, sbi, |_| {})
-}
-
-fn run_tweaked(
-    net: u8,
-    workers: u16,
-    state: StateMode,
-    plan: Plan,
-    sbi: SbiMode,
-    tweak: fn(&mut CoreOptions),
-) -> (Outcome, CoreReport) {
-    run_with_gnb_n3(net, workers, state, plan, sbi, tweak, None)
+    run_with_gnb_n3(net, workers, state, plan, sbi, |_| {}, None)
 }
 
 fn run_with_gnb_n3(
@@ -282,7 +271,7 @@ fn h2c_deregistration_and_unknown_dnn() {
 /// to AMF worker 0: the transfers of UEs owned by worker 1 go round to it.
 #[test]
 fn h2c_transfers_find_their_ue_on_another_worker() {
-    let (o, r) = run_tweaked(
+    let (o, r) = run_with_gnb_n3(
         73,
         2,
         StateMode::Sharded,
@@ -291,6 +280,7 @@ fn h2c_transfers_find_their_ue_on_another_worker() {
         |o| {
             o.directory.set_workers(NfType::Amf, 1);
         },
+        None,
     );
     expect_all(&o, &r);
     let c = r.counters_total();

@@ -35,18 +35,7 @@ struct Outcome {
 /// A core on 127.0.`net`.x with `UES` subscribers, and the UEs registering and
 /// deregistering through one gNB.
 fn run_case(net: u8, workers: u16, state: StateMode, sbi: SbiMode) -> (Outcome, CoreReport) {
-    run_n(net, workers, state, sbi, UES, false)
-}
-
-fn run_n(
-    net: u8,
-    workers: u16,
-    state: StateMode,
-    sbi: SbiMode,
-    ues: usize,
-    short_connections: bool,
-) -> (Outcome, CoreReport) {
-    run_on(net, workers, state, sbi, ues, short_connections, Link::Udp)
+    run_on(net, workers, state, sbi, UES, false, Link::Udp)
 }
 
 /// How the gNB reaches the core.
@@ -198,7 +187,15 @@ fn idle_core_starts_and_stops_and_refuses_a_taken_address() {
 
 #[test]
 fn many_ues_on_two_sharded_workers_with_short_connections() {
-    let (o, r) = run_n(40, 2, StateMode::Sharded, SbiMode::H2c, 200, true);
+    let (o, r) = run_on(
+        40,
+        2,
+        StateMode::Sharded,
+        SbiMode::H2c,
+        200,
+        true,
+        Link::Udp,
+    );
     expect_n(&o, &r, 200);
     let c = r.counters_total();
     if r.sbi_kernel.is_empty() {

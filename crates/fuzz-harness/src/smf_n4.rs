@@ -12,13 +12,13 @@ use std::collections::{BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Instant;
 
-use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::StatusCode;
 use ids::{WorkerId, Workers};
+use nf::smf::nsmf_requests as nsmf;
 use nf::smf::{Action, DnnPool, SmContext, Smf, SmfConfig, SmfStats};
 use nf::state::ShardMap;
 use pfcp::ie::NodeId;
-use sbi::model::{RefToBinaryData, SmContextCreateData, SmContextUpdateData, Snssai};
+use sbi::model::Snssai;
 use sbi::multipart::{self, Part};
 use sbi::SbiRequest;
 use upf::{MemoryDatapath, NodeConfig, UpfNode};
@@ -181,69 +181,19 @@ impl World<'_> {
     }
 }
 
-fn create(psi: u8) -> SbiRequest {
-    let data = SmContextCreateData {
-        supi: Some(format!("imsi-00101000000000{psi}")),
-        pdu_session_id: Some(psi),
-        dnn: Some("internet".into()),
-        s_nssai: Some(Snssai { sst: 1, sd: None }),
-        serving_nf_id: "0c4e2f1a-7b3d-4e8f-a1b2-c3d4e5f60718".into(),
-        guami: None,
-        serving_network: sbi::model::PlmnIdNid {
-            mcc: "001".into(),
-            mnc: "01".into(),
-            nid: None,
-        },
-        request_type: Some("INITIAL_REQUEST".into()),
-        n1_sm_msg: Some(RefToBinaryData::new("n1")),
-        an_type: "3GPP_ACCESS".into(),
-        sm_context_status_uri: "http://10.0.4.5:7777/status".into(),
-    };
+fn create(psi: u8) -> Option<SbiRequest> {
+    let data = nsmf::create_data(format!("imsi-00101000000000{psi}"), psi, "internet");
     // PDU SESSION ESTABLISHMENT REQUEST (TS 24.501 §8.3.1): header, and the integrity
     // protection maximum data rate.
     let n1 = vec![0x2e, psi, 1, 0xc1, 0xff, 0xff];
-    let json = serde_json::to_vec(&data).unwrap_or_default();
-    let body = multipart::encode(&[Part::json(json), Part::binary(multipart::NAS_5G, "n1", n1)])
-        .unwrap_or_default();
-    SbiRequest {
-        method: Method::POST,
-        path: "/nsmf-pdusession/v1/sm-contexts".into(),
-        query: None,
-        body,
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
+    nsmf::create(&data, n1).ok()
 }
 
 fn update(sm_ref: &str) -> Option<SbiRequest> {
     let n2 =
         nf::smf::n2::build_setup_response_transfer(Ipv4Addr::new(10, 1, 0, 1), 0x42, 1).ok()?;
-    let data = SmContextUpdateData {
-        n2_sm_info: Some(RefToBinaryData::new("n2")),
-        n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-        ..Default::default()
-    };
-    let body = multipart::encode(&[
-        Part::json(serde_json::to_vec(&data).ok()?),
-        Part::binary(multipart::NGAP, "n2", n2),
-    ])
-    .ok()?;
-    Some(SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/modify"),
-        query: None,
-        body,
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    })
-}
-
-fn release(sm_ref: &str) -> SbiRequest {
-    SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/release"),
-        query: None,
-        body: Bytes::from_static(b"{}"),
-        content_type: Some("application/json".into()),
-    }
+    let n2 = Part::binary(multipart::NGAP, "n2", n2);
+    nsmf::modify(sm_ref, &nsmf::setup_response_data(), vec![n2]).ok()
 }
 
 /// See the module docs. Input: ops of 4 octets `[op, a, b, c]`, one per datagram from the
@@ -297,9 +247,10 @@ pub fn smf_n4_stats(data: &[u8]) -> SmfStats {
     let mut req = 0u64;
     let mut asked = 0u64;
     for psi in 1..=SESSIONS {
+        let Some(create) = create(psi) else { continue };
         req += 1;
         asked += 1;
-        w.smf.handle_request(req, create(psi));
+        w.smf.handle_request(req, create);
         w.run();
         let created = w
             .answers
@@ -315,7 +266,7 @@ pub fn smf_n4_stats(data: &[u8]) -> SmfStats {
         }
         req += 1;
         asked += 1;
-        w.smf.handle_request(req, release(&sm_ref));
+        w.smf.handle_request(req, nsmf::release(&sm_ref));
         w.run();
     }
     // Every request still in flight is given up on, then the late answers come.

@@ -13,4 +13,5 @@ pub mod host;
 mod serving;
 pub mod smf;
 pub mod state;
+mod summed;
 pub mod udm;

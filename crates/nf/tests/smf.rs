@@ -21,13 +21,14 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use ids::{WorkerId, Workers};
 use nf::host::{CallReply, HostSmf, Locked, Placement, Sharded};
+use nf::smf::nsmf_requests as nsmf;
 use nf::smf::{self, DnnPool, SmfConfig};
 use openapi::{escape, SchemaValidator};
 use oxirush_nas::nas_5gs as ox;
 use pfcp::ie::NodeId;
 use sbi::model::{
-    N1N2MessageTransferReqData, PlmnIdNid, RefToBinaryData, SmContextCreateData,
-    SmContextCreateError, SmContextUpdateData, Snssai,
+    N1N2MessageTransferReqData, RefToBinaryData, SmContextCreateData, SmContextCreateError,
+    SmContextUpdateData, Snssai,
 };
 use sbi::multipart::{self, Part};
 use sbi::{NfType, SbiRequest, SbiResponse};
@@ -284,64 +285,43 @@ fn establishment_request(psi: u8, pti: u8, pdu_type: Option<ox::PduSessionTypeVa
 }
 
 fn create_req(supi: &str, psi: u8, dnn: &str, n1: Vec<u8>) -> SbiRequest {
-    let data = SmContextCreateData {
-        supi: Some(supi.into()),
-        pdu_session_id: Some(psi),
-        dnn: Some(dnn.into()),
-        s_nssai: Some(Snssai { sst: 1, sd: None }),
-        serving_nf_id: "0c4e2f1a-7b3d-4e8f-a1b2-c3d4e5f60718".into(),
-        guami: None,
-        serving_network: PlmnIdNid {
-            mcc: "001".into(),
-            mnc: "01".into(),
-            nid: None,
-        },
-        request_type: Some("INITIAL_REQUEST".into()),
-        n1_sm_msg: Some(RefToBinaryData::new("n1")),
-        an_type: "3GPP_ACCESS".into(),
-        sm_context_status_uri: "http://127.0.0.1:7777/status".into(),
-    };
-    let j = serde_json::to_value(&data).unwrap();
+    let data = nsmf::create_data(supi.into(), psi, dnn);
     static V: OnceLock<SchemaValidator> = OnceLock::new();
     V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextCreateData"))
-        .assert_valid(&j);
-    let body = multipart::encode(&[
-        Part::json(serde_json::to_vec(&data).unwrap()),
-        Part::binary(multipart::NAS_5G, "n1", n1),
-    ])
-    .unwrap();
-    SbiRequest {
-        method: Method::POST,
-        path: "/nsmf-pdusession/v1/sm-contexts".into(),
-        query: None,
-        body,
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
+        .assert_valid(&serde_json::to_value(&data).unwrap());
+    nsmf::create(&data, n1).unwrap()
 }
 
 fn update_req(sm_ref: &str, data: &SmContextUpdateData, parts: Vec<Part>) -> SbiRequest {
     static V: OnceLock<SchemaValidator> = OnceLock::new();
     V.get_or_init(|| SchemaValidator::component(SMF_FILE, "SmContextUpdateData"))
         .assert_valid(&serde_json::to_value(data).unwrap());
-    let mut all = vec![Part::json(serde_json::to_vec(data).unwrap())];
-    all.extend(parts);
-    SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/modify"),
-        query: None,
-        body: multipart::encode(&all).unwrap(),
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
+    nsmf::modify(sm_ref, data, parts).unwrap()
 }
 
-fn release_req(sm_ref: &str) -> SbiRequest {
-    SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/release"),
-        query: None,
-        body: Bytes::from_static(b"{}"),
-        content_type: Some("application/json".into()),
-    }
+/// UpdateSMContext with the gNB's PDU Session Resource Setup Response Transfer `n2`.
+fn setup_response_req(sm_ref: &str, n2: Vec<u8>) -> SbiRequest {
+    let n2 = Part::binary(multipart::NGAP, "n2", n2);
+    update_req(sm_ref, &nsmf::setup_response_data(), vec![n2])
+}
+
+/// The 5GSM message in the part of `parts` with `content_id`, with its header.
+fn gsm_part(parts: &[Part], content_id: &str) -> (ox::Nas5gsmHeader, ox::Nas5gsmMessage) {
+    let n1 = multipart::find_part(parts, content_id).unwrap();
+    assert_eq!(n1.content_type, multipart::NAS_5G);
+    let ox::Nas5gsMessage::Gsm(h, m) = ox::Nas5gsMessage::decode(&n1.body).unwrap() else {
+        panic!("not a 5GSM message")
+    };
+    (h, m)
+}
+
+/// The 5GSM message an N1N2MessageTransfer carries in its N1 container.
+fn n1n2_gsm(
+    req: &N1N2MessageTransferReqData,
+    parts: &[Part],
+) -> (ox::Nas5gsmHeader, ox::Nas5gsmMessage) {
+    let n1 = req.n1_message_container.as_ref().unwrap();
+    gsm_part(parts, &n1.n1_message_content.content_id)
 }
 
 /// What a step ended with, comparable across state modes.
@@ -386,11 +366,9 @@ impl<P: Placement> Net<P> {
             self.validators.create_error.assert_valid(&rest);
             let err: SmContextCreateError = serde_json::from_value(j).unwrap();
             assert_eq!(err.error.status, Some(rsp.status.as_u16()));
-            let n1 = multipart::find_part(&parts, &err.n1_sm_msg.unwrap().content_id).unwrap();
-            let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionEstablishmentReject(r)) =
-                ox::Nas5gsMessage::decode(&n1.body).unwrap()
-            else {
-                panic!("not a reject")
+            let (h, m) = gsm_part(&parts, &err.n1_sm_msg.unwrap().content_id);
+            let ox::Nas5gsmMessage::PduSessionEstablishmentReject(r) = m else {
+                panic!("not a reject: {m:?}")
             };
             assert_eq!(h.pdu_session_identity, psi);
             assert_eq!(
@@ -419,25 +397,10 @@ impl<P: Placement> Net<P> {
 
         // The N1N2MessageTransfer: JSON, N1 accept, N2 setup request transfer.
         assert_eq!(self.n1n2.borrow().len(), sent + 1);
-        let (path, body) = self.n1n2.borrow().last().unwrap().clone();
-        assert_eq!(
-            path,
-            format!("/namf-comm/v1/ue-contexts/{supi}/n1-n2-messages")
-        );
-        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
-        let req: N1N2MessageTransferReqData =
-            serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
-        let n1_id = req
-            .n1_message_container
-            .unwrap()
-            .n1_message_content
-            .content_id;
-        let n1 = multipart::find_part(&parts, &n1_id).unwrap();
-        assert_eq!(n1.content_type, multipart::NAS_5G);
-        let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionEstablishmentAccept(a)) =
-            ox::Nas5gsMessage::decode(&n1.body).unwrap()
-        else {
-            panic!("not an accept")
+        let (req, parts) = self.last_n1n2(supi);
+        let (h, m) = n1n2_gsm(&req, &parts);
+        let ox::Nas5gsmMessage::PduSessionEstablishmentAccept(a) = m else {
+            panic!("not an accept: {m:?}")
         };
         assert_eq!(
             (h.pdu_session_identity, h.procedure_transaction_identity),
@@ -485,18 +448,23 @@ impl<P: Placement> Net<P> {
         (Outcome::Created { ue_ip }, Some(sm_ref))
     }
 
+    /// The last N1N2MessageTransfer the SMF sent, which went to `supi`'s AMF: its JSON and
+    /// all its parts.
+    fn last_n1n2(&self, supi: &str) -> (N1N2MessageTransferReqData, Vec<Part>) {
+        let (path, body) = self.n1n2.borrow().last().unwrap().clone();
+        assert_eq!(
+            path,
+            format!("/namf-comm/v1/ue-contexts/{supi}/n1-n2-messages")
+        );
+        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
+        let req = serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+        (req, parts)
+    }
+
     /// UpdateSMContext with the gNB's PDU Session Resource Setup Response Transfer.
     fn activate(&mut self, w: usize, sm_ref: &str, gnb_teid: u32) -> Outcome {
         let n2 = smf::n2::build_setup_response_transfer(GNB, gnb_teid, 1).unwrap();
-        let data = SmContextUpdateData {
-            n2_sm_info: Some(RefToBinaryData::new("n2")),
-            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-            ..Default::default()
-        };
-        let rsp = self.request(
-            w,
-            update_req(sm_ref, &data, vec![Part::binary(multipart::NGAP, "n2", n2)]),
-        );
+        let rsp = self.request(w, setup_response_req(sm_ref, n2));
         if rsp.status == StatusCode::OK {
             let (j, _) = json_of(rsp.content_type, &rsp.body);
             self.validators.updated.assert_valid(&j);
@@ -530,7 +498,7 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
         }
     );
     assert_eq!(net.smf(0).context(&r).unwrap().state, smf::SmState::Active);
-    let rsp = net.request(0, release_req(&r));
+    let rsp = net.request(0, nsmf::release(&r));
     out.push(Outcome::Status(rsp.status.as_u16()));
     assert_eq!(rsp.status, StatusCode::NO_CONTENT);
     assert_eq!(
@@ -541,7 +509,7 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     assert_eq!(net.upf().session_count(), 0);
     assert_eq!(net.smf(0).addresses_in_use("internet"), 0);
     // A released context is gone.
-    let rsp = net.request(0, release_req(&r));
+    let rsp = net.request(0, nsmf::release(&r));
     out.push(Outcome::Status(rsp.status.as_u16()));
     assert_eq!(rsp.status, StatusCode::NOT_FOUND);
 
@@ -567,11 +535,9 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     let (j, parts) = json_of(rsp.content_type, &rsp.body);
     net.validators.updated.assert_valid(&j);
     assert_eq!(j["n2SmInfoType"], "PDU_RES_REL_CMD");
-    let n1 = multipart::find_part(&parts, j["n1SmMsg"]["contentId"].as_str().unwrap()).unwrap();
-    let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionReleaseCommand(c)) =
-        ox::Nas5gsMessage::decode(&n1.body).unwrap()
-    else {
-        panic!("not a release command")
+    let (h, m) = gsm_part(&parts, j["n1SmMsg"]["contentId"].as_str().unwrap());
+    let ox::Nas5gsmMessage::PduSessionReleaseCommand(c) = m else {
+        panic!("not a release command: {m:?}")
     };
     assert_eq!(
         (h.pdu_session_identity, h.procedure_transaction_identity),
@@ -605,7 +571,7 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     assert_eq!(net.smf(0).addresses_in_use("tiny"), 2);
     for r in &held {
         assert_eq!(
-            net.request(0, release_req(r)).status,
+            net.request(0, nsmf::release(r)).status,
             StatusCode::NO_CONTENT
         );
     }
@@ -613,7 +579,7 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     // A released address is used again.
     let (o, r) = net.establish(0, &supi(6), 3, "tiny");
     out.push(o);
-    net.request(0, release_req(&r.unwrap()));
+    net.request(0, nsmf::release(&r.unwrap()));
 
     // The UPF does not answer: 504 and #26, nothing left behind.
     net.upf_down(true);
@@ -770,7 +736,7 @@ fn release_during_establishment_answers_both() {
     // The UDM call is on its way; the context exists with the ref the SMF will report.
     let sm_ref = format!("{:016x}", 1);
     assert!(net.smf(0).context(&sm_ref).is_some());
-    let release = net.sim.sbi_request(0, NfType::Smf, release_req(&sm_ref));
+    let release = net.sim.sbi_request(0, NfType::Smf, nsmf::release(&sm_ref));
     net.sim.run_until_quiet();
     assert_eq!(
         net.sim.take_answer(release).unwrap().status,
@@ -824,20 +790,12 @@ fn mutated_inputs_never_panic() {
                 .next()
                 .unwrap()
                 .to_owned();
-            net.request(0, release_req(&sm_ref));
+            net.request(0, nsmf::release(&sm_ref));
         }
         let mut t = n2.clone();
         let j = (next() % t.len() as u64) as usize;
         t[j] ^= 1 << (round % 8);
-        let data = SmContextUpdateData {
-            n2_sm_info: Some(RefToBinaryData::new("n2")),
-            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-            ..Default::default()
-        };
-        let rsp = net.request(
-            0,
-            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", t)]),
-        );
+        let rsp = net.request(0, setup_response_req(&r, t));
         assert!(rsp.status.as_u16() < 600);
         let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
         net.sim.inject_pfcp(0, junk);
@@ -847,7 +805,7 @@ fn mutated_inputs_never_panic() {
     assert!(net.stats(0).stray_pfcp > 0);
     // The first session is still intact and can be released.
     assert_eq!(
-        net.request(0, release_req(&r)).status,
+        net.request(0, nsmf::release(&r)).status,
         StatusCode::NO_CONTENT
     );
     assert_eq!(net.entries(), Entries::default());
@@ -913,7 +871,7 @@ fn usage_reports_and_heartbeats_are_answered() {
     };
     assert_eq!(h.recovery_time_stamp, 7);
     assert_eq!(
-        net.request(0, release_req(&r)).status,
+        net.request(0, nsmf::release(&r)).status,
         StatusCode::NO_CONTENT
     );
     assert_eq!(net.entries(), Entries::default());
@@ -1023,11 +981,9 @@ fn pdu_session_id_out_of_range_or_contradicting_n1_is_refused() {
         let err: SmContextCreateError = serde_json::from_value(j).unwrap();
         assert_eq!(err.error.cause.as_deref(), Some("N1_SM_ERROR"));
         assert_eq!(err.error.invalid_params.unwrap()[0].param, "/n1SmMsg");
-        let n1 = multipart::find_part(&parts, &err.n1_sm_msg.unwrap().content_id).unwrap();
-        let ox::Nas5gsMessage::Gsm(_, ox::Nas5gsmMessage::PduSessionEstablishmentReject(r)) =
-            ox::Nas5gsMessage::decode(&n1.body).unwrap()
-        else {
-            panic!("not a reject")
+        let (_, m) = gsm_part(&parts, &err.n1_sm_msg.unwrap().content_id);
+        let ox::Nas5gsmMessage::PduSessionEstablishmentReject(r) = m else {
+            panic!("not a reject: {m:?}")
         };
         assert_eq!(r.fgsm_cause.cause_raw(), gsm);
     }
@@ -1054,7 +1010,7 @@ fn pdu_session_id_out_of_range_or_contradicting_n1_is_refused() {
     // And a valid one still goes through.
     let (o, r) = net.establish(0, &supi(1), 5, "internet");
     assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
-    net.request(0, release_req(&r.unwrap()));
+    net.request(0, nsmf::release(&r.unwrap()));
 }
 
 #[test]
@@ -1079,15 +1035,7 @@ fn an_unusable_gnb_address_releases_the_session() {
         let r = r.unwrap();
         let sent = net.n1n2.borrow().len();
         let n2 = smf::n2::build_setup_response_transfer(addr, 0x1234, 1).unwrap();
-        let data = SmContextUpdateData {
-            n2_sm_info: Some(RefToBinaryData::new("n2")),
-            n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-            ..Default::default()
-        };
-        let rsp = net.request(
-            0,
-            update_req(&r, &data, vec![Part::binary(multipart::NGAP, "n2", n2)]),
-        );
+        let rsp = net.request(0, setup_response_req(&r, n2));
         assert_eq!(
             refusal(&net.validators, &rsp),
             (
@@ -1108,18 +1056,9 @@ fn an_unusable_gnb_address_releases_the_session() {
         assert_eq!(net.entries(), Entries::default());
         // The release goes to the AMF for the gNB and the UE.
         assert_eq!(net.n1n2.borrow().len(), sent + 1);
-        let (path, body) = net.n1n2.borrow().last().unwrap().clone();
-        assert_eq!(
-            path,
-            format!(
-                "/namf-comm/v1/ue-contexts/{}/n1-n2-messages",
-                supi(1 + i as u32)
-            )
-        );
-        let parts = multipart::decode(multipart::CONTENT_TYPE, &body).unwrap();
-        let req: N1N2MessageTransferReqData =
-            serde_json::from_slice(&multipart::json_part(&parts).unwrap().body).unwrap();
+        let (req, parts) = net.last_n1n2(&supi(1 + i as u32));
         assert_eq!(req.pdu_session_id, Some(psi));
+        let (h, m) = n1n2_gsm(&req, &parts);
         let sm = req.n2_info_container.unwrap().sm_info.unwrap();
         let content = sm.n2_info_content.unwrap();
         assert_eq!(content.ngap_ie_type.as_deref(), Some("PDU_RES_REL_CMD"));
@@ -1131,16 +1070,8 @@ fn an_unusable_gnb_address_releases_the_session() {
                 proto::ngap::TransportCause::TransportResourceUnavailable
             )
         );
-        let n1_id = req
-            .n1_message_container
-            .unwrap()
-            .n1_message_content
-            .content_id;
-        let n1 = multipart::find_part(&parts, &n1_id).unwrap();
-        let ox::Nas5gsMessage::Gsm(h, ox::Nas5gsmMessage::PduSessionReleaseCommand(c)) =
-            ox::Nas5gsMessage::decode(&n1.body).unwrap()
-        else {
-            panic!("not a release command")
+        let ox::Nas5gsmMessage::PduSessionReleaseCommand(c) = m else {
+            panic!("not a release command: {m:?}")
         };
         assert_eq!(
             (h.pdu_session_identity, h.procedure_transaction_identity),
@@ -1190,7 +1121,7 @@ fn a_pdu_session_id_asked_for_again_replaces_the_old_session() {
     for r in [new, other] {
         let r = r.unwrap();
         assert_eq!(
-            net.request(0, release_req(&r)).status,
+            net.request(0, nsmf::release(&r)).status,
             StatusCode::NO_CONTENT
         );
     }

@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::StatusCode;
 use ids::{WorkerId, Workers};
 use nf::host::{
-    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiMode, ServerToken, Sharded,
+    CallReply, ConfigError, Host, HostConfig, Input, Output, SbiCall, SbiMode, ServerToken, Sharded,
 };
+use nf::smf::nsmf_requests as nsmf;
 use nf::smf::{SmState, SmfStats};
 use nf::udm::SidfKeys;
 use oxirush_nas::nas_5gs as ox;
@@ -28,7 +29,6 @@ use pfcp::ie::{ty, CreatedPdr, FTeid, NodeId};
 use pfcp::message::SessionEstablishmentResponse;
 use pfcp::txn::Retransmission;
 use pfcp::{Message, MessageType, PfcpMessage};
-use sbi::model::{RefToBinaryData, SmContextCreateData, SmContextUpdateData, Snssai};
 use sbi::multipart::{self, Part};
 use sbi::{NfType, SbiRequest, SbiResponse};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
@@ -155,7 +155,7 @@ impl Net {
                 Output::SbiAnswer { server, response } => {
                     assert!(self.answers.insert(server, response).is_none());
                 }
-                Output::SbiCall { call, nf, path, .. } => {
+                Output::SbiCall(SbiCall { call, nf, path, .. }) => {
                     // The AMF takes every N1N2MessageTransfer.
                     assert_eq!(nf, NfType::Amf, "{path}");
                     self.n1n2 += 1;
@@ -266,65 +266,17 @@ fn establishment_request(psi: u8) -> Vec<u8> {
 }
 
 fn create_req(n: u32, psi: u8) -> SbiRequest {
-    let data = SmContextCreateData {
-        supi: Some(supi(n)),
-        pdu_session_id: Some(psi),
-        dnn: Some(DNN.into()),
-        s_nssai: Some(Snssai { sst: 1, sd: None }),
-        serving_nf_id: "0c4e2f1a-7b3d-4e8f-a1b2-c3d4e5f60718".into(),
-        guami: None,
-        serving_network: sbi::model::PlmnIdNid {
-            mcc: "001".into(),
-            mnc: "01".into(),
-            nid: None,
-        },
-        request_type: Some("INITIAL_REQUEST".into()),
-        n1_sm_msg: Some(RefToBinaryData::new("n1")),
-        an_type: "3GPP_ACCESS".into(),
-        sm_context_status_uri: "http://127.0.0.5:7777/status".into(),
-    };
-    let body = multipart::encode(&[
-        Part::json(serde_json::to_vec(&data).unwrap()),
-        Part::binary(multipart::NAS_5G, "n1", establishment_request(psi)),
-    ])
-    .unwrap();
-    SbiRequest {
-        method: Method::POST,
-        path: "/nsmf-pdusession/v1/sm-contexts".into(),
-        query: None,
-        body,
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
+    nsmf::create(
+        &nsmf::create_data(supi(n), psi, DNN),
+        establishment_request(psi),
+    )
+    .unwrap()
 }
 
 fn activate_req(sm_ref: &str, gnb_teid: u32) -> SbiRequest {
     let n2 = nf::smf::n2::build_setup_response_transfer(GNB, gnb_teid, 1).unwrap();
-    let data = SmContextUpdateData {
-        n2_sm_info: Some(RefToBinaryData::new("n2")),
-        n2_sm_info_type: Some("PDU_RES_SETUP_RSP".into()),
-        ..Default::default()
-    };
-    SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/modify"),
-        query: None,
-        body: multipart::encode(&[
-            Part::json(serde_json::to_vec(&data).unwrap()),
-            Part::binary(multipart::NGAP, "n2", n2),
-        ])
-        .unwrap(),
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
-}
-
-fn release_req(sm_ref: &str) -> SbiRequest {
-    SbiRequest {
-        method: Method::POST,
-        path: format!("/nsmf-pdusession/v1/sm-contexts/{sm_ref}/release"),
-        query: None,
-        body: Bytes::from_static(b"{}"),
-        content_type: Some("application/json".into()),
-    }
+    let n2 = Part::binary(multipart::NGAP, "n2", n2);
+    nsmf::modify(sm_ref, &nsmf::setup_response_data(), vec![n2]).unwrap()
 }
 
 /// The SM context ref of a 201.
@@ -474,7 +426,7 @@ fn an_unusable_accepted_answer_is_refused_and_its_session_deleted() {
         let r = net.answer(t).unwrap();
         let sm = sm_ref(&r);
         assert_eq!(
-            net.request(release_req(&sm)).unwrap().status,
+            net.request(nsmf::release(&sm)).unwrap().status,
             StatusCode::NO_CONTENT
         );
         net.assert_clean(0);
@@ -560,7 +512,7 @@ fn undecodable_modification_and_deletion_answers_end_their_requests() {
     assert_eq!(r.status, StatusCode::OK);
     let deletion = MessageType::SessionDeletionResponse.value();
     net.to_smf = change(deletion, move |b| without_ie(b, ty::CAUSE));
-    let r = net.request(release_req(&sm)).unwrap();
+    let r = net.request(nsmf::release(&sm)).unwrap();
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(net.stats().pfcp_unparsed, 2);
     net.assert_clean(0);
@@ -579,7 +531,7 @@ fn a_release_during_the_upf_setup_answers_both_and_leaves_nothing() {
         net.host.smf().unwrap().context(&sm).map(|c| c.state),
         Some(SmState::Establishing)
     );
-    let r = net.request(release_req(&sm)).unwrap();
+    let r = net.request(nsmf::release(&sm)).unwrap();
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert!(net.answer(t).is_none());
     net.release_held();

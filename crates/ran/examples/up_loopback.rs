@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use proto::ngap::{
-    self, Arp, GtpTunnel, PduSessionResourceSetupRequest, PduSessionResourceSetupRequestTransfer,
+    self, GtpTunnel, PduSessionResourceSetupRequest, PduSessionResourceSetupRequestTransfer,
     PduSessionSetupItem, PduSessionType, QosFlowRequest,
 };
 use ran::userplane::{reflect_gpdu, udp, FlowConfig, ProbeKind, UpSession, UserPlane};
@@ -42,15 +42,7 @@ fn ngap_rate() -> Result<f64, String> {
             teid: 1,
         },
         pdu_session_type: PduSessionType::Ipv4,
-        qos_flows: vec![QosFlowRequest {
-            qfi: 1,
-            five_qi: 9,
-            arp: Arp {
-                priority: 8,
-                may_preempt: false,
-                preemptable: false,
-            },
-        }],
+        qos_flows: vec![QosFlowRequest::new(1, 9, 8)],
     };
     const N: u32 = 20_000;
     let t0 = Instant::now();

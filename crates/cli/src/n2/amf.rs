@@ -175,24 +175,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
 
 /// The AMF's PDU session counters summed over the workers, with the Nsmf/Namf paths.
 fn sessions_json(r: &CoreReport) -> serde_json::Value {
-    let mut t = nf::amf::registration::SessionStats::default();
-    for w in &r.workers {
-        let s = &w.amf_sessions;
-        t.create_calls += s.create_calls;
-        t.created += s.created;
-        t.rejected += s.rejected;
-        t.n1n2 += s.n1n2;
-        t.n1n2_refused += s.n1n2_refused;
-        t.setup_requests += s.setup_requests;
-        t.activated += s.activated;
-        t.release_commands += s.release_commands;
-        t.released += s.released;
-        t.dropped += s.dropped;
-        t.released_with_ue += s.released_with_ue;
-        t.release_failures += s.release_failures;
-        t.not_forwarded += s.not_forwarded;
-        t.orphans_released += s.orphans_released;
-    }
+    let t = r.amf_sessions_total();
     let c = r.counters_total();
     serde_json::json!({
         "create_calls": t.create_calls,

@@ -2,7 +2,7 @@
 //! through a reply channel the host names by [`ServerToken`]) and the h2c calls of its
 //! host, each made by a task of its own.
 
-use nf::host::{CallFailed, CallReply, CallToken, Placement, ServerToken};
+use nf::host::{CallFailed, CallReply, Placement, SbiCall, ServerToken};
 use sbi::{NfType, ProblemDetails, SbiRequest, SbiResponse};
 use tokio::sync::oneshot;
 
@@ -46,39 +46,29 @@ impl Replies {
 impl<P: Placement> Worker<P> {
     /// An h2c call of the host, made by a task of its own; its outcome comes back on the
     /// local channel. Every call is answered (a transport failure as [`CallFailed`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn call(
-        &self,
-        call: CallToken,
-        nf: NfType,
-        method: http::Method,
-        path: String,
-        content_type: &'static str,
-        body: bytes::Bytes,
-        owner: Option<sbi::Owner>,
-    ) {
-        let uri = self.shared.host.directory.uri(nf, &path);
+    pub(super) fn call(&self, c: SbiCall) {
+        let uri = self.shared.host.directory.uri(c.nf, &c.path);
         // The host's timers nest (`nf::host::SbiTimeouts`): an Nsmf call outlasts the SMF's
         // own call and its PFCP retransmissions.
-        let deadline = self.shared.host.call_timeout(nf);
+        let deadline = self.shared.host.call_timeout(c.nf);
         let client = self.client.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
             let got = match uri {
                 Some(uri) => {
                     let call = client.request_typed(
-                        method,
+                        c.method,
                         &uri,
-                        (!body.is_empty()).then_some(body),
-                        content_type,
-                        owner,
+                        (!c.body.is_empty()).then_some(c.body),
+                        c.content_type,
+                        c.owner,
                     );
                     match tokio::time::timeout(deadline, call).await {
                         Ok(r) => r.map_err(|e| e.to_string()),
                         Err(_) => Err(format!("no answer within {deadline:?}")),
                     }
                 }
-                None => Err(format!("no {nf} in the directory")),
+                None => Err(format!("no {} in the directory", c.nf)),
             };
             let reply = match got {
                 Ok(r) => {
@@ -98,11 +88,14 @@ impl<P: Placement> Worker<P> {
                 Err(e) => {
                     // Rare (the caller then answers with its own failure cause), and what a
                     // lossy path's failure is traced by.
-                    tracing::warn!(%nf, error = %e, "SBI call failed");
+                    tracing::warn!(nf = %c.nf, error = %e, "SBI call failed");
                     Err(CallFailed)
                 }
             };
-            let _ = tx.send(Local::Reply { call, reply });
+            let _ = tx.send(Local::Reply {
+                call: c.call,
+                reply,
+            });
         });
     }
 }

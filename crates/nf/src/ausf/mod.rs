@@ -124,25 +124,27 @@ pub enum Action {
     },
 }
 
-/// Counters of one AUSF worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AusfStats {
-    /// Contexts created (201 answered).
-    pub contexts: u64,
-    /// Confirmations with a matching RES*.
-    pub successes: u64,
-    /// Confirmations with a wrong or absent RES*.
-    pub failures: u64,
-    /// Contexts dropped unconfirmed after the timeout.
-    pub expired: u64,
-    /// Confirmations for an authCtxId of another worker.
-    pub misrouted: u64,
-    /// Auth events the UDM acknowledged.
-    pub events_acked: u64,
-    /// Auth events the UDM refused or that were lost.
-    pub events_failed: u64,
-    /// Replies to no outstanding call.
-    pub stray_replies: u64,
+crate::summed_counters! {
+    /// Counters of one AUSF worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct AusfStats {
+        /// Contexts created (201 answered).
+        pub contexts: u64,
+        /// Confirmations with a matching RES*.
+        pub successes: u64,
+        /// Confirmations with a wrong or absent RES*.
+        pub failures: u64,
+        /// Contexts dropped unconfirmed after the timeout.
+        pub expired: u64,
+        /// Confirmations for an authCtxId of another worker.
+        pub misrouted: u64,
+        /// Auth events the UDM acknowledged.
+        pub events_acked: u64,
+        /// Auth events the UDM refused or that were lost.
+        pub events_failed: u64,
+        /// Replies to no outstanding call.
+        pub stray_replies: u64,
+    }
 }
 
 #[derive(Debug)]

@@ -29,161 +29,118 @@ pub enum IoEvent {
     },
 }
 
-/// Delivery-path counters of one worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WorkerCounters {
-    /// NGAP messages read from this worker's SCTP associations.
-    pub ngap_read: u64,
-    /// UE-associated NGAP messages handled by this worker's AMF where they were read.
-    pub ngap_local: u64,
-    /// UE-associated NGAP messages handed to another worker.
-    pub ngap_handed_off: u64,
-    /// UE-associated NGAP messages received from another worker.
-    pub ngap_from_mesh: u64,
-    /// NGAP messages this worker's AMF produced and handed to the worker that owns their
-    /// association to send.
-    pub ngap_out_relayed: u64,
-    /// SBI requests read from an h2c connection of this worker.
-    pub sbi_served: u64,
-    /// SBI requests handled by the NF of the worker that read (or made) them.
-    pub sbi_local: u64,
-    /// SBI requests handed to the owner worker.
-    pub sbi_handed_off: u64,
-    /// SBI requests received from another worker.
-    pub sbi_from_mesh: u64,
-    /// SBI answers sent back to the worker that holds the request.
-    pub sbi_answers_relayed: u64,
-    /// UDM requests forwarded to the owner after SUCI deconcealment.
-    pub udm_forwards: u64,
-    /// h2c calls made by this worker's NFs.
-    pub h2c_calls: u64,
-    /// Of those, transport failures answered with 504.
-    pub call_failures: u64,
-    /// SQN writes asked of the persister.
-    pub sqn_writes: u64,
-    /// Mesh sends that found the queue full and were retried.
-    pub mesh_retries: u64,
-    /// SBI requests read from a kernel-steered listener of this worker and handled here
-    /// with no hop: the `sk_reuseport` program delivered them to their owner (requests
-    /// whose owner only the NF can tell, a SUCI or a new authentication context, count too:
-    /// they are handled where they land).
-    pub sbi_kernel_steered: u64,
-    /// SBI requests read from a kernel-steered listener of this worker that belong to
-    /// another worker (a client that is not shard-aware): handed off one hop, and also
-    /// counted in `sbi_handed_off`. Zero when every client is shard-aware.
-    pub sbi_misdirected: u64,
-    /// h2c requests this worker's client sent on the connection of the server worker that
-    /// owns them (shard-aware pool).
-    pub sbi_pool_steered: u64,
-    /// Nsmf_PDUSession requests read from this worker's SMF h2c listener (also in
-    /// `sbi_served`).
-    pub nsmf_served: u64,
-    /// Of those, read from a kernel-steered listener by their owner (no hop).
-    pub nsmf_kernel_steered: u64,
-    /// Nsmf_PDUSession requests this worker's AMF sent over h2c on the connection of the
-    /// SMF worker owning them.
-    pub nsmf_pool_steered: u64,
-    /// Nsmf_PDUSession requests handed to the owner worker (also in `sbi_handed_off`).
-    pub nsmf_handed_off: u64,
-    /// Namf_Communication N1N2MessageTransfers read from this worker's AMF h2c listener
-    /// (also in `sbi_served`).
-    pub namf_served: u64,
-    /// Of those, read from a kernel-steered listener by the worker holding the UE.
-    pub namf_kernel_steered: u64,
-    /// N1N2MessageTransfers this worker's SMF sent over h2c on the connection of the AMF
-    /// worker with its own index (the one whose shard called it).
-    pub namf_pool_steered: u64,
-    /// N1N2MessageTransfers passed to another worker in search of the UE (also in
-    /// `sbi_handed_off`): the SUPI in the path does not name the AMF worker, so a transfer
-    /// that lands elsewhere goes round the workers until one holds the UE.
-    pub namf_handed_off: u64,
-    /// PFCP requests the SMF sent again after T1 (TS 29.244 §6.4): each is a session
-    /// procedure that waited at least T1.
-    pub pfcp_retransmitted: u64,
-    /// PFCP requests given up on after N1 retransmissions.
-    pub pfcp_timed_out: u64,
-    /// PFCP datagrams the kernel dropped on this worker's socket (`SO_RXQ_OVFL`: a full
-    /// receive buffer).
-    pub pfcp_rx_dropped: u64,
-    /// PFCP datagrams the socket refused to send (each lost until its retransmission).
-    pub pfcp_send_failed: u64,
-    /// SBI requests read by this worker answered 503 NF_CONGESTION because the worker
-    /// held `sbi_max_requests_in_progress` requests.
-    pub sbi_congested: u64,
-    /// SBI requests answered 503 NF_CONGESTION at ingress because the hand-off queue to
-    /// their owner and this worker's outbox were full.
-    pub sbi_mesh_refused: u64,
-    /// UE-associated NGAP messages dropped at ingress because the hand-off queue to their
-    /// owner and this worker's outbox were full.
-    pub ngap_mesh_refused: u64,
-    /// Requests this worker's h2c client sent again after the server refused their stream
-    /// (REFUSED_STREAM, RFC 9113 §8.7).
-    pub sbi_streams_refused: u64,
-    /// Registrations this worker's AMF rejected with #22 and T3346 in overload.
-    pub amf_congestion_rejects: u64,
-    /// Registrations this worker's AMF rejected with #22 and T3346 at its UE context limit.
-    pub amf_context_limit_rejects: u64,
-    /// INITIAL UE MESSAGEs this worker's AMF dropped past its UE context limit and the
-    /// rejects' headroom.
-    pub amf_initial_ue_dropped: u64,
-    /// Times this worker's AMF entered overload.
-    pub amf_overload_starts: u64,
-    /// CreateSMContexts this worker's SMF refused at its SM context limit.
-    pub smf_context_limit_rejects: u64,
-    /// SCTP INITs this worker's N2 endpoints refused with ABORT "Out of Resource" at the
-    /// association limit.
-    pub sctp_associations_refused: u64,
-    /// SCTP DATA chunks this worker's N2 endpoints dropped for want of room (receive
-    /// window or reassembly fragments).
-    pub sctp_data_dropped: u64,
+crate::summed_counters! {
+    /// Delivery-path counters of one worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct WorkerCounters {
+        /// NGAP messages read from this worker's SCTP associations.
+        pub ngap_read: u64,
+        /// UE-associated NGAP messages handled by this worker's AMF where they were read.
+        pub ngap_local: u64,
+        /// UE-associated NGAP messages handed to another worker.
+        pub ngap_handed_off: u64,
+        /// UE-associated NGAP messages received from another worker.
+        pub ngap_from_mesh: u64,
+        /// NGAP messages this worker's AMF produced and handed to the worker that owns their
+        /// association to send.
+        pub ngap_out_relayed: u64,
+        /// SBI requests read from an h2c connection of this worker.
+        pub sbi_served: u64,
+        /// SBI requests handled by the NF of the worker that read (or made) them.
+        pub sbi_local: u64,
+        /// SBI requests handed to the owner worker.
+        pub sbi_handed_off: u64,
+        /// SBI requests received from another worker.
+        pub sbi_from_mesh: u64,
+        /// SBI answers sent back to the worker that holds the request.
+        pub sbi_answers_relayed: u64,
+        /// UDM requests forwarded to the owner after SUCI deconcealment.
+        pub udm_forwards: u64,
+        /// h2c calls made by this worker's NFs.
+        pub h2c_calls: u64,
+        /// Of those, transport failures answered with 504.
+        pub call_failures: u64,
+        /// SQN writes asked of the persister.
+        pub sqn_writes: u64,
+        /// Mesh sends that found the queue full and were retried.
+        pub mesh_retries: u64,
+        /// SBI requests read from a kernel-steered listener of this worker and handled here
+        /// with no hop: the `sk_reuseport` program delivered them to their owner (requests
+        /// whose owner only the NF can tell, a SUCI or a new authentication context, count too:
+        /// they are handled where they land).
+        pub sbi_kernel_steered: u64,
+        /// SBI requests read from a kernel-steered listener of this worker that belong to
+        /// another worker (a client that is not shard-aware): handed off one hop, and also
+        /// counted in `sbi_handed_off`. Zero when every client is shard-aware.
+        pub sbi_misdirected: u64,
+        /// h2c requests this worker's client sent on the connection of the server worker that
+        /// owns them (shard-aware pool).
+        pub sbi_pool_steered: u64,
+        /// Nsmf_PDUSession requests read from this worker's SMF h2c listener (also in
+        /// `sbi_served`).
+        pub nsmf_served: u64,
+        /// Of those, read from a kernel-steered listener by their owner (no hop).
+        pub nsmf_kernel_steered: u64,
+        /// Nsmf_PDUSession requests this worker's AMF sent over h2c on the connection of the
+        /// SMF worker owning them.
+        pub nsmf_pool_steered: u64,
+        /// Nsmf_PDUSession requests handed to the owner worker (also in `sbi_handed_off`).
+        pub nsmf_handed_off: u64,
+        /// Namf_Communication N1N2MessageTransfers read from this worker's AMF h2c listener
+        /// (also in `sbi_served`).
+        pub namf_served: u64,
+        /// Of those, read from a kernel-steered listener by the worker holding the UE.
+        pub namf_kernel_steered: u64,
+        /// N1N2MessageTransfers this worker's SMF sent over h2c on the connection of the AMF
+        /// worker with its own index (the one whose shard called it).
+        pub namf_pool_steered: u64,
+        /// N1N2MessageTransfers passed to another worker in search of the UE (also in
+        /// `sbi_handed_off`): the SUPI in the path does not name the AMF worker, so a transfer
+        /// that lands elsewhere goes round the workers until one holds the UE.
+        pub namf_handed_off: u64,
+        /// PFCP requests the SMF sent again after T1 (TS 29.244 §6.4): each is a session
+        /// procedure that waited at least T1.
+        pub pfcp_retransmitted: u64,
+        /// PFCP requests given up on after N1 retransmissions.
+        pub pfcp_timed_out: u64,
+        /// PFCP datagrams the kernel dropped on this worker's socket (`SO_RXQ_OVFL`: a full
+        /// receive buffer).
+        pub pfcp_rx_dropped: u64,
+        /// PFCP datagrams the socket refused to send (each lost until its retransmission).
+        pub pfcp_send_failed: u64,
+        /// SBI requests read by this worker answered 503 NF_CONGESTION because the worker
+        /// held `sbi_max_requests_in_progress` requests.
+        pub sbi_congested: u64,
+        /// SBI requests answered 503 NF_CONGESTION at ingress because the hand-off queue to
+        /// their owner and this worker's outbox were full.
+        pub sbi_mesh_refused: u64,
+        /// UE-associated NGAP messages dropped at ingress because the hand-off queue to their
+        /// owner and this worker's outbox were full.
+        pub ngap_mesh_refused: u64,
+        /// Requests this worker's h2c client sent again after the server refused their stream
+        /// (REFUSED_STREAM, RFC 9113 §8.7).
+        pub sbi_streams_refused: u64,
+        /// Registrations this worker's AMF rejected with #22 and T3346 in overload.
+        pub amf_congestion_rejects: u64,
+        /// Registrations this worker's AMF rejected with #22 and T3346 at its UE context limit.
+        pub amf_context_limit_rejects: u64,
+        /// INITIAL UE MESSAGEs this worker's AMF dropped past its UE context limit and the
+        /// rejects' headroom.
+        pub amf_initial_ue_dropped: u64,
+        /// Times this worker's AMF entered overload.
+        pub amf_overload_starts: u64,
+        /// CreateSMContexts this worker's SMF refused at its SM context limit.
+        pub smf_context_limit_rejects: u64,
+        /// SCTP INITs this worker's N2 endpoints refused with ABORT "Out of Resource" at the
+        /// association limit.
+        pub sctp_associations_refused: u64,
+        /// SCTP DATA chunks this worker's N2 endpoints dropped for want of room (receive
+        /// window or reassembly fragments).
+        pub sctp_data_dropped: u64,
+    }
 }
 
 impl WorkerCounters {
-    /// Adds `o` to these counters.
-    pub fn add(&mut self, o: &WorkerCounters) {
-        self.ngap_read += o.ngap_read;
-        self.ngap_local += o.ngap_local;
-        self.ngap_handed_off += o.ngap_handed_off;
-        self.ngap_from_mesh += o.ngap_from_mesh;
-        self.ngap_out_relayed += o.ngap_out_relayed;
-        self.sbi_served += o.sbi_served;
-        self.sbi_local += o.sbi_local;
-        self.sbi_handed_off += o.sbi_handed_off;
-        self.sbi_from_mesh += o.sbi_from_mesh;
-        self.sbi_answers_relayed += o.sbi_answers_relayed;
-        self.udm_forwards += o.udm_forwards;
-        self.h2c_calls += o.h2c_calls;
-        self.call_failures += o.call_failures;
-        self.sqn_writes += o.sqn_writes;
-        self.mesh_retries += o.mesh_retries;
-        self.sbi_kernel_steered += o.sbi_kernel_steered;
-        self.sbi_misdirected += o.sbi_misdirected;
-        self.sbi_pool_steered += o.sbi_pool_steered;
-        self.nsmf_served += o.nsmf_served;
-        self.nsmf_kernel_steered += o.nsmf_kernel_steered;
-        self.nsmf_pool_steered += o.nsmf_pool_steered;
-        self.nsmf_handed_off += o.nsmf_handed_off;
-        self.namf_served += o.namf_served;
-        self.namf_kernel_steered += o.namf_kernel_steered;
-        self.namf_pool_steered += o.namf_pool_steered;
-        self.namf_handed_off += o.namf_handed_off;
-        self.pfcp_retransmitted += o.pfcp_retransmitted;
-        self.pfcp_timed_out += o.pfcp_timed_out;
-        self.pfcp_rx_dropped += o.pfcp_rx_dropped;
-        self.pfcp_send_failed += o.pfcp_send_failed;
-        self.sbi_congested += o.sbi_congested;
-        self.sbi_mesh_refused += o.sbi_mesh_refused;
-        self.ngap_mesh_refused += o.ngap_mesh_refused;
-        self.sbi_streams_refused += o.sbi_streams_refused;
-        self.amf_congestion_rejects += o.amf_congestion_rejects;
-        self.amf_context_limit_rejects += o.amf_context_limit_rejects;
-        self.amf_initial_ue_dropped += o.amf_initial_ue_dropped;
-        self.amf_overload_starts += o.amf_overload_starts;
-        self.smf_context_limit_rejects += o.smf_context_limit_rejects;
-        self.sctp_associations_refused += o.sctp_associations_refused;
-        self.sctp_data_dropped += o.sctp_data_dropped;
-    }
-
     /// Counts one I/O event.
     pub(super) fn record(&mut self, e: IoEvent) {
         match e {

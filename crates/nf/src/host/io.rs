@@ -207,6 +207,26 @@ pub enum Input<'a> {
     },
 }
 
+/// An SBI call the host wants made ([`Output::SbiCall`]), as one record so that every I/O
+/// layer (the core's worker, the simulator) takes it whole.
+#[derive(Debug)]
+pub struct SbiCall {
+    /// Names the call.
+    pub call: CallToken,
+    /// The NF called.
+    pub nf: NfType,
+    /// HTTP method.
+    pub method: Method,
+    /// Path, with its query if any, without the authority.
+    pub path: String,
+    /// `Content-Type` of `body`.
+    pub content_type: &'static str,
+    /// The body (empty for a GET).
+    pub body: Bytes,
+    /// The server worker owning the request (shard-aware pool), `None` without the pool.
+    pub owner: Option<sbi::Owner>,
+}
+
 /// One piece of work for the I/O layer ([`super::Host::poll_output`]).
 #[derive(Debug)]
 pub enum Output {
@@ -228,24 +248,8 @@ pub enum Output {
         hop: Hop,
     },
     /// Make an SBI call over HTTP/2 and report its outcome as [`Input::SbiReply`] under
-    /// `call`. Every call must be answered.
-    SbiCall {
-        /// Names the call.
-        call: CallToken,
-        /// The NF called.
-        nf: NfType,
-        /// HTTP method.
-        method: Method,
-        /// Path, with its query if any, without the authority.
-        path: String,
-        /// `Content-Type` of `body`.
-        content_type: &'static str,
-        /// The body (empty for a GET).
-        body: Bytes,
-        /// The server worker owning the request (shard-aware pool), `None` without the
-        /// pool.
-        owner: Option<sbi::Owner>,
-    },
+    /// [`SbiCall::call`]. Every call must be answered.
+    SbiCall(SbiCall),
     /// The answer to the request read under `server`.
     SbiAnswer {
         /// The request.

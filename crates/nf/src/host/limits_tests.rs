@@ -12,19 +12,14 @@ use bytes::Bytes;
 use http::Method;
 use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
-use proto::ids::defaults;
-use proto::nas::{
-    MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest, RegistrationType,
-    SchemeOutput, Suci, UeSecurityCapability,
-};
-use proto::ngap::{InitialUeMessage, NrCgi, RrcEstablishmentCause, UserLocation};
 use sbi::{NfType, SbiRequest};
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 
 use super::*;
 use crate::amf::overload::OverloadConfig;
-use crate::amf::registration::{self, AmfConfig, Route};
+use crate::amf::registration::test_initial_ue::initial_ue_pdu;
+use crate::amf::registration::{AmfConfig, Route};
 use crate::udm::SidfKeys;
 
 const SNN: &str = "5G:mnc001.mcc001.3gppnetwork.org";
@@ -118,7 +113,7 @@ fn requests_beyond_the_in_progress_limit_get_503_nf_congestion_with_retry_after(
     for n in 1..=2 {
         serve(&mut h, now, NfType::Ausf, authenticate(n), u64::from(n));
         let out = outputs(&mut h);
-        let [Output::SbiCall { call, nf, .. }] = out.as_slice() else {
+        let [Output::SbiCall(SbiCall { call, nf, .. })] = out.as_slice() else {
             panic!("request {n}: {out:?}")
         };
         assert_eq!(*nf, NfType::Udm);
@@ -144,59 +139,13 @@ fn requests_beyond_the_in_progress_limit_get_503_nf_congestion_with_retry_after(
         "{out:?}"
     );
     serve(&mut h, now, NfType::Ausf, authenticate(4), 4);
-    assert!(matches!(
-        outputs(&mut h).as_slice(),
-        [Output::SbiCall { .. }]
-    ));
+    assert!(matches!(outputs(&mut h).as_slice(), [Output::SbiCall(_)]));
     assert_eq!(h.counters().sbi_congested, 1);
 }
 
 /// An INITIAL UE MESSAGE with an initial registration by null-scheme SUCI.
 fn initial_ue(n: u32, workers: Workers) -> UeNgap {
-    let req = RegistrationRequest {
-        registration_type: RegistrationType::Initial,
-        follow_on_request: false,
-        ngksi: Ngksi::NO_KEY,
-        mobile_identity: MobileIdentity::Suci(Suci {
-            plmn: defaults::PLMN,
-            routing_indicator: "0000".to_owned(),
-            scheme: ProtectionScheme::Null,
-            hn_key_id: 0,
-            output: SchemeOutput::Msin(supi(n)["imsi-00101".len()..].to_owned()),
-        }),
-        ue_security_capability: Some(UeSecurityCapability {
-            nea: 0xf0,
-            nia: 0x70,
-            eps: None,
-        }),
-        requested_nssai: None,
-        last_visited_tai: None,
-        nas_message_container: None,
-    };
-    let pdu = InitialUeMessage {
-        ran_ue_ngap_id: n,
-        nas_pdu: NasMessage::RegistrationRequest(req).encode().unwrap(),
-        user_location: UserLocation::Nr {
-            nr_cgi: NrCgi {
-                plmn: defaults::PLMN,
-                cell_id: 0x12345,
-            },
-            tai: defaults::TAI,
-        },
-        rrc_establishment_cause: Some(RrcEstablishmentCause::MoSignalling),
-        five_g_s_tmsi: None,
-        ue_context_requested: false,
-    }
-    .encode()
-    .unwrap();
-    UeNgap {
-        route: registration::route(&pdu, GNB, workers),
-        assoc: ASSOC,
-        stream: 1,
-        ready: true,
-        gnb_id: GNB,
-        pdu,
-    }
+    super::tests::read_on(initial_ue_pdu(n, n, None), GNB, ASSOC, workers)
 }
 
 /// A UE whose new context belongs to worker `w`.
@@ -277,7 +226,7 @@ fn an_overloaded_amf_worker_tells_every_n2_side_once_each_way() {
         );
         for o in outputs(&mut hs[0]) {
             match o {
-                Output::SbiCall { call, .. } => calls.push(call),
+                Output::SbiCall(c) => calls.push(c.call),
                 Output::Hop { to, hop } => {
                     assert_eq!(to, WorkerId(1));
                     hs[1].handle(now, Input::Hop(hop));

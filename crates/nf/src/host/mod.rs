@@ -63,7 +63,7 @@ pub use config::{
     ConfigError, HostConfig, SbiMode, SbiTimeouts, DEFAULT_SBI_CALL_TIMEOUT, NSMF_MARGIN,
 };
 pub use counters::{IoEvent, WorkerCounters};
-pub use io::{CallFailed, CallReply, CallToken, Hop, Input, Output, ServerToken, UeNgap};
+pub use io::{CallFailed, CallReply, CallToken, Hop, Input, Output, SbiCall, ServerToken, UeNgap};
 pub use nfs::{HostAmf, HostAusf, HostSmf, HostUdm};
 pub use placement::{Locked, Placement, Sharded, Stores};
 
@@ -220,7 +220,7 @@ impl<P: Placement> Host<P> {
     }
 
     /// Whether the I/O layer's h2c client should be shard-aware (pick the owner's
-    /// connection, [`Output::SbiCall::owner`]).
+    /// connection, [`SbiCall::owner`]).
     pub fn shard_aware_calls(&self) -> bool {
         self.cfg.sbi_pool && P::SHARD_AWARE_CALLS
     }

@@ -12,7 +12,9 @@ use tracing::debug;
 
 use super::io::Caller;
 use super::placement::{request_owner, Placement};
-use super::{CallFailed, CallReply, CallToken, Hop, Host, Origin, Output, SbiMode, ServerToken};
+use super::{
+    CallFailed, CallReply, CallToken, Hop, Host, Origin, Output, SbiCall, SbiMode, ServerToken,
+};
 
 impl<P: Placement> Host<P> {
     /// Keeps `origin` under a new tag.
@@ -250,18 +252,19 @@ impl<P: Placement> Host<P> {
                 _ => {}
             }
         }
-        self.out.push_back(Output::SbiCall {
-            call: CallToken {
-                caller,
-                id: call_id,
-            },
+        let call = CallToken {
+            caller,
+            id: call_id,
+        };
+        self.out.push_back(Output::SbiCall(SbiCall {
+            call,
             nf,
             method,
             path,
             content_type,
             body,
             owner,
-        });
+        }));
     }
 
     /// The server worker a shard-aware call goes to (`None` without the pool): the owner the

@@ -11,19 +11,14 @@ use std::time::{Duration, Instant};
 use http::Method;
 use ids::udm::owner_of_supi;
 use ids::{WorkerId, Workers};
-use proto::ids::defaults;
-use proto::nas::{
-    MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest, RegistrationType,
-    SchemeOutput, Suci, UeSecurityCapability,
-};
-use proto::ngap::{
-    self, InitialUeMessage, MessageKind, NrCgi, RrcEstablishmentCause, UserLocation,
-};
+use proto::nas::NasMessage;
+use proto::ngap::{self, MessageKind};
 use sbi::{NfType, SbiRequest};
 use security::suci::{HomeNetworkPrivateKey, Profile};
 use store::{MemStore, OpOrOpc, Subscriber, SubscriberStore};
 
 use super::*;
+use crate::amf::registration::test_initial_ue::initial_ue_pdu;
 use crate::amf::registration::{self};
 use crate::udm::SidfKeys;
 
@@ -49,7 +44,7 @@ fn kind(o: &Output) -> &'static str {
     match o {
         Output::Ngap { .. } => "ngap",
         Output::Hop { .. } => "hop",
-        Output::SbiCall { .. } => "sbi_call",
+        Output::SbiCall(_) => "sbi_call",
         Output::SbiAnswer { .. } => "sbi_answer",
         Output::Pfcp { .. } => "pfcp",
         Output::PersistSqn(_) => "persist_sqn",
@@ -211,54 +206,25 @@ fn get(path: &str) -> SbiRequest {
     }
 }
 
-fn null_suci(n: u32) -> Suci {
-    Suci {
-        plmn: defaults::PLMN,
-        routing_indicator: "0000".to_owned(),
-        scheme: ProtectionScheme::Null,
-        hn_key_id: 0,
-        output: SchemeOutput::Msin(supi(n)["imsi-00101".len()..].to_owned()),
-    }
-}
-
 /// An INITIAL UE MESSAGE with a REGISTRATION REQUEST by SUCI, as read on `assoc`.
 fn initial_ue(n: u32, ran_ue_ngap_id: u32, assoc: u32, workers: Workers) -> UeNgap {
-    let req = RegistrationRequest {
-        registration_type: RegistrationType::Initial,
-        follow_on_request: false,
-        ngksi: Ngksi::NO_KEY,
-        mobile_identity: MobileIdentity::Suci(null_suci(n)),
-        ue_security_capability: Some(UeSecurityCapability {
-            nea: 0xf0,
-            nia: 0x70,
-            eps: None,
-        }),
-        requested_nssai: Some(vec![proto::ids::Snssai { sst: 1, sd: None }]),
-        last_visited_tai: None,
-        nas_message_container: None,
-    };
-    let pdu = InitialUeMessage {
-        ran_ue_ngap_id,
-        nas_pdu: NasMessage::RegistrationRequest(req).encode().unwrap(),
-        user_location: UserLocation::Nr {
-            nr_cgi: NrCgi {
-                plmn: defaults::PLMN,
-                cell_id: 0x12345,
-            },
-            tai: defaults::TAI,
-        },
-        rrc_establishment_cause: Some(RrcEstablishmentCause::MoSignalling),
-        five_g_s_tmsi: None,
-        ue_context_requested: false,
-    }
-    .encode()
-    .unwrap();
+    let nssai = vec![proto::ids::Snssai { sst: 1, sd: None }];
+    read_on(
+        initial_ue_pdu(n, ran_ue_ngap_id, Some(nssai)),
+        GNB,
+        assoc,
+        workers,
+    )
+}
+
+/// `pdu`, the first of a UE, as read from `gnb_id` on stream 1 of the ready `assoc`.
+pub(super) fn read_on(pdu: Vec<u8>, gnb_id: u32, assoc: u32, workers: Workers) -> UeNgap {
     UeNgap {
-        route: registration::route(&pdu, GNB, workers),
+        route: registration::route(&pdu, gnb_id, workers),
         assoc,
         stream: 1,
         ready: true,
-        gnb_id: GNB,
+        gnb_id,
         pdu,
     }
 }
@@ -273,6 +239,21 @@ fn downlink_nas(o: &Output, assoc_want: u32) -> NasMessage {
     assert_eq!(pdu.kind(), MessageKind::DownlinkNasTransport);
     let m = ngap::DownlinkNasTransport::parse(&pdu).unwrap();
     NasMessage::parse(&m.nas_pdu).unwrap()
+}
+
+/// Two sharded workers calling in-process (with an SMF if `smf`), their `Workers`, and the
+/// first N2 association of worker 0.
+fn two_workers_in_process(smf: bool) -> (Net<Sharded>, Workers, u32) {
+    let net = Net::new(
+        &Sharded,
+        Setup {
+            workers: 2,
+            sbi: SbiMode::Inproc,
+            smf,
+        },
+    );
+    let workers = Workers::new(2).unwrap();
+    (net, workers, ids::n2::assoc_id(WorkerId(0), 1))
 }
 
 // ---- SBI delivery ----
@@ -431,16 +412,7 @@ fn an_inproc_registration_completes_inside_one_locked_host() {
 /// worker its hash picks; NGAP goes there and back, the UDM forwards to the SUPI's owner.
 #[test]
 fn ngap_hops_to_the_ue_owner_and_back_to_the_association() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    let workers = Workers::new(2).unwrap();
-    let assoc = ids::n2::assoc_id(WorkerId(0), 1);
+    let (mut net, workers, assoc) = two_workers_in_process(false);
     // A UE the hash of (gNB, RAN-UE-NGAP-ID) gives to worker 1.
     let ran_id = (1..)
         .find(|r| ids::amf::owner_of_new_ue(GNB, *r, workers) == WorkerId(1))
@@ -478,27 +450,19 @@ fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, Workers::single())));
     let calls = net.take("sbi_call");
     assert_eq!(calls.len(), 1);
-    let Output::SbiCall {
-        call,
-        nf,
-        method,
-        path,
-        owner,
-        ..
-    } = &calls[0].1
-    else {
+    let Output::SbiCall(out) = &calls[0].1 else {
         unreachable!()
     };
-    assert_eq!((*nf, method), (NfType::Ausf, &Method::POST));
-    assert_eq!(path, "/nausf-auth/v1/ue-authentications");
+    assert_eq!((out.nf, &out.method), (NfType::Ausf, &Method::POST));
+    assert_eq!(out.path, "/nausf-auth/v1/ue-authentications");
     // A new authentication context names no owner: the AUSF worker of our own index.
-    assert_eq!(*owner, sbi::Owner::new(0, 1));
+    assert_eq!(out.owner, sbi::Owner::new(0, 1));
     let c = *net.host(0).counters();
     assert_eq!((c.h2c_calls, c.sbi_pool_steered), (1, 1));
     net.input(
         0,
         Input::SbiReply {
-            call: *call,
+            call: out.call,
             reply: Err(CallFailed),
         },
     );
@@ -513,10 +477,9 @@ fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
 
 // ---- PFCP ----
 
-/// The SMF's association request, unanswered, comes out again at T1, N1 times, then the
-/// SMF is told; an answered one stops.
-#[test]
-fn pfcp_requests_are_retransmitted_through_the_host() {
+/// One worker with an SMF whose PFCP association with the UPF was opened at the returned
+/// instant: its setup request is among the outputs.
+fn pfcp_opened() -> (Net<Sharded>, Instant) {
     let mut net = Net::new(
         &Sharded,
         Setup {
@@ -528,6 +491,14 @@ fn pfcp_requests_are_retransmitted_through_the_host() {
     let now = net.now;
     net.host(0).pfcp_open(now, 1000);
     net.run();
+    (net, now)
+}
+
+/// The SMF's association request, unanswered, comes out again at T1, N1 times, then the
+/// SMF is told; an answered one stops.
+#[test]
+fn pfcp_requests_are_retransmitted_through_the_host() {
+    let (mut net, now) = pfcp_opened();
     let first = net.take("pfcp");
     assert_eq!(first.len(), 1);
     let Output::Pfcp { to, bytes } = &first[0].1 else {
@@ -557,17 +528,7 @@ fn pfcp_requests_are_retransmitted_through_the_host() {
 
 #[test]
 fn a_pfcp_answer_ends_the_retransmissions() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::Inproc,
-            smf: true,
-        },
-    );
-    let now = net.now;
-    net.host(0).pfcp_open(now, 1000);
-    net.run();
+    let (mut net, now) = pfcp_opened();
     let req = net.take("pfcp");
     let Output::Pfcp { bytes, .. } = &req[0].1 else {
         unreachable!()
@@ -613,16 +574,7 @@ fn a_pfcp_answer_ends_the_retransmissions() {
 #[test]
 fn every_output_kind_is_produced_by_some_test_scenario() {
     let mut kinds = BTreeSet::new();
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::Inproc,
-            smf: true,
-        },
-    );
-    let workers = Workers::new(2).unwrap();
-    let assoc = ids::n2::assoc_id(WorkerId(0), 1);
+    let (mut net, workers, assoc) = two_workers_in_process(true);
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, workers)));
     let n = supi_owned_by(WorkerId(1), workers);
     net.serve(
@@ -660,39 +612,30 @@ fn every_output_kind_is_produced_by_some_test_scenario() {
 
 #[test]
 fn the_locked_placement_tells_every_worker_of_an_sqn_write() {
-    let mut net = Net::new(
-        &Locked::default(),
-        Setup {
-            workers: 3,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    net.input(
-        1,
-        Input::SqnDone {
-            supi: supi(1),
-            high_water: Some(64),
-        },
-    );
+    /// Three workers of `placement`, worker 1 told that an SQN write completed.
+    fn sqn_written<P: Placement>(placement: &P) -> Net<P> {
+        let mut net = Net::new(
+            placement,
+            Setup {
+                workers: 3,
+                sbi: SbiMode::Inproc,
+                smf: false,
+            },
+        );
+        net.input(
+            1,
+            Input::SqnDone {
+                supi: supi(1),
+                high_water: Some(64),
+            },
+        );
+        net
+    }
+    let net = sqn_written(&Locked::default());
     // One hop to each other worker, nothing else.
     assert_eq!(net.hops, 2);
     assert!(net.seen.is_empty());
-    let mut sharded = Net::new(
-        &Sharded,
-        Setup {
-            workers: 3,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
-    sharded.input(
-        1,
-        Input::SqnDone {
-            supi: supi(1),
-            high_water: Some(64),
-        },
-    );
+    let sharded = sqn_written(&Sharded);
     assert_eq!(sharded.hops, 0);
     assert!(sharded.kinds.is_empty());
 }

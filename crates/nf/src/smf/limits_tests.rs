@@ -7,11 +7,11 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use http::{Method, StatusCode};
+use http::StatusCode;
 use ids::{WorkerId, Workers};
 use oxirush_nas::nas_5gs as ox;
-use sbi::model::{PlmnIdNid, RefToBinaryData, SmContextCreateData, SmContextCreateError, Snssai};
-use sbi::multipart::{self, Part};
+use sbi::model::{SmContextCreateError, Snssai};
+use sbi::multipart;
 use sbi::SbiRequest;
 
 use super::*;
@@ -50,34 +50,8 @@ fn create(n: u32) -> SbiRequest {
     )
     .encode()
     .unwrap();
-    let data = SmContextCreateData {
-        supi: Some(format!("imsi-00101{n:010}")),
-        pdu_session_id: Some(1),
-        dnn: Some("internet".into()),
-        s_nssai: Some(Snssai { sst: 1, sd: None }),
-        serving_nf_id: "0c4e2f1a-7b3d-4e8f-a1b2-c3d4e5f60718".into(),
-        guami: None,
-        serving_network: PlmnIdNid {
-            mcc: "001".into(),
-            mnc: "01".into(),
-            nid: None,
-        },
-        request_type: Some("INITIAL_REQUEST".into()),
-        n1_sm_msg: Some(RefToBinaryData::new("n1")),
-        an_type: "3GPP_ACCESS".into(),
-        sm_context_status_uri: "http://127.0.0.1:7777/status".into(),
-    };
-    SbiRequest {
-        method: Method::POST,
-        path: "/nsmf-pdusession/v1/sm-contexts".into(),
-        query: None,
-        body: multipart::encode(&[
-            Part::json(serde_json::to_vec(&data).unwrap()),
-            Part::binary(multipart::NAS_5G, "n1", n1),
-        ])
-        .unwrap(),
-        content_type: Some(multipart::CONTENT_TYPE.into()),
-    }
+    let data = nsmf_requests::create_data(format!("imsi-00101{n:010}"), 1, "internet");
+    nsmf_requests::create(&data, n1).unwrap()
 }
 
 #[test]

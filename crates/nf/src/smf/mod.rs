@@ -42,6 +42,8 @@ mod limits_tests;
 pub mod n2;
 mod n4;
 pub mod nas;
+#[doc(hidden)]
+pub mod nsmf_requests;
 pub mod pool;
 pub mod restoration;
 
@@ -260,56 +262,58 @@ pub enum Action {
     },
 }
 
-/// Counters of one SMF worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SmfStats {
-    /// SM contexts created (201).
-    pub created: u64,
-    /// Establishments rejected with an N1 reject.
-    pub rejected: u64,
-    /// Sessions whose user plane reached ACTIVATED.
-    pub activated: u64,
-    /// Sessions released.
-    pub released: u64,
-    /// N1N2MessageTransfers the AMF accepted.
-    pub n1n2_sent: u64,
-    /// N1N2MessageTransfers that failed.
-    pub n1n2_failed: u64,
-    /// Requests for a context of another worker.
-    pub misrouted: u64,
-    /// PFCP messages that answered no outstanding request.
-    pub stray_pfcp: u64,
-    /// Usage reports received in Session Report Requests.
-    pub usage_reports: u64,
-    /// Responses to our PFCP requests whose body did not decode: each failed its request.
-    pub pfcp_unparsed: u64,
-    /// UPF sessions deleted after their establishment was abandoned (its answer unusable,
-    /// or the SM context released meanwhile).
-    pub abandoned_deleted: u64,
-    /// Deletions of such sessions that failed (unanswered, undecodable, refused).
-    pub abandoned_delete_failed: u64,
-    /// Establishments the UPF accepted without naming the session: nothing can delete it.
-    pub abandoned_unnamed: u64,
-    /// CreateSMContexts refused because the worker held [`Smf::set_max_contexts`] SM
-    /// contexts (also in `rejected`).
-    pub context_limit_rejects: u64,
-    /// Heartbeats sent to the UPF.
-    pub heartbeats_sent: u64,
-    /// Heartbeats the UPF did not answer (after every retransmission).
-    pub heartbeats_unanswered: u64,
-    /// Restarts of the UPF seen (a new Recovery Time Stamp).
-    pub upf_restarts: u64,
-    /// PFCP sessions established again on a restarted UPF.
-    pub sessions_restored: u64,
-    /// Sessions the restarted UPF did not take back, released here.
-    pub restore_failed: u64,
-    /// SM contexts released because their UE created the same PDU session ID again.
-    pub duplicates_released: u64,
-    /// PDU Session Resource Setup Response Transfers refused for an unusable gNB address
-    /// (each session then released by the network).
-    pub bad_tunnels: u64,
-    /// Network-requested releases sent to the AMF (N1N2MessageTransfer).
-    pub network_releases: u64,
+crate::summed_counters! {
+    /// Counters of one SMF worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct SmfStats {
+        /// SM contexts created (201).
+        pub created: u64,
+        /// Establishments rejected with an N1 reject.
+        pub rejected: u64,
+        /// Sessions whose user plane reached ACTIVATED.
+        pub activated: u64,
+        /// Sessions released.
+        pub released: u64,
+        /// N1N2MessageTransfers the AMF accepted.
+        pub n1n2_sent: u64,
+        /// N1N2MessageTransfers that failed.
+        pub n1n2_failed: u64,
+        /// Requests for a context of another worker.
+        pub misrouted: u64,
+        /// PFCP messages that answered no outstanding request.
+        pub stray_pfcp: u64,
+        /// Usage reports received in Session Report Requests.
+        pub usage_reports: u64,
+        /// Responses to our PFCP requests whose body did not decode: each failed its request.
+        pub pfcp_unparsed: u64,
+        /// UPF sessions deleted after their establishment was abandoned (its answer unusable,
+        /// or the SM context released meanwhile).
+        pub abandoned_deleted: u64,
+        /// Deletions of such sessions that failed (unanswered, undecodable, refused).
+        pub abandoned_delete_failed: u64,
+        /// Establishments the UPF accepted without naming the session: nothing can delete it.
+        pub abandoned_unnamed: u64,
+        /// CreateSMContexts refused because the worker held [`Smf::set_max_contexts`] SM
+        /// contexts (also in `rejected`).
+        pub context_limit_rejects: u64,
+        /// Heartbeats sent to the UPF.
+        pub heartbeats_sent: u64,
+        /// Heartbeats the UPF did not answer (after every retransmission).
+        pub heartbeats_unanswered: u64,
+        /// Restarts of the UPF seen (a new Recovery Time Stamp).
+        pub upf_restarts: u64,
+        /// PFCP sessions established again on a restarted UPF.
+        pub sessions_restored: u64,
+        /// Sessions the restarted UPF did not take back, released here.
+        pub restore_failed: u64,
+        /// SM contexts released because their UE created the same PDU session ID again.
+        pub duplicates_released: u64,
+        /// PDU Session Resource Setup Response Transfers refused for an unusable gNB address
+        /// (each session then released by the network).
+        pub bad_tunnels: u64,
+        /// Network-requested releases sent to the AMF (N1N2MessageTransfer).
+        pub network_releases: u64,
+    }
 }
 
 /// SM contexts one SMF worker holds unless told otherwise ([`Smf::set_max_contexts`]).

@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use proto::ngap::{
-    Arp, Cause, GtpTunnel, NasCause, PduSessionAmbr, PduSessionResourceReleaseCommandTransfer,
+    Cause, GtpTunnel, NasCause, PduSessionAmbr, PduSessionResourceReleaseCommandTransfer,
     PduSessionResourceSetupRequestTransfer, PduSessionResourceSetupResponseTransfer,
     PduSessionType, QosFlowRequest,
 };
@@ -48,15 +48,11 @@ pub fn setup_request_transfer(s: &SetupRequest) -> Result<Vec<u8>, SmError> {
             teid: s.ul_teid,
         },
         pdu_session_type: PduSessionType::Ipv4,
-        qos_flows: vec![QosFlowRequest {
-            qfi: s.qfi,
-            five_qi: u16::from(s.five_qi),
-            arp: Arp {
-                priority: s.arp_priority,
-                may_preempt: false,
-                preemptable: true,
-            },
-        }],
+        qos_flows: vec![QosFlowRequest::new(
+            s.qfi,
+            u16::from(s.five_qi),
+            s.arp_priority,
+        )],
     }
     .encode()
     .map_err(enc)

@@ -135,21 +135,23 @@ pub enum Action {
     PersistSqn(PersistRequest),
 }
 
-/// Counters of one UDM worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct UdmStats {
-    /// Authentication vectors issued.
-    pub vectors: u64,
-    /// Resynchronisations accepted (AUTS verified).
-    pub resyncs: u64,
-    /// AUTS refused (MAC-S wrong).
-    pub resync_failures: u64,
-    /// SUCIs deconcealed whose owner was another worker: one hop each.
-    pub suci_hops: u64,
-    /// SUPI-addressed requests that reached a worker other than the owner.
-    pub misrouted: u64,
-    /// Requests that waited for an SQN reservation to become durable.
-    pub parked: u64,
+crate::summed_counters! {
+    /// Counters of one UDM worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct UdmStats {
+        /// Authentication vectors issued.
+        pub vectors: u64,
+        /// Resynchronisations accepted (AUTS verified).
+        pub resyncs: u64,
+        /// AUTS refused (MAC-S wrong).
+        pub resync_failures: u64,
+        /// SUCIs deconcealed whose owner was another worker: one hop each.
+        pub suci_hops: u64,
+        /// SUPI-addressed requests that reached a worker other than the owner.
+        pub misrouted: u64,
+        /// Requests that waited for an SQN reservation to become durable.
+        pub parked: u64,
+    }
 }
 
 struct Parked {

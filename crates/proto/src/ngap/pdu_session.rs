@@ -136,6 +136,21 @@ pub struct QosFlowRequest {
 }
 
 impl QosFlowRequest {
+    /// Flow `qfi` of 5QI `five_qi` at ARP priority `arp_priority`, neither triggering
+    /// pre-emption nor protected from it: the ARP a subscription's default QoS flow usually
+    /// carries (TS 23.501 §5.7.2.2).
+    pub fn new(qfi: u8, five_qi: u16, arp_priority: u8) -> Self {
+        QosFlowRequest {
+            qfi,
+            five_qi,
+            arp: Arp {
+                priority: arp_priority,
+                may_preempt: false,
+                preemptable: true,
+            },
+        }
+    }
+
     fn to_asn(self) -> Result<asn::QosFlowSetupRequestItem, EncodeError> {
         check_qfi(self.qfi)?;
         if !(1..=15).contains(&self.arp.priority) {
@@ -826,15 +841,7 @@ mod tests {
                 teid: 0xdead_beef,
             },
             pdu_session_type: PduSessionType::Ipv4,
-            qos_flows: vec![QosFlowRequest {
-                qfi: 1,
-                five_qi: 9,
-                arp: Arp {
-                    priority: 8,
-                    may_preempt: false,
-                    preemptable: true,
-                },
-            }],
+            qos_flows: vec![QosFlowRequest::new(1, 9, 8)],
         }
     }
 

@@ -7,23 +7,17 @@
 use std::time::Duration;
 
 use proto::ids::defaults;
-use proto::nas::{FiveGmmCause, NasMessage, RegistrationReject, TimerValue, UeSecurityCapability};
+use proto::nas::{FiveGmmCause, NasMessage, RegistrationReject, TimerValue};
 
 use super::*;
 
 fn ue() -> Ue {
-    Ue::new(UeConfig {
-        supi: "imsi-001010000000001".into(),
-        k: [0x46; 16],
-        opc: [0xcd; 16],
-        sqn: 0,
-        plmn: defaults::PLMN,
-        suci: SuciScheme::Null,
-        routing_indicator: "0000".into(),
-        capability: UeSecurityCapability::ALL,
-        requested_nssai: vec![defaults::SNSSAI],
-        imeisv: "4370816125816151".into(),
-    })
+    Ue::new(UeConfig::new(
+        "imsi-001010000000001",
+        [0x46; 16],
+        [0xcd; 16],
+        defaults::PLMN,
+    ))
     .unwrap()
 }
 

@@ -91,17 +91,27 @@ impl UeConfig {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| UeError::Config(e.to_string()))?;
         Ok(Self {
-            supi: sub.supi.clone(),
-            k: sub.k,
-            opc: sub.opc(),
             sqn: sub.sqn,
+            requested_nssai,
+            ..Self::new(sub.supi.clone(), sub.k, sub.opc(), plmn)
+        })
+    }
+
+    /// A UE of `supi` with keys `k` and `opc` in `plmn`: SQN 0, the default slice (SST 1)
+    /// as requested NSSAI, the null scheme, routing indicator "0000", every algorithm.
+    pub fn new(supi: impl Into<String>, k: [u8; 16], opc: [u8; 16], plmn: Plmn) -> Self {
+        Self {
+            supi: supi.into(),
+            k,
+            opc,
+            sqn: 0,
             plmn,
             suci: SuciScheme::Null,
             routing_indicator: "0000".into(),
             capability: UeSecurityCapability::ALL,
-            requested_nssai,
+            requested_nssai: vec![proto::ids::defaults::SNSSAI],
             imeisv: "4370816125816151".into(),
-        })
+        }
     }
 }
 

@@ -11,12 +11,12 @@ use proto::ids::defaults;
 use proto::nas::sm_ue::{self, PduSessionEstablishmentAccept, SessionAmbr, SmMessage};
 use proto::nas::UeSecurityCapability;
 use proto::ngap::{
-    self, Arp, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, PduSessionAmbr,
+    self, DownlinkNasTransport, GtpTunnel, InitialContextSetupRequest, PduSessionAmbr,
     PduSessionResourceSetupRequestTransfer, PduSessionType, QosFlowRequest, UeSecurityCapabilities,
     UplinkNasTransport, UserLocation,
 };
 use ran::gnb::{GnbUeEvent, GnbUes};
-use ran::ue::{SuciScheme, UeConfig};
+use ran::ue::UeConfig;
 use security::Kgnb;
 
 pub const SUPI: &str = "imsi-001010000000001";
@@ -30,18 +30,7 @@ pub const UPF: GtpTunnel = GtpTunnel {
 pub const UE_IP: Ipv4Addr = Ipv4Addr::new(10, 45, 0, 2);
 
 pub fn ue_config() -> UeConfig {
-    UeConfig {
-        supi: SUPI.into(),
-        k: KEY,
-        opc: OPC,
-        sqn: 0,
-        plmn: defaults::PLMN,
-        suci: SuciScheme::Null,
-        routing_indicator: "0000".into(),
-        capability: UeSecurityCapability::ALL,
-        requested_nssai: vec![defaults::SNSSAI],
-        imeisv: "4370816125816151".into(),
-    }
+    UeConfig::new(SUPI, KEY, OPC, defaults::PLMN)
 }
 
 /// The network's acceptance of IPv4 session `id` (procedure `pti`): [`UE_IP`], 100/50 Mbit/s,
@@ -73,15 +62,7 @@ pub fn setup_transfer() -> Vec<u8> {
         }),
         ul_tunnel: UPF,
         pdu_session_type: PduSessionType::Ipv4,
-        qos_flows: vec![QosFlowRequest {
-            qfi: 1,
-            five_qi: 9,
-            arp: Arp {
-                priority: 8,
-                may_preempt: false,
-                preemptable: false,
-            },
-        }],
+        qos_flows: vec![QosFlowRequest::new(1, 9, 8)],
     }
     .encode()
     .unwrap()

@@ -39,7 +39,7 @@ use nf::amf::n2::{AmfN2, N2Output};
 use nf::amf::registration::{route, Route};
 use nf::host::{
     CallFailed, CallReply, CallToken, Hop, Host, Input, IoEvent, Locked, NfStats, Output,
-    Placement, ServerToken, Sharded, UeNgap, WorkerCounters,
+    Placement, SbiCall, ServerToken, Sharded, UeNgap, WorkerCounters,
 };
 use proto::ids::GlobalRanNodeId;
 use ran::gnb::{GnbConfig, N2Send};
@@ -977,15 +977,7 @@ impl<P: Placement> Sim<P> {
                 let flow = (Link::Mesh, w as u64, u64::from(to.0));
                 self.send(Link::Mesh, Some(flow), Msg::Hop { to, hop });
             }
-            Output::SbiCall {
-                call,
-                nf,
-                method,
-                path,
-                content_type,
-                body,
-                owner,
-            } => self.call(w, call, nf, method, path, content_type, body, owner),
+            Output::SbiCall(c) => self.call(w, c),
             Output::SbiAnswer { server, response } => match self.servers.remove(&server.0) {
                 Some(ServerOrigin::Raw(id)) => {
                     self.answers.insert(id, response);
@@ -1029,42 +1021,32 @@ impl<P: Placement> Sim<P> {
 
     /// An h2c call of worker `w`: to the server worker the shard-aware owner names, or the
     /// one with `w`'s index, as the core's client connects; or to the test playing `nf`.
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &mut self,
-        w: usize,
-        call: CallToken,
-        nf: NfType,
-        method: Method,
-        path: String,
-        content_type: &'static str,
-        body: Bytes,
-        owner: Option<sbi::Owner>,
-    ) {
+    fn call(&mut self, w: usize, c: SbiCall) {
         let log = self.cfg.record.then(|| {
             self.sbi_log.push(SbiExchange {
                 from: w,
                 to: None,
-                nf,
-                method: method.clone(),
-                path: path.clone(),
-                request_content_type: content_type,
-                request_body: body.clone(),
+                nf: c.nf,
+                method: c.method.clone(),
+                path: c.path.clone(),
+                request_content_type: c.content_type,
+                request_body: c.body.clone(),
                 status: None,
                 response_content_type: None,
                 response_body: Bytes::new(),
             });
             self.sbi_log.len() - 1
         });
-        if let Some(i) = self.external.iter().position(|(n, _)| *n == nf) {
+        let call = c.call;
+        if let Some(i) = self.external.iter().position(|(n, _)| *n == c.nf) {
             let ext = ExternalCall {
                 worker: w,
                 call,
-                nf,
-                method,
-                path,
-                content_type,
-                body,
+                nf: c.nf,
+                method: c.method,
+                path: c.path,
+                content_type: c.content_type,
+                body: c.body,
             };
             match (self.external[i].1)(&ext) {
                 Some(reply) => {
@@ -1081,7 +1063,7 @@ impl<P: Placement> Sim<P> {
             return;
         }
         let count = self.workers.count();
-        let to = match owner {
+        let to = match c.owner {
             Some(o) if o.worker < count => usize::from(o.worker),
             _ => w % usize::from(count),
         };
@@ -1090,16 +1072,16 @@ impl<P: Placement> Sim<P> {
                 e.to = Some(to);
             }
         }
-        let (p, query) = match path.split_once('?') {
+        let (path, query) = match c.path.split_once('?') {
             Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
-            None => (path, None),
+            None => (c.path, None),
         };
         let req = SbiRequest {
-            method,
-            path: p,
+            method: c.method,
+            path,
             query,
-            content_type: (!body.is_empty()).then(|| content_type.to_owned()),
-            body,
+            content_type: (!c.body.is_empty()).then(|| c.content_type.to_owned()),
+            body: c.body,
         };
         let server = self.hold_server(ServerOrigin::Call {
             worker: w,
@@ -1111,7 +1093,7 @@ impl<P: Placement> Sim<P> {
             None,
             Msg::SbiRequest {
                 to,
-                nf,
+                nf: c.nf,
                 req,
                 server,
             },

@@ -10,15 +10,10 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use ids::{WorkerId, Workers};
-use proto::ids::defaults;
-use proto::nas::{
-    FiveGmmCause, MobileIdentity, NasMessage, Ngksi, ProtectionScheme, RegistrationRequest,
-    RegistrationType, SchemeOutput, Suci, TimerValue, UeSecurityCapability,
-};
-use proto::ngap::{
-    self, InitialUeMessage, MessageKind, NrCgi, RrcEstablishmentCause, UserLocation,
-};
+use proto::nas::{FiveGmmCause, NasMessage, TimerValue};
+use proto::ngap::{self, MessageKind};
 
+use super::test_initial_ue::initial_ue_pdu;
 use super::*;
 use crate::amf::overload::OverloadConfig;
 use crate::state::ShardMap;
@@ -36,46 +31,6 @@ fn amf(max_ue_contexts: usize, overload: Option<OverloadConfig>) -> TestAmf {
     Amf::new(cfg, ShardMap::new(), ShardMap::new())
 }
 
-/// An INITIAL UE MESSAGE with an initial REGISTRATION REQUEST by null-scheme SUCI.
-fn initial_ue(n: u32) -> Vec<u8> {
-    let req = RegistrationRequest {
-        registration_type: RegistrationType::Initial,
-        follow_on_request: false,
-        ngksi: Ngksi::NO_KEY,
-        mobile_identity: MobileIdentity::Suci(Suci {
-            plmn: defaults::PLMN,
-            routing_indicator: "0000".to_owned(),
-            scheme: ProtectionScheme::Null,
-            hn_key_id: 0,
-            output: SchemeOutput::Msin(format!("{n:010}")),
-        }),
-        ue_security_capability: Some(UeSecurityCapability {
-            nea: 0xf0,
-            nia: 0x70,
-            eps: None,
-        }),
-        requested_nssai: None,
-        last_visited_tai: None,
-        nas_message_container: None,
-    };
-    InitialUeMessage {
-        ran_ue_ngap_id: n,
-        nas_pdu: NasMessage::RegistrationRequest(req).encode().unwrap(),
-        user_location: UserLocation::Nr {
-            nr_cgi: NrCgi {
-                plmn: defaults::PLMN,
-                cell_id: 0x12345,
-            },
-            tai: defaults::TAI,
-        },
-        rrc_establishment_cause: Some(RrcEstablishmentCause::MoSignalling),
-        five_g_s_tmsi: None,
-        ue_context_requested: false,
-    }
-    .encode()
-    .unwrap()
-}
-
 /// What one registration attempt produced.
 #[derive(Debug, PartialEq)]
 enum Outcome {
@@ -88,7 +43,7 @@ enum Outcome {
 }
 
 fn register(amf: &mut TestAmf, now: Instant, n: u32) -> Outcome {
-    amf.handle_ngap(now, ASSOC, 1, true, GNB, &initial_ue(n));
+    amf.handle_ngap(now, ASSOC, 1, true, GNB, &initial_ue_pdu(n, n, None));
     let actions: Vec<Action> = std::iter::from_fn(|| amf.poll_action()).collect();
     match actions.as_slice() {
         [] => Outcome::Dropped,

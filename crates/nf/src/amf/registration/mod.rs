@@ -40,6 +40,8 @@ pub mod route;
 #[cfg(test)]
 mod admission_tests;
 #[cfg(test)]
+pub(crate) mod test_initial_ue;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -223,49 +225,51 @@ pub enum Action {
     },
 }
 
-/// Counters of one AMF worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AmfStats {
-    /// UE contexts created by an INITIAL UE MESSAGE.
-    pub ues_created: u64,
-    /// REGISTRATION COMPLETEs received.
-    pub registrations: u64,
-    /// REGISTRATION REJECTs sent.
-    pub registration_rejects: u64,
-    /// AUTHENTICATION REJECTs sent.
-    pub authentication_rejects: u64,
-    /// Resynchronisations asked of the AUSF.
-    pub resyncs: u64,
-    /// Deregistrations.
-    pub deregistrations: u64,
-    /// Protected uplink NAS messages discarded for a MAC that does not verify.
-    pub mac_failures: u64,
-    /// Uplink NAS messages discarded for lack of protection (§4.4.4.3).
-    pub unprotected_discarded: u64,
-    /// 5GMM STATUS messages sent.
-    pub statuses: u64,
-    /// ERROR INDICATIONs sent.
-    pub error_indications: u64,
-    /// Downlink NAS retransmissions.
-    pub retransmissions: u64,
-    /// Procedures aborted after the last retransmission.
-    pub aborted: u64,
-    /// UE contexts released.
-    pub releases: u64,
-    /// SBI replies for no outstanding call, or for a UE that moved on.
-    pub stray_replies: u64,
-    /// Registrations rejected with #22 and T3346 because the worker was overloaded
-    /// (TS 23.501 §5.19.5.2).
-    pub congestion_rejects: u64,
-    /// Registrations rejected with #22 and T3346 because the worker held
-    /// [`AmfConfig::max_ue_contexts`].
-    pub context_limit_rejects: u64,
-    /// INITIAL UE MESSAGEs dropped because even the rejects' headroom was used up.
-    pub initial_ue_dropped: u64,
-    /// Times the worker entered overload.
-    pub overload_starts: u64,
-    /// Registrations in flight now (a gauge: the overload signal).
-    pub registrations_in_flight: u64,
+crate::summed_counters! {
+    /// Counters of one AMF worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct AmfStats {
+        /// UE contexts created by an INITIAL UE MESSAGE.
+        pub ues_created: u64,
+        /// REGISTRATION COMPLETEs received.
+        pub registrations: u64,
+        /// REGISTRATION REJECTs sent.
+        pub registration_rejects: u64,
+        /// AUTHENTICATION REJECTs sent.
+        pub authentication_rejects: u64,
+        /// Resynchronisations asked of the AUSF.
+        pub resyncs: u64,
+        /// Deregistrations.
+        pub deregistrations: u64,
+        /// Protected uplink NAS messages discarded for a MAC that does not verify.
+        pub mac_failures: u64,
+        /// Uplink NAS messages discarded for lack of protection (§4.4.4.3).
+        pub unprotected_discarded: u64,
+        /// 5GMM STATUS messages sent.
+        pub statuses: u64,
+        /// ERROR INDICATIONs sent.
+        pub error_indications: u64,
+        /// Downlink NAS retransmissions.
+        pub retransmissions: u64,
+        /// Procedures aborted after the last retransmission.
+        pub aborted: u64,
+        /// UE contexts released.
+        pub releases: u64,
+        /// SBI replies for no outstanding call, or for a UE that moved on.
+        pub stray_replies: u64,
+        /// Registrations rejected with #22 and T3346 because the worker was overloaded
+        /// (TS 23.501 §5.19.5.2).
+        pub congestion_rejects: u64,
+        /// Registrations rejected with #22 and T3346 because the worker held
+        /// [`AmfConfig::max_ue_contexts`].
+        pub context_limit_rejects: u64,
+        /// INITIAL UE MESSAGEs dropped because even the rejects' headroom was used up.
+        pub initial_ue_dropped: u64,
+        /// Times the worker entered overload.
+        pub overload_starts: u64,
+        /// Registrations in flight now (a gauge: the overload signal).
+        pub registrations_in_flight: u64,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -97,40 +97,42 @@ pub struct PduSession {
     pub pending_setup: Option<Vec<u8>>,
 }
 
-/// Session counters of one AMF worker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SessionStats {
-    /// CreateSMContext calls.
-    pub create_calls: u64,
-    /// Contexts the SMF created (201).
-    pub created: u64,
-    /// Establishments the SMF refused.
-    pub rejected: u64,
-    /// N1N2MessageTransfers served (200).
-    pub n1n2: u64,
-    /// N1N2MessageTransfers refused (unknown UE, bad body).
-    pub n1n2_refused: u64,
-    /// PDU SESSION RESOURCE SETUP REQUESTs sent.
-    pub setup_requests: u64,
-    /// Sessions the SMF reported ACTIVATED.
-    pub activated: u64,
-    /// PDU SESSION RESOURCE RELEASE COMMANDs sent.
-    pub release_commands: u64,
-    /// Sessions removed after release.
-    pub released: u64,
-    /// UL NAS TRANSPORTs that were not acted on.
-    pub dropped: u64,
-    /// SM contexts released because their UE context went (ReleaseSMContext answered 2xx).
-    pub released_with_ue: u64,
-    /// ReleaseSMContexts of gone UEs that failed (the SMF answered an error or not at all).
-    pub release_failures: u64,
-    /// 5GSM messages sent back to the UE with 5GMM cause #90: the Nsmf call carrying them
-    /// failed without an N1 SM message for the UE.
-    pub not_forwarded: u64,
-    /// SM contexts released because their CreateSMContext answer came for a UE context, or
-    /// a PDU session, that was gone (ReleaseSMContext answered 2xx; failures count in
-    /// `release_failures`).
-    pub orphans_released: u64,
+crate::summed_counters! {
+    /// Session counters of one AMF worker.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct SessionStats {
+        /// CreateSMContext calls.
+        pub create_calls: u64,
+        /// Contexts the SMF created (201).
+        pub created: u64,
+        /// Establishments the SMF refused.
+        pub rejected: u64,
+        /// N1N2MessageTransfers served (200).
+        pub n1n2: u64,
+        /// N1N2MessageTransfers refused (unknown UE, bad body).
+        pub n1n2_refused: u64,
+        /// PDU SESSION RESOURCE SETUP REQUESTs sent.
+        pub setup_requests: u64,
+        /// Sessions the SMF reported ACTIVATED.
+        pub activated: u64,
+        /// PDU SESSION RESOURCE RELEASE COMMANDs sent.
+        pub release_commands: u64,
+        /// Sessions removed after release.
+        pub released: u64,
+        /// UL NAS TRANSPORTs that were not acted on.
+        pub dropped: u64,
+        /// SM contexts released because their UE context went (ReleaseSMContext answered 2xx).
+        pub released_with_ue: u64,
+        /// ReleaseSMContexts of gone UEs that failed (the SMF answered an error or not at all).
+        pub release_failures: u64,
+        /// 5GSM messages sent back to the UE with 5GMM cause #90: the Nsmf call carrying them
+        /// failed without an N1 SM message for the UE.
+        pub not_forwarded: u64,
+        /// SM contexts released because their CreateSMContext answer came for a UE context, or
+        /// a PDU session, that was gone (ReleaseSMContext answered 2xx; failures count in
+        /// `release_failures`).
+        pub orphans_released: u64,
+    }
 }
 
 /// An Nsmf reply with the headers the AMF reads.
