@@ -114,8 +114,8 @@ pub enum SoakUserPlane {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct Counts {
     pub(crate) amf_ues: u64,
-    /// Contexts of deregistered UEs kept for their 5G-GUTI (not compared, see
-    /// [`Counts::differences`]).
+    /// Contexts of deregistered UEs kept for their 5G-GUTI: one per SUPI, so the same UEs
+    /// round after round leave as many as after the first.
     pub(crate) amf_idle: u64,
     pub(crate) ausf: u64,
     pub(crate) smf: u64,
@@ -126,12 +126,12 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
-    /// `(name, start, end)` of every count that differs. `amf_idle` is not compared: the
-    /// AMF keeps a deregistered UE's context for its 5G-GUTI, bounded by `max_idle` (the
-    /// oldest go first), by design; it is sampled, and RSS catches its growth.
+    /// `(name, start, end)` of every count that differs.
     fn differences(&self, end: &Counts) -> Vec<(&'static str, u64, u64)> {
         let pairs = [
             ("amf_ues", self.amf_ues, end.amf_ues),
+            // TS 23.502 §4.2.2.2.2: a new registration of a SUPI replaces its kept context.
+            ("amf_idle", self.amf_idle, end.amf_idle),
             ("ausf", self.ausf, end.ausf),
             ("smf", self.smf, end.smf),
             ("upf_entries", self.upf_entries, end.upf_entries),
@@ -763,6 +763,23 @@ mod tests {
         assert_eq!(v.problems.len(), 3, "{:?}", v.problems);
         assert!(v.problems.iter().any(|p| p.starts_with("fds: 12")));
         assert!(v.problems.iter().any(|p| p.starts_with("smf: 0")));
+    }
+
+    #[test]
+    fn idle_contexts_growing_round_after_round_fail_it() {
+        let idle = |amf_idle| Sample {
+            counts: Counts {
+                amf_idle,
+                ..Counts::default()
+            },
+            ..s(0.0, true, 1, 0, 1)
+        };
+        assert!(verdict(&[idle(40), idle(40)], 0).ok);
+        let v = verdict(&[idle(40), idle(1440)], 0);
+        assert_eq!(
+            v.problems,
+            ["amf_idle: 40 after the first round, 1440 at the end"]
+        );
     }
 
     #[test]

@@ -246,6 +246,7 @@ pub(crate) fn runtime_json(r: &CoreReport, state: StateArg) -> serde_json::Value
         "sbi_misdirected": c.sbi_misdirected,
         "h2c_calls": c.h2c_calls,
         "call_failures": c.call_failures,
+        "call_retries": c.call_retries,
         "mesh_sent": r.mesh_total.sent,
         "mesh_max_depth": r.mesh_total.max_depth,
         "lock_acquisitions": r.locks.acquisitions,

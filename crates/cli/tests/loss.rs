@@ -6,7 +6,9 @@
 //! procedure must complete, the loss must really have happened (the tables' counters), and
 //! what recovered from it must be counted: SCTP retransmissions (ran's and the AMF's
 //! reports), PFCP T1 retransmissions (the SMF's and the UPF's), SBI call failures (every
-//! NF's, none expected) and the kernel's TCP retransmissions under them. On N3 the traffic
+//! NF's, none expected: a request the server cannot have processed, such as one whose
+//! connection set-up outlasted the client's connect timeout, is sent again and counted in
+//! `call_retries`) and the kernel's TCP retransmissions under them. On N3 the traffic
 //! engine must measure the loss injected, and a kernel TCP connection through `ran --tun`
 //! must deliver every byte, recovering by retransmission. The tables go with their guards
 //! and namespaces on every exit path. Needs root.
@@ -167,12 +169,16 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     let pfcp_retrans =
         num(&r["smf"], "pfcp_retransmitted") + num(&r["upf"], "messages.requests_retransmitted");
     let answered_from_cache = num(&r["upf"], "messages.retransmissions_answered");
-    let sbi_failures: u64 = ["amf", "smf", "ausf", "udm"]
-        .iter()
-        .map(|nf| num(&r[nf], "call_failures"))
-        .sum();
+    let sbi = |k: &str| -> u64 {
+        ["amf", "smf", "ausf", "udm"]
+            .iter()
+            .map(|nf| num(&r[nf], k))
+            .sum()
+    };
+    let (sbi_calls, sbi_failures, sbi_retries) =
+        (sbi("h2c_calls"), sbi("call_failures"), sbi("call_retries"));
     println!(
-        "dropped: N2 {d2}, N4 {d4}, SBI {ds}; recovered: SCTP {sctp} retransmissions, PFCP {pfcp_retrans} T1 retransmissions ({answered_from_cache} answered from the UPF's cache), TCP {tcp} retransmitted segments, SBI {sbi_failures} call failures"
+        "dropped: N2 {d2}, N4 {d4}, SBI {ds}; recovered: SCTP {sctp} retransmissions, PFCP {pfcp_retrans} T1 retransmissions ({answered_from_cache} answered from the UPF's cache), TCP {tcp} retransmitted segments, SBI {sbi_calls} calls, {sbi_retries} requests sent again, {sbi_failures} call failures"
     );
     assert!(
         d2 > 0 && d4 > 0 && ds > 0,
@@ -184,7 +190,14 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
         "N4 loss without PFCP retransmission: {all}"
     );
     assert!(tcp > 0, "SBI loss without TCP retransmission");
+    // Every SBI call was answered: TCP recovered the lost segments, and a request lost
+    // with its connection's set-up was sent again on a new one (at most
+    // `sbi::retry::MAX_RETRIES` times each), never more often than there were calls.
     assert_eq!(sbi_failures, 0, "an SBI call failed: {all}");
+    assert!(
+        sbi_calls > 0 && sbi_retries <= sbi_calls * u64::from(sbi::retry::MAX_RETRIES),
+        "{sbi_calls} calls, {sbi_retries} retries: {all}"
+    );
     // Nothing left behind either.
     assert_eq!(num(&r["smf"], "held_at_stop.smf"), 0, "{all}");
     assert_eq!(num(&r["amf"], "held_at_stop.amf_ues"), 0, "{all}");

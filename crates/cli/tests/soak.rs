@@ -37,8 +37,8 @@ fn assert_came_back(v: &serde_json::Value, out: &tempfile::TempDir) {
     assert_eq!(v["scenario"], "soak");
     assert_eq!(v["ok"], true, "{}", v["verdict"]);
     let verdict = &v["verdict"];
-    // Every count but `amf_idle` (kept for the 5G-GUTI, bounded, by design) came back.
-    for k in ["amf_ues", "ausf", "smf", "upf_entries", "fds"] {
+    // Every count came back, the AMF's idle contexts (one per SUPI) too.
+    for k in ["amf_ues", "amf_idle", "ausf", "smf", "upf_entries", "fds"] {
         assert_eq!(verdict["start"][k], verdict["end"][k], "{k}: {verdict}");
     }
     assert!(

@@ -352,9 +352,13 @@ impl<P: Placement> Worker<P> {
     /// Copies the host's counters and this loop's wake-ups into the worker's block of the
     /// live counters (a few relaxed stores; see `crate::metrics`).
     fn publish(&mut self) {
-        let refused = self.client.stats().refused_retries;
-        if refused != self.host.counters().sbi_streams_refused {
-            self.host.record_io(IoEvent::SbiStreamsRefused(refused));
+        let client = self.client.stats();
+        if client.refused_retries != self.host.counters().sbi_streams_refused {
+            self.host
+                .record_io(IoEvent::SbiStreamsRefused(client.refused_retries));
+        }
+        if client.retries != self.host.counters().call_retries {
+            self.host.record_io(IoEvent::SbiRetries(client.retries));
         }
         self.shared
             .live

@@ -715,6 +715,43 @@ fn deregistration_releases_and_keeps_security() {
     assert_eq!(w.idle_contexts(), 2);
 }
 
+/// Registers with a SUCI, deregisters, and does it again: the second registration
+/// supersedes the context kept from the first (TS 23.502 §4.2.2.2.2: one UE context per
+/// SUPI), so the AMF ends with one idle context, the second's.
+fn one_idle_context_per_supi<P: Placement>(mut w: World<P>) {
+    let mut ue = TestUe::new(1, 100);
+    let g1 = register(&mut w, &mut ue);
+    deregister(&mut w, &mut ue, false);
+    assert_eq!(w.idle_contexts(), 1);
+    // The same subscriber again, with a SUCI (as after a power cycle that lost the GUTI).
+    let g2 = register(&mut w, &mut ue);
+    assert_ne!(g1.tmsi, g2.tmsi);
+    assert_eq!(
+        w.idle_contexts(),
+        0,
+        "the old context went at authentication"
+    );
+    assert!(w.idle_ue(g1.tmsi).is_none());
+    deregister(&mut w, &mut ue, false);
+    assert_eq!((w.contexts(), w.idle_contexts()), (0, 1));
+    assert_eq!(w.idle_ue(g2.tmsi).unwrap().supi(), supi(1));
+    // Another subscriber's kept context is not touched.
+    let mut other = TestUe::new(2, 100);
+    register(&mut w, &mut other);
+    deregister(&mut w, &mut other, false);
+    assert_eq!(w.idle_contexts(), 2);
+}
+
+#[test]
+fn a_new_registration_of_a_supi_replaces_its_idle_context() {
+    one_idle_context_per_supi(sharded(false));
+}
+
+#[test]
+fn a_new_registration_of_a_supi_replaces_its_idle_context_locked() {
+    one_idle_context_per_supi(locked(false));
+}
+
 /// Goes idle (AN release), then registers again with the 5G-GUTI under the kept
 /// context: no authentication unless `always_auth`.
 fn mobility(always_auth: bool) -> (usize, Guti, Guti) {

@@ -8,6 +8,10 @@
 //! Short connections then close with `SO_LINGER` 0 (the TIME_WAIT strategy is in
 //! [`crate::pool`]).
 //!
+//! A request the server cannot have processed (its connection never came up, or the server
+//! refused its stream or went away below it) is sent again on a new connection within the
+//! call's deadline; one that may have been processed is not ([`crate::retry`]).
+//!
 //! Like the server, the client is meant for one current-thread runtime: it is not `Send` and
 //! holds its connections in `Rc`s. The connection driver tasks are `Send` and go through
 //! `tokio::spawn`, so no `LocalSet` is needed.
@@ -30,6 +34,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use crate::model::ProblemDetails;
 use crate::pool::{Owner, PortPlan};
 use crate::problem::{GmmCause, PROBLEM_JSON};
+use crate::retry::{self, Failure};
 use crate::server::{SbiResponse, APPLICATION_3GPP_HAL_JSON, APPLICATION_JSON, DEFAULT_MAX_BODY};
 
 /// Errors of an SBI request.
@@ -110,8 +115,12 @@ impl SbiError {
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// Deadline for one request: connect (if needed), send, and read the whole response.
+    /// Deadline for one request: connect (if needed), send, and read the whole response,
+    /// every retry included.
     pub timeout: Duration,
+    /// Deadline for one TCP connection attempt; one that takes longer is made again
+    /// ([`retry::CONNECT_TIMEOUT`] says why).
+    pub connect_timeout: Duration,
     /// Open a new connection for every request and close it afterwards, instead of keeping
     /// one per authority (the "short connection" mode of the benchmarks).
     pub short_connections: bool,
@@ -127,6 +136,7 @@ impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             timeout: Duration::from_secs(5),
+            connect_timeout: retry::CONNECT_TIMEOUT,
             short_connections: false,
             max_body: DEFAULT_MAX_BODY,
             ports: None,
@@ -154,8 +164,9 @@ type Key = (String, Option<Owner>);
 /// How many ports of the owner's sequence one connection attempt tries before giving up.
 const PORT_TRIES: usize = 64;
 
-/// How many times a request whose stream the server refused is sent again.
-pub const MAX_REFUSED_RETRIES: u32 = 3;
+/// How many times a request whose stream the server refused is sent again (like any
+/// request the server did not process: [`retry::MAX_RETRIES`]).
+pub const MAX_REFUSED_RETRIES: u32 = retry::MAX_RETRIES;
 
 /// What a client counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -172,6 +183,12 @@ pub struct ClientStats {
     /// SETTINGS_MAX_CONCURRENT_STREAMS reached; RFC 9113 §8.7: not processed, safe to
     /// retry), at most [`MAX_REFUSED_RETRIES`] times each.
     pub refused_retries: u64,
+    /// Requests sent again, for any reason [`retry::may_retry`] allows (REFUSED_STREAM
+    /// included): connection set-up failed or timed out, closed before the request went
+    /// out, GOAWAY below the request's stream.
+    pub retries: u64,
+    /// TCP connection attempts given up after [`ClientConfig::connect_timeout`].
+    pub connect_timeouts: u64,
 }
 
 /// An SBI client; see the module docs.
@@ -298,19 +315,26 @@ impl SbiClient {
         let mut req = req;
         let mut retries = 0;
         loop {
-            let again = (retries < MAX_REFUSED_RETRIES).then(|| copy_request(&req));
+            let again = (retries < retry::MAX_RETRIES).then(|| copy_request(&req));
             match self.send_once(key, req).await {
-                // RFC 9113 §8.7: a refused stream was not processed; send it again (the
-                // connection has learnt the server's limit by now and queues it).
-                Err(SbiError::Http(e)) if is_refused_stream(&e) => match again {
-                    Some(r) => {
+                // RFC 9113 §8.7: the server did not process it; send it again, on a new
+                // connection unless the server only refused the stream (the connection has
+                // learnt its limit by now and queues it). The caller's deadline bounds all.
+                Err((failure, e)) => match again {
+                    Some(r) if retry::may_retry(failure, retries) => {
                         retries += 1;
-                        self.count(|s| s.refused_retries += 1);
+                        // Rare, and what a lossy path's recovery is traced by.
+                        tracing::info!(?failure, error = %e, retries, "SBI request sent again");
+                        self.count(|s| {
+                            s.retries += 1;
+                            if failure == Failure::Refused {
+                                s.refused_retries += 1;
+                            }
+                        });
                         req = r;
                     }
-                    None => return Err(SbiError::Http(e)),
+                    _ => return Err(e),
                 },
-                Err(e) => return Err(e),
                 Ok((resp, short)) => {
                     // The body is read while a short connection's sender still holds it
                     // open; dropping it afterwards closes the connection.
@@ -323,39 +347,45 @@ impl SbiClient {
     }
 
     /// Sends `req` once and waits for the response head; with short connections, also the
-    /// connection's sender, to be dropped once the body is read.
+    /// connection's sender, to be dropped once the body is read. A failure says whether the
+    /// request may have been processed ([`Failure`]).
     async fn send_once(
         &self,
         key: &Key,
         req: Request<Full<Bytes>>,
-    ) -> Result<(http::Response<hyper::body::Incoming>, Option<Sender>), SbiError> {
+    ) -> Result<(http::Response<hyper::body::Incoming>, Option<Sender>), (Failure, SbiError)> {
         if self.config.short_connections {
-            let mut sender = self.connect(key).await?;
-            let resp = sender.send_request(req).await?;
+            let mut sender = self.connect(key).await.map_err(|e| (Failure::Connect, e))?;
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| (failure_of(&e), SbiError::Http(e)))?;
             return Ok((resp, Some(sender)));
         }
         let slot = self.slot(key);
-        let mut sender = self.pooled(&slot, key, false).await?;
-        match sender.try_send_request(req).await {
-            Ok(r) => Ok((r, None)),
-            Err(mut e) => match e.take_message() {
-                // The connection died before our request went out, so resending it cannot
-                // duplicate it: once, on a fresh connection.
-                Some(req) => {
-                    let mut sender = self.pooled(&slot, key, true).await?;
-                    Ok((sender.send_request(req).await?, None))
-                }
-                None => {
-                    let mut guard = slot.lock().await;
-                    // Forget the connection only if it is the broken one, not a newer one
-                    // another request has set up meanwhile.
-                    if guard.as_ref().is_some_and(SendRequest::is_closed) {
-                        guard.take();
-                    }
-                    Err(SbiError::Http(e.into_error()))
-                }
-            },
+        let mut sender = self
+            .pooled(&slot, key)
+            .await
+            .map_err(|e| (Failure::Connect, e))?;
+        let e = match sender.try_send_request(req).await {
+            Ok(r) => return Ok((r, None)),
+            Err(mut e) => {
+                // The connection died before our request went out: resending it cannot
+                // duplicate it.
+                let failure = match e.take_message() {
+                    Some(_) => Failure::NotSent,
+                    None => failure_of(e.error()),
+                };
+                (failure, SbiError::Http(e.into_error()))
+            }
+        };
+        let mut guard = slot.lock().await;
+        // Forget the connection only if it is the broken one, not a newer one another
+        // request has set up meanwhile.
+        if guard.as_ref().is_some_and(SendRequest::is_closed) {
+            guard.take();
         }
+        Err(e)
     }
 
     async fn read(
@@ -399,21 +429,14 @@ impl SbiClient {
             .clone()
     }
 
-    /// The pooled sender for `authority`, connecting when there is none, it is closed, or
-    /// `fresh` asks for a new one. The slot's lock serialises connection setup so that
-    /// concurrent first requests share one connection.
-    async fn pooled(
-        &self,
-        slot: &Slot,
-        key: &Key,
-        fresh: bool,
-    ) -> Result<SendRequest<Full<Bytes>>, SbiError> {
+    /// The pooled sender for `authority`, connecting when there is none or it is closed.
+    /// The slot's lock serialises connection setup so that concurrent first requests share
+    /// one connection.
+    async fn pooled(&self, slot: &Slot, key: &Key) -> Result<SendRequest<Full<Bytes>>, SbiError> {
         let mut guard = slot.lock().await;
-        if !fresh {
-            if let Some(s) = guard.as_mut() {
-                if !s.is_closed() && s.ready().await.is_ok() {
-                    return Ok(s.clone());
-                }
+        if let Some(s) = guard.as_mut() {
+            if !s.is_closed() && s.ready().await.is_ok() {
+                return Ok(s.clone());
             }
         }
         guard.take();
@@ -431,7 +454,10 @@ impl SbiClient {
         let stream = match (&self.config.ports, key.1) {
             (Some(plan), Some(owner)) => self.connect_owner(key, plan, owner).await?,
             _ => {
-                let s = TcpStream::connect(authority).await.map_err(failed)?;
+                let s = self
+                    .within_connect_timeout(TcpStream::connect(authority))
+                    .await
+                    .map_err(failed)?;
                 if self.config.short_connections {
                     // No TIME_WAIT left behind (see crate::pool).
                     s.set_zero_linger().map_err(failed)?;
@@ -450,6 +476,26 @@ impl SbiClient {
             }
         });
         Ok(sender)
+    }
+
+    /// `connect`, given up after [`ClientConfig::connect_timeout`] (a `TimedOut` error).
+    async fn within_connect_timeout(
+        &self,
+        connect: impl std::future::Future<Output = std::io::Result<TcpStream>>,
+    ) -> std::io::Result<TcpStream> {
+        match tokio::time::timeout(self.config.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.count(|s| s.connect_timeouts += 1);
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "TCP connection not set up within {:?}",
+                        self.config.connect_timeout
+                    ),
+                ))
+            }
+        }
     }
 
     /// A TCP connection to `key`'s authority from a source port that the server's program
@@ -494,7 +540,7 @@ impl SbiClient {
                 }
                 return Err(failed(e));
             }
-            match socket.connect(peer).await {
+            match self.within_connect_timeout(socket.connect(peer)).await {
                 Ok(s) => return Ok(s),
                 Err(e) if port_taken(&e) => self.count(|s| s.ports_skipped += 1),
                 Err(e) => return Err(failed(e)),
@@ -553,16 +599,25 @@ fn copy_request(r: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
     c
 }
 
-/// Whether the server reset the request's stream with REFUSED_STREAM (RFC 9113 §8.7).
-fn is_refused_stream(e: &hyper::Error) -> bool {
+/// What a failed exchange tells about its request (RFC 9113 §8.7): not processed if the
+/// server reset its stream with REFUSED_STREAM, or went away (GOAWAY, §6.8) below it; h2
+/// fails exactly the streams above the GOAWAY's last-stream-id, and those opened after it,
+/// with the GOAWAY's error. Anything else may have been processed.
+fn failure_of(e: &hyper::Error) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(c) = cause {
         if let Some(h2) = c.downcast_ref::<h2::Error>() {
-            return h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+            return if h2.is_go_away() && h2.is_remote() {
+                Failure::GoneAway
+            } else if h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
+                Failure::Refused
+            } else {
+                Failure::MaybeProcessed
+            };
         }
         cause = c.source();
     }
-    false
+    Failure::MaybeProcessed
 }
 
 /// The port is held by another socket: try the next one.

@@ -30,6 +30,7 @@ pub mod multipart;
 pub mod paths;
 pub mod pool;
 pub mod problem;
+pub mod retry;
 #[cfg(feature = "io")]
 pub mod server;
 pub mod validate;

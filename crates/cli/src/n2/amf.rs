@@ -164,9 +164,10 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
             amf.registrations, amf.registration_rejects, amf.deregistrations, amf.ues_created
         );
         println!(
-            "  SBI                 {} h2c calls, {} failed; {} workers",
+            "  SBI                 {} h2c calls, {} failed, {} requests sent again; {} workers",
             c.h2c_calls,
             c.call_failures,
+            c.call_retries,
             r.workers.len()
         );
     }

@@ -19,6 +19,9 @@ pub enum IoEvent {
     /// Requests the worker's h2c client has sent again after REFUSED_STREAM so far
     /// ([`sbi::ClientStats::refused_retries`]).
     SbiStreamsRefused(u64),
+    /// Requests the worker's h2c client has sent again so far because the server cannot
+    /// have processed them ([`sbi::ClientStats::retries`]).
+    SbiRetries(u64),
     /// The worker's N2 SCTP endpoints so far: INITs refused with ABORT "Out of Resource"
     /// and DATA chunks dropped for want of room.
     N2Sctp {
@@ -60,6 +63,10 @@ crate::summed_counters! {
         pub h2c_calls: u64,
         /// Of those, transport failures answered with 504.
         pub call_failures: u64,
+        /// Requests of those calls sent again because the server cannot have processed them
+        /// (connection not set up, REFUSED_STREAM, GOAWAY below them: `sbi::retry`), within
+        /// the call's deadline.
+        pub call_retries: u64,
         /// SQN writes asked of the persister.
         pub sqn_writes: u64,
         /// Mesh sends that found the queue full and were retried.
@@ -149,6 +156,7 @@ impl WorkerCounters {
             IoEvent::PfcpRxDropped(total) => self.pfcp_rx_dropped = total,
             IoEvent::PfcpSendFailed => self.pfcp_send_failed += 1,
             IoEvent::SbiStreamsRefused(total) => self.sbi_streams_refused = total,
+            IoEvent::SbiRetries(total) => self.call_retries = total,
             IoEvent::N2Sctp {
                 associations_refused,
                 data_dropped,
@@ -278,6 +286,11 @@ impl WorkerCounters {
             "call_failures",
             "h2c calls that failed in transport (answered 504).",
             self.call_failures,
+        );
+        f(
+            "call_retries",
+            "h2c requests sent again because the server cannot have processed them.",
+            self.call_retries,
         );
         f(
             "sqn_writes",

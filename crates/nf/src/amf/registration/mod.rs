@@ -307,6 +307,9 @@ pub struct Amf<M, P> {
     local: Local,
     timers: BTreeSet<(Instant, u64)>,
     idle_order: VecDeque<u32>,
+    /// SUPI → 5G-TMSI of the idle contexts this worker kept, so that a new registration of
+    /// the SUPI replaces its previous one (TS 23.502 §4.2.2.2.2: one UE context per SUPI).
+    idle_supi: HashMap<String, u32>,
     actions: VecDeque<Action>,
     /// Overload transitions not yet polled ([`Amf::poll_overload`]).
     overload_changes: VecDeque<bool>,
@@ -340,11 +343,13 @@ struct Local {
 }
 
 /// What one procedure step hands back to be done after its access to the UE context:
-/// messages to send, SBI calls and answers, and changes to the timer list, in order.
+/// messages to send, SBI calls and answers, changes to the timer list, in order, and the
+/// SUPIs whose kept idle context a new registration has superseded.
 #[derive(Debug, Default)]
 struct Effects {
     actions: Vec<Action>,
     timers: Vec<TimerOp>,
+    superseded: Vec<String>,
 }
 
 /// A change to the worker's timer list, keyed by (deadline, AMF-UE-NGAP-ID).
@@ -385,6 +390,7 @@ where
             },
             timers: BTreeSet::new(),
             idle_order: VecDeque::new(),
+            idle_supi: HashMap::new(),
             actions: VecDeque::new(),
             overload_changes: VecDeque::new(),
         }
@@ -458,6 +464,9 @@ where
                 TimerOp::Set(t, id) => self.timers.insert((t, id)),
                 TimerOp::Cancel(t, id) => self.timers.remove(&(t, id)),
             };
+        }
+        for supi in e.superseded {
+            self.forget_idle(&supi);
         }
         let l = &mut self.local;
         if let Some(change) = l.overload.as_mut().and_then(|h| h.update(l.in_flight)) {
@@ -821,7 +830,29 @@ where
         if !P::SHARED && owner_of_tmsi(g.tmsi, w.1) != Some(w.0) {
             return None;
         }
-        self.idle.remove(&g.tmsi).filter(|k| k.guti == *g)
+        let kept = self.idle.remove(&g.tmsi).filter(|k| k.guti == *g)?;
+        self.unindex_idle(&kept.supi, g.tmsi);
+        Some(kept)
+    }
+
+    /// Drops the idle context this worker kept for `supi`, if any: the SUPI has registered
+    /// again, with a SUCI or a 5G-GUTI of another AMF, and its old 5G-GUTI and security
+    /// context are stale (TS 23.502 §4.2.2.2.2: the AMF holds one UE context per SUPI).
+    fn forget_idle(&mut self, supi: &str) {
+        let Some(t) = self.idle_supi.remove(supi) else {
+            return;
+        };
+        // Only the SUPI's own context goes: in the locking baseline another worker may
+        // have taken it (a registration with its 5G-GUTI) since this worker kept it.
+        self.idle
+            .with_remove(&t, |k| ((), k.is_some_and(|k| k.supi == supi)));
+    }
+
+    /// The index entry of `supi`, if it still names the idle context `tmsi`.
+    fn unindex_idle(&mut self, supi: &str, tmsi: u32) {
+        if self.idle_supi.get(supi) == Some(&tmsi) {
+            self.idle_supi.remove(supi);
+        }
     }
 
     /// The N2 part is gone: the context has left the connected map, and what a later
@@ -847,6 +878,8 @@ where
         if let (true, Some(supi), Some(guti), Some(kamf), Some(sec)) = (park, supi, guti, kamf, sec)
         {
             let t = guti.tmsi;
+            self.forget_idle(&supi);
+            self.idle_supi.insert(supi.clone(), t);
             self.idle.insert(
                 t,
                 IdleUe {
@@ -862,7 +895,9 @@ where
             // Bounded: the oldest kept context goes first.
             while self.idle_order.len() > self.local.cfg.max_idle {
                 if let Some(old) = self.idle_order.pop_front() {
-                    self.idle.remove(&old);
+                    if let Some(k) = self.idle.remove(&old) {
+                        self.unindex_idle(&k.supi, old);
+                    }
                 }
             }
         }
@@ -1483,6 +1518,9 @@ impl Local {
         let Ok(kamf) = kamf else {
             return self.registration_reject(now, ue, FiveGmmCause::IllegalUe);
         };
+        // TS 23.502 §4.2.2.2.2: the SUPI is now known; a context kept from its previous
+        // registration is superseded by this one.
+        self.out.superseded.push(supi.clone());
         ue.supi = Some(supi);
         ue.kamf = Some(kamf);
         ue.auth = None;
