@@ -950,12 +950,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         spec.mbr_kbps = Some((ambr.0 / 1000, ambr.1 / 1000));
         spec.volume_threshold = Some(self.cfg.urr_volume_threshold);
         let est: SessionEstablishmentRequest = requests::establishment(&spec);
-        // §7.2.2.4.2: an establishment request carries SEID 0 in its header.
-        self.send_pfcp(
-            Some(0),
-            Message::SessionEstablishmentRequest(est),
-            PfcpPending::Establish { req_id, sm_ref },
-        );
+        self.establish_when_associated(req_id, sm_ref, est);
     }
 
     /// The UPF set the session up: 201 and the N1N2MessageTransfer, unless the context was

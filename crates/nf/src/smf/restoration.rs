@@ -59,6 +59,18 @@ pub(super) struct N4Watch {
     pending: HashMap<u32, N4Pending>,
     /// A heartbeat of ours is in flight.
     heartbeat_out: bool,
+    /// Session establishments that came while the association was being set up: they go
+    /// once it is (TS 29.244 §6.2.6: no session before the association), or are refused if
+    /// it fails.
+    held: Vec<HeldEstablishment>,
+}
+
+/// A session establishment waiting for the association.
+#[derive(Debug)]
+struct HeldEstablishment {
+    req_id: u64,
+    sm_ref: u64,
+    request: pfcp::message::SessionEstablishmentRequest,
 }
 
 impl<M: ContextMap<u64, SmContext>> Smf<M> {
@@ -219,6 +231,49 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         self.associate(self.recovery);
     }
 
+    /// Sends session establishment `request` for SM context `sm_ref` (CreateSMContext
+    /// `req_id`), or, while an Association Setup Request is in flight, holds it until the
+    /// association is up: a UPF would refuse it with cause 72 meanwhile (TS 29.244 §6.2.6).
+    pub(super) fn establish_when_associated(
+        &mut self,
+        req_id: u64,
+        sm_ref: u64,
+        request: pfcp::message::SessionEstablishmentRequest,
+    ) {
+        if self.n4.associating {
+            self.n4.held.push(HeldEstablishment {
+                req_id,
+                sm_ref,
+                request,
+            });
+            return;
+        }
+        // §7.2.2.4.2: an establishment request carries SEID 0 in its header.
+        self.send_pfcp(
+            Some(0),
+            Message::SessionEstablishmentRequest(request),
+            super::PfcpPending::Establish { req_id, sm_ref },
+        );
+    }
+
+    /// The held establishments: sent now that the association is up, or refused (504, the
+    /// UPF not answering or refusing the association).
+    fn release_held(&mut self) {
+        for h in std::mem::take(&mut self.n4.held) {
+            if self.associated {
+                self.establish_when_associated(h.req_id, h.sm_ref, h.request);
+            } else {
+                let r = super::Refusal::new(
+                    super::GsmCause::InsufficientResources,
+                    504,
+                    "PEER_NOT_RESPONDING",
+                    "no PFCP association with the UPF",
+                );
+                self.abandon_held(h.req_id, h.sm_ref, r, super::n4::Held::Nothing);
+            }
+        }
+    }
+
     /// Marks an Association Setup Request as sent (from [`Smf::associate`]).
     pub(super) fn associating(&mut self) {
         self.n4.associating = true;
@@ -230,9 +285,11 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         self.n4.associating = false;
         let Some(a) = a else {
             self.associated = false;
+            self.release_held();
             return;
         };
         self.associated = a.cause.is_some_and(PfcpCause::is_accepted);
+        self.release_held();
         if !self.associated {
             return;
         }
@@ -474,6 +531,69 @@ mod tests {
             DownlinkAction::Forward { teid, .. } if teid == gnb_teid
         ));
         assert_eq!(gnb_ip, GNB);
+    }
+
+    /// The PFCP message types of the SMF's pending actions, in order; responses to the SBI
+    /// as their status.
+    fn drain(smf: &mut TestSmf) -> Vec<Result<u8, u16>> {
+        let mut out = Vec::new();
+        while let Some(a) = smf.poll_action() {
+            out.push(match a {
+                Action::Pfcp { bytes, .. } => Ok(bytes[1]),
+                Action::Respond { response, .. } => Err(response.status.as_u16()),
+                other => panic!("{other:?}"),
+            });
+        }
+        out
+    }
+
+    fn establishment(n: u64) -> (u64, pfcp::message::SessionEstablishmentRequest) {
+        let sm_ref = ids::smf::sm_context_ref(WorkerId(0), n);
+        let ue_ip = Ipv4Addr::new(10, 45, 0, n as u8);
+        let spec = SessionSpec::new(NodeId::Ipv4(SMF_IP), sm_ref, SMF_IP, ue_ip);
+        (sm_ref, requests::establishment(&spec))
+    }
+
+    #[test]
+    fn an_establishment_waits_for_the_association_in_flight() {
+        const ASSOCIATION_SETUP: u8 = 5;
+        const SESSION_ESTABLISHMENT: u8 = 50;
+        let t0 = Instant::now();
+        let mut smf = smf();
+        let mut upf = Upf::new(t0, 1000);
+        smf.associate(500);
+        let association = smf.poll_action().unwrap();
+        let (sm_ref, est) = establishment(1);
+        smf.establish_when_associated(7, sm_ref, est);
+        // Nothing goes before the association is up.
+        assert!(drain(&mut smf).is_empty());
+        let Action::Pfcp { bytes, .. } = association else {
+            panic!("{association:?}")
+        };
+        assert_eq!(bytes[1], ASSOCIATION_SETUP);
+        let mut dp = upf.dp.clone();
+        upf.node
+            .handle(t0, SocketAddr::from((SMF_IP, 40_000)), &bytes, &mut dp);
+        while let Some(t) = upf.node.poll_transmit() {
+            smf.handle_pfcp(&t.contents);
+        }
+        assert!(smf.associated());
+        assert_eq!(drain(&mut smf), [Ok(SESSION_ESTABLISHMENT)]);
+    }
+
+    #[test]
+    fn an_establishment_held_for_a_failed_association_is_refused() {
+        let mut smf = smf();
+        smf.associate(500);
+        let Some(Action::Pfcp { sequence, .. }) = smf.poll_action() else {
+            panic!("no association request")
+        };
+        let (sm_ref, est) = establishment(1);
+        smf.establish_when_associated(7, sm_ref, est);
+        smf.pfcp_timeout(sequence);
+        assert!(!smf.associated());
+        // Answered (the context is gone here: "released meanwhile"), never sent to the UPF.
+        assert_eq!(drain(&mut smf), [Err(404)]);
     }
 
     /// An SMF associated (Recovery Time Stamp 500) with a UPF (1000), and two active
