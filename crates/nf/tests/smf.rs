@@ -614,6 +614,26 @@ fn scenario<P: Placement>(net: &mut Net<P>) -> Vec<Outcome> {
     out
 }
 
+/// The Association Setup Request is lost and a session is asked for meanwhile: the
+/// establishment waits for the association (TS 29.244 §6.2.6), which comes up with the
+/// request's retransmission, and the session is created then.
+#[test]
+fn an_establishment_waits_for_the_association_it_needs() {
+    if !openapi::present("an_establishment_waits_for_the_association_it_needs") {
+        return;
+    }
+    let mut c = sim_cfg(1);
+    c.links.n4.loss = 1.0;
+    let mut net = Net::build(Sim::sharded(c));
+    assert!(!net.smf(0).associated());
+    net.upf_down(false);
+    let (o, _) = net.establish(0, &supi(1), 5, "internet");
+    assert!(matches!(o, Outcome::Created { .. }), "{o:?}");
+    assert!(net.smf(0).associated());
+    assert_eq!(net.upf().association_count(), 1);
+    assert_eq!(net.upf().session_count(), 1);
+}
+
 /// The UPF has no association with this SMF: it refuses the session (PFCP cause
 /// "no established PFCP association"), and the UE gets #26.
 #[test]
@@ -621,10 +641,13 @@ fn upf_refusal_rejects_with_insufficient_resources() {
     if !openapi::present("upf_refusal_rejects_with_insufficient_resources") {
         return;
     }
-    // The association request is lost; the UPF answers again only after it.
+    // Every Association Setup Request is lost, until the SMF gives up on it; the UPF
+    // answers again only after that.
     let mut c = sim_cfg(1);
     c.links.n4.loss = 1.0;
     let mut net = Net::build(Sim::sharded(c));
+    net.sim.advance(Duration::from_secs(120));
+    assert!(!net.smf(0).associated());
     net.upf_down(false);
     assert_eq!(net.upf().association_count(), 0);
     let (o, _) = net.establish(0, &supi(1), 5, "internet");
