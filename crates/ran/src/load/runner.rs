@@ -36,8 +36,12 @@ use recovery::Recovering;
 
 /// How often in-flight UEs are checked for timeouts, and the longest the loop sleeps.
 const TICK: Duration = Duration::from_millis(10);
-/// How long the generator waits for its associations to shut down at the end.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long the generator waits for its associations to shut down at the end. A SHUTDOWN
+/// goes only once every DATA chunk is acknowledged (RFC 9260 §9.2), so on a lossy path the
+/// last messages of the run (a UE CONTEXT RELEASE COMPLETE...) and the SHUTDOWN itself may
+/// each need retransmissions at RTO.Min = 1 s, doubling: 10 s covers three losses in a row
+/// of the same chunk. A clean path shuts down within a round trip.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 struct GnbSlot {
     gnb: Gnb,
