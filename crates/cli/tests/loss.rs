@@ -18,8 +18,8 @@ mod common;
 mod procs;
 
 use common::nfs::{Addrs, Lab, Net, Nf, RUN_TIMEOUT};
-use common::{json_of, num, steer5g, Scratch, STOP_TIMEOUT};
-use procs::provision;
+use common::{json_of, num, Scratch, STOP_TIMEOUT};
+use procs::{provision, ran_cmd, start};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -104,17 +104,12 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
 
     let amf_at = addrs.n2();
     let runs = RUNS.to_string();
-    let mut cmd = steer5g(
+    let mut cmd = ran_cmd(
         Some(&netns),
+        &csv,
+        &dir,
+        &amf_at,
         &[
-            "ran",
-            "--json",
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf_at,
             "--local-addr",
             &amf,
             "--gnbs",
@@ -213,37 +208,11 @@ fn user_plane_core(
     n2_port: &str,
     pfcp: &str,
 ) -> (ChildGuard, ChildGuard) {
-    let upf_n3_sock = format!("{}:2152", lab.addr("upf", "n3"));
-    let upf_ns = lab.ns("upf");
     let pool = lab.dnn_pool();
-    let mut upf = ChildGuard::spawn(&mut steer5g(
-        None,
-        &[
-            "upf",
-            "--json",
-            "--datapath",
-            "xdp",
-            "--netns",
-            &upf_ns,
-            "--n3-if",
-            "n3",
-            "--n6-if",
-            "n6",
-            "--pfcp",
-            pfcp,
-            "--n3",
-            &upf_n3_sock,
-            "--heartbeat",
-            "0",
-            "--duration",
-            "300",
-        ],
-    ))
-    .unwrap();
-    upf.wait_for_stderr("steer5g upf: PFCP on", common::LISTEN_TIMEOUT)
-        .unwrap();
-    let mut core = ChildGuard::spawn(&mut steer5g(
-        None,
+    let upf_args = lab.upf_args(pfcp, "0");
+    let upf_args: Vec<&str> = upf_args.iter().map(String::as_str).collect();
+    let upf = start(&upf_args, "steer5g upf: PFCP on");
+    let core = start(
         &[
             "core",
             "--json",
@@ -267,10 +236,8 @@ fn user_plane_core(
             "--duration",
             "300",
         ],
-    ))
-    .unwrap();
-    core.wait_for_stderr("N2 listening", common::LISTEN_TIMEOUT)
-        .unwrap();
+        "N2 listening",
+    );
     (upf, core)
 }
 
@@ -436,17 +403,12 @@ fn tcp_through_the_tun_of_ran_completes_with_five_percent_n3_loss() {
     let n3_up = nft::loss_on_output(Some(&ran_ns), LOSS_PERCENT, &Matcher::UdpDport(2152)).unwrap();
     let retrans_before = tcp_retransmissions(&ran_ns) + tcp_retransmissions(&dn_ns);
     let amf_at = format!("{n2}:{n2_port}");
-    let mut ran = ChildGuard::spawn(&mut steer5g(
+    let mut ran = ChildGuard::spawn(&mut ran_cmd(
         None,
+        &csv,
+        &dir,
+        &amf_at,
         &[
-            "ran",
-            "--json",
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf_at,
             "--ues",
             "1",
             "--pdu-sessions",

@@ -17,8 +17,8 @@ mod procs;
 use std::collections::BTreeMap;
 
 use common::nfs::{stored_sqns, Addrs, Lab, Net, Nf, RUN_TIMEOUT};
-use common::{json_of, num, sqns_by_supi, steer5g, Scratch, STOP_TIMEOUT};
-use procs::provision;
+use common::{json_of, num, sqns_by_supi, Scratch, STOP_TIMEOUT};
+use procs::{provision, ran_cmd};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 /// UEs, each with one PDU session; two waves of runs.
@@ -33,59 +33,27 @@ fn restart_under_load(victim: Nf, base: u8, waves: u64) -> (Value, BTreeMap<&'st
     let (dir, csv) = provision(&scratch, UES);
     let before = stored_sqns(&dir);
     let addrs = Addrs::new(base, 20_000 + u16::from(base));
-    let (ran_n3, upf_n3, dn) = (
-        lab.addr("ran", "n3"),
-        lab.addr("upf", "n3"),
-        lab.addr("dn", "n6"),
-    );
+    let (ran_n3, dn) = (lab.addr("ran", "n3"), lab.addr("dn", "n6"));
     let pool = lab.dnn_pool();
     let pfcp = addrs.pfcp();
-    let upf_n3_sock = format!("{upf_n3}:2152");
-    let upf_ns = lab.ns("upf");
     let mut net = Net::new(None);
     // One SMF worker: a PDU session asked for again after the AMF restarted is found on
     // the worker that made it (nf::smf::duplicate).
     net.control_plane(&addrs, &dir, &["--workers", "1", "--dnn", &pool]);
-    net.set(
-        Nf::Upf,
-        &[
-            "upf",
-            "--json",
-            "--datapath",
-            "xdp",
-            "--netns",
-            &upf_ns,
-            "--n3-if",
-            "n3",
-            "--n6-if",
-            "n6",
-            "--pfcp",
-            &pfcp,
-            "--n3",
-            &upf_n3_sock,
-            "--heartbeat",
-            "1",
-            "--duration",
-            "300",
-        ],
-    );
+    let upf = lab.upf_args(&pfcp, "1");
+    net.set(Nf::Upf, &upf.iter().map(String::as_str).collect::<Vec<_>>());
     let echo = lab.echo();
     net.start_all();
 
     let count = (waves * UES).to_string();
     let ues = UES.to_string();
     let amf_at = addrs.n2();
-    let mut cmd = steer5g(
+    let mut cmd = ran_cmd(
         None,
+        &csv,
+        &dir,
+        &amf_at,
         &[
-            "ran",
-            "--json",
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf_at,
             "--gnbs",
             "2",
             "--ues",

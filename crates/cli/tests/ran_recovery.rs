@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::nfs::stored_sqns;
 use common::{json_of, num, scrape, sqns_by_supi, steer5g, wait_until, Scratch, STOP_TIMEOUT};
-use procs::{provision, start_core};
+use procs::{provision, ran_cmd, start_core};
 use serde_json::Value;
 use testkit::process::ChildGuard;
 
@@ -30,17 +30,12 @@ fn ran_reconnects_after_the_core_is_killed_and_restarted() {
     let core = start_core(&dir, 150, port, &["--metrics-addr", metrics]);
     let amf = format!("{addr}:{port}");
     let runs = RUNS.to_string();
-    let mut cmd = steer5g(
+    let mut cmd = ran_cmd(
         None,
+        &csv,
+        &dir,
+        &amf,
         &[
-            "ran",
-            "--json",
-            "--subscribers",
-            &csv,
-            "--data-dir",
-            &dir,
-            "--amf",
-            &amf,
             "--gnbs",
             "2",
             "--ues",

@@ -257,6 +257,35 @@ impl Net {
 pub struct Lab(pub String);
 
 impl Lab {
+    /// `steer5g upf` on the lab's UPF: the XDP datapath in its namespace (N3 on `n3`, N6
+    /// on `n6`), PFCP on `pfcp`, a heartbeat every `heartbeat` seconds (0: none), for 300 s
+    /// at most.
+    pub fn upf_args(&self, pfcp: &str, heartbeat: &str) -> Vec<String> {
+        let n3 = format!("{}:2152", self.addr("upf", "n3"));
+        [
+            "upf",
+            "--json",
+            "--datapath",
+            "xdp",
+            "--netns",
+            &self.ns("upf"),
+            "--n3-if",
+            "n3",
+            "--n6-if",
+            "n6",
+            "--pfcp",
+            pfcp,
+            "--n3",
+            &n3,
+            "--heartbeat",
+            heartbeat,
+            "--duration",
+            "300",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
     /// A lab named after this process and `tag`.
     pub fn up(tag: &str) -> Lab {
         let lab = Lab(format!("{tag}{}", std::process::id() % 100_000));

@@ -47,8 +47,27 @@ pub fn provision(scratch: &Scratch, n: u64) -> (String, String) {
     (dir, csv)
 }
 
-/// `steer5g ran --json` loading the subscribers of `csv` (keys from data directory `dir`)
-/// against the AMF at `amf`, with `extra` flags, to completion within `timeout`.
+/// `steer5g ran --json` (in `netns`, or the test's own namespace) loading the subscribers of
+/// `csv` (keys from data directory `dir`) against the AMF at `amf`, with `extra` flags.
+pub fn ran_cmd(netns: Option<&str>, csv: &str, dir: &str, amf: &str, extra: &[&str]) -> Command {
+    let mut cmd = steer5g(
+        netns,
+        &[
+            "ran",
+            "--json",
+            "--subscribers",
+            csv,
+            "--data-dir",
+            dir,
+            "--amf",
+            amf,
+        ],
+    );
+    cmd.args(extra);
+    cmd
+}
+
+/// [`ran_cmd`] run to completion within `timeout`.
 pub fn load_run(
     csv: &str,
     dir: &str,
@@ -56,9 +75,10 @@ pub fn load_run(
     extra: &[&str],
     timeout: Duration,
 ) -> (Finished, Value) {
-    let mut args = vec!["--subscribers", csv, "--data-dir", dir, "--amf", amf];
-    args.extend_from_slice(extra);
-    ran(None, &args, timeout)
+    let done = testkit::process::run_timeout(&mut ran_cmd(None, csv, dir, amf, extra), timeout)
+        .unwrap_or_else(|e| panic!("ran: {e}"));
+    let v = json_of(&done);
+    (done, v)
 }
 
 /// Starts `steer5g ARGS` and waits for `ready` on its standard error.
