@@ -8,15 +8,18 @@
 # prints, per case, the median core CPU per registration of each tree and their ratio, and the
 # sharded/locked ratio of each tree; OUT gets every turn's JSON and the summary as JSON.
 #
-#   BASE=b7d73ba ROUNDS=3 UES=1000 WORKERS=1 OUT=ab-out ./scripts/ab-registration.sh
+#   BASE=b7d73ba ROUNDS=5 UES=4000 WARMUP=1000 WORKERS=1 OUT=ab-out ./scripts/ab-registration.sh
 #
 # BASE_BIN=path uses an already built release binary of BASE instead of building it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 base="${BASE:-b7d73ba}"
-rounds="${ROUNDS:-3}"
-ues="${UES:-1000}"
+rounds="${ROUNDS:-5}"
+ues="${UES:-4000}"
+# A larger warm-up than the bench's default: the first case of each process otherwise pays
+# for first-touch allocations and lazy set-up, and that case is always the same one.
+warmup="${WARMUP:-1000}"
 workers="${WORKERS:-1}"
 out="${OUT:-ab-registration-$(date +%Y%m%d-%H%M%S)}"
 target="${CARGO_TARGET_DIR:-$HOME/.cache/steer5g/target}"
@@ -44,7 +47,7 @@ fi
 
 run() { # tree binary turn
   "$2" --json bench registration --suci a --sbi inproc,h2c --state sharded,locked \
-    --workers "$workers" --ues "$ues" --rounds 1 2>/dev/null >"$out/$1-$3.json"
+    --workers "$workers" --ues "$ues" --warmup-ues "$warmup" --rounds 1 2>/dev/null >"$out/$1-$3.json"
 }
 for i in $(seq 1 "$rounds"); do
   echo "turn $i/$rounds: A" >&2
