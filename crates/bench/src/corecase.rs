@@ -235,13 +235,17 @@ pub(crate) fn ran_config(
     }
 }
 
-/// The SMF of a core whose user plane is `bed`'s UPF: PFCP to that UPF, and the addresses of
-/// DNN `internet` from the pool the bed's DN routes back through it.
+/// The SMF of a core whose user plane is `bed`'s UPF (PFCP to that UPF, the addresses of
+/// DNN `internet` from the pool the bed's DN routes back through it), and the gNB's N3
+/// address in the bed.
 pub(crate) fn bed_smf(
-    bed: &lab::bed::UserPlaneBed,
-) -> Result<steer5g_core::SmfOptions, BenchError> {
+    bed: &std::sync::Mutex<lab::bed::UserPlaneBed>,
+) -> Result<(steer5g_core::SmfOptions, std::net::Ipv4Addr), BenchError> {
+    let bed = bed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (net, prefix_len) = bed.ue_pool();
-    Ok(steer5g_core::SmfOptions {
+    let smf = steer5g_core::SmfOptions {
         upf: bed
             .upf_pfcp()
             .ok_or_else(|| BenchError::Failed("the bed's UPF is not running".into()))?,
@@ -251,5 +255,6 @@ pub(crate) fn bed_smf(
             prefix_len,
         }],
         ..steer5g_core::SmfOptions::default()
-    })
+    };
+    Ok((smf, bed.gnb_n3()))
 }

@@ -652,11 +652,8 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
     let mut gnb_n3 = None;
     match setup.as_ref() {
         UserPlaneSetup::Bed(bed) => {
-            // The SMF talks PFCP to the bed's UPF and hands out addresses from the pool the
-            // DN routes back through it.
-            let bed = bed.lock().unwrap_or_else(PoisonError::into_inner);
-            opts.smf = Some(crate::corecase::bed_smf(&bed)?);
-            gnb_n3 = Some(bed.gnb_n3());
+            let (smf, n3) = crate::corecase::bed_smf(bed)?;
+            (opts.smf, gnb_n3) = (Some(smf), Some(n3));
         }
         UserPlaneSetup::Skipped(_) if args.pdu_sessions > 0 => {
             opts.smf = Some(SmfOptions::default());

@@ -424,9 +424,8 @@ fn soak(args: &SoakArgs) -> Result<Outcome, BenchError> {
     let mut gnb_n3 = None;
     match up.as_ref() {
         UserPlane::Bed(bed) => {
-            let bed = bed.lock().unwrap_or_else(PoisonError::into_inner);
-            opts.smf = Some(crate::corecase::bed_smf(&bed)?);
-            gnb_n3 = Some(bed.gnb_n3());
+            let (smf, n3) = crate::corecase::bed_smf(bed)?;
+            (opts.smf, gnb_n3) = (Some(smf), Some(n3));
         }
         UserPlane::Memory(datapath, _) => {
             opts.smf = Some(SmfOptions {

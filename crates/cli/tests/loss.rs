@@ -19,7 +19,7 @@ mod procs;
 
 use common::nfs::{Addrs, Lab, Net, Nf, RUN_TIMEOUT};
 use common::{json_of, num, Scratch, STOP_TIMEOUT};
-use procs::{provision, ran_cmd, start};
+use procs::{provision, ran_cmd, start, start_core};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -199,45 +199,21 @@ fn every_procedure_completes_with_five_percent_loss_on_n2_n4_and_sbi() {
     assert_eq!(num(&r["upf"], "sessions.at_stop"), 0, "{all}");
 }
 
-/// The lab's UPF (XDP datapath in `{P}-upf`) and a core (in-process SBI, one worker, N2 over
-/// UDP on `n2:n2_port`, the SMF associated with the UPF on `pfcp`), both serving.
+/// The lab's UPF (XDP datapath in `{P}-upf`) and a core (in-process SBI, N2 over UDP on
+/// 127.0.0.`host`:`n2_port`, the SMF associated with the UPF on `pfcp`), both serving.
 fn user_plane_core(
     lab: &Lab,
     dir: &str,
-    n2: &str,
-    n2_port: &str,
+    host: u8,
+    n2_port: u16,
     pfcp: &str,
 ) -> (ChildGuard, ChildGuard) {
     let pool = lab.dnn_pool();
     let upf_args = lab.upf_args(pfcp, "0");
     let upf_args: Vec<&str> = upf_args.iter().map(String::as_str).collect();
     let upf = start(&upf_args, "steer5g upf: PFCP on");
-    let core = start(
-        &[
-            "core",
-            "--json",
-            "--data-dir",
-            dir,
-            "--sbi",
-            "inproc",
-            "--workers",
-            "1",
-            "--transport",
-            "udp",
-            "--n2-addr",
-            n2,
-            "--udp-port",
-            n2_port,
-            "--smf",
-            "--upf",
-            pfcp,
-            "--dnn",
-            &pool,
-            "--duration",
-            "300",
-        ],
-        "N2 listening",
-    );
+    let smf = ["--smf", "--upf", pfcp, "--dnn", &pool, "--duration", "300"];
+    let core = start_core(dir, host, n2_port, &smf);
     (upf, core)
 }
 
@@ -250,8 +226,8 @@ fn n3_loss_is_measured_by_the_traffic_engine() {
     let scratch = Scratch::new("loss-n3");
     let (dir, csv) = provision(&scratch, 4);
     let (ran_n3, dn) = (lab.addr("ran", "n3"), lab.addr("dn", "n6"));
-    let (n2, n2_port) = ("127.0.0.196", "20196");
-    let (upf, core) = user_plane_core(&lab, &dir, n2, n2_port, "127.0.0.197:8805");
+    let (n2, n2_port) = ("127.0.0.196", 20196);
+    let (upf, core) = user_plane_core(&lab, &dir, 196, n2_port, "127.0.0.197:8805");
     let echo = lab.echo();
     // Downlink GTP-U into the gNB's namespace: the UPF's XDP program sees every uplink
     // packet before nftables could, so the loss sits on the way back.
@@ -365,8 +341,8 @@ fn tcp_through_the_tun_of_ran_completes_with_five_percent_n3_loss() {
     let (dir, csv) = provision(&scratch, 1);
     let (ran_n3, dn) = (lab.addr("ran", "n3"), lab.addr("dn", "n6"));
     let dn_ip: Ipv4Addr = dn.parse().unwrap();
-    let (n2, n2_port) = ("127.0.0.198", "20198");
-    let (upf, core) = user_plane_core(&lab, &dir, n2, n2_port, "127.0.0.199:8805");
+    let (n2, n2_port) = ("127.0.0.198", 20198);
+    let (upf, core) = user_plane_core(&lab, &dir, 198, n2_port, "127.0.0.199:8805");
     let (ran_ns, dn_ns) = (lab.ns("ran"), lab.ns("dn"));
 
     // The N6 side: a TCP echo server in the dn, one connection.
