@@ -96,14 +96,35 @@ fn pick(rng: &mut StdRng) -> AppId {
     }
 }
 
+/// What the test and every worker share.
+#[derive(Clone)]
+struct Shared {
+    table: Arc<SteeringTable>,
+    board: Arc<LoadBoard>,
+    /// Messages handled, all workers.
+    handled: Arc<AtomicU64>,
+    /// The rebalancer makes no more moves: workers may end.
+    done: Arc<AtomicBool>,
+    outcomes: Arc<Mutex<Vec<Outcome>>>,
+}
+
 #[test]
 fn rebalancing_moves_a_hot_app_id_without_loss_or_reordering() {
     let workers = Workers::new(WORKERS).unwrap();
-    let table = Arc::new(SteeringTable::new(workers));
-    let board = Arc::new(LoadBoard::new(workers, 16));
-    let handled = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
-    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let shared = Shared {
+        table: Arc::new(SteeringTable::new(workers)),
+        board: Arc::new(LoadBoard::new(workers, 16)),
+        handled: Arc::new(AtomicU64::new(0)),
+        done: Arc::new(AtomicBool::new(false)),
+        outcomes: Arc::new(Mutex::new(Vec::new())),
+    };
+    let Shared {
+        table,
+        board,
+        handled,
+        done,
+        outcomes,
+    } = shared.clone();
     let opts = RuntimeOptions {
         pin: false,
         name: "rebal".to_owned(),
@@ -112,21 +133,15 @@ fn rebalancing_moves_a_hot_app_id_without_loss_or_reordering() {
         stop_grace: Duration::from_secs(5),
     };
     let rt = {
-        let (table, board, handled, done, outcomes) = (
-            Arc::clone(&table),
-            Arc::clone(&board),
-            Arc::clone(&handled),
-            Arc::clone(&done),
-            Arc::clone(&outcomes),
-        );
+        let shared = shared.clone();
         Runtime::start(workers, opts, move |mut ctx| {
-            let (table, board, handled, done, outcomes) = (
-                Arc::clone(&table),
-                Arc::clone(&board),
-                Arc::clone(&handled),
-                Arc::clone(&done),
-                Arc::clone(&outcomes),
-            );
+            let Shared {
+                table,
+                board,
+                handled,
+                done,
+                outcomes,
+            } = shared.clone();
             async move {
                 let me = ctx.id;
                 let mut sw = SteeredWorker::new(

@@ -70,6 +70,12 @@ struct Setup {
     smf: bool,
 }
 
+impl Setup {
+    fn new(workers: u16, sbi: SbiMode, smf: bool) -> Self {
+        Setup { workers, sbi, smf }
+    }
+}
+
 impl<P: Placement> Net<P> {
     fn new(placement: &P, s: Setup) -> Self {
         let store = Arc::new(MemStore::new());
@@ -244,14 +250,7 @@ fn downlink_nas(o: &Output, assoc_want: u32) -> NasMessage {
 /// Two sharded workers calling in-process (with an SMF if `smf`), their `Workers`, and the
 /// first N2 association of worker 0.
 fn two_workers_in_process(smf: bool) -> (Net<Sharded>, Workers, u32) {
-    let net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::Inproc,
-            smf,
-        },
-    );
+    let net = Net::new(&Sharded, Setup::new(2, SbiMode::Inproc, smf));
     let workers = Workers::new(2).unwrap();
     (net, workers, ids::n2::assoc_id(WorkerId(0), 1))
 }
@@ -260,14 +259,7 @@ fn two_workers_in_process(smf: bool) -> (Net<Sharded>, Workers, u32) {
 
 #[test]
 fn a_request_on_the_wrong_worker_is_handled_by_its_owner_and_answered_at_the_origin() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::H2c,
-            smf: false,
-        },
-    );
+    let mut net = Net::new(&Sharded, Setup::new(2, SbiMode::H2c, false));
     let workers = Workers::new(2).unwrap();
     let n = supi_owned_by(WorkerId(1), workers);
     let req = get(&format!("/nudm-sdm/v2/{}/am-data", supi(n)));
@@ -309,14 +301,7 @@ fn a_request_on_the_wrong_worker_is_handled_by_its_owner_and_answered_at_the_ori
 #[test]
 fn the_locked_baseline_handles_a_request_where_it_lands() {
     let locked = Locked::default();
-    let mut net = Net::new(
-        &locked,
-        Setup {
-            workers: 2,
-            sbi: SbiMode::H2c,
-            smf: false,
-        },
-    );
+    let mut net = Net::new(&locked, Setup::new(2, SbiMode::H2c, false));
     let n = supi_owned_by(WorkerId(1), Workers::new(2).unwrap());
     let token = net.serve(
         0,
@@ -337,14 +322,7 @@ fn the_locked_baseline_handles_a_request_where_it_lands() {
 
 #[test]
 fn a_request_for_an_nf_not_hosted_is_404() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::H2c,
-            smf: false,
-        },
-    );
+    let mut net = Net::new(&Sharded, Setup::new(1, SbiMode::H2c, false));
     let token = net.serve(
         0,
         NfType::Smf,
@@ -360,14 +338,7 @@ fn a_request_for_an_nf_not_hosted_is_404() {
 /// An initial registration on a one-worker host runs AMF → AUSF → UDM and back inside it:
 /// the AUTHENTICATION REQUEST comes out with no call, hop or answer leaving the host.
 fn registration_stays_inside_one_host<P: Placement>(placement: &P) {
-    let mut net = Net::new(
-        placement,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::Inproc,
-            smf: false,
-        },
-    );
+    let mut net = Net::new(placement, Setup::new(1, SbiMode::Inproc, false));
     let one = Workers::single();
     let assoc = ids::n2::assoc_id(WorkerId(0), 1);
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, one)));
@@ -438,14 +409,7 @@ fn ngap_hops_to_the_ue_owner_and_back_to_the_association() {
 
 #[test]
 fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::H2c,
-            smf: false,
-        },
-    );
+    let mut net = Net::new(&Sharded, Setup::new(1, SbiMode::H2c, false));
     let assoc = ids::n2::assoc_id(WorkerId(0), 1);
     net.input(0, Input::Ngap(initial_ue(3, 1, assoc, Workers::single())));
     let calls = net.take("sbi_call");
@@ -480,14 +444,7 @@ fn h2c_calls_go_out_with_their_owner_and_a_failed_one_is_a_504() {
 /// One worker with an SMF whose PFCP association with the UPF was opened at the returned
 /// instant: its setup request is among the outputs.
 fn pfcp_opened() -> (Net<Sharded>, Instant) {
-    let mut net = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::Inproc,
-            smf: true,
-        },
-    );
+    let mut net = Net::new(&Sharded, Setup::new(1, SbiMode::Inproc, true));
     let now = net.now;
     net.host(0).pfcp_open(now, 1000);
     net.run();
@@ -587,14 +544,7 @@ fn every_output_kind_is_produced_by_some_test_scenario() {
     net.host(0).pfcp_open(now, 1);
     net.run();
     kinds.extend(net.kinds.iter().copied());
-    let mut h2c = Net::new(
-        &Sharded,
-        Setup {
-            workers: 1,
-            sbi: SbiMode::H2c,
-            smf: false,
-        },
-    );
+    let mut h2c = Net::new(&Sharded, Setup::new(1, SbiMode::H2c, false));
     h2c.input(0, Input::Ngap(initial_ue(3, 1, assoc, Workers::single())));
     kinds.extend(h2c.kinds.iter().copied());
     assert_eq!(
@@ -614,14 +564,7 @@ fn every_output_kind_is_produced_by_some_test_scenario() {
 fn the_locked_placement_tells_every_worker_of_an_sqn_write() {
     /// Three workers of `placement`, worker 1 told that an SQN write completed.
     fn sqn_written<P: Placement>(placement: &P) -> Net<P> {
-        let mut net = Net::new(
-            placement,
-            Setup {
-                workers: 3,
-                sbi: SbiMode::Inproc,
-                smf: false,
-            },
-        );
+        let mut net = Net::new(placement, Setup::new(3, SbiMode::Inproc, false));
         net.input(
             1,
             Input::SqnDone {
