@@ -641,14 +641,20 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         }
     }
 
+    /// The JSON part of `req` decoded and checked as `T` ([`decode_valid`]), and its parts.
+    #[allow(clippy::result_large_err)]
+    fn decode<T>(req: &SbiRequest) -> Result<(T, Vec<Part>), ProblemDetails>
+    where
+        T: serde::de::DeserializeOwned + serde::Serialize + sbi::validate::Validate,
+    {
+        let (json, parts) = Self::parts(req)?;
+        Ok((decode_valid(&json)?, parts))
+    }
+
     /// CreateSMContext (TS 29.502 §5.2.2.2.1).
     fn create(&mut self, req_id: u64, req: &SbiRequest) {
-        let (json, parts) = match Self::parts(req) {
+        let (data, parts): (SmContextCreateData, _) = match Self::decode(req) {
             Ok(x) => x,
-            Err(p) => return self.problem(req_id, p),
-        };
-        let data: SmContextCreateData = match decode_valid(&json) {
-            Ok(d) => d,
             Err(p) => return self.problem(req_id, p),
         };
         // `decode_valid` refuses a body without them; the fallbacks never run.
@@ -1104,12 +1110,8 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// UpdateSMContext (TS 29.502 §5.2.2.3).
     fn update(&mut self, req_id: u64, sm_ref: u64, req: &SbiRequest) {
-        let (json, parts) = match Self::parts(req) {
+        let (data, parts): (SmContextUpdateData, _) = match Self::decode(req) {
             Ok(x) => x,
-            Err(p) => return self.problem(req_id, p),
-        };
-        let data: SmContextUpdateData = match decode_valid(&json) {
-            Ok(d) => d,
             Err(p) => return self.problem(req_id, p),
         };
         let part = |r: &Option<RefToBinaryData>| {
@@ -1242,11 +1244,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     /// ReleaseSMContext (TS 29.502 §5.2.2.4); its body is optional and checked when there.
     fn release(&mut self, req_id: u64, sm_ref: u64, req: &SbiRequest) {
         if !req.body.is_empty() {
-            let json = match Self::parts(req) {
-                Ok((json, _)) => json,
-                Err(p) => return self.problem(req_id, p),
-            };
-            if let Err(p) = decode_valid::<sbi::model::SmContextReleaseData>(&json) {
+            if let Err(p) = Self::decode::<sbi::model::SmContextReleaseData>(req) {
                 return self.problem(req_id, p);
             }
         }

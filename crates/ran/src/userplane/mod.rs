@@ -404,13 +404,7 @@ fn write_ipv4(out: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, proto: u8, id: u16) 
 /// The UDP checksum over the pseudo-header (RFC 768) of the datagram `udp`; 0 is sent
 /// as all ones.
 fn udp_checksum(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> u16 {
-    let len = u16::try_from(udp.len()).unwrap_or(u16::MAX);
-    let mut acc = sum(0, &src.octets());
-    acc = sum(acc, &dst.octets());
-    acc = sum(acc, &[0, PROTO_UDP]);
-    acc = sum(acc, &len.to_be_bytes());
-    acc = sum(acc, udp);
-    match !fold(acc) {
+    match !fold(udp_sum(src, dst, udp)) {
         0 => 0xffff,
         c => c,
     }
@@ -519,13 +513,17 @@ fn parse_reply(inner: &[u8], ue: Ipv4Addr, dn: Ipv4Addr) -> Option<Probe> {
 /// A received UDP datagram's checksum verifies: the sum over pseudo-header and
 /// datagram, checksum included, is all ones.
 fn udp_ok(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> bool {
+    fold(udp_sum(src, dst, udp)) == 0xffff
+}
+
+/// The unfolded one's-complement sum of the UDP pseudo-header (RFC 768) and of `udp`.
+fn udp_sum(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> u32 {
     let len = u16::try_from(udp.len()).unwrap_or(u16::MAX);
     let mut acc = sum(0, &src.octets());
     acc = sum(acc, &dst.octets());
     acc = sum(acc, &[0, PROTO_UDP]);
     acc = sum(acc, &len.to_be_bytes());
-    acc = sum(acc, udp);
-    fold(acc) == 0xffff
+    sum(acc, udp)
 }
 
 /// What a DN answers to an inner probe packet: a UDP datagram with addresses and ports

@@ -780,30 +780,28 @@ impl<P: Placement> Sim<P> {
             }
         } else if self.rng.chance(c.loss) {
             st.dropped += 1;
-            let (kind, d) = describe(&msg);
-            self.trace.push(TraceEvent {
-                at: self.now - self.start,
-                link,
-                kind,
-                digest: d,
-                fate: Fate::Dropped,
-            });
+            self.traced(link, &msg, Fate::Dropped);
             return;
         }
         self.seq += 1;
         self.queue.insert((at, self.seq), (link, msg));
     }
 
-    fn deliver(&mut self, link: Link, msg: Msg) {
-        self.stats[link.index()].delivered += 1;
-        let (kind, d) = describe(&msg);
+    /// Adds what became of `msg` on `link` to the trace.
+    fn traced(&mut self, link: Link, msg: &Msg, fate: Fate) {
+        let (kind, digest) = describe(msg);
         self.trace.push(TraceEvent {
             at: self.now - self.start,
             link,
             kind,
-            digest: d,
-            fate: Fate::Delivered,
+            digest,
+            fate,
         });
+    }
+
+    fn deliver(&mut self, link: Link, msg: Msg) {
+        self.stats[link.index()].delivered += 1;
+        self.traced(link, &msg, Fate::Delivered);
         let now = self.now;
         match msg {
             Msg::N2Up { assoc, stream, pdu } => self.n2_read(assoc, stream, pdu),
