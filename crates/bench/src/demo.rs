@@ -30,8 +30,7 @@ use crate::BenchError;
 use lab::bed::{BedReport, PathKind, UserPlaneBed};
 use ran::load::driver::MAX_PDU_SESSIONS;
 use ran::load::report::SctpCounters;
-use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, SessionPlan, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, SessionPlan, SuciArg};
 
 /// The in-process UPF's PFCP and N3 address (the loopback plan's 127.0.0.7); its PFCP port is the
 /// OS's choice, so that demos can run side by side.
@@ -670,8 +669,8 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
         tracing::info!("{l}");
     }
 
-    let plan = LoadConfig {
-        ran: crate::corecase::ran_config(
+    let plan = LoadConfig::register_deregister(
+        crate::corecase::ran_config(
             crate::corecase::gnb_identity(&cfg)?,
             &cfg,
             transport,
@@ -679,22 +678,16 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
             1,
             args.timeout,
         ),
-        mode: Mode::RegisterDeregister,
-        load: Load::Closed {
-            concurrency: args.concurrency.max(1),
-        },
-        limit: Limit::Count(args.ues),
         subscribers,
-        suci,
-        suci_label,
-        sessions: SessionPlan {
+        (suci, suci_label),
+        args.concurrency.max(1),
+        args.ues,
+        SessionPlan {
             per_ue: args.pdu_sessions,
             gnb_n3,
             ..SessionPlan::default()
         },
-        on_sessions_up: None,
-        on_hold: None,
-    };
+    );
     let hook_setup = Arc::clone(&setup);
     let kept: Arc<Mutex<Vec<TrafficReport>>> = Arc::default();
     let hook_kept = Arc::clone(&kept);

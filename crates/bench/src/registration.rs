@@ -46,8 +46,7 @@ use super::sweep::{
 };
 
 use crate::BenchError;
-use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, LoadReport, Mode, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, LoadReport, SuciArg};
 
 /// The target the report checks: core CPU per Profile A registration with the in-process
 /// SBI at most this many times its crypto floor (what the crypto alone costs).
@@ -379,26 +378,23 @@ fn run_case_rt(
         }
     };
 
-    let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| LoadConfig {
-        ran: ran_config(
-            identity.clone(),
-            &cfg,
-            TransportKind::Udp,
-            args.gnbs,
-            gnb_id_base,
-            args.timeout,
-        ),
-        mode: Mode::RegisterDeregister,
-        load: Load::Closed {
-            concurrency: args.concurrency.max(1),
-        },
-        limit: Limit::Count(subs.len() as u64),
-        subscribers: subs,
-        suci: suci.clone(),
-        suci_label: suci_label.clone(),
-        sessions: ran::load::SessionPlan::default(),
-        on_sessions_up: None,
-        on_hold: None,
+    let plan = |subs: Vec<store::Subscriber>, gnb_id_base: u32| {
+        let ues = subs.len() as u64;
+        LoadConfig::register_deregister(
+            ran_config(
+                identity.clone(),
+                &cfg,
+                TransportKind::Udp,
+                args.gnbs,
+                gnb_id_base,
+                args.timeout,
+            ),
+            subs,
+            (suci.clone(), suci_label.clone()),
+            args.concurrency.max(1),
+            ues,
+            ran::load::SessionPlan::default(),
+        )
     };
     let result = (|| {
         if !warm.is_empty() {

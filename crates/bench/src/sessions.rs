@@ -45,8 +45,7 @@ use super::sweepplot::{write_sweep, Panel};
 
 use crate::BenchError;
 use ran::load::driver::MAX_PDU_SESSIONS;
-use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, HoldPoint, LoadConfig, LoadReport, Mode, SessionPlan, SuciArg};
+use ran::load::{suci_scheme, HoldPoint, LoadConfig, LoadReport, SessionPlan, SuciArg};
 
 /// The in-process UPF's PFCP thread.
 const UPF_THREAD_PREFIX: &str = "upf-pfcp";
@@ -286,28 +285,6 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
     let marks: Arc<Mutex<BTreeMap<HoldPoint, Mark>>> = Arc::default();
     let seen = marks.clone();
     let plan = LoadConfig {
-        ran: ran_config(
-            identity.clone(),
-            &cfg,
-            TransportKind::Udp,
-            args.gnbs,
-            1,
-            args.timeout,
-        ),
-        mode: Mode::RegisterDeregister,
-        load: Load::Closed {
-            concurrency: args.concurrency,
-        },
-        limit: Limit::Count(args.ues),
-        subscribers,
-        suci,
-        suci_label,
-        sessions: SessionPlan {
-            per_ue: args.pdu_sessions,
-            phase_holds: true,
-            ..SessionPlan::default()
-        },
-        on_sessions_up: None,
         on_hold: Some(Arc::new(move |point| {
             let m = Mark::now();
             if let Ok(mut v) = seen.lock() {
@@ -316,6 +293,25 @@ fn run_case(case: Case, args: &SessionsArgs, slot: u8) -> Result<Outcome, BenchE
                 v.entry(point).or_insert(m);
             }
         })),
+        ..LoadConfig::register_deregister(
+            ran_config(
+                identity.clone(),
+                &cfg,
+                TransportKind::Udp,
+                args.gnbs,
+                1,
+                args.timeout,
+            ),
+            subscribers,
+            (suci, suci_label),
+            args.concurrency,
+            args.ues,
+            SessionPlan {
+                per_ue: args.pdu_sessions,
+                phase_holds: true,
+                ..SessionPlan::default()
+            },
+        )
     };
     let result = ran::load::run(&plan);
     let stopped = core.stop();

@@ -42,8 +42,7 @@ use super::sweep::Out;
 use crate::BenchError;
 use lab::bed::{PathKind, UserPlaneBed};
 use ran::load::driver::MAX_PDU_SESSIONS;
-use ran::load::schedule::{Limit, Load};
-use ran::load::{suci_scheme, LoadConfig, Mode, RanConfig, SessionPlan, SuciArg};
+use ran::load::{suci_scheme, LoadConfig, SessionPlan, SuciArg};
 use ran::userplane::traffic::TrafficPlan;
 use ran::userplane::UpSession;
 
@@ -446,36 +445,30 @@ fn soak(args: &SoakArgs) -> Result<Outcome, BenchError> {
     let hook_up = Arc::clone(&up);
     let hook_probes = Arc::clone(&probes);
     let plan = LoadConfig {
-        ran: RanConfig {
-            identity,
-            transport: TransportKind::Udp,
-            amf: SocketAddrV4::new(cfg.n2.addr, cfg.n2.udp_port),
-            sctp_port: cfg.n2.sctp_port,
-            local_addr: None,
-            gnbs: args.gnbs,
-            gnb_id_base: 1,
-            timeout: Duration::from_secs_f64(args.timeout),
-            connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
-        },
-        mode: Mode::RegisterDeregister,
-        load: Load::Closed {
-            concurrency: usize::try_from(args.ues).unwrap_or(usize::MAX),
-        },
-        limit: Limit::Count(args.ues),
-        subscribers,
-        suci,
-        suci_label,
-        sessions: SessionPlan {
-            per_ue: args.pdu_sessions,
-            gnb_n3,
-            ..SessionPlan::default()
-        },
         on_sessions_up: Some(Arc::new(move |s: &[UpSession]| {
             let (sent, back) = hook_up.probes(s)?;
             *hook_probes.lock().unwrap_or_else(PoisonError::into_inner) = (sent, back);
             Ok(serde_json::json!({ "sent": sent, "back": back }))
         })),
-        on_hold: None,
+        ..LoadConfig::register_deregister(
+            crate::corecase::ran_config(
+                identity,
+                &cfg,
+                TransportKind::Udp,
+                args.gnbs,
+                1,
+                args.timeout,
+            ),
+            subscribers,
+            (suci, suci_label),
+            usize::try_from(args.ues).unwrap_or(usize::MAX),
+            args.ues,
+            SessionPlan {
+                per_ue: args.pdu_sessions,
+                gnb_n3,
+                ..SessionPlan::default()
+            },
+        )
     };
 
     let total = Duration::from_secs_f64(args.minutes * 60.0);

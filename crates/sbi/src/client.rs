@@ -282,22 +282,34 @@ impl SbiClient {
             Some(a) => format!("{}:80", a.host()),
             None => return Err(SbiError::InvalidUri(uri.to_string())),
         };
-        let mut builder = Request::builder().method(method).uri(uri).header(
-            header::ACCEPT,
-            HeaderValue::from_static(
-                "application/json, application/3gppHal+json, application/problem+json",
+        let ct = match body {
+            Some(_) => Some(
+                HeaderValue::from_str(content_type)
+                    .map_err(|_| SbiError::InvalidUri(format!("content type {content_type}")))?,
             ),
-        );
-        if body.is_some() {
-            let ct = HeaderValue::from_str(content_type)
-                .map_err(|_| SbiError::InvalidUri(format!("content type {content_type}")))?;
-            builder = builder.header(header::CONTENT_TYPE, ct);
-        }
-        let req = builder
-            .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| SbiError::InvalidUri(e.to_string()))?;
+            None => None,
+        };
+        let body = body.unwrap_or_default();
+        // Built again for each attempt (the body bytes are shared): a request is copied only
+        // when it is sent again.
+        let make = || {
+            let mut r = Request::new(Full::new(body.clone()));
+            *r.method_mut() = method.clone();
+            *r.uri_mut() = uri.clone();
+            let h = r.headers_mut();
+            h.insert(
+                header::ACCEPT,
+                HeaderValue::from_static(
+                    "application/json, application/3gppHal+json, application/problem+json",
+                ),
+            );
+            if let Some(ct) = &ct {
+                h.insert(header::CONTENT_TYPE, ct.clone());
+            }
+            r
+        };
         let key = (authority, owner.filter(|_| self.config.ports.is_some()));
-        tokio::time::timeout(self.config.timeout, self.exchange(&key, req))
+        tokio::time::timeout(self.config.timeout, self.exchange(&key, make))
             .await
             .map_err(|_| SbiError::Timeout)?
     }
@@ -305,36 +317,31 @@ impl SbiClient {
     async fn exchange(
         &self,
         key: &Key,
-        req: Request<Full<Bytes>>,
+        make: impl Fn() -> Request<Full<Bytes>>,
     ) -> Result<SbiResponse, SbiError> {
         if key.1.is_some() {
             self.count(|s| s.steered += 1);
         } else {
             self.count(|s| s.unsteered += 1);
         }
-        let mut req = req;
         let mut retries = 0;
         loop {
-            let again = (retries < retry::MAX_RETRIES).then(|| copy_request(&req));
-            match self.send_once(key, req).await {
+            match self.send_once(key, make()).await {
                 // RFC 9113 §8.7: the server did not process it; send it again, on a new
                 // connection unless the server only refused the stream (the connection has
                 // learnt its limit by now and queues it). The caller's deadline bounds all.
-                Err((failure, e)) => match again {
-                    Some(r) if retry::may_retry(failure, retries) => {
-                        retries += 1;
-                        // Rare, and what a lossy path's recovery is traced by.
-                        tracing::info!(?failure, error = %e, retries, "SBI request sent again");
-                        self.count(|s| {
-                            s.retries += 1;
-                            if failure == Failure::Refused {
-                                s.refused_retries += 1;
-                            }
-                        });
-                        req = r;
-                    }
-                    _ => return Err(e),
-                },
+                Err((failure, e)) if retry::may_retry(failure, retries) => {
+                    retries += 1;
+                    // Rare, and what a lossy path's recovery is traced by.
+                    tracing::info!(?failure, error = %e, retries, "SBI request sent again");
+                    self.count(|s| {
+                        s.retries += 1;
+                        if failure == Failure::Refused {
+                            s.refused_retries += 1;
+                        }
+                    });
+                }
+                Err((_, e)) => return Err(e),
                 Ok((resp, short)) => {
                     // The body is read while a short connection's sender still holds it
                     // open; dropping it afterwards closes the connection.
@@ -587,16 +594,6 @@ impl SbiClient {
     ) -> Result<JsonResponse<R>, SbiError> {
         typed(self.request(Method::GET, uri, None).await?)
     }
-}
-
-/// A copy of a request to send again: method, URI, headers and the (shared) body bytes.
-fn copy_request(r: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
-    let mut c = Request::new(r.body().clone());
-    *c.method_mut() = r.method().clone();
-    *c.uri_mut() = r.uri().clone();
-    *c.headers_mut() = r.headers().clone();
-    *c.version_mut() = r.version();
-    c
 }
 
 /// What a failed exchange tells about its request (RFC 9113 §8.7): not processed if the

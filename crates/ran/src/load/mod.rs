@@ -138,6 +138,32 @@ pub struct LoadConfig {
     pub on_hold: Option<HoldHook>,
 }
 
+impl LoadConfig {
+    /// `ues` runs of register, `sessions`, de-register over `subscribers`, `concurrency` of
+    /// them in flight (closed loop), through `ran`; no hooks.
+    pub fn register_deregister(
+        ran: RanConfig,
+        subscribers: Vec<store::Subscriber>,
+        (suci, suci_label): (SuciScheme, String),
+        concurrency: usize,
+        ues: u64,
+        sessions: SessionPlan,
+    ) -> Self {
+        LoadConfig {
+            ran,
+            mode: Mode::RegisterDeregister,
+            load: Load::Closed { concurrency },
+            limit: Limit::Count(ues),
+            subscribers,
+            suci,
+            suci_label,
+            sessions,
+            on_sessions_up: None,
+            on_hold: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for LoadConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadConfig")
