@@ -5,22 +5,18 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::cell::Cell;
 use std::rc::Rc;
 
 use bytes::Bytes;
+use common::runtime;
 use http::{Method, Response, StatusCode};
 use sbi::retry::MAX_RETRIES;
 use sbi::{ClientConfig, SbiClient, SbiError};
 use tokio::net::TcpListener;
 use tokio::task::LocalSet;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// What a test server does with the first connection it accepts; later ones are served.
 #[derive(Clone, Copy)]

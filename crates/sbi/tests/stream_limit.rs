@@ -5,23 +5,19 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::cell::Cell;
 use std::rc::Rc;
 
 use bytes::Bytes;
+use common::runtime;
 use http::{Method, Request, Response, StatusCode};
 use sbi::client::MAX_REFUSED_RETRIES;
 use sbi::{ClientConfig, SbiClient, SbiRequest, SbiResponse, Server};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::LocalSet;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn streams_beyond_the_limit_are_refused_and_the_others_served() {

@@ -118,13 +118,6 @@ fn rebalancing_moves_a_hot_app_id_without_loss_or_reordering() {
         done: Arc::new(AtomicBool::new(false)),
         outcomes: Arc::new(Mutex::new(Vec::new())),
     };
-    let Shared {
-        table,
-        board,
-        handled,
-        done,
-        outcomes,
-    } = shared.clone();
     let opts = RuntimeOptions {
         pin: false,
         name: "rebal".to_owned(),
@@ -208,6 +201,13 @@ fn rebalancing_moves_a_hot_app_id_without_loss_or_reordering() {
         })
         .unwrap()
     };
+    let Shared {
+        table,
+        board,
+        handled,
+        done,
+        outcomes,
+    } = shared;
 
     let mut reb = Rebalancer::new(
         Arc::clone(&table),

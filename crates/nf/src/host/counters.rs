@@ -407,6 +407,16 @@ mod tests {
         t.record(IoEvent::NgapRead(3));
         t.record(IoEvent::MeshRetry);
         assert_eq!((t.pfcp_rx_dropped, t.ngap_read, t.mesh_retries), (11, 3, 1));
+        // The client's totals are taken as they are, and named as on /metrics.
+        t.record(IoEvent::SbiRetries(4));
+        t.record(IoEvent::SbiStreamsRefused(2));
+        let mut seen = Vec::new();
+        t.for_each(|name, _, v| {
+            if matches!(name, "call_retries" | "sbi_streams_refused") {
+                seen.push((name, v));
+            }
+        });
+        assert_eq!(seen, [("call_retries", 4), ("sbi_streams_refused", 2)]);
         // Every field has its name: one u64 per name.
         assert_eq!(std::mem::size_of::<WorkerCounters>(), n * 8);
     }

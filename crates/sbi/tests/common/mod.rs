@@ -93,3 +93,12 @@ pub(crate) fn auth_info(id: &str) -> AuthenticationInfo {
         supported_features: None,
     }
 }
+
+/// A current-thread runtime with I/O and timers, for tests that drive a `LocalSet`.
+#[allow(clippy::unwrap_used)]
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
