@@ -37,6 +37,9 @@ fn restart_under_load(victim: Nf, base: u8, waves: u64) -> (Value, BTreeMap<&'st
     let pool = lab.dnn_pool();
     let pfcp = addrs.pfcp();
     let mut net = Net::new(None);
+    net.keep_logs(&scratch.0);
+    // What each NF did with each UE, for the post-mortem of a failed run.
+    net.log_filter("info,nf=debug");
     // One SMF worker: a PDU session asked for again after the AMF restarted is found on
     // the worker that made it (nf::smf::duplicate).
     net.control_plane(&addrs, &dir, &["--workers", "1", "--dnn", &pool]);
@@ -99,6 +102,10 @@ fn restart_under_load(victim: Nf, base: u8, waves: u64) -> (Value, BTreeMap<&'st
     let e = echo.stop("INT", STOP_TIMEOUT).unwrap();
     assert_eq!(e.code(), Some(0), "lab echo: {}", e.stderr);
     let all = format!("ran: {v}\n{reports:#?}");
+    // The scratch directory stays when the test fails: every log and report for a
+    // post-mortem (a CI log keeps only the panic's first line).
+    let _ = std::fs::write(scratch.0.join("ran.log"), &done.stderr);
+    let _ = std::fs::write(scratch.0.join("reports.txt"), &all);
 
     // Nothing left anywhere.
     let u = &reports["upf"];

@@ -57,6 +57,10 @@ pub struct Net {
     netns: Option<String>,
     args: BTreeMap<&'static str, Vec<String>>,
     procs: BTreeMap<&'static str, ChildGuard>,
+    /// Where each process's standard error is written when it ends, for a post-mortem.
+    log_dir: Option<std::path::PathBuf>,
+    /// `RUST_LOG` of every NF (`info` unless set).
+    log_filter: Option<String>,
 }
 
 impl Net {
@@ -66,6 +70,25 @@ impl Net {
             netns: netns.map(str::to_owned),
             args: BTreeMap::new(),
             procs: BTreeMap::new(),
+            log_dir: None,
+            log_filter: None,
+        }
+    }
+
+    /// Runs every NF with `RUST_LOG=filter`.
+    pub fn log_filter(&mut self, filter: &str) {
+        self.log_filter = Some(filter.to_owned());
+    }
+
+    /// Writes each process's standard error to `DIR/NAME.log` when it ends (`NAME-killed.log`
+    /// for one killed), so that a failed test's scratch directory holds every NF's log.
+    pub fn keep_logs(&mut self, dir: &std::path::Path) {
+        self.log_dir = Some(dir.to_path_buf());
+    }
+
+    fn save_log(&self, file: &str, stderr: &str) {
+        if let Some(d) = &self.log_dir {
+            let _ = std::fs::write(d.join(file), stderr);
         }
     }
 
@@ -80,6 +103,9 @@ impl Net {
         let args = &self.args[nf.name()];
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut cmd = steer5g(self.netns.as_deref(), &argv);
+        if let Some(f) = &self.log_filter {
+            cmd.env("RUST_LOG", f);
+        }
         let mut child = ChildGuard::spawn(&mut cmd).unwrap_or_else(|e| panic!("{e}"));
         if let Err(e) = child.wait_for_stderr(nf.ready(), LISTEN_TIMEOUT) {
             panic!("{} did not start: {e}", nf.name());
@@ -104,6 +130,7 @@ impl Net {
         let done = child
             .wait_timeout(STOP_TIMEOUT)
             .unwrap_or_else(|e| panic!("{e}"));
+        self.save_log(&format!("{}-killed.log", nf.name()), &done.stderr);
         assert_eq!(done.code(), None, "{} ended by SIGKILL", nf.name());
     }
 
@@ -127,6 +154,7 @@ impl Net {
             let done = child
                 .stop(sig, STOP_TIMEOUT)
                 .unwrap_or_else(|e| panic!("{e}"));
+            self.save_log(&format!("{}.log", nf.name()), &done.stderr);
             assert_eq!(done.code(), Some(0), "{}: {}", nf.name(), done.stderr);
             out.insert(nf.name(), json_of(&done));
         }
