@@ -116,6 +116,16 @@ pub(crate) fn provision(
     {
         let st = store::RedbStore::open_in(data_dir)
             .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
+        if let Some(taken) = first_taken(&st, subscribers)? {
+            return Err(BenchError::Invalid(format!(
+                "{} already holds subscriber {taken}, in the range this run provisions \
+                 ({} from {}): its K, OPc and SQN would be overwritten; pick a free range \
+                 with --first-supi, or another --data-dir",
+                data_dir.display(),
+                subscribers.len(),
+                subscribers.first().map_or("", |s| s.supi.as_str()),
+            )));
+        }
         st.put_batch(subscribers)
             .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
     }
@@ -123,6 +133,24 @@ pub(crate) fn provision(
     store::hn_keys::load_or_create(&key_file, &mut rand::rngs::OsRng)
         .map_err(|e| BenchError::Failed(format!("home network keys: {e}")))?;
     Ok(key_file)
+}
+
+/// The first of `subscribers` that `st` already holds: provisioning never overwrites a
+/// subscriber someone else provisioned (its keys, its SQN).
+fn first_taken(
+    st: &dyn store::SubscriberStore,
+    subscribers: &[store::Subscriber],
+) -> Result<Option<String>, BenchError> {
+    let failed = |e: store::StoreError| BenchError::Failed(format!("subscriber store: {e}"));
+    if st.count().map_err(failed)? == 0 {
+        return Ok(None);
+    }
+    for s in subscribers {
+        if st.get(&s.supi).map_err(failed)?.is_some() {
+            return Ok(Some(s.supi.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// A fresh temporary data directory, removed when dropped.
@@ -257,4 +285,15 @@ pub(crate) fn bed_smf(
         ..steer5g_core::SmfOptions::default()
     };
     Ok((smf, bed.gnb_n3()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_supi;
+
+    #[test]
+    fn first_supi_fills_15_digits() {
+        assert_eq!(first_supi("001", "01", 1), "imsi-001010000000001");
+        assert_eq!(first_supi("310", "410", 7), "imsi-310410000000007");
+    }
 }

@@ -66,9 +66,15 @@ pub struct DemoArgs {
     /// How the AMF reaches the AUSF and UDM.
     #[arg(long, value_enum, default_value_t = DemoSbi::H2c)]
     pub(crate) sbi: DemoSbi,
-    /// Data directory (default: a fresh temporary one, removed at the end).
+    /// Data directory (default: a fresh temporary one, removed at the end). A store that
+    /// already holds a subscriber of the demo's range is refused, never overwritten: pick a
+    /// free range with `--first-supi`.
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The first of the demo's `--ues` subscribers (`imsi-` and 15 digits, the others
+    /// follow it); default: MSIN 1 of the configured PLMN.
+    #[arg(long, value_name = "SUPI")]
+    pub(crate) first_supi: Option<String>,
     /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
     #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
     pub(crate) transport: TransportArg,
@@ -621,9 +627,19 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => return Err(BenchError::Failed("no data directory".into())),
     };
-    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc);
-    let subscribers = store::generate::generate(&first, args.ues, &mut OsRng)
-        .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
+    let plmn = format!("imsi-{}{}", cfg.plmn.mcc, cfg.plmn.mnc);
+    let first = match &args.first_supi {
+        Some(f) if !f.starts_with(&plmn) => {
+            return Err(BenchError::Invalid(format!(
+                "--first-supi {f}: not of the configured PLMN (a SUPI starting with {plmn})"
+            )))
+        }
+        Some(f) => f.clone(),
+        None => crate::corecase::first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1),
+    };
+    let subscribers = store::generate::generate(&first, args.ues, &mut OsRng).map_err(|e| {
+        BenchError::Invalid(format!("--first-supi {first} --ues {}: {e}", args.ues))
+    })?;
     let key_file = crate::corecase::provision(&data_dir, &cfg, &subscribers)?;
     let (suci, suci_label) = suci_scheme(SuciArg::A, &key_file)?;
 
@@ -890,22 +906,4 @@ fn path_line(b: &BedReport) -> String {
             .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
     ));
     line
-}
-
-/// The first SUPI of the demo's range: MCC, MNC, then an MSIN of 1 (15 digits in all).
-fn first_supi(mcc: &str, mnc: &str) -> String {
-    let prefix = format!("{mcc}{mnc}");
-    let width = 15usize.saturating_sub(prefix.len());
-    format!("imsi-{prefix}{:0width$}", 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn first_supi_fills_15_digits() {
-        assert_eq!(first_supi("001", "01"), "imsi-001010000000001");
-        assert_eq!(first_supi("310", "410"), "imsi-310410000000001");
-    }
 }

@@ -246,6 +246,99 @@ fn demo_without_sessions_and_with_too_many() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `demo --data-dir` on a store that already holds subscribers of its range refuses (exit 2,
+/// naming the first such SUPI) and leaves them as they were; `--first-supi` picks a free
+/// range beside them.
+#[test]
+fn demo_never_overwrites_a_stored_subscriber() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "demo",
+            "--json",
+            "--gnbs",
+            "1",
+            "--n2-addr",
+            "127.0.0.57",
+            "--udp-port",
+            "19897",
+            "--ausf-addr",
+            "127.0.0.57:17715",
+            "--udm-addr",
+            "127.0.0.57:17716",
+            "--ues",
+            "3",
+            "--pdu-sessions",
+            "0",
+            "--data-dir",
+            data,
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_steer5g"))
+            .args(&args)
+            .output()
+            .expect("run steer5g demo")
+    };
+    let show = |supi: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
+            .args([
+                "--json",
+                "subscriber",
+                "--data-dir",
+                data,
+                "show",
+                "--supi",
+                supi,
+                "--reveal",
+            ])
+            .output()
+            .expect("run steer5g subscriber show");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON subscriber")
+    };
+    let first = run(&[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let before = show("imsi-001010000000002");
+
+    let again = run(&[]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("imsi-001010000000001"), "{err}");
+    assert!(err.contains("--first-supi"), "{err}");
+    assert_eq!(
+        show("imsi-001010000000002"),
+        before,
+        "the stored subscriber changed"
+    );
+
+    let beside = run(&["--first-supi", "imsi-001010000000004"]);
+    assert!(
+        beside.status.success(),
+        "{}",
+        String::from_utf8_lossy(&beside.stderr)
+    );
+    assert_eq!(show("imsi-001010000000002"), before);
+    show("imsi-001010000000006");
+
+    let foreign = run(&["--first-supi", "imsi-310410000000001"]);
+    assert_eq!(foreign.status.code(), Some(2));
+}
+
 #[test]
 fn help_lists_the_subcommands() {
     let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
