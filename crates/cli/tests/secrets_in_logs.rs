@@ -49,7 +49,10 @@ fn subscriber_secrets(scratch: &Scratch, dir: &str) -> Vec<(String, String)> {
     assert_no_secrets("subscriber export", &done, &[]);
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("supi,k,opc,amf,sqn,sst,sd,dnn"));
+    assert_eq!(
+        lines.next(),
+        Some("supi,k,opc,amf,sqn,sst,sd,dnn,ambr_ul,ambr_dl")
+    );
     let mut secrets = Vec::new();
     for line in lines.filter(|l| !l.is_empty()) {
         let cols: Vec<&str> = line.split(',').collect();

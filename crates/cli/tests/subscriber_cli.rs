@@ -92,9 +92,10 @@ fn add_show_list_delete() {
         assert_eq!(mode & 0o777, 0o600);
     }
 
-    // adding the same SUPI again fails
+    // adding the same SUPI again is bad input (exit 2), naming it
     let o = run(&dir, &add_args(supi, &[]));
-    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains(supi), "{:?}", text(&o));
 
     // show hides K and OPc ...
     let o = run(&dir, &["show", "--supi", supi]);
@@ -220,6 +221,38 @@ fn import_keeps_the_higher_sqn() {
         1
     );
     assert_eq!(json(&dir, &["show", "--supi", supi])["sqn"], 4096);
+}
+
+/// `export` then `import` keeps every subscriber's UE-AMBR (the CSV's `ambr_ul,ambr_dl`).
+#[test]
+fn export_then_import_keeps_the_ambr() {
+    let dir = data_dir("ambr-from");
+    let supi = "imsi-001010000000001";
+    json(
+        &dir,
+        &add_args(supi, &["--ambr-ul", "5000000", "--ambr-dl", "20000000"]),
+    );
+    let csv = dir.join("out.csv");
+    json(&dir, &["export", csv.to_str().unwrap()]);
+    let exported = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        exported.starts_with("supi,k,opc,amf,sqn,sst,sd,dnn,ambr_ul,ambr_dl\n"),
+        "{exported}"
+    );
+    let to = data_dir("ambr-to");
+    assert_eq!(json(&to, &["import", csv.to_str().unwrap()])["imported"], 1);
+    let v = json(&to, &["show", "--supi", supi]);
+    assert_eq!(
+        (v["ambr_ul"].as_u64(), v["ambr_dl"].as_u64()),
+        (Some(5_000_000), Some(20_000_000)),
+        "{v}"
+    );
+    // A zero UE-AMBR is bad input, named.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, exported.replace(",5000000,", ",0,")).unwrap();
+    let o = run(&to, &["import", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("ambr_ul"), "{:?}", text(&o));
 }
 
 #[test]

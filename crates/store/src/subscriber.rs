@@ -57,6 +57,14 @@ pub enum FieldError {
     /// A subscriber has more than 255 slices or DNNs.
     #[error("{0}: at most 255")]
     TooMany(&'static str),
+    /// A UE-AMBR (named) is not a positive decimal number of bit/s.
+    #[error("{field} {value:?}: expected a positive number of bit/s (decimal)")]
+    Ambr {
+        /// `ambr_ul` or `ambr_dl`.
+        field: &'static str,
+        /// What was given (truncated).
+        value: String,
+    },
 }
 
 /// Operator variant algorithm configuration field: OP as given, or OPc already derived from it
@@ -188,6 +196,14 @@ impl Subscriber {
         if self.sqn > SQN_MAX {
             return Err(FieldError::Sqn(self.sqn.to_string()));
         }
+        for (field, v) in [("ambr_ul", self.ambr_ul), ("ambr_dl", self.ambr_dl)] {
+            if v == 0 {
+                return Err(FieldError::Ambr {
+                    field,
+                    value: v.to_string(),
+                });
+            }
+        }
         if self.slices.is_empty() {
             return Err(FieldError::Empty("slices"));
         }
@@ -298,6 +314,17 @@ pub fn parse_sqn(s: &str) -> Result<u64, FieldError> {
     match v {
         Ok(v) if v <= SQN_MAX => Ok(v),
         _ => Err(FieldError::Sqn(truncate(s))),
+    }
+}
+
+/// Parses a UE-AMBR (`field` is `ambr_ul` or `ambr_dl`): decimal bit/s, at least 1.
+pub fn parse_ambr(field: &'static str, s: &str) -> Result<u64, FieldError> {
+    match s.parse::<u64>() {
+        Ok(v) if v > 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(v),
+        _ => Err(FieldError::Ambr {
+            field,
+            value: truncate(s),
+        }),
     }
 }
 

@@ -99,7 +99,7 @@ pub struct TrafficArgs {
 /// `steer5g ran --subscribers ...`: the UE load generator on top of the gNB emulators.
 #[derive(Debug, Args, Clone)]
 pub struct LoadArgs {
-    /// Subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`): run UEs through registration
+    /// Subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn,ambr_ul,ambr_dl`, or without the AMBR columns): run UEs through registration
     /// procedures after NG Setup. Without it, `ran` only does NG Setup.
     #[arg(long, value_name = "FILE.csv")]
     pub subscribers: Option<PathBuf>,

@@ -241,7 +241,7 @@ pub fn suci_scheme(choice: SuciArg, key_file: &Path) -> Result<(SuciScheme, Stri
     ))
 }
 
-/// Reads the subscriber CSV (`supi,k,opc,amf,sqn,sst,sd,dnn`).
+/// Reads the subscriber CSV (either header of [`store::csv`]).
 pub fn load_subscribers(path: &Path) -> Result<Vec<store::Subscriber>, LoadError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| LoadError::Invalid(format!("{}: {e}", path.display())))?;
