@@ -100,11 +100,21 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
     }
 }
 
+/// Whether this process printed its JSON object yet (see [`json_printed`]).
+static JSON_PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Prints one JSON object on standard output (exactly one per run, so that a script can
-/// parse standard output whole).
-pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), BenchError> {
+/// parse standard output whole). Every `--json` report of the binary goes through here.
+pub fn print_json<T: Serialize>(v: &T) -> Result<(), BenchError> {
     let s =
         serde_json::to_string(v).map_err(|e| BenchError::Failed(format!("JSON report: {e}")))?;
     println!("{s}");
+    JSON_PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether [`print_json`] printed this process's object: a command that fails after its
+/// report (a run that missed its target) must not print a second one.
+pub fn json_printed() -> bool {
+    JSON_PRINTED.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -316,8 +316,7 @@ pub(crate) fn parse_host_port(s: &str, default_port: u16) -> Result<SocketAddrV4
 pub(crate) fn print_config(global: &Global, args: &ConfigArgs) -> Result<(), CliError> {
     let cfg = load_config(global, &args.network, Some(&args.listen))?;
     if global.json {
-        let v = serde_json::to_string(&cfg).map_err(|e| CliError::Failed(e.to_string()))?;
-        println!("{v}");
+        crate::report::print_json(&cfg)?;
     } else {
         print!("{}", cfg.to_toml());
     }

@@ -64,6 +64,11 @@ pub(crate) struct CoreArgs {
         value_name = "DIR"
     )]
     pub(crate) data_dir: PathBuf,
+    /// Create the subscriber store and the home network keys in `--data-dir` when it has
+    /// none. Without it a missing store is an error, so that a mistyped directory is not
+    /// taken for a new, empty one.
+    #[arg(long)]
+    pub(crate) init: bool,
     /// N2 transports to listen on (default: the configuration's, which is both).
     #[arg(long, value_enum)]
     pub(crate) transport: Option<crate::cli::ListenTransport>,
@@ -280,11 +285,13 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
     args.bpf.apply(&mut opts);
-    opts.config = cfg;
     opts.smf = smf_options(args)?;
     if args.upf_inproc {
         opts.upf = Some(steer5g_core::UpfOptions::default());
     }
+    // Last of the checks: a bad flag is named before a missing store.
+    crate::nf_cmd::check_store(&args.data_dir, args.init, &cfg)?;
+    opts.config = cfg;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");
@@ -330,7 +337,7 @@ fn print_report(global: &Global, r: &CoreReport, locked: bool) -> Result<(), Cli
             "counters": bench::live::live_counters(r),
             "held_at_stop": crate::nf_cmd::held_json(r.held(locked)),
         });
-        println!("{v}");
+        crate::report::print_json(&v)?;
     } else {
         println!(
             "core: {} workers, {} NG Setups, {} registrations, {} deregistrations",

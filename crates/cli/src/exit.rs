@@ -31,11 +31,23 @@ impl From<steer5g_config::ConfigError> for CliError {
     }
 }
 
+/// An address the user chose that cannot be bound (taken, or not this host's): bad input,
+/// exit 2, for N2, SBI, PFCP and metrics alike.
+pub(crate) fn unbindable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable
+    )
+}
+
 impl From<sctp_io::BindError> for CliError {
     fn from(e: sctp_io::BindError) -> Self {
-        match e {
+        match &e {
             sctp_io::BindError::Privilege(_) => CliError::Privilege(e.to_string()),
-            other => CliError::Failed(other.to_string()),
+            sctp_io::BindError::Io { source, .. } if unbindable(source) => {
+                CliError::Usage(e.to_string())
+            }
+            _ => CliError::Failed(e.to_string()),
         }
     }
 }
@@ -50,12 +62,21 @@ impl From<steer5g_core::CoreError> for CliError {
                 source: sctp_io::BindError::Privilege(_),
                 ..
             } => CliError::Privilege(e.to_string()),
+            steer5g_core::CoreError::N2Bind {
+                source: sctp_io::BindError::Io { ref source, .. },
+                ..
+            }
+            | steer5g_core::CoreError::Bind { ref source, .. }
+                if unbindable(source) =>
+            {
+                CliError::Usage(e.to_string())
+            }
             steer5g_core::CoreError::N2Steering(steer_bpf::Error::NotPermitted(_)) => {
                 CliError::Privilege(e.to_string())
             }
             // --require-bpf and the program could not be loaded (mostly: no CAP_BPF).
             steer5g_core::CoreError::Bpf { .. } => CliError::Privilege(e.to_string()),
-            other => CliError::Failed(format!("core: {other}")),
+            other => CliError::Failed(other.to_string()),
         }
     }
 }
@@ -97,7 +118,11 @@ impl From<lab::LabError> for CliError {
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError::Failed(e.to_string())
+        if unbindable(&e) {
+            CliError::Usage(e.to_string())
+        } else {
+            CliError::Failed(e.to_string())
+        }
     }
 }
 
@@ -115,5 +140,26 @@ mod tests {
         let cli = CliError::from(e);
         assert_eq!(cli.exit_status(), 3);
         assert!(cli.to_string().contains("SBI UDM 127.0.0.12:7777"), "{cli}");
+    }
+
+    #[test]
+    fn a_taken_address_is_bad_input_and_other_socket_errors_a_failure() {
+        let taken = || std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        let sbi = steer5g_core::CoreError::Bind {
+            what: "SBI AUSF 127.0.0.11:7777".into(),
+            source: taken(),
+        };
+        assert_eq!(CliError::from(sbi).exit_status(), 2);
+        let n2 = steer5g_core::CoreError::N2Bind {
+            transport: steer5g_config::Transport::Udp,
+            source: sctp_io::BindError::Io {
+                what: "udp 127.0.0.5:9899".into(),
+                source: taken(),
+            },
+        };
+        assert_eq!(CliError::from(n2).exit_status(), 2);
+        assert_eq!(CliError::from(taken()).exit_status(), 2);
+        let other = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(CliError::from(other).exit_status(), 1);
     }
 }

@@ -159,9 +159,7 @@ fn plan_of(p: &PrefixArg) -> Result<Plan, CliError> {
 
 fn print_status(global: &Global, s: &lab::Status) -> Result<(), CliError> {
     if global.json {
-        let text = serde_json::to_string(s)
-            .map_err(|e| CliError::Failed(format!("encoding the status: {e}")))?;
-        println!("{text}");
+        crate::report::print_json(s)?;
     } else {
         print!("{}", s.human());
     }

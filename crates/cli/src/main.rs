@@ -21,21 +21,36 @@ mod upf_cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            // clap prints help/version to stdout with status 0 and usage errors to stderr
-            // with status 2, which is our convention too.
-            let code = e.exit_code();
-            let _ = e.print();
-            return ExitCode::from(u8::try_from(code).unwrap_or(2));
+    // clap prints help/version to stdout with status 0 and usage errors to stderr with
+    // status 2, which is our convention too.
+    let clap_exit = |e: clap::Error| {
+        let code = u8::try_from(e.exit_code()).unwrap_or(2);
+        let _ = e.print();
+        // A usage error with --json among the arguments still gives a script its object.
+        if code != 0 && std::env::args().any(|a| a == "--json") {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or_default();
+            let _ = bench::print_json(&serde_json::json!({
+                "error": format!("steer5g: {}", first.trim_start_matches("error: ")),
+                "exit": code,
+            }));
         }
+        ExitCode::from(code)
     };
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return clap_exit(e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return clap_exit(e),
+    };
+    let name = command_path(&matches);
     // The demo's product is its report: per-gNB log lines would bury it unless asked for.
     let default_filter = match cli.command {
         Command::Demo(_) => "warn",
@@ -60,10 +75,30 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("steer5g: {e}");
-            ExitCode::from(e.exit_status())
+            let code = e.exit_status();
+            eprintln!("steer5g {name}: {e}");
+            // With --json, standard output carries one object whatever happened: the
+            // report when the command printed one before it failed, else the error.
+            if cli.global.json && !bench::json_printed() {
+                let _ = bench::print_json(&serde_json::json!({
+                    "error": format!("steer5g {name}: {e}"),
+                    "exit": code,
+                }));
+            }
+            ExitCode::from(code)
         }
     }
+}
+
+/// The subcommands the user ran (`subscriber add`), which every error line names.
+fn command_path(matches: &clap::ArgMatches) -> String {
+    let mut path = Vec::new();
+    let mut m = matches;
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(name);
+        m = sub;
+    }
+    path.join(" ")
 }
 
 /// Logs go to standard error so that `--json` output stays alone on standard output.
@@ -76,8 +111,11 @@ fn init_logging(global: &cli::Global, default_filter: &str) {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter))
         }
     };
+    use std::io::IsTerminal as _;
+    // Colour codes only for a person at a terminal: a log file or a pipe gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .compact()

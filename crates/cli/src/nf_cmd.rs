@@ -6,7 +6,7 @@
 //! wait for SIGINT/SIGTERM/`--duration`, and the mapping of core errors to exit statuses.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -124,6 +124,41 @@ pub(crate) struct UdmArgs {
         value_name = "DIR"
     )]
     pub(crate) data_dir: PathBuf,
+    /// Create the subscriber store and the home network keys in `--data-dir` when it has
+    /// none (otherwise a missing store is an error).
+    #[arg(long)]
+    pub(crate) init: bool,
+}
+
+/// A process that holds the subscriber store (`core`, `udm`) opens one that exists: a
+/// mistyped `--data-dir` must not become a new, empty store with new home network keys.
+/// Creating one is explicit: `--init`, or `subscriber import|add`.
+pub(crate) fn check_store(data_dir: &Path, init: bool, cfg: &Config) -> Result<(), CliError> {
+    if init {
+        return Ok(());
+    }
+    let hint = |what: &str, path: &Path| {
+        CliError::Usage(format!(
+            "no {what} at {}; create one with `steer5g subscriber import FILE.csv --data-dir {}` \
+             or `--init`",
+            path.display(),
+            data_dir.display()
+        ))
+    };
+    let present = |path: &Path| match std::fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        // Permission denied is said as such, not as a missing store.
+        Err(e) => Err(CliError::Failed(format!("{}: {e}", path.display()))),
+    };
+    if !present(&data_dir.join(store::STORE_FILE))? {
+        return Err(hint("store", data_dir));
+    }
+    let keys = cfg.hn_key_file(data_dir);
+    if !present(&keys)? {
+        return Err(hint("home network key file", &keys));
+    }
+    Ok(())
 }
 
 /// `--duration` as a limit; checked before anything is bound.
@@ -342,6 +377,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, None)?;
     args.run.limits.apply(&mut cfg)?;
     let limit = duration_limit(args.run.duration)?;
+    check_store(&args.data_dir, args.init, &cfg)?;
     let mut opts = options(&args.run, NfSet::UDM, args.data_dir.clone(), cfg);
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Udm, format!("http://{a}"));

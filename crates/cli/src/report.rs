@@ -9,9 +9,7 @@ use ran::load::report::SctpCounters;
 /// Prints one JSON object on standard output (exactly one per run, so that a script can
 /// parse standard output whole).
 pub(crate) fn print_json<T: Serialize>(v: &T) -> Result<(), CliError> {
-    let s = serde_json::to_string(v).map_err(|e| CliError::Failed(format!("JSON report: {e}")))?;
-    println!("{s}");
-    Ok(())
+    Ok(bench::print_json(v)?)
 }
 
 /// One gNB as the AMF knows it.

@@ -371,8 +371,14 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
     // would not see that its sessions are gone (TS 23.527 §4.3.2).
     opts.node.recovery_time_stamp = upf::service::fresh_recovery_time_stamp();
     let name = dp.name();
-    let svc = UpfService::start(opts, dp)
-        .map_err(|e| CliError::Failed(format!("cannot serve PFCP on {}: {e}", args.pfcp)))?;
+    let svc = UpfService::start(opts, dp).map_err(|e| {
+        let m = format!("cannot serve PFCP on {}: {e}", args.pfcp);
+        if crate::exit::unbindable(&e) {
+            CliError::Usage(m)
+        } else {
+            CliError::Failed(m)
+        }
+    })?;
     let carrier = match args.datapath {
         DatapathArg::None => " (rules only, forwards nothing)".to_owned(),
         DatapathArg::Tun => format!(" (user space: GTP-U socket + TUN {})", args.tun_name),
@@ -423,7 +429,7 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
         o.insert("drops".into(), drops(&paths));
     }
     if global.json {
-        println!("{json}");
+        crate::report::print_json(&json)?;
     } else {
         print_human(&report);
         for (name, counters) in &paths {

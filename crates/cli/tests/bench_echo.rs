@@ -147,8 +147,7 @@ fn bad_shares_exit_2() {
             TIMEOUT,
         )
         .unwrap();
-        assert_eq!(done.code(), Some(2), "{share}: {}", done.stderr);
-        assert!(done.stdout.trim().is_empty(), "{share}: {}", done.stdout);
+        common::assert_json_error(&done, 2);
     }
 }
 
@@ -225,7 +224,6 @@ fn realtime_needs_and_uses_the_privilege() {
     } else if done.code() != Some(0) {
         // Without root the process may still hold CAP_SYS_NICE alone (then it runs, above);
         // otherwise it must say "missing privilege" and print nothing.
-        assert_eq!(done.code(), Some(3), "{}", done.stderr);
-        assert!(done.stdout.trim().is_empty(), "{}", done.stdout);
+        common::assert_json_error(&done, 3);
     }
 }

@@ -23,7 +23,9 @@ fn bad_packet_size_is_a_usage_error() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.stdout.is_empty());
+    // With --json the failure is still one object on standard output.
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["exit"], 2, "{v}");
     let out = steer5g(&["bench", "upf", "--sessions", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -33,22 +33,28 @@ fn field<'a>(map: &'a serde_json::Map<String, Value>, name: &str) -> &'a str {
     map.get(name).and_then(Value::as_str).unwrap()
 }
 
-/// Expect exit status 2, one stderr line, empty stdout, and none of `secrets` (in either
-/// case) in the output.
+/// Expect exit status 2, one stderr line, on stdout nothing (or, with `--json`, the one
+/// error object with the same line), and none of `secrets` (in either case) in the output.
 fn refused(args: &[&str], secrets: &[&str]) -> String {
     let out = steer5g(args);
     let stderr = String::from_utf8(out.stderr).unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
     assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    if args.contains(&"--json") {
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["exit"], 2, "{v}");
+        assert_eq!(v["error"].as_str(), stderr.lines().next(), "{v}");
+    } else {
+        assert!(stdout.is_empty(), "{args:?}: stdout not empty");
+    }
     for s in secrets {
         for form in [s.to_lowercase(), s.to_uppercase()] {
             // Any 8 consecutive digits of a secret would be a leak.
             for i in 0..form.len().saturating_sub(8) {
-                assert!(
-                    !stderr.contains(&form[i..i + 8]),
-                    "{args:?} leaked: {stderr}"
-                );
+                for out in [&stderr, &stdout] {
+                    assert!(!out.contains(&form[i..i + 8]), "{args:?} leaked: {out}");
+                }
             }
         }
     }

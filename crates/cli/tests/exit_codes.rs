@@ -95,3 +95,167 @@ fn bad_usage_exits_2() {
         );
     }
 }
+
+/// A taken port is bad input (exit 2) on every interface: N2 (SCTP over UDP), SBI, PFCP
+/// and metrics. The error names the command and, with `--json`, standard output still
+/// carries one object: `{"error": ..., "exit": 2}`.
+#[test]
+fn a_taken_port_is_exit_2_on_every_interface() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    // Each held by this test for its whole length.
+    let udp_n2 = std::net::UdpSocket::bind("127.0.0.141:9899").unwrap();
+    let tcp_sbi = std::net::TcpListener::bind("127.0.0.142:7777").unwrap();
+    let tcp_metrics = std::net::TcpListener::bind("127.0.0.143:9090").unwrap();
+    let udp_pfcp = std::net::UdpSocket::bind("127.0.0.144:8805").unwrap();
+    let cases: [(&str, Vec<&str>); 4] = [
+        (
+            "core",
+            vec![
+                "core",
+                "--init",
+                "--data-dir",
+                data,
+                "--n2-addr",
+                "127.0.0.141",
+                "--transport",
+                "udp",
+                "--no-metrics",
+                "--duration",
+                "5",
+            ],
+        ),
+        (
+            "ausf",
+            vec![
+                "ausf",
+                "--sbi-addr",
+                "127.0.0.142:7777",
+                "--udm",
+                "http://127.0.0.145:7777",
+                "--no-metrics",
+                "--duration",
+                "5",
+            ],
+        ),
+        (
+            "core",
+            vec![
+                "core",
+                "--init",
+                "--data-dir",
+                data,
+                "--n2-addr",
+                "127.0.0.146",
+                "--transport",
+                "udp",
+                "--metrics-addr",
+                "127.0.0.143:9090",
+                "--duration",
+                "5",
+            ],
+        ),
+        (
+            "upf",
+            vec![
+                "upf",
+                "--pfcp",
+                "127.0.0.144:8805",
+                "--n3",
+                "127.0.0.144:2152",
+                "--duration",
+                "5",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let mut json_args = vec!["--json"];
+        json_args.extend_from_slice(&args);
+        let done = run_timeout(
+            Command::new(common::bin()).args(&json_args),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
+        let prefix = format!("steer5g {name}: ");
+        assert!(done.stderr.contains(&prefix), "{args:?}: {}", done.stderr);
+        let v: serde_json::Value = serde_json::from_str(done.stdout.trim())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", done.stdout));
+        assert_eq!(v["exit"], 2, "{v}");
+        assert!(v["error"].as_str().unwrap().starts_with(&prefix), "{v}");
+        assert!(v["error"].as_str().unwrap().contains("in use"), "{v}");
+    }
+    drop((udp_n2, tcp_sbi, tcp_metrics, udp_pfcp));
+}
+
+/// `core` and `udm` on a directory without a store (a mistyped `--data-dir`) exit 2 and say
+/// how to create one, creating nothing; `--init` creates the store and the keys.
+#[test]
+fn a_missing_store_is_not_created_without_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("typo");
+    let data_s = data.to_str().unwrap();
+    for args in [
+        vec![
+            "core",
+            "--data-dir",
+            data_s,
+            "--n2-addr",
+            "127.0.0.147",
+            "--transport",
+            "udp",
+            "--no-metrics",
+            "--duration",
+            "1",
+        ],
+        vec![
+            "udm",
+            "--data-dir",
+            data_s,
+            "--sbi-addr",
+            "127.0.0.147:7777",
+            "--no-metrics",
+            "--duration",
+            "1",
+        ],
+    ] {
+        let done = run_timeout(
+            Command::new(common::bin()).args(&args),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
+        assert!(done.stderr.contains("no store at"), "{}", done.stderr);
+        assert!(done.stderr.contains("--init"), "{}", done.stderr);
+        assert!(!data.exists(), "{args:?} created {}", data.display());
+    }
+    let mut init = vec![
+        "core",
+        "--init",
+        "--data-dir",
+        data_s,
+        "--n2-addr",
+        "127.0.0.147",
+        "--transport",
+        "udp",
+        "--no-metrics",
+        "--duration",
+        "1",
+    ];
+    let done = run_timeout(
+        Command::new(common::bin()).args(&init),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    assert!(data.join("subscribers.redb").exists());
+    assert!(data.join("hn-keys.toml").exists());
+    // Now it exists: no --init needed.
+    init.remove(1);
+    let done = run_timeout(
+        Command::new(common::bin()).args(&init),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+}

@@ -58,7 +58,7 @@ enum SubscriberCommand {
     Show(ShowArgs),
     /// Remove one subscriber.
     Delete(SupiArg),
-    /// Import subscribers from a CSV file (header `supi,k,opc,amf,sqn,sst,sd,dnn`), in one
+    /// Import subscribers from a CSV file (header `supi,k,opc,amf,sqn,sst,sd,dnn,ambr_ul,ambr_dl`, or the earlier one without the UE-AMBR columns), in one
     /// transaction: all rows or none. Existing subscribers are replaced, keeping the higher SQN.
     Import(ImportArgs),
     /// Write every subscriber to a CSV file (OP subscribers with the derived OPc).
@@ -238,7 +238,7 @@ impl Ctx<'_> {
     /// Prints the JSON object or the human text.
     fn out(&self, v: Value, human: impl FnOnce() -> String) {
         if self.json {
-            println!("{v}");
+            let _ = crate::report::print_json(&v);
         } else {
             print!("{}", human());
         }
@@ -260,7 +260,8 @@ fn create_private_dir(dir: &Path) -> Result<(), CliError> {
 
 fn store_err(e: StoreError) -> CliError {
     match e {
-        StoreError::Invalid { .. } => CliError::Usage(e.to_string()),
+        // A SUPI already provisioned is the caller's input, as a malformed one is.
+        StoreError::Invalid { .. } | StoreError::AlreadyExists(_) => CliError::Usage(e.to_string()),
         other => CliError::Failed(other.to_string()),
     }
 }

@@ -31,6 +31,21 @@ pub fn steer5g(netns: Option<&str>, args: &[&str]) -> Command {
     cmd
 }
 
+/// A `--json` run that failed with `code`: its standard output is the one error object,
+/// `{"error": "steer5g ...", "exit": code}`.
+pub fn assert_json_error(done: &Finished, code: i32) {
+    assert_eq!(done.code(), Some(code), "{}", done.stderr);
+    let v: Value = serde_json::from_str(done.stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: stdout {:?}", done.stdout));
+    assert_eq!(v["exit"], code, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("steer5g")),
+        "{v}"
+    );
+}
+
 /// The one JSON object a `--json` run prints on standard output.
 pub fn json_of(done: &Finished) -> Value {
     let line = done
