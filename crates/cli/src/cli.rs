@@ -52,7 +52,7 @@ pub(crate) enum Command {
     Core(crate::core_cmd::CoreArgs),
     /// Run gNB emulators against an AMF: NG Setup, and with --subscribers the UE load
     /// generator (registration, de-registration, re-registration).
-    Ran(RanArgs),
+    Ran(Box<RanArgs>),
     /// Run the core and the UE load generator together on loopback: N fresh subscribers
     /// register and deregister, then the report.
     Demo(DemoCmd),

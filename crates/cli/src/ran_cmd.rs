@@ -113,10 +113,20 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
     let t = target(global, args)?;
     let subscribers = load_subscribers(csv)?;
     let (load, limit) = la.schedule(subscribers.len())?;
-    let (suci, suci_label) = suci_scheme(
-        la.suci,
-        &key_file(la.hn_key_file.as_deref(), &la.data_dir, &t.cfg),
-    )?;
+    // The public key file alone when one is named (flag, else configuration), unless the
+    // flag names the private key file.
+    let public = la.hn_public_key.clone().or_else(|| {
+        la.hn_key_file
+            .is_none()
+            .then(|| t.cfg.ran.hn_public_key.clone())?
+    });
+    let (suci, suci_label) = match public {
+        Some(p) => ran::load::suci_scheme_public(la.suci, &p)?,
+        None => suci_scheme(
+            la.suci,
+            &key_file(la.hn_key_file.as_deref(), &la.data_dir, &t.cfg),
+        )?,
+    };
     let sessions = la.sessions()?;
     let traffic = la.traffic(&args.traffic)?;
     let tun = la.tun(&args.traffic)?;

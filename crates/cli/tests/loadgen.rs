@@ -160,6 +160,74 @@ fn ran_closed_loop_then_open_loop_against_steer5g_core() {
     assert_eq!(num(&c, "ng_setup_ok"), 4);
 }
 
+/// A RAN given only the home network's public keys (`subscriber keys --public`, as a RAN on
+/// another host would be), with a data directory that holds no key file, registers its UEs
+/// under SUCI profiles A and B; the private key file is refused there.
+#[test]
+fn ran_with_the_public_key_file_alone_registers_under_both_profiles() {
+    let scratch = Scratch::new("loadgen-public-key");
+    let (dir, csv) = provision(&scratch, 4);
+    let out = steer5g(
+        None,
+        &["subscriber", "--data-dir", &dir, "keys", "--public"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let public = scratch.0.join("hn-public.toml");
+    std::fs::write(&public, &out.stdout).unwrap();
+    let public = public.to_str().unwrap();
+    let elsewhere = scratch.0.join("ran-host");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let elsewhere = elsewhere.to_str().unwrap();
+    let core = start_core(&dir, 86, 19886, &[]);
+    let amf = "127.0.0.86:19886";
+    for suci in ["a", "b"] {
+        let (done, v) = load_run(
+            &csv,
+            elsewhere,
+            amf,
+            &[
+                "--gnbs",
+                "1",
+                "--ues",
+                "2",
+                "--suci",
+                suci,
+                "--hn-public-key",
+                public,
+            ],
+            RUN_TIMEOUT,
+        );
+        assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+        assert_eq!(num(&v, "runs_ok"), 4, "{v}");
+        assert!(
+            v["suci"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("profile {suci}")),
+            "{v}"
+        );
+    }
+    // The private key file in its place is refused, naming the flag, quoting no key.
+    let private = format!("{dir}/hn-keys.toml");
+    let (done, _) = load_run(
+        &csv,
+        elsewhere,
+        amf,
+        &["--gnbs", "1", "--hn-public-key", &private],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(done.code(), Some(2), "{}", done.stderr);
+    assert!(done.stderr.contains("--hn-public-key"), "{}", done.stderr);
+    let c = stop_core(core);
+    assert_eq!(num(&c, "registrations"), 8, "{c}");
+}
+
 #[test]
 fn unknown_subscribers_fail_with_their_cause_and_exit_1() {
     let scratch = Scratch::new("loadgen-unknown");

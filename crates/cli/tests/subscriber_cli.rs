@@ -316,20 +316,52 @@ fn keys_command_and_key_file_flag() {
     let dir = data_dir("keys");
     let keyfile = dir.join("elsewhere").join("hn.toml");
     let kf = keyfile.to_str().unwrap();
+    // `keys` never creates the key file: a mistyped path is an error (exit 2), not new keys.
+    let o = run(&dir, &["--hn-key-file", kf, "keys"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("no home network key file"),
+        "{:?}",
+        text(&o)
+    );
+    assert!(!keyfile.exists());
+    // `add` creates it with the store.
+    json(
+        &dir,
+        &[
+            "--hn-key-file",
+            kf,
+            "add",
+            "--supi",
+            "imsi-001010000000001",
+            "--k",
+            K,
+            "--opc",
+            OPC,
+        ],
+    );
     let v = json(&dir, &["--hn-key-file", kf, "keys"]);
-    assert_eq!(v["created"], true);
     assert_eq!(v["keys"][0]["id"], 1);
     assert_eq!(v["keys"][0]["profile"], "a");
     assert_eq!(v["keys"][0]["public_key"].as_str().unwrap().len(), 64);
     assert_eq!(v["keys"][1]["profile"], "b");
     assert_eq!(v["keys"][1]["public_key"].as_str().unwrap().len(), 66);
     let again = json(&dir, &["keys", "--hn-key-file", kf]);
-    assert_eq!(again["created"], false);
     assert_eq!(again["keys"], v["keys"]);
     // the private keys are in the file, never on stdout
     let file = std::fs::read_to_string(&keyfile).unwrap();
     assert!(file.contains("private_key"));
     assert!(!v.to_string().contains("private"));
+    // --public: the public part as a key file of its own, no private key in it
+    let o = run(&dir, &["keys", "--hn-key-file", kf, "--public"]);
+    let (public, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!public.contains("private"), "{public}");
+    assert!(
+        public.contains(v["keys"][0]["public_key"].as_str().unwrap()),
+        "{public}"
+    );
+    assert!(public.contains("[[key]]"), "{public}");
     // a broken key file is reported, not replaced
     std::fs::write(&keyfile, "[[key]]\nid = 1\n").unwrap();
     let o = run(&dir, &["keys", "--hn-key-file", kf]);

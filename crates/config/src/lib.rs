@@ -62,6 +62,19 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// The AMF's overload control (TS 23.501 §5.19.5.2, TS 38.413 §8.7.6, §8.7.7).
     pub overload: OverloadConfig,
+    /// The RAN/UE emulator's settings (`steer5g ran`).
+    pub ran: RanConfig,
+}
+
+/// `steer5g ran`'s settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RanConfig {
+    /// The home network public key file (`steer5g subscriber keys --public`) the UEs
+    /// conceal their SUPI with, in place of the data directory's private key file: what a
+    /// RAN on another host is given, as a USIM is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hn_public_key: Option<PathBuf>,
 }
 
 /// The bound of every resource; docs/LIMITS.md has each one's answer and counter. Per worker

@@ -42,12 +42,14 @@ pub mod backend;
 pub mod csv;
 pub mod generate;
 pub mod hn_keys;
+pub mod hn_public;
 pub mod redb_store;
 pub mod sqn;
 pub mod subscriber;
 
 pub use backend::{MemStore, StoreError, SubscriberStore};
 pub use hn_keys::{HnKey, HnKeys, KeyFileError, Profile, HN_KEY_FILE};
+pub use hn_public::{HnPublicKey, HnPublicKeys};
 pub use redb_store::{RedbStore, STORE_FILE};
 pub use sqn::{SqnError, SqnShard};
 pub use subscriber::{FieldError, OpOrOpc, Snssai, Subscriber};

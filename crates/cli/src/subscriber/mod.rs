@@ -65,8 +65,17 @@ enum SubscriberCommand {
     Export(FileArg),
     /// Write a CSV of made-up subscribers (consecutive SUPIs, random K and OPc).
     Generate(GenerateArgs),
-    /// Show the home network's public SUCI keys, creating the key file if absent.
-    Keys,
+    /// Show the home network's public SUCI keys (the key file is never created here: `import`
+    /// and `add` create it with the store).
+    Keys(KeysArgs),
+}
+
+#[derive(Debug, Args)]
+struct KeysArgs {
+    /// Print the public part alone as a key file (TOML) for `ran --hn-public-key` or a USIM:
+    /// `steer5g subscriber keys --public > hn-public.toml`.
+    #[arg(long)]
+    public: bool,
 }
 
 #[derive(Debug, Args)]
@@ -188,7 +197,7 @@ pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError
         SubscriberCommand::Import(a) => import(&ctx, a),
         SubscriberCommand::Export(a) => export(&ctx, a),
         SubscriberCommand::Generate(a) => generate(&ctx, a),
-        SubscriberCommand::Keys => keys(&ctx),
+        SubscriberCommand::Keys(a) => keys(&ctx, a),
     }
 }
 
@@ -516,9 +525,22 @@ fn generate(ctx: &Ctx<'_>, a: &GenerateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn keys(ctx: &Ctx<'_>) -> Result<(), CliError> {
-    let (keys, created) = ctx.ensure_keys()?;
+fn keys(ctx: &Ctx<'_>, a: &KeysArgs) -> Result<(), CliError> {
     let file = ctx.key_file.display().to_string();
+    let keys = match HnKeys::load(&ctx.key_file) {
+        Ok(k) => k,
+        Err(KeyFileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::Usage(format!(
+                "no home network key file at {file}: it is created with the store, by \
+                 `steer5g subscriber import|add` or `steer5g core --init`"
+            )))
+        }
+        Err(e) => return Err(key_err(e)),
+    };
+    if a.public {
+        print!("{}", keys.public().to_toml());
+        return Ok(());
+    }
     let list: Vec<Value> = keys
         .keys
         .iter()
@@ -530,21 +552,18 @@ fn keys(ctx: &Ctx<'_>) -> Result<(), CliError> {
             })
         })
         .collect();
-    ctx.out(
-        json!({ "file": file, "created": created, "keys": list }),
-        || {
-            let mut t = format!("{file}{}\n", if created { " (created)" } else { "" });
-            for k in &keys.keys {
-                let _ = writeln!(
-                    t,
-                    "id {:>3}  profile {}  public {}",
-                    k.id,
-                    k.profile,
-                    hex(k.public_octets())
-                );
-            }
-            t
-        },
-    );
+    ctx.out(json!({ "file": file, "keys": list }), || {
+        let mut t = format!("{file}\n");
+        for k in &keys.keys {
+            let _ = writeln!(
+                t,
+                "id {:>3}  profile {}  public {}",
+                k.id,
+                k.profile,
+                hex(k.public_octets())
+            );
+        }
+        t
+    });
     Ok(())
 }

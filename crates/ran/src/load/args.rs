@@ -156,6 +156,11 @@ pub struct LoadArgs {
     /// Home network key file (for the public key and its id); default `<data-dir>/hn-keys.toml`.
     #[arg(long, value_name = "FILE")]
     pub hn_key_file: Option<PathBuf>,
+    /// The home network's public keys alone (`steer5g subscriber keys --public > FILE`), in
+    /// place of the key file: all a RAN on another host needs for SUCI profiles A and B
+    /// (default: the configuration's `ran.hn_public_key`).
+    #[arg(long, value_name = "FILE", conflicts_with = "hn_key_file")]
+    pub hn_public_key: Option<PathBuf>,
     /// Data directory whose key file holds the home network public key.
     #[arg(
         long,

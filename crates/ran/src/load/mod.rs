@@ -46,6 +46,17 @@ use schedule::{Limit, Load};
 pub use setup::SetupReport;
 pub use socket::{endpoint_config, GnbIdentity, LOCAL_PORT_BASE, MAX_GNBS, NGAP_PPID};
 
+impl SuciArg {
+    /// The profile's name as the key files write it (`null`, `a`, `b`).
+    fn profile_name(self) -> &'static str {
+        match self {
+            SuciArg::Null => "null",
+            SuciArg::A => "a",
+            SuciArg::B => "b",
+        }
+    }
+}
+
 /// SUCI protection the UEs use (TS 33.501 §6.12.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SuciArg {
@@ -213,25 +224,52 @@ fn runtime() -> Result<tokio::runtime::Runtime, LoadError> {
 /// The SUCI scheme of `choice`, with the home network public key from `key_file` (for the
 /// ECIES profiles): the first key of that profile in the file.
 pub fn suci_scheme(choice: SuciArg, key_file: &Path) -> Result<(SuciScheme, String), LoadError> {
+    if choice == SuciArg::Null {
+        return Ok((SuciScheme::Null, "null".into()));
+    }
+    let keys = HnKeys::load(key_file).map_err(|e| {
+        LoadError::Invalid(format!(
+            "SUCI profile {}: {e} (give --hn-public-key, --hn-key-file or --data-dir, or --suci null)",
+            choice.profile_name()
+        ))
+    })?;
+    scheme_of(choice, &keys.public(), key_file)
+}
+
+/// The UEs' SUCI scheme from a public key file (`steer5g subscriber keys --public`): what a
+/// RAN on another host needs, without the home network's private keys.
+pub fn suci_scheme_public(
+    choice: SuciArg,
+    public_file: &Path,
+) -> Result<(SuciScheme, String), LoadError> {
+    if choice == SuciArg::Null {
+        return Ok((SuciScheme::Null, "null".into()));
+    }
+    let keys = store::HnPublicKeys::load(public_file)
+        .map_err(|e| LoadError::Invalid(format!("--hn-public-key: {e}")))?;
+    scheme_of(choice, &keys, public_file)
+}
+
+/// The first key of `choice`'s profile in `keys` (read from `file`).
+fn scheme_of(
+    choice: SuciArg,
+    keys: &store::HnPublicKeys,
+    file: &Path,
+) -> Result<(SuciScheme, String), LoadError> {
     let (want, profile) = match choice {
         SuciArg::Null => return Ok((SuciScheme::Null, "null".into())),
         SuciArg::A => (KeyProfile::A, Profile::A),
         SuciArg::B => (KeyProfile::B, Profile::B),
     };
-    let keys = HnKeys::load(key_file).map_err(|e| {
-        LoadError::Invalid(format!(
-            "SUCI profile {want}: {e} (give --hn-key-file or --data-dir, or --suci null)"
-        ))
-    })?;
     let key = keys
         .keys
         .iter()
         .find(|k| k.profile == want)
         .ok_or_else(|| {
-            LoadError::Invalid(format!("{}: no key of profile {want}", key_file.display()))
+            LoadError::Invalid(format!("{}: no key of profile {want}", file.display()))
         })?;
-    let public = HomeNetworkPublicKey::from_bytes(profile, key.public_octets())
-        .map_err(|e| LoadError::Invalid(format!("{}: key {}: {e}", key_file.display(), key.id)))?;
+    let public = HomeNetworkPublicKey::from_bytes(profile, &key.public)
+        .map_err(|e| LoadError::Invalid(format!("{}: key {}: {e}", file.display(), key.id)))?;
     Ok((
         SuciScheme::Ecies {
             key: public,
@@ -294,6 +332,22 @@ mod tests {
             let want = keys.get(id).unwrap().public_octets().to_vec();
             assert_eq!(key.to_bytes(), want);
         }
+        // The public part alone gives the same keys; the private file is refused there.
+        let public = dir.join("public.toml");
+        std::fs::write(&public, keys.public().to_toml()).unwrap();
+        for (arg, id) in [(SuciArg::A, 1), (SuciArg::B, 2)] {
+            let (s, _) = suci_scheme_public(arg, &public).unwrap();
+            let SuciScheme::Ecies { key, key_id } = s else {
+                panic!("not ECIES");
+            };
+            assert_eq!(key_id, id);
+            assert_eq!(
+                key.to_bytes(),
+                keys.get(id).unwrap().public_octets().to_vec()
+            );
+        }
+        let e = suci_scheme_public(SuciArg::A, &file).unwrap_err();
+        assert!(e.to_string().contains("--hn-public-key"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
