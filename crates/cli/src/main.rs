@@ -51,9 +51,10 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     let name = command_path(&matches);
-    // The demo's product is its report: per-gNB log lines would bury it unless asked for.
+    // The demo's and the benchmarks' product is their report: per-gNB and per-UE log
+    // lines of their in-process core would bury it (and cost CPU) unless asked for.
     let default_filter = match cli.command {
-        Command::Demo(_) => "warn",
+        Command::Demo(_) | Command::Bench(_) => "warn",
         _ => "info",
     };
     init_logging(&cli.global, default_filter);

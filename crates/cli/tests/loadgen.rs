@@ -90,9 +90,14 @@ fn demo_registers_and_deregisters_every_ue() {
 }
 
 fn stop_core(core: ChildGuard) -> Value {
+    stop_core_with_log(core).0
+}
+
+/// [`stop_core`], with what the core logged.
+fn stop_core_with_log(core: ChildGuard) -> (Value, String) {
     let done = core.stop("TERM", STOP_TIMEOUT).unwrap();
     assert_eq!(done.code(), Some(0), "core: {}", done.stderr);
-    json_of(&done)
+    (json_of(&done), done.stderr)
 }
 
 #[test]
@@ -261,10 +266,27 @@ fn unknown_subscribers_fail_with_their_cause_and_exit_1() {
         &["--ues", "5", "--timeout", "10"],
         RUN_TIMEOUT,
     );
-    stop_core(core);
+    let (_, log) = stop_core_with_log(core);
     assert_eq!(done.code(), Some(1), "{v}\n{}", done.stderr);
     assert_eq!(v["ok"], false);
     assert_eq!(num(&v, "ues_registered"), 0);
+    // The core's per-UE line: one INFO line for each, naming the UE (its SUCI: the SUPI is
+    // not known), where it came from, the procedure, the cause by name and the peer.
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("UE procedure failed"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{log}");
+    for l in &lines {
+        assert!(l.contains("INFO"), "{l}");
+        assert!(l.contains("ue=suci-0-001-01-"), "{l}");
+        assert!(l.contains("procedure=registration"), "{l}");
+        assert!(l.contains("assoc="), "{l}");
+        assert!(l.contains("peer=AUSF"), "{l}");
+        // The cause by name, not a Rust Debug rendering.
+        assert!(l.contains("cause=#"), "{l}");
+        assert!(!l.contains("Some("), "{l}");
+    }
     // The release that follows each reject still finds its UE on the gNB.
     assert_eq!(num(&v, "n2_anomalies"), 0, "{v}");
     assert_eq!(num(&v, "procedures.registration.failed"), 5, "{v}");

@@ -1138,6 +1138,12 @@ impl Local {
                     // §5.4.1.3.7 b, §5.4.2.7 b, §5.5.1.2.8 a: abort on the fifth
                     // expiry and release the connection.
                     self.stats.aborted += 1;
+                    let what = match kind {
+                        TimerKind::T3550 => "T3550 expired (no REGISTRATION COMPLETE)",
+                        TimerKind::T3570 => "T3570 expired (no IDENTITY RESPONSE)",
+                        _ => "T3560 expired (no answer to the AUTHENTICATION or SECURITY MODE COMMAND)",
+                    };
+                    ue.log_failure("registration", &what, None);
                     let park = kind == TimerKind::T3550 && ue.sec.is_some();
                     self.release(now, ue, NasCause::Unspecified.into(), park);
                 }
@@ -1392,7 +1398,7 @@ impl Local {
 
     fn on_auth_vector(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
         if status != 201 {
-            return self.sbi_failed(now, ue, status, body);
+            return self.sbi_failed(now, ue, NfType::Ausf, status, body);
         }
         let ctx: UeAuthenticationCtx = match decode_json(body) {
             Ok(c) => c,
@@ -1493,7 +1499,7 @@ impl Local {
 
     fn on_confirmation(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
         if status != 200 {
-            return self.sbi_failed(now, ue, status, body);
+            return self.sbi_failed(now, ue, NfType::Ausf, status, body);
         }
         let Ok(r) = decode_json::<ConfirmationDataResponse>(body) else {
             return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA));
@@ -1652,7 +1658,7 @@ impl Local {
 
     fn on_uecm(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
         if !(200..300).contains(&status) {
-            return self.sbi_failed(now, ue, status, body);
+            return self.sbi_failed(now, ue, NfType::Udm, status, body);
         }
         let Some(supi) = ue.supi.clone() else {
             return self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived);
@@ -1671,7 +1677,7 @@ impl Local {
 
     fn on_sdm(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
         if status != 200 {
-            return self.sbi_failed(now, ue, status, body);
+            return self.sbi_failed(now, ue, NfType::Udm, status, body);
         }
         let Ok(am) = decode_json::<AccessAndMobilitySubscriptionData>(body) else {
             return self.registration_reject(now, ue, gmm(GmmCause::NO_SUITABLE_CELLS_IN_TA));
@@ -1802,9 +1808,20 @@ impl Local {
 
     /// REGISTRATION REJECT (TS 24.501 §5.5.1.2.5), then the release of the connection.
     fn registration_reject(&mut self, now: Instant, ue: &mut UeContext, cause: FiveGmmCause) {
+        self.reject_registration(now, ue, cause, None);
+    }
+
+    /// [`Self::registration_reject`] for the failure of peer `peer`, if one failed.
+    fn reject_registration(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        cause: FiveGmmCause,
+        peer: Option<NfType>,
+    ) {
         self.stop_timer(ue);
         self.stats.registration_rejects += 1;
-        debug!(amf_ue_ngap_id = ue.amf_ue_ngap_id, %cause, "registration rejected");
+        ue.log_failure("registration", &cause, peer);
         self.send_nas(
             ue,
             &NasMessage::RegistrationReject(RegistrationReject::new(cause)),
@@ -1818,6 +1835,7 @@ impl Local {
     fn authentication_reject(&mut self, now: Instant, ue: &mut UeContext) {
         self.stop_timer(ue);
         self.stats.authentication_rejects += 1;
+        ue.log_failure("authentication", &"authentication rejected", None);
         ue.sec = None;
         ue.secured = false;
         self.send_nas(ue, &NasMessage::AuthenticationReject(AuthenticationReject));
@@ -1825,7 +1843,14 @@ impl Local {
     }
 
     /// An SBI error: the 5GMM cause sbi::problem maps it to, in a REGISTRATION REJECT.
-    fn sbi_failed(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+    fn sbi_failed(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        peer: NfType,
+        status: u16,
+        body: &[u8],
+    ) {
         let cause = decode_json::<ProblemDetails>(body)
             .ok()
             .and_then(|p| {
@@ -1837,7 +1862,7 @@ impl Local {
             })
             .or_else(|| sbi::problem::to_5gmm_cause(status, None))
             .unwrap_or(GmmCause::PROTOCOL_ERROR_UNSPECIFIED);
-        self.registration_reject(now, ue, gmm(cause));
+        self.reject_registration(now, ue, gmm(cause), Some(peer));
     }
 
     fn status(&mut self, ue: &mut UeContext, cause: FiveGmmCause) {

@@ -609,10 +609,22 @@ impl Local {
         self.sm_stats.rejected += 1;
         ue.sessions.retain(|s| s.psi != psi);
         self.unindex(ue);
-        let n1 = split_body(r.content_type, r.body).and_then(|(json, parts)| {
+        let err = split_body(r.content_type, r.body).and_then(|(json, parts)| {
             let err: sbi::model::SmContextCreateError = decode_json(&json).ok()?;
-            part(&parts, err.n1_sm_msg.as_ref())
+            Some((err.error, parts, err.n1_sm_msg))
         });
+        // The SMF's application cause names why (DNN_DENIED, ...); without a body, the
+        // status.
+        let cause = err
+            .as_ref()
+            .and_then(|(p, _, _)| p.cause.clone())
+            .unwrap_or_else(|| r.status.to_string());
+        ue.log_failure(
+            "PDU session establishment",
+            &format_args!("{cause} (PDU session {psi})"),
+            Some(sbi::discovery::NfType::Smf),
+        );
+        let n1 = err.and_then(|(_, parts, n1)| part(&parts, n1.as_ref()));
         match (n1, r.sent) {
             (Some(n1), _) => self.send_dl_nas_transport(ue, psi, n1),
             (None, Some(sent)) => self.send_back(ue, psi, sent),
@@ -735,6 +747,11 @@ impl Local {
     /// The UE's 5GSM message `n1` back to it in a DL NAS TRANSPORT with 5GMM cause #90
     /// "payload was not forwarded" (TS 24.501 §5.4.5.2.5, §5.4.5.3.1 case e).
     fn send_back(&mut self, ue: &mut UeContext, psi: u8, n1: Vec<u8>) {
+        ue.log_failure(
+            "PDU session",
+            &format_args!("{} (PDU session {psi})", FiveGmmCause::PayloadNotForwarded),
+            Some(sbi::discovery::NfType::Smf),
+        );
         let cause = Some(FiveGmmCause::PayloadNotForwarded.value());
         if let Some(p) = self.protect_dl_nas_transport_with(ue, psi, n1, cause) {
             self.sm_stats.not_forwarded += 1;

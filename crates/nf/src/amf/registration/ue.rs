@@ -118,6 +118,34 @@ pub struct UeContext {
 }
 
 impl UeContext {
+    /// The operator's one line for a procedure of this UE that failed: who (the SUPI, else
+    /// the SUCI it came with), where (the gNB's association and its UE id), which procedure,
+    /// why (the cause by name) and which peer failed, if one did. INFO, so that a failed
+    /// UE can be found among a million without debug logs; no key is in any field.
+    pub(crate) fn log_failure(
+        &self,
+        procedure: &str,
+        cause: &dyn std::fmt::Display,
+        peer: Option<sbi::discovery::NfType>,
+    ) {
+        let who = self
+            .supi
+            .as_deref()
+            .or(self.supi_or_suci.as_deref())
+            .unwrap_or("unidentified");
+        let peer = peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
+        // `%`: Display, not the quoted Debug form of a string.
+        tracing::info!(
+            ue = %who,
+            assoc = self.assoc,
+            ran_ue_ngap_id = self.ran_ue_ngap_id,
+            procedure = %procedure,
+            cause = %cause,
+            peer = %peer,
+            "UE procedure failed"
+        );
+    }
+
     pub(crate) fn new(amf_ue_ngap_id: u64, ran_ue_ngap_id: u32, assoc: u32, stream: u16) -> Self {
         Self {
             amf_ue_ngap_id,
