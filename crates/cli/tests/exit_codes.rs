@@ -97,7 +97,8 @@ fn bad_usage_exits_2() {
 }
 
 /// A taken port is bad input (exit 2) on every interface: N2 (SCTP over UDP), SBI, PFCP
-/// and metrics. The error names the command and, with `--json`, standard output still
+/// and metrics. The cores here run with `--sbi inproc`: they bind no SBI listener, so the
+/// tests of this file, run side by side, never take each other's default SBI addresses. The error names the command and, with `--json`, standard output still
 /// carries one object: `{"error": ..., "exit": 2}`.
 #[test]
 fn a_taken_port_is_exit_2_on_every_interface() {
@@ -113,6 +114,8 @@ fn a_taken_port_is_exit_2_on_every_interface() {
             "core",
             vec![
                 "core",
+                "--sbi",
+                "inproc",
                 "--init",
                 "--data-dir",
                 data,
@@ -142,6 +145,8 @@ fn a_taken_port_is_exit_2_on_every_interface() {
             "core",
             vec![
                 "core",
+                "--sbi",
+                "inproc",
                 "--init",
                 "--data-dir",
                 data,
@@ -198,6 +203,8 @@ fn a_missing_store_is_not_created_without_init() {
     for args in [
         vec![
             "core",
+            "--sbi",
+            "inproc",
             "--data-dir",
             data_s,
             "--n2-addr",
@@ -231,6 +238,8 @@ fn a_missing_store_is_not_created_without_init() {
     }
     let mut init = vec![
         "core",
+        "--sbi",
+        "inproc",
         "--init",
         "--data-dir",
         data_s,
@@ -251,7 +260,7 @@ fn a_missing_store_is_not_created_without_init() {
     assert!(data.join("subscribers.redb").exists());
     assert!(data.join("hn-keys.toml").exists());
     // Now it exists: no --init needed.
-    init.remove(1);
+    init.retain(|a| *a != "--init");
     let done = run_timeout(
         Command::new(common::bin()).args(&init),
         Duration::from_secs(30),
