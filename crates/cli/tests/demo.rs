@@ -207,30 +207,35 @@ fn demo_without_privilege_runs_the_control_plane_and_says_why() {
     );
 }
 
+/// `steer5g demo --json` with one gNB on 127.0.0.`host` (N2 on UDP `udp_port`, AUSF and UDM
+/// on ports 17000 + 2·host−1 and 17000 + 2·host of the same address), and `extra`.
+fn one_gnb_demo(host: u8, udp_port: u16, extra: &[&str]) -> std::process::Output {
+    let addr = format!("127.0.0.{host}");
+    let port = udp_port.to_string();
+    let ausf = format!("{addr}:{}", 17000 + 2 * u16::from(host) - 1);
+    let udm = format!("{addr}:{}", 17000 + 2 * u16::from(host));
+    let mut args = vec!["demo", "--json", "--gnbs", "1", "--n2-addr", &addr];
+    args.extend([
+        "--udp-port",
+        &port,
+        "--ausf-addr",
+        &ausf,
+        "--udm-addr",
+        &udm,
+    ]);
+    args.extend_from_slice(extra);
+    Command::new(env!("CARGO_BIN_EXE_steer5g"))
+        .args(&args)
+        .output()
+        .expect("run steer5g demo")
+}
+
 #[test]
 fn demo_without_sessions_and_with_too_many() {
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "demo",
-            "--json",
-            "--gnbs",
-            "1",
-            "--n2-addr",
-            "127.0.0.58",
-            "--udp-port",
-            "19898",
-            "--ausf-addr",
-            "127.0.0.58:17713",
-            "--udm-addr",
-            "127.0.0.58:17714",
-            "--ues",
-            "10",
-        ];
+        let mut args = vec!["--ues", "10"];
         args.extend_from_slice(extra);
-        Command::new(env!("CARGO_BIN_EXE_steer5g"))
-            .args(&args)
-            .output()
-            .expect("run steer5g demo")
+        one_gnb_demo(58, 19898, &args)
     };
     let out = run(&["--pdu-sessions", "0"]);
     assert!(
@@ -255,31 +260,9 @@ fn demo_never_overwrites_a_stored_subscriber() {
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "demo",
-            "--json",
-            "--gnbs",
-            "1",
-            "--n2-addr",
-            "127.0.0.57",
-            "--udp-port",
-            "19897",
-            "--ausf-addr",
-            "127.0.0.57:17715",
-            "--udm-addr",
-            "127.0.0.57:17716",
-            "--ues",
-            "3",
-            "--pdu-sessions",
-            "0",
-            "--data-dir",
-            data,
-        ];
+        let mut args = vec!["--ues", "3", "--pdu-sessions", "0", "--data-dir", data];
         args.extend_from_slice(extra);
-        Command::new(env!("CARGO_BIN_EXE_steer5g"))
-            .args(&args)
-            .output()
-            .expect("run steer5g demo")
+        one_gnb_demo(57, 19897, &args)
     };
     let show = |supi: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))

@@ -200,71 +200,44 @@ fn a_missing_store_is_not_created_without_init() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("typo");
     let data_s = data.to_str().unwrap();
-    for args in [
-        vec![
-            "core",
-            "--sbi",
-            "inproc",
-            "--data-dir",
-            data_s,
-            "--n2-addr",
-            "127.0.0.147",
-            "--transport",
-            "udp",
-            "--no-metrics",
-            "--duration",
-            "1",
-        ],
-        vec![
-            "udm",
-            "--data-dir",
-            data_s,
-            "--sbi-addr",
-            "127.0.0.147:7777",
-            "--no-metrics",
-            "--duration",
-            "1",
-        ],
-    ] {
-        let done = run_timeout(
-            Command::new(common::bin()).args(&args),
+    let run = |args: &[&str]| {
+        run_timeout(
+            Command::new(common::bin()).args(args),
             Duration::from_secs(30),
         )
-        .unwrap();
+        .unwrap()
+    };
+    let core = |init: bool| {
+        let mut a = vec!["core", "--sbi", "inproc", "--data-dir", data_s];
+        a.extend(["--n2-addr", "127.0.0.147", "--transport", "udp"]);
+        a.extend(["--no-metrics", "--duration", "1"]);
+        if init {
+            a.push("--init");
+        }
+        a
+    };
+    let udm = vec![
+        "udm",
+        "--data-dir",
+        data_s,
+        "--sbi-addr",
+        "127.0.0.147:7777",
+        "--no-metrics",
+        "--duration",
+        "1",
+    ];
+    for args in [core(false), udm] {
+        let done = run(&args);
         assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);
         assert!(done.stderr.contains("no store at"), "{}", done.stderr);
         assert!(done.stderr.contains("--init"), "{}", done.stderr);
         assert!(!data.exists(), "{args:?} created {}", data.display());
     }
-    let mut init = vec![
-        "core",
-        "--sbi",
-        "inproc",
-        "--init",
-        "--data-dir",
-        data_s,
-        "--n2-addr",
-        "127.0.0.147",
-        "--transport",
-        "udp",
-        "--no-metrics",
-        "--duration",
-        "1",
-    ];
-    let done = run_timeout(
-        Command::new(common::bin()).args(&init),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let done = run(&core(true));
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
     assert!(data.join("subscribers.redb").exists());
     assert!(data.join("hn-keys.toml").exists());
     // Now it exists: no --init needed.
-    init.retain(|a| *a != "--init");
-    let done = run_timeout(
-        Command::new(common::bin()).args(&init),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let done = run(&core(false));
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
 }

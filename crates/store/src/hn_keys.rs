@@ -178,9 +178,9 @@ pub enum KeyFileError {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FileRepr {
-    #[serde(default)]
-    key: Vec<KeyRepr>,
+pub(crate) struct FileRepr<K> {
+    #[serde(default = "Vec::new")]
+    pub(crate) key: Vec<K>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -217,7 +217,7 @@ impl HnKeys {
 
     /// Parses the TOML text of a key file (`path` only names it in errors).
     pub fn parse(path: &str, text: &str) -> Result<Self, KeyFileError> {
-        let repr: FileRepr = toml::from_str(text).map_err(|e| KeyFileError::Syntax {
+        let repr: FileRepr<KeyRepr> = toml::from_str(text).map_err(|e| KeyFileError::Syntax {
             path: path.to_string(),
             reason: syntax_reason(text, &e),
         })?;
@@ -262,11 +262,7 @@ impl HnKeys {
 
     /// Reads and checks a key file.
     pub fn load(path: &Path) -> Result<Self, KeyFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&path.display().to_string(), &text)
+        Self::parse(&path.display().to_string(), &read(path)?)
     }
 
     /// Writes a new key file, mode 0600; fails if the file exists.
@@ -287,6 +283,14 @@ impl HnKeys {
         f.write_all(self.to_toml().as_bytes()).map_err(io)?;
         f.sync_all().map_err(io)
     }
+}
+
+/// The text of a key file (private or public).
+pub(crate) fn read(path: &Path) -> Result<String, KeyFileError> {
+    std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The parser's message with its line number, and with any value it quotes (between

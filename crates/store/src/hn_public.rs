@@ -16,7 +16,7 @@ use std::path::Path;
 use oxirush_security::nas_5gs::HomeNetworkPublicKey;
 use serde::{Deserialize, Serialize};
 
-use crate::hn_keys::{HnKeys, KeyFileError, Profile};
+use crate::hn_keys::{FileRepr, HnKeys, KeyFileError, Profile};
 use crate::subscriber::hex;
 
 /// One public key.
@@ -49,13 +49,6 @@ impl HnPublicKey {
 pub struct HnPublicKeys {
     /// The keys, in file order.
     pub keys: Vec<HnPublicKey>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileRepr {
-    #[serde(default)]
-    key: Vec<KeyRepr>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -101,7 +94,8 @@ impl HnPublicKeys {
                     .into(),
             ));
         }
-        let repr: FileRepr = toml::from_str(text).map_err(|e| syntax(e.message().to_owned()))?;
+        let repr: FileRepr<KeyRepr> =
+            toml::from_str(text).map_err(|e| syntax(e.message().to_owned()))?;
         let mut keys: Vec<HnPublicKey> = Vec::with_capacity(repr.key.len());
         for k in repr.key {
             if keys.iter().any(|x| x.id == k.id) {
@@ -124,11 +118,7 @@ impl HnPublicKeys {
 
     /// Reads and checks a public key file.
     pub fn load(path: &Path) -> Result<Self, KeyFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| KeyFileError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&path.display().to_string(), &text)
+        Self::parse(&path.display().to_string(), &crate::hn_keys::read(path)?)
     }
 
     /// The TOML text of the file.
