@@ -109,25 +109,18 @@ fn a_taken_port_is_exit_2_on_every_interface() {
     let tcp_sbi = std::net::TcpListener::bind("127.0.0.142:7777").unwrap();
     let tcp_metrics = std::net::TcpListener::bind("127.0.0.143:9090").unwrap();
     let udp_pfcp = std::net::UdpSocket::bind("127.0.0.144:8805").unwrap();
+    // A core on `n2` with `metrics` (`None`: none): its N2 or its metrics port is the taken one.
+    let core = |n2: &'static str, metrics: Option<&'static str>| {
+        let mut a = vec!["core", "--sbi", "inproc", "--init", "--data-dir", data];
+        a.extend(["--n2-addr", n2, "--transport", "udp", "--duration", "5"]);
+        match metrics {
+            Some(m) => a.extend(["--metrics-addr", m]),
+            None => a.push("--no-metrics"),
+        }
+        ("core", a)
+    };
     let cases: [(&str, Vec<&str>); 4] = [
-        (
-            "core",
-            vec![
-                "core",
-                "--sbi",
-                "inproc",
-                "--init",
-                "--data-dir",
-                data,
-                "--n2-addr",
-                "127.0.0.141",
-                "--transport",
-                "udp",
-                "--no-metrics",
-                "--duration",
-                "5",
-            ],
-        ),
+        core("127.0.0.141", None),
         (
             "ausf",
             vec![
@@ -141,25 +134,7 @@ fn a_taken_port_is_exit_2_on_every_interface() {
                 "5",
             ],
         ),
-        (
-            "core",
-            vec![
-                "core",
-                "--sbi",
-                "inproc",
-                "--init",
-                "--data-dir",
-                data,
-                "--n2-addr",
-                "127.0.0.146",
-                "--transport",
-                "udp",
-                "--metrics-addr",
-                "127.0.0.143:9090",
-                "--duration",
-                "5",
-            ],
-        ),
+        core("127.0.0.146", Some("127.0.0.143:9090")),
         (
             "upf",
             vec![
