@@ -113,19 +113,12 @@ impl HnKey {
 
     /// The public key, for the USIM / UE emulator.
     pub fn public_key(&self) -> Result<HomeNetworkPublicKey, KeyFileError> {
-        let k = match self.profile {
-            Profile::A => {
-                let a: [u8; 32] = self
-                    .public
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| KeyFileError::InvalidKey { id: self.id })?;
-                HomeNetworkPublicKey::profile_a(&a)
-            }
-            Profile::B => HomeNetworkPublicKey::profile_b(&self.public)
-                .map_err(|_| KeyFileError::InvalidKey { id: self.id })?,
-        };
-        Ok(k)
+        crate::HnPublicKey {
+            id: self.id,
+            profile: self.profile,
+            public: self.public.clone(),
+        }
+        .public_key()
     }
 }
 
@@ -181,6 +174,15 @@ pub enum KeyFileError {
 pub(crate) struct FileRepr<K> {
     #[serde(default = "Vec::new")]
     pub(crate) key: Vec<K>,
+}
+
+impl<K: Serialize> FileRepr<K> {
+    /// The file's text: the `header` comment line, then the keys.
+    pub(crate) fn to_toml(&self, header: &str) -> String {
+        // Plain records of integers and strings always serialise.
+        let body = toml::to_string(self).unwrap_or_default();
+        format!("# {header}\n{body}")
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -254,9 +256,8 @@ impl HnKeys {
                 })
                 .collect(),
         };
-        let body = toml::to_string(&repr).unwrap_or_default();
-        format!(
-            "# steer5g home network SUCI keys (TS 33.501 Annex C). Secret: keep this file mode 0600.\n{body}"
+        repr.to_toml(
+            "steer5g home network SUCI keys (TS 33.501 Annex C). Secret: keep this file mode 0600.",
         )
     }
 

@@ -17,7 +17,7 @@ use oxirush_security::nas_5gs::HomeNetworkPublicKey;
 use serde::{Deserialize, Serialize};
 
 use crate::hn_keys::{FileRepr, HnKeys, KeyFileError, Profile};
-use crate::subscriber::hex;
+use crate::subscriber::{hex, parse_hex};
 
 /// One public key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,15 @@ impl HnPublicKeys {
             if keys.iter().any(|x| x.id == k.id) {
                 return Err(KeyFileError::DuplicateId(k.id));
             }
-            let public = decode_hex(&k.public_key).ok_or(KeyFileError::InvalidKey { id: k.id })?;
+            let bad = |_| KeyFileError::InvalidKey { id: k.id };
+            let public = match k.profile {
+                Profile::A => parse_hex::<32>("public_key", &k.public_key)
+                    .map_err(bad)?
+                    .to_vec(),
+                Profile::B => parse_hex::<33>("public_key", &k.public_key)
+                    .map_err(bad)?
+                    .to_vec(),
+            };
             let key = HnPublicKey {
                 id: k.id,
                 profile: k.profile,
@@ -134,22 +142,11 @@ impl HnPublicKeys {
                 })
                 .collect(),
         };
-        let body = toml::to_string(&repr).unwrap_or_default();
-        format!(
-            "# steer5g home network public keys (TS 33.501 Annex C): no secret; for a USIM or \
-             `steer5g ran --hn-public-key`.\n{body}"
+        repr.to_toml(
+            "steer5g home network public keys (TS 33.501 Annex C): no secret; for a USIM or \
+             `steer5g ran --hn-public-key`.",
         )
     }
-}
-
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]
