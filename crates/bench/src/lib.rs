@@ -19,6 +19,7 @@ mod plot;
 mod rebalance;
 mod registration;
 mod regplot;
+mod sbiload;
 mod sctp;
 mod sessions;
 mod soak;
@@ -36,6 +37,7 @@ pub use self::lockecho::LockEchoArgs;
 pub use self::overload::OverloadArgs;
 pub use self::rebalance::RebalanceArgs;
 pub use self::registration::RegistrationCmd;
+pub use self::sbiload::SbiArgs;
 pub use self::sctp::SctpArgs;
 pub use self::sessions::SessionsArgs;
 pub use self::soak::{SoakArgs, SoakUserPlane};
@@ -81,6 +83,11 @@ pub enum Scenario {
     /// 0.8× and 2× of it with overload control on (OVERLOAD START, #22 with T3346), in one
     /// run.
     Overload(OverloadArgs),
+    /// SBI load driver: plays the AMF against any vendor's AUSF (5G-AKA) or UDM (ueau, sdm,
+    /// uecm) over h2c, C connections of K streams, closed or open loop; the target's CPU per
+    /// operation (by PID, from /proc) beside the driver's own, latency percentiles and
+    /// failures by cause.
+    Sbi(SbiArgs),
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
@@ -97,6 +104,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Sessions(a) => sessions::run(json, a),
         Scenario::Soak(a) => soak::run(json, a),
         Scenario::Overload(a) => overload::run(json, a),
+        Scenario::Sbi(a) => sbiload::run(json, a),
     }
 }
 

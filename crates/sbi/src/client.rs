@@ -570,7 +570,7 @@ impl SbiClient {
         uri: &str,
         body: &B,
     ) -> Result<JsonResponse<R>, SbiError> {
-        let b = serde_json::to_vec(body).map_err(SbiError::Encode)?;
+        let b = crate::message::to_json(body).map_err(SbiError::Encode)?;
         typed(
             self.request(Method::POST, uri, Some(Bytes::from(b)))
                 .await?,
@@ -583,7 +583,7 @@ impl SbiClient {
         uri: &str,
         body: &B,
     ) -> Result<JsonResponse<R>, SbiError> {
-        let b = serde_json::to_vec(body).map_err(SbiError::Encode)?;
+        let b = crate::message::to_json(body).map_err(SbiError::Encode)?;
         typed(self.request(Method::PUT, uri, Some(Bytes::from(b))).await?)
     }
 

@@ -134,6 +134,11 @@ impl Net {
         assert_eq!(done.code(), None, "{} ended by SIGKILL", nf.name());
     }
 
+    /// The process id of `nf`, while it runs.
+    pub fn pid(&self, nf: Nf) -> Option<u32> {
+        self.procs.get(nf.name()).map(ChildGuard::pid)
+    }
+
     /// What `nf` logged so far.
     pub fn stderr(&self, nf: Nf) -> String {
         self.procs

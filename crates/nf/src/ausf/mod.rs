@@ -234,7 +234,7 @@ impl<M: ContextMap<String, AuthContext>> Ausf<M> {
     fn call<T: serde::Serialize>(&mut self, p: Pending, nf: NfType, path: String, body: &T) {
         let call_id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1);
-        let body = match serde_json::to_vec(body) {
+        let body = match sbi::message::to_json(body) {
             Ok(v) => Bytes::from(v),
             Err(e) => {
                 if let Pending::Vector { req_id, .. } = p {

@@ -34,12 +34,36 @@ impl<const N: usize> fmt::Debug for HexBytes<N> {
     }
 }
 
+impl<const N: usize> HexBytes<N> {
+    /// Lower-case hex of the octets, built on the stack for the sizes 3GPP uses (up to
+    /// 32 octets: K_AUSF, K_SEAF): this runs several times per authentication vector, where
+    /// `{:02x}` per octet went through the formatting machinery once per octet.
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        const STACK: usize = 32;
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut stack = [0u8; 2 * STACK];
+        let mut heap = Vec::new();
+        let out: &mut [u8] = if N <= STACK {
+            &mut stack[..2 * N]
+        } else {
+            heap.resize(2 * N, 0);
+            &mut heap
+        };
+        for (pair, b) in out.chunks_exact_mut(2).zip(&self.0) {
+            if let [hi, lo] = pair {
+                *hi = DIGITS[usize::from(b >> 4)];
+                *lo = DIGITS[usize::from(b & 0x0f)];
+            }
+        }
+        // Only ASCII digits were written, so this never fails; the empty string is a safe
+        // answer should it ever.
+        f(std::str::from_utf8(out).unwrap_or_default())
+    }
+}
+
 impl<const N: usize> fmt::Display for HexBytes<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in &self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        self.with_hex(|s| f.write_str(s))
     }
 }
 
@@ -92,7 +116,7 @@ impl<const N: usize> FromStr for HexBytes<N> {
 
 impl<const N: usize> Serialize for HexBytes<N> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        self.with_hex(|hex| s.serialize_str(hex))
     }
 }
 
@@ -335,6 +359,23 @@ mod tests {
         assert_eq!(h.0, [0xab, 0xcd, 0xef]);
         assert_eq!(h.to_string(), "abcdef");
         assert_eq!(serde_json::to_string(&h).unwrap(), "\"abcdef\"");
+        // Both sides of the stack buffer's limit: every octet value, in order.
+        let mut k = [0u8; 32];
+        let mut big = [0u8; 40];
+        for (i, b) in big.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37);
+        }
+        k.copy_from_slice(&big[..32]);
+        for (hex, bytes) in [
+            (HexBytes(k).to_string(), &k[..]),
+            (HexBytes(big).to_string(), &big[..]),
+        ] {
+            let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, want);
+        }
+        let back: HexBytes<40> =
+            serde_json::from_str(&serde_json::to_string(&HexBytes(big)).unwrap()).unwrap();
+        assert_eq!(back.0, big);
     }
 
     #[test]

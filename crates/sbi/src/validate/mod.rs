@@ -52,7 +52,12 @@ pub struct Checker {
 impl Checker {
     /// An empty checker at the root of the body.
     pub fn new() -> Self {
-        Self::default()
+        // Room for the deepest pointer of our models, so that walking a good body
+        // allocates once.
+        Self {
+            path: String::with_capacity(64),
+            found: Vec::new(),
+        }
     }
 
     /// Runs `f` on member `name` of the current object.

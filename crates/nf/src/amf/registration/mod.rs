@@ -1917,7 +1917,7 @@ impl Local {
         let body = if method == Method::GET {
             Bytes::new()
         } else {
-            match serde_json::to_vec(body) {
+            match sbi::message::to_json(body) {
                 Ok(v) => Bytes::from(v),
                 Err(e) => {
                     warn!(error = %e, "SBI request does not encode");
