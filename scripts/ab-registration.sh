@@ -11,6 +11,8 @@
 #   BASE=b7d73ba ROUNDS=5 UES=4000 WARMUP=1000 WORKERS=1 OUT=ab-out ./scripts/ab-registration.sh
 #
 # BASE_BIN=path uses an already built release binary of BASE instead of building it.
+# SUCI=null takes the SUCI deconcealment out of both trees (default a): with it, a change of
+# the X25519 library would hide or make a difference in the rest of the path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +23,7 @@ ues="${UES:-4000}"
 # for first-touch allocations and lazy set-up, and that case is always the same one.
 warmup="${WARMUP:-1000}"
 workers="${WORKERS:-1}"
+suci="${SUCI:-a}"
 out="${OUT:-ab-registration-$(date +%Y%m%d-%H%M%S)}"
 target="${CARGO_TARGET_DIR:-$HOME/.cache/steer5g/target}"
 mkdir -p "$out"
@@ -46,7 +49,7 @@ else
 fi
 
 run() { # tree binary turn
-  "$2" --json bench registration --suci a --sbi inproc,h2c --state sharded,locked \
+  "$2" --json bench registration --suci "$suci" --sbi inproc,h2c --state sharded,locked \
     --workers "$workers" --ues "$ues" --warmup-ues "$warmup" --rounds 1 2>/dev/null >"$out/$1-$3.json"
 }
 for i in $(seq 1 "$rounds"); do

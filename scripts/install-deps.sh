@@ -5,7 +5,8 @@
 set -euo pipefail
 
 pkgs=(
-  gcc g++ make clang llvm pkg-config    # C peers, BPF programs
+  gcc g++ make clang llvm pkg-config    # C peers, BPF programs, AWS-LC
+  openssl                               # `openssl speed`, the reference figure of the benches
   bpftool                               # vmlinux.h for the sockmap program (CO-RE)
   libelf-dev zlib1g-dev libbpf-dev      # libbpf-rs
   iproute2 nftables ethtool             # namespaces, loss injection, offloads

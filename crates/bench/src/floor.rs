@@ -370,3 +370,61 @@ mod tests {
         assert_eq!(m.items.len(), a.items.len());
     }
 }
+
+/// `openssl speed`'s ECDH figures on this machine, µs per operation: the machine's floor
+/// for the primitive that dominates a registration's crypto, whatever library we link.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct OpensslEcdh {
+    pub(crate) x25519_us: Option<f64>,
+    pub(crate) p256_us: Option<f64>,
+}
+
+/// Runs `openssl speed -seconds SECONDS ecdhx25519 ecdhp256`; `None` without an `openssl`
+/// binary or without either figure in its output.
+pub(crate) fn openssl_ecdh(seconds: u32) -> Option<OpensslEcdh> {
+    let out = std::process::Command::new("openssl")
+        .args([
+            "speed",
+            "-seconds",
+            &seconds.to_string(),
+            "ecdhx25519",
+            "ecdhp256",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let figures = OpensslEcdh {
+        x25519_us: openssl_us(&text, "(X25519)"),
+        p256_us: openssl_us(&text, "(nistp256)"),
+    };
+    (figures.x25519_us.is_some() || figures.p256_us.is_some()).then_some(figures)
+}
+
+/// The op/s of the result line naming `curve` (`253 bits ecdh (X25519)   0.0000s  20412.3`),
+/// as µs per operation.
+pub(crate) fn openssl_us(text: &str, curve: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(curve) && !l.starts_with("Doing"))?;
+    let ops: f64 = line.split_whitespace().last()?.parse().ok()?;
+    (ops > 0.0).then(|| 1e6 / ops)
+}
+
+#[cfg(test)]
+mod openssl_tests {
+    use super::openssl_us;
+
+    #[test]
+    fn figures_are_read_from_the_result_lines() {
+        let text = "Doing 253 bits ecdh (X25519) ops for 3s: 60000 253-bits ECDH ops in 3.00s\n\
+                    Doing 256 bits ecdh (nistp256) ops for 3s\n\
+                    \x20                             op      op/s\n\
+                    \x20256 bits ecdh (nistp256)   0.0001s  12500.0\n\
+                    \x20253 bits ecdh (X25519)   0.0000s  20000.0\n";
+        assert_eq!(openssl_us(text, "(X25519)"), Some(50.0));
+        assert_eq!(openssl_us(text, "(nistp256)"), Some(80.0));
+        assert_eq!(openssl_us("nothing", "(X25519)"), None);
+    }
+}

@@ -299,6 +299,8 @@ pub(crate) struct RegistrationBenchReport {
     pub(crate) realtime: bool,
     /// Every primitive, median over the rounds.
     pub(crate) primitives: Primitives,
+    /// `openssl speed ecdhx25519 ecdhp256` on this machine, for reference beside ours.
+    pub(crate) openssl_ecdh: Option<crate::floor::OpensslEcdh>,
     /// The floor of each SUCI scheme measured.
     pub(crate) floors: Vec<CryptoFloor>,
     pub(crate) cases: Vec<CaseReport>,
@@ -745,6 +747,7 @@ pub(crate) fn measure_rt(
         contention,
         wakeups,
         primitives,
+        openssl_ecdh: crate::floor::openssl_ecdh(1),
         floors,
         cases,
         target_ratio: TARGET_RATIO,
@@ -898,6 +901,14 @@ fn table(r: &RegistrationBenchReport) -> String {
     let _ = writeln!(s, "crypto floor (thread CPU per operation):");
     for p in &r.primitives.items {
         let _ = writeln!(s, "  {:<56} {:>9.2} µs", p.name, p.ns_per_op / 1e3);
+    }
+    if let Some(o) = &r.openssl_ecdh {
+        for (name, us) in [("X25519", o.x25519_us), ("P-256", o.p256_us)] {
+            if let Some(us) = us {
+                let label = format!("openssl speed: {name} ECDH (this machine's reference)");
+                let _ = writeln!(s, "  {label:<56} {us:>9.2} µs");
+            }
+        }
     }
     for f in &r.floors {
         let _ = writeln!(

@@ -98,6 +98,16 @@ fn a_bad_tag_or_wrong_key_is_refused() {
         deconceal(&other, &h(A_SCHEME_OUTPUT)).unwrap_err(),
         Error::SuciMacMismatch
     );
+    // Small-order X25519 points give a shared secret anyone can compute (RFC 7748 §6.1):
+    // 0, 1 and a point of order 8 as the ephemeral key are refused, before any MAC check.
+    let order_8 = h("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800");
+    let mut one = [0u8; 32];
+    one[0] = 1;
+    for small in [[0u8; 32].to_vec(), one.to_vec(), order_8] {
+        let mut out = h(A_SCHEME_OUTPUT);
+        out[..32].copy_from_slice(&small);
+        assert_eq!(deconceal(&a, &out).unwrap_err(), Error::SuciPoint);
+    }
     // Profile B refuses an uncompressed ephemeral key (TS 33.514 §4.2.1.3).
     let b = HomeNetworkPrivateKey::from_bytes(Profile::B, &h(B_HN_PRIVATE)).unwrap();
     let mut out = h(B_SCHEME_OUTPUT);

@@ -16,7 +16,6 @@ mod plot;
 use std::collections::BTreeMap;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -429,19 +428,11 @@ fn load_subscribers(args: &SbiArgs) -> Result<Vec<Sub>, BenchError> {
 
 /// µs per X25519 operation by `openssl speed -seconds 3 ecdhx25519`.
 fn openssl_x25519_us() -> Result<f64, String> {
-    let out = Command::new("openssl")
-        .args(["speed", "-seconds", "3", "ecdhx25519"])
-        .output()
-        .map_err(|e| format!("openssl speed: {e} (install openssl, or drop --x25519-unit)"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    parse_openssl_speed(&text).ok_or_else(|| "openssl speed: no X25519 figure in its output".into())
-}
-
-/// The op/s of the X25519 line (`253 bits ecdh (X25519)   0.0000s  20412.3`), as µs/op.
-fn parse_openssl_speed(text: &str) -> Option<f64> {
-    let line = text.lines().rev().find(|l| l.contains("X25519"))?;
-    let ops: f64 = line.split_whitespace().last()?.parse().ok()?;
-    (ops > 0.0).then(|| 1e6 / ops)
+    crate::floor::openssl_ecdh(3)
+        .and_then(|f| f.x25519_us)
+        .ok_or_else(|| {
+            "openssl speed gave no X25519 figure (install openssl, or drop --x25519-unit)".into()
+        })
 }
 
 fn csv(r: &Report) -> String {
@@ -523,13 +514,6 @@ fn print_table(r: &Report) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn openssl_figure_is_read() {
-        let text = "Doing 253 bits ecdh (X25519) ops for 3s\n                              op      op/s\n 253 bits ecdh (X25519)   0.0000s  20000.0\n";
-        assert_eq!(parse_openssl_speed(text), Some(50.0));
-        assert_eq!(parse_openssl_speed("nothing"), None);
-    }
 
     #[test]
     fn targets_parse() {
