@@ -118,7 +118,14 @@ impl Private {
                     .and_then(|p| <[u8; 32]>::try_from(p.as_ref()).ok());
                 Public::A(from_fast.unwrap_or_else(|| x25519_dalek::PublicKey::from(s).to_bytes()))
             }
-            Private::B(s, _) => Public::B(s.public_key()),
+            Private::B(s, fast) => {
+                // AWS-LC's multiplication, read back through the SEC1 point it prints.
+                let from_fast = fast
+                    .compute_public_key()
+                    .ok()
+                    .and_then(|p| p256::PublicKey::from_sec1_bytes(p.as_ref()).ok());
+                Public::B(from_fast.unwrap_or_else(|| s.public_key()))
+            }
         }
     }
 
