@@ -39,6 +39,10 @@ use sbi_io::{serve, Replies};
 const N2_TICK: Duration = Duration::from_millis(50);
 /// How long a stopping core waits for its associations to shut down gracefully.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+/// At stop, how long the mesh must stay quiet before a worker stops handling what the others
+/// hand it, and the most it waits for that.
+const MESH_SETTLE_QUIET: Duration = Duration::from_millis(20);
+const MESH_SETTLE_MAX: Duration = Duration::from_millis(300);
 /// Pause before retrying mesh sends that found a full queue.
 const RETRY_PAUSE: Duration = Duration::from_millis(1);
 /// Largest PFCP message the worker reads from the UPF (responses and reports are far
@@ -345,8 +349,36 @@ impl<P: Placement> Worker<P> {
             self.perform();
             self.publish();
         }
+        self.settle_mesh().await;
         self.finish().await;
         self.publish();
+    }
+
+    /// Handles what the other workers handed this one before they saw the stop (an NGAP
+    /// message read by another worker's association, an answer on its way back), so that
+    /// a message already read is not dropped between two workers at shutdown: until the
+    /// mesh has been quiet for [`MESH_SETTLE_QUIET`], at most [`MESH_SETTLE_MAX`].
+    async fn settle_mesh(&mut self) {
+        let start = Instant::now();
+        let mut quiet_since = start;
+        loop {
+            self.flush_mesh();
+            self.flush_n2().await;
+            let now = Instant::now();
+            let host = &mut self.host;
+            if self.mesh.drain(|_, hop| host.handle(now, Input::Hop(hop))) > 0 {
+                self.perform();
+                quiet_since = now;
+            }
+            if now.duration_since(quiet_since) >= MESH_SETTLE_QUIET
+                || now.duration_since(start) >= MESH_SETTLE_MAX
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        self.flush_mesh();
+        self.flush_n2().await;
     }
 
     /// Copies the host's counters and this loop's wake-ups into the worker's block of the

@@ -137,9 +137,20 @@ fn tcp_2000_connections_land_on_the_source_ports_worker() {
         assert!(expect.is_empty());
     }
     let c = group.steering().unwrap().counters().unwrap();
-    assert_eq!(c.steered, u64::from(TOTAL), "{c:?}");
+    // The program runs once per SYN it sees: a SYN the client sent again (its first one
+    // lost while the machine was busy) is steered again, to the same worker, since the
+    // four-tuple is the same. So each worker counts at least its connections, and every
+    // decision went to a worker (no fallback); where each connection landed is checked
+    // above, one by one.
+    assert!(c.steered >= u64::from(TOTAL), "{c:?}");
     assert_eq!(c.fallbacks(), 0, "{c:?}");
-    assert_eq!(c.per_worker, per_worker);
+    assert_eq!(c.steered, c.per_worker.iter().sum::<u64>(), "{c:?}");
+    for (w, (&got, &want)) in c.per_worker.iter().zip(&per_worker).enumerate() {
+        assert!(
+            got >= want,
+            "worker {w}: {got} steered, {want} connections: {c:?}"
+        );
+    }
 }
 
 /// Accepts from every listener until `want` connections came; returns (listener, peer).

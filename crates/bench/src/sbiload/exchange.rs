@@ -34,6 +34,16 @@ pub(crate) enum OpKind {
 }
 
 impl OpKind {
+    /// Its name on the command line and in the reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            OpKind::Aka => "aka",
+            OpKind::Ueau => "ueau",
+            OpKind::Sdm => "sdm",
+            OpKind::Uecm => "uecm",
+        }
+    }
+
     /// Whether the operation goes to the AUSF (else to the UDM).
     pub(crate) fn at_ausf(self) -> bool {
         self == OpKind::Aka

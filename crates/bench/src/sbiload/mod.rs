@@ -442,8 +442,8 @@ fn csv(r: &Report) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
     for c in &r.cases {
         s.push_str(&format!(
-            "{:?},{},{},{},{},{},{:.1},{},{},{},{},{},{:.3},{:.3}\n",
-            r.settings.op,
+            "{},{},{},{},{},{},{:.1},{},{},{},{},{},{:.3},{:.3}\n",
+            r.settings.op.name(),
             r.settings.connections,
             c.streams,
             c.ok,
@@ -459,14 +459,14 @@ fn csv(r: &Report) -> String {
             c.driver_utilisation,
         ));
     }
-    s.to_lowercase()
+    s
 }
 
 fn print_table(r: &Report) {
     let s = &r.settings;
     println!(
-        "bench sbi: {:?} at {} ({} subscribers), {} connections, {} loop{}, {} driver thread(s)",
-        s.op,
+        "bench sbi: {} at {} ({} subscribers), {} connections, {} loop{}, {} driver thread(s)",
+        s.op.name(),
         s.target_url,
         s.subscribers,
         s.connections,
