@@ -108,6 +108,11 @@ impl Exchange {
         })
     }
 
+    /// The serving network name every request carries.
+    pub(crate) fn serving_network(&self) -> &str {
+        self.snn.as_str()
+    }
+
     /// The first request of the operation for `sub`.
     pub(crate) fn first(&self, sub: &Sub) -> Request {
         let supi = &sub.supi;

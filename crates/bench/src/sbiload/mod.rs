@@ -236,7 +236,7 @@ pub(crate) fn run(json: bool, args: &SbiArgs) -> Result<(), BenchError> {
         threads: args.threads,
         pin: args.pin,
         timeout_ms: args.timeout_ms,
-        serving_network: format!("5G:mnc{:0>3}.mcc{}.3gppnetwork.org", args.mnc, args.mcc),
+        serving_network: exchange.serving_network().to_owned(),
         warmup_s: warmup,
         duration_s: duration,
         rounds,
