@@ -17,9 +17,30 @@ export CARGO_TERM_COLOR=never
 if [ -n "${CI:-}" ]; then
   export STEER5G_REQUIRE_PRIV=1
   export STEER5G_REQUIRE_BPF=1
+  # A fresh clone each run: incremental state would only fill the disk.
+  export CARGO_INCREMENTAL=0
 fi
 
 step() { echo; echo "=== $* ==="; }
+
+# The target cache outlives runs and grows with every tree it has built (each checkout path
+# has its own artifacts); a full disk kills the linker. Below 20 GiB free, drop what is
+# cheapest to rebuild first, then the whole cache: a cold run fits in CI's time, a full disk
+# does not.
+free_gib() {
+  mkdir -p "$CARGO_TARGET_DIR"
+  df -P -k "$CARGO_TARGET_DIR" | awk 'NR==2 {print int($4 / 1048576)}'
+}
+min_free_gib="${STEER5G_MIN_FREE_GIB:-20}"
+if [ "$(free_gib)" -lt "$min_free_gib" ]; then
+  echo "disk: $(free_gib) GiB free under $CARGO_TARGET_DIR; dropping incremental and fuzz caches"
+  rm -rf "$CARGO_TARGET_DIR"/{debug,release}/incremental "$CARGO_TARGET_DIR/fuzz" "$CARGO_TARGET_DIR/tmp"
+fi
+if [ "$(free_gib)" -lt "$min_free_gib" ]; then
+  echo "disk: $(free_gib) GiB free; dropping the whole target cache (this run builds cold)"
+  rm -rf "$CARGO_TARGET_DIR"
+fi
+echo "disk: $(free_gib) GiB free under $CARGO_TARGET_DIR"
 
 step "rustfmt"
 cargo fmt --all -- --check
