@@ -69,6 +69,9 @@ pub(crate) enum Command {
     /// Run the UPF: PFCP (N4) on 127.0.0.7:8805, sessions installed into a user-plane
     /// datapath (`--datapath none` keeps rules only and forwards nothing).
     Upf(crate::upf_cmd::UpfArgs),
+    /// Profile the kernel's receive path stage by stage (NAPI, backlog, GRO, protocol,
+    /// NET_RX softirq, wake-up, read) on tracepoints, for --duration seconds.
+    Probe(crate::probe_cmd::ProbeArgs),
 }
 
 /// The network the node belongs to; overrides the configuration file.

@@ -13,6 +13,7 @@ mod exit;
 mod lab_cmd;
 mod n2;
 mod nf_cmd;
+mod probe_cmd;
 mod ran_cmd;
 mod report;
 mod smf_cmd;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         Command::Subscriber(args) => subscriber::run(&cli.global, args),
         Command::Lab(args) => lab_cmd::run(&cli.global, args),
         Command::Upf(args) => upf_cmd::run(&cli.global, args),
+        Command::Probe(args) => probe_cmd::run(&cli.global, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

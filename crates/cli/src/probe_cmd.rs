@@ -1,0 +1,169 @@
+//! `steer5g probe`: attach the receive-path profiler for `--duration` seconds (SIGINT or
+//! SIGTERM end it early, with the report), then print the stage table, or one JSON object
+//! with `--json`, and with `--out DIR` write stages.csv, histograms.csv, stages.svg and
+//! probe.json there.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use probe::netns::{self, NetnsSpec};
+use probe::{Filter, Probe, Reading};
+
+use crate::cli::Global;
+use crate::exit::CliError;
+
+/// The longest one probe runs: the probe is an interval measurement, not a daemon.
+const PROBE_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// Arguments of `steer5g probe`.
+#[derive(Debug, Args)]
+pub(crate) struct ProbeArgs {
+    /// Seconds to profile; SIGINT or SIGTERM end the interval early and still report.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Count only packets of this network namespace: a name under /run/netns, a path
+    /// (/proc/PID/ns/net) or an inode number.
+    #[arg(long, value_name = "NAME|PATH|INODE")]
+    netns: Option<String>,
+    /// Count only packets received on this interface: a name (looked up inside --netns) or
+    /// an index.
+    #[arg(long, value_name = "NAME|INDEX")]
+    iface: Option<String>,
+    /// Attribute wake-ups, reads and receive syscalls to this process only.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Directory for stages.csv, histograms.csv, stages.svg and probe.json.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Runs `steer5g probe`.
+pub(crate) fn run(global: &Global, args: &ProbeArgs) -> Result<(), CliError> {
+    if !(args.duration > 0.0 && args.duration.is_finite()) {
+        return Err(CliError::Usage(format!(
+            "--duration must be a positive number of seconds, not {}",
+            args.duration
+        )));
+    }
+    let limit = Duration::from_secs_f64(args.duration).min(PROBE_MAX);
+    let filter = resolve_filter(args)?;
+    let probe = Probe::attach(filter).map_err(probe_error)?;
+    tracing::info!(
+        programs = probe.programs().len(),
+        "probe attached (tp_btf only; tracefs not needed)"
+    );
+    let before = Reading::now(probe.snapshot().map_err(probe_error)?);
+    wait(limit)?;
+    let after = Reading::now(probe.snapshot().map_err(probe_error)?);
+    // Detach before printing: nothing of the probe outlives the interval.
+    drop(probe);
+    let report = probe::report::build(&before, &after, filter, &probe::drop_reason_names());
+    if let Some(dir) = &args.out {
+        write_out(dir, &report)?;
+    }
+    if global.json {
+        let text = serde_json::to_string(&report)
+            .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
+fn resolve_filter(args: &ProbeArgs) -> Result<Filter, CliError> {
+    let usage = |e: probe::Error| CliError::Usage(e.to_string());
+    let spec = args.netns.as_deref().map(NetnsSpec::parse);
+    let netns = spec
+        .as_ref()
+        .map(NetnsSpec::inode)
+        .transpose()
+        .map_err(usage)?;
+    let ifindex = match args.iface.as_deref() {
+        None => None,
+        Some(s) => Some(match s.parse::<u32>() {
+            Ok(i) if i > 0 => i,
+            Ok(_) => return Err(CliError::Usage("--iface 0 is no interface".to_owned())),
+            Err(_) => {
+                let path = match &spec {
+                    Some(NetnsSpec::Path(p)) => Some(p.as_path()),
+                    Some(NetnsSpec::Inode(_)) => {
+                        return Err(CliError::Usage(
+                            "--iface NAME needs --netns as a name or path, not an inode; \
+                             or give the interface's index"
+                                .to_owned(),
+                        ))
+                    }
+                    None => None,
+                };
+                netns::ifindex(path, s).map_err(usage)?
+            }
+        }),
+    };
+    if let Some(pid) = args.pid {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(CliError::Usage(format!("--pid {pid}: no such process")));
+        }
+    }
+    Ok(Filter {
+        netns: netns.unwrap_or(0),
+        ifindex: ifindex.unwrap_or(0),
+        pid: args.pid.unwrap_or(0),
+    })
+}
+
+fn probe_error(e: probe::Error) -> CliError {
+    match e {
+        probe::Error::NotPermitted(_) => CliError::Privilege(e.to_string()),
+        probe::Error::Filter(_) => CliError::Usage(e.to_string()),
+        _ => CliError::Failed(e.to_string()),
+    }
+}
+
+/// Sleeps for `limit` with a progress bar, or until SIGINT/SIGTERM.
+fn wait(limit: Duration) -> Result<(), CliError> {
+    let bar = indicatif::ProgressBar::new(limit.as_millis() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("probing {bar:40} {elapsed}/{duration}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    let start = Instant::now();
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        let end = tokio::time::sleep(limit);
+        tokio::pin!(end);
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+                () = &mut end => break,
+                _ = tick.tick() => bar.set_position(start.elapsed().as_millis() as u64),
+            }
+        }
+        Ok::<(), CliError>(())
+    })?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn write_out(dir: &Path, report: &probe::Report) -> Result<(), CliError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        CliError::Failed(format!("cannot write {}: {e}", dir.join(what).display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("", &e))?;
+    std::fs::write(dir.join("stages.csv"), report.stages_csv())
+        .map_err(|e| fail("stages.csv", &e))?;
+    std::fs::write(dir.join("histograms.csv"), report.histograms_csv())
+        .map_err(|e| fail("histograms.csv", &e))?;
+    let json = serde_json::to_string_pretty(report).map_err(|e| fail("probe.json", &e))?;
+    std::fs::write(dir.join("probe.json"), json).map_err(|e| fail("probe.json", &e))?;
+    probe::plot::stages_svg(&dir.join("stages.svg"), report).map_err(|e| fail("stages.svg", &e))?;
+    Ok(())
+}
