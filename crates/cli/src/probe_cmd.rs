@@ -1,13 +1,15 @@
 //! `steer5g probe`: attach the receive-path profiler for `--duration` seconds (SIGINT or
 //! SIGTERM end it early, with the report), then print the stage table, or one JSON object
 //! with `--json`, and with `--out DIR` write stages.csv, histograms.csv, stages.svg and
-//! probe.json there.
+//! probe.json there. `steer5g probe sweep`: the offered-load sweep over namespaces of its
+//! own.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::Args;
+use clap::{Args, Subcommand, ValueEnum};
 use probe::netns::{self, NetnsSpec};
+use probe::sweep::{self, Condition, Rate};
 use probe::{Filter, Probe, Reading};
 
 use crate::cli::Global;
@@ -18,7 +20,60 @@ const PROBE_MAX: Duration = Duration::from_secs(24 * 3600);
 
 /// Arguments of `steer5g probe`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct ProbeArgs {
+    #[command(subcommand)]
+    action: Option<ProbeAction>,
+    #[command(flatten)]
+    interval: IntervalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum ProbeAction {
+    /// The offered-load sweep of reference 004: UDP from a generator namespace to a
+    /// receiver namespace over veth, one step per rate, idle and under a competing
+    /// CPU-bound task; table, --json, and CSV and plots in --out.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ConditionArg {
+    Idle,
+    Loaded,
+    Both,
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Offered rates in datagrams per second, comma-separated (`k`, `m` suffixes; `max`:
+    /// as fast as the generator's CPU sends).
+    #[arg(long, default_value = "10k,20k,50k,100k,200k,400k,max", value_delimiter = ',', value_parser = Rate::parse)]
+    rates: Vec<Rate>,
+    /// UDP payload octets (at least 16, the probe's tag).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1472))]
+    size: u16,
+    /// Seconds per step.
+    #[arg(long, default_value_t = 2.0)]
+    step_seconds: f64,
+    /// Most datagrams per step.
+    #[arg(long, default_value_t = 2_000_000)]
+    max_packets: u64,
+    /// The receiver's CPU otherwise idle, shared with a pinned CPU-bound task, or both.
+    #[arg(long, value_enum, default_value_t = ConditionArg::Both)]
+    condition: ConditionArg,
+    /// The generator's CPU.
+    #[arg(long, default_value_t = 0)]
+    gen_cpu: usize,
+    /// The receiver's CPU: its softirq (by RPS) and its reading thread.
+    #[arg(long, default_value_t = 1)]
+    rx_cpu: usize,
+    /// Directory for sweep.json, sweep.csv and the plots.
+    #[arg(long, default_value = "probe-sweep", value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct IntervalArgs {
     /// Seconds to profile; SIGINT or SIGTERM end the interval early and still report.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
@@ -40,6 +95,13 @@ pub(crate) struct ProbeArgs {
 
 /// Runs `steer5g probe`.
 pub(crate) fn run(global: &Global, args: &ProbeArgs) -> Result<(), CliError> {
+    match &args.action {
+        Some(ProbeAction::Sweep(s)) => run_sweep(global, s),
+        None => run_interval(global, &args.interval),
+    }
+}
+
+fn run_interval(global: &Global, args: &IntervalArgs) -> Result<(), CliError> {
     if !(args.duration > 0.0 && args.duration.is_finite()) {
         return Err(CliError::Usage(format!(
             "--duration must be a positive number of seconds, not {}",
@@ -72,7 +134,7 @@ pub(crate) fn run(global: &Global, args: &ProbeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn resolve_filter(args: &ProbeArgs) -> Result<Filter, CliError> {
+fn resolve_filter(args: &IntervalArgs) -> Result<Filter, CliError> {
     let usage = |e: probe::Error| CliError::Usage(e.to_string());
     let spec = args.netns.as_deref().map(NetnsSpec::parse);
     let netns = spec
@@ -165,5 +227,73 @@ fn write_out(dir: &Path, report: &probe::Report) -> Result<(), CliError> {
     let json = serde_json::to_string_pretty(report).map_err(|e| fail("probe.json", &e))?;
     std::fs::write(dir.join("probe.json"), json).map_err(|e| fail("probe.json", &e))?;
     probe::plot::stages_svg(&dir.join("stages.svg"), report).map_err(|e| fail("stages.svg", &e))?;
+    Ok(())
+}
+
+fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
+    if !(args.step_seconds > 0.0 && args.step_seconds <= 60.0) {
+        return Err(CliError::Usage(format!(
+            "--step-seconds must be in (0, 60], not {}",
+            args.step_seconds
+        )));
+    }
+    if args.max_packets == 0 {
+        return Err(CliError::Usage(
+            "--max-packets must be at least 1".to_owned(),
+        ));
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    for (flag, cpu) in [("--gen-cpu", args.gen_cpu), ("--rx-cpu", args.rx_cpu)] {
+        if cpu >= cpus {
+            return Err(CliError::Usage(format!(
+                "{flag} {cpu}: this machine has CPUs 0..{}",
+                cpus - 1
+            )));
+        }
+    }
+    if args.gen_cpu == args.rx_cpu {
+        tracing::warn!("generator and receiver share CPU {}", args.rx_cpu);
+    }
+    let conditions = match args.condition {
+        ConditionArg::Idle => vec![Condition::Idle],
+        ConditionArg::Loaded => vec![Condition::Loaded],
+        ConditionArg::Both => vec![Condition::Idle, Condition::Loaded],
+    };
+    let settings = sweep::Settings {
+        rates: args.rates.clone(),
+        payload: usize::from(args.size),
+        step: Duration::from_secs_f64(args.step_seconds),
+        max_packets: args.max_packets,
+        conditions,
+        gen_cpu: args.gen_cpu,
+        rx_cpu: args.rx_cpu,
+        tag: format!("s5p{:x}", std::process::id()),
+    };
+    let total = settings.rates.len() * settings.conditions.len();
+    let bar = indicatif::ProgressBar::new(total as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("sweep {bar:40} {pos}/{len} steps {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report =
+        sweep::run(&settings, &|done, _| bar.set_position(done as u64)).map_err(probe_error)?;
+    bar.finish_and_clear();
+    let dir = &args.out;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        CliError::Failed(format!("cannot write {}: {e}", dir.join(what).display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("", &e))?;
+    let json = serde_json::to_string_pretty(&report).map_err(|e| fail("sweep.json", &e))?;
+    std::fs::write(dir.join("sweep.json"), json).map_err(|e| fail("sweep.json", &e))?;
+    std::fs::write(dir.join("sweep.csv"), report.csv()).map_err(|e| fail("sweep.csv", &e))?;
+    sweep::write_plots(dir, &report).map_err(|e| fail("sweep-*.svg", &e))?;
+    if global.json {
+        let text = serde_json::to_string(&report)
+            .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
+        println!("written: {}", dir.display());
+    }
     Ok(())
 }

@@ -147,6 +147,10 @@ fn filters_that_name_nothing_exit_2() {
         &["--pid", "0"][..],
         &["--duration", "-1"][..],
         &["--netns", "4026531840", "--iface", "lo"][..],
+        &["sweep", "--rx-cpu", "4096"][..],
+        &["sweep", "--rates", "10k,fast"][..],
+        &["sweep", "--size", "8"][..],
+        &["sweep", "--step-seconds", "0"][..],
     ] {
         let done = run_timeout(steer5g().arg("probe").args(args), Duration::from_secs(30)).unwrap();
         assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);

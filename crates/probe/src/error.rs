@@ -25,6 +25,9 @@ pub enum Error {
     /// A filter that cannot be resolved (no such namespace or interface).
     #[error("{0}")]
     Filter(String),
+    /// The sweep's namespaces, link or traffic could not be set up.
+    #[error("sweep topology: {0}")]
+    Topology(String),
 }
 
 impl Error {

@@ -16,6 +16,7 @@ pub mod plot;
 pub mod procfs;
 pub mod report;
 pub mod stages;
+pub mod sweep;
 pub mod tag;
 
 pub use counters::Counters;

@@ -1,0 +1,413 @@
+//! The offered-load sweep of reference 004 §IV-V: UDP at set sizes and rates from a
+//! generator namespace to a receiver namespace over veth, the probe attached to the
+//! receiver's interface, one step per rate, up to and past the onset of drops; under two
+//! conditions, the receiver's CPU otherwise idle and the receiver's CPU shared with a
+//! pinned CPU-bound task.
+//!
+//! Topology on two CPUs: the generator on `gen_cpu`; the receiver's softirq (by RPS) and
+//! its reading thread on `rx_cpu`. Every step is bounded in time and in packets.
+
+mod plot;
+pub mod topo;
+pub mod traffic;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::report::{self, Reading, StageReport};
+use crate::{Error, Filter, Probe};
+
+pub use plot::write_plots;
+
+/// One step's offered load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Datagrams per second.
+    Pps(u64),
+    /// As fast as the generator's CPU sends.
+    Max,
+}
+
+impl Rate {
+    /// `10000`, `10k`, `1.5m` or `max`.
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let t = s.trim().to_ascii_lowercase();
+        if t == "max" {
+            return Ok(Rate::Max);
+        }
+        let (num, mult) = match t.strip_suffix('k') {
+            Some(n) => (n, 1e3),
+            None => match t.strip_suffix('m') {
+                Some(n) => (n, 1e6),
+                None => (t.as_str(), 1.0),
+            },
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("rate {s:?}: a number of packets per second, or max"))?;
+        let pps = (v * mult).round();
+        if !(1.0..=1e8).contains(&pps) {
+            return Err(format!("rate {s:?}: between 1 and 100m packets per second"));
+        }
+        Ok(Rate::Pps(pps as u64))
+    }
+
+    fn pps(self) -> Option<u64> {
+        match self {
+            Rate::Pps(p) => Some(p),
+            Rate::Max => None,
+        }
+    }
+}
+
+/// Under what the receiver runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// Nothing else on the receiver's CPU.
+    Idle,
+    /// A pinned CPU-bound task shares the receiver's CPU (reference 004's full load).
+    Loaded,
+}
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The offered rates, one step each.
+    pub rates: Vec<Rate>,
+    /// UDP payload octets (at least the 16-octet tag).
+    pub payload: usize,
+    /// Length of a step.
+    pub step: Duration,
+    /// Most datagrams in a step.
+    pub max_packets: u64,
+    /// The conditions, each a full sweep.
+    pub conditions: Vec<Condition>,
+    /// The generator's CPU.
+    pub gen_cpu: usize,
+    /// The receiver's CPU (softirq by RPS, and the reading thread).
+    pub rx_cpu: usize,
+    /// Prefix of the namespace and interface names (short: interface names are 15 chars).
+    pub tag: String,
+}
+
+/// One step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The condition.
+    pub condition: Condition,
+    /// The rate asked for; null for `max`.
+    pub target_pps: Option<u64>,
+    /// What the generator achieved: datagrams sent per second.
+    pub offered_pps: f64,
+    /// Offered bandwidth, Mbit/s of UDP payload plus UDP/IP/Ethernet headers.
+    pub offered_mbps: f64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams the sender's kernel refused.
+    pub refused: u64,
+    /// Datagrams the application read.
+    pub delivered: u64,
+    /// Delivered per second of the step.
+    pub delivered_pps: f64,
+    /// Drops where the probe saw them, by kfree_skb reason.
+    pub dropped: BTreeMap<String, u64>,
+    /// Of those, the ones the UDP socket queue refused (udp_fail_queue_rcv_skb).
+    pub udp_queue_failures: u64,
+    /// Sent, neither read nor seen dropped.
+    pub unaccounted: i64,
+    /// Packets per NAPI poll.
+    pub packets_per_poll: f64,
+    /// NAPI poll time per packet, ns.
+    pub poll_ns_per_packet: f64,
+    /// NET_RX softirq time per packet received, ns.
+    pub softirq_ns_per_packet: f64,
+    /// Share of the NET_RX softirq time that ran in ksoftirqd (the rest was borrowed).
+    pub softirq_thread_share: f64,
+    /// Every stage of the step.
+    pub stages: Vec<StageReport>,
+}
+
+/// A whole sweep (`steer5g probe sweep --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// UDP payload octets.
+    pub payload: usize,
+    /// Step length, s.
+    pub step_s: f64,
+    /// The generator's and the receiver's CPUs.
+    pub gen_cpu: usize,
+    /// The receiver's CPU.
+    pub rx_cpu: usize,
+    /// Every step, condition by condition.
+    pub steps: Vec<Step>,
+    /// The highest rate the generator offered, datagrams per second.
+    pub max_offered_pps: f64,
+    /// Per condition, the lowest offered rate at which anything was dropped.
+    pub drops_from_pps: BTreeMap<String, f64>,
+    /// What the probe's method is (the same as `steer5g probe`'s).
+    pub notes: Vec<String>,
+}
+
+/// Octets on the wire per datagram besides its payload: UDP 8, IPv4 20, Ethernet 14.
+const HEADERS: usize = 42;
+
+/// Runs the sweep; `progress(done, total)` after each step.
+pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<SweepReport, Error> {
+    if settings.rates.is_empty() || settings.conditions.is_empty() {
+        return Err(Error::Filter(
+            "a sweep needs a rate and a condition".to_owned(),
+        ));
+    }
+    let topo = topo::Topology::create(&settings.tag, settings.rx_cpu)?;
+    let rx_ns = topo.rx_ns_path();
+    let filter = Filter {
+        netns: crate::procfs::netns_inode(&rx_ns)
+            .map_err(|e| Error::Topology(format!("receiver namespace: {e}")))?,
+        ifindex: crate::netns::ifindex(Some(&rx_ns), &topo.rx_if)?,
+        pid: std::process::id(),
+    };
+    let probe = Probe::attach(filter)?;
+    let names = crate::drop_reason_names();
+    let sink = traffic::Sink::start(rx_ns.clone(), settings.rx_cpu, topo.rx_addr)?;
+    let total = settings.rates.len() * settings.conditions.len();
+    let mut steps = Vec::with_capacity(total);
+    let mut flow = 0u32;
+    for &condition in &settings.conditions {
+        let competitor =
+            (condition == Condition::Loaded).then(|| traffic::Competitor::start(settings.rx_cpu));
+        for &rate in &settings.rates {
+            flow += 1;
+            let before = Reading::now(probe.snapshot()?);
+            let read_before = sink.received();
+            let sent = traffic::generate(
+                topo.gen_ns_path(),
+                settings.gen_cpu,
+                topo.gen_addr,
+                topo.rx_addr,
+                settings.payload,
+                rate.pps(),
+                settings.step,
+                settings.max_packets,
+                flow,
+            )?;
+            let read_after = sink.settle(Duration::from_millis(100), Duration::from_secs(2));
+            let after = Reading::now(probe.snapshot()?);
+            let r = report::build(&before, &after, filter, &names);
+            steps.push(step(
+                condition,
+                rate,
+                settings,
+                sent,
+                read_after.saturating_sub(read_before),
+                &r,
+            ));
+            progress(steps.len(), total);
+        }
+        drop(competitor);
+    }
+    drop(sink);
+    drop(probe);
+    drop(topo);
+    let max_offered_pps = steps.iter().map(|s| s.offered_pps).fold(0.0, f64::max);
+    let mut drops_from_pps = BTreeMap::new();
+    for c in &settings.conditions {
+        let first = steps
+            .iter()
+            .filter(|s| s.condition == *c && s.dropped.values().sum::<u64>() > 0)
+            .map(|s| s.offered_pps)
+            .fold(f64::INFINITY, f64::min);
+        if first.is_finite() {
+            drops_from_pps.insert(condition_name(*c).to_owned(), first);
+        }
+    }
+    Ok(SweepReport {
+        payload: settings.payload,
+        step_s: settings.step.as_secs_f64(),
+        gen_cpu: settings.gen_cpu,
+        rx_cpu: settings.rx_cpu,
+        steps,
+        max_offered_pps,
+        drops_from_pps,
+        notes: report::method_notes(),
+    })
+}
+
+/// `idle` or `loaded`.
+pub fn condition_name(c: Condition) -> &'static str {
+    match c {
+        Condition::Idle => "idle",
+        Condition::Loaded => "loaded",
+    }
+}
+
+fn step(
+    condition: Condition,
+    rate: Rate,
+    settings: &Settings,
+    sent: traffic::Sent,
+    delivered: u64,
+    r: &report::Report,
+) -> Step {
+    let secs = sent.elapsed.as_secs_f64().max(1e-9);
+    let offered_pps = sent.sent as f64 / secs;
+    let dropped: BTreeMap<String, u64> = r
+        .drops
+        .iter()
+        .map(|d| (d.reason.clone(), d.count))
+        .collect();
+    let stage = |name: &str| r.stage(name).map_or(0, |s| s.count);
+    let time = |name: &str| r.stage(name).map_or(0, |s| s.time_ns);
+    let kfreed: u64 = r.drops.iter().map(|d| d.count).sum();
+    let received = stage("netif_receive_skb");
+    let softirq = time("softirq_net_rx");
+    Step {
+        condition,
+        target_pps: rate.pps(),
+        offered_pps,
+        offered_mbps: offered_pps * ((settings.payload.max(crate::tag::LEN) + HEADERS) * 8) as f64
+            / 1e6,
+        sent: sent.sent,
+        refused: sent.refused,
+        delivered,
+        delivered_pps: delivered as f64 / secs,
+        dropped,
+        udp_queue_failures: stage("udp_fail_queue_rcv_skb"),
+        unaccounted: sent.sent as i64 - delivered as i64 - kfreed as i64,
+        packets_per_poll: r.napi.packets_per_poll,
+        poll_ns_per_packet: r.napi.poll_ns_per_packet,
+        softirq_ns_per_packet: if received > 0 {
+            softirq as f64 / received as f64
+        } else {
+            0.0
+        },
+        softirq_thread_share: if softirq > 0 {
+            time("softirq_net_rx_thread") as f64 / softirq as f64
+        } else {
+            0.0
+        },
+        stages: r.stages.clone(),
+    }
+}
+
+impl SweepReport {
+    /// The human table.
+    pub fn table(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "offered-load sweep: UDP {} octets, generator CPU {}, receiver CPU {}, {:.1} s steps",
+            self.payload, self.gen_cpu, self.rx_cpu, self.step_s
+        );
+        let _ = writeln!(
+            out,
+            "{:<7} {:>10} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}",
+            "cond",
+            "offered/s",
+            "Mbit/s",
+            "read/s",
+            "dropped",
+            "pkt/poll",
+            "poll ns/p",
+            "sirq ns/p",
+            "rcv ns",
+            "read p50"
+        );
+        for s in &self.steps {
+            let mean = |n: &str| {
+                s.stages
+                    .iter()
+                    .find(|st| st.name == n)
+                    .map_or(0.0, |st| st.mean_ns)
+            };
+            let p50 = s
+                .stages
+                .iter()
+                .find(|st| st.name == "read_by_sequence")
+                .map_or(0, |st| st.p50_ns);
+            let _ = writeln!(
+                out,
+                "{:<7} {:>10.0} {:>9.1} {:>10.0} {:>8} {:>8.2} {:>9.0} {:>9.0} {:>9.0} {:>9}",
+                condition_name(s.condition),
+                s.offered_pps,
+                s.offered_mbps,
+                s.delivered_pps,
+                s.dropped.values().sum::<u64>(),
+                s.packets_per_poll,
+                s.poll_ns_per_packet,
+                s.softirq_ns_per_packet,
+                mean("netif_receive_skb"),
+                p50
+            );
+        }
+        let _ = writeln!(
+            out,
+            "highest offered rate: {:.0} datagrams/s",
+            self.max_offered_pps
+        );
+        for (c, pps) in &self.drops_from_pps {
+            let _ = writeln!(out, "drops from {pps:.0} datagrams/s ({c})");
+        }
+        out
+    }
+
+    /// `sweep.csv`: one row per step.
+    pub fn csv(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::from(
+            "condition,target_pps,offered_pps,offered_mbps,sent,refused,delivered,delivered_pps,\
+             dropped,unaccounted,packets_per_poll,poll_ns_per_packet,softirq_ns_per_packet,\
+             softirq_thread_share,netif_rx_ns,netif_receive_skb_ns,sched_wakeup_ns,\
+             sys_recvfrom_ns,read_by_sequence_p50_ns,read_by_sequence_p99_ns\n",
+        );
+        for s in &self.steps {
+            let st = |n: &str| s.stages.iter().find(|x| x.name == n);
+            let mean = |n: &str| st(n).map_or(0.0, |x| x.mean_ns);
+            let _ = writeln!(
+                out,
+                "{},{},{:.1},{:.3},{},{},{},{:.1},{},{},{:.3},{:.1},{:.1},{:.3},{:.1},{:.1},{:.1},{:.1},{},{}",
+                condition_name(s.condition),
+                s.target_pps.map_or_else(|| "max".to_owned(), |p| p.to_string()),
+                s.offered_pps,
+                s.offered_mbps,
+                s.sent,
+                s.refused,
+                s.delivered,
+                s.delivered_pps,
+                s.dropped.values().sum::<u64>(),
+                s.unaccounted,
+                s.packets_per_poll,
+                s.poll_ns_per_packet,
+                s.softirq_ns_per_packet,
+                s.softirq_thread_share,
+                mean("netif_rx"),
+                mean("netif_receive_skb"),
+                mean("sched_wakeup"),
+                mean("sys_recvfrom"),
+                st("read_by_sequence").map_or(0, |x| x.p50_ns),
+                st("read_by_sequence").map_or(0, |x| x.p99_ns),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(Rate::parse("10k"), Ok(Rate::Pps(10_000)));
+        assert_eq!(Rate::parse("1.5M"), Ok(Rate::Pps(1_500_000)));
+        assert_eq!(Rate::parse("250"), Ok(Rate::Pps(250)));
+        assert_eq!(Rate::parse("max"), Ok(Rate::Max));
+        assert!(Rate::parse("0").is_err());
+        assert!(Rate::parse("fast").is_err());
+        assert!(Rate::parse("-5k").is_err());
+    }
+}
