@@ -46,7 +46,9 @@
 #include "probe_stages.h"
 
 // The kernel types read, CO-RE-relocated against the running kernel's BTF: only the field
-// names must match, not the layout.
+// names must match, not the layout. Pointers that come from a tracepoint's arguments are
+// BTF-typed, so they are dereferenced directly (a checked load) rather than through
+// bpf_probe_read_kernel: a helper call per field was most of a program's cost here.
 struct ns_common {
 	unsigned int inum;
 } __attribute__((preserve_access_index));
@@ -86,12 +88,12 @@ struct task_struct {
 struct pt_regs {
 	unsigned long si;
 } __attribute__((preserve_access_index));
-#define SYSCALL_ARG2(r) BPF_CORE_READ(r, si)
+#define SYSCALL_ARG2(r) ((r)->si)
 #elif defined(__TARGET_ARCH_arm64)
 struct pt_regs {
 	__u64 regs[31];
 } __attribute__((preserve_access_index));
-#define SYSCALL_ARG2(r) BPF_CORE_READ(r, regs[1])
+#define SYSCALL_ARG2(r) ((r)->regs[1])
 #else
 struct pt_regs;
 #define SYSCALL_ARG2(r) 0
@@ -103,7 +105,7 @@ struct probe_config {
 	__u32 netns;   // 0: any namespace
 	__u32 ifindex; // 0: any interface
 	__u32 tgid;    // 0: any process
-	__u32 pad;
+	__u32 tags;    // 1: look for the generator's tag in UDP payloads
 };
 
 struct stage_stat {
@@ -197,8 +199,10 @@ struct first_sight {
 	__u64 head;
 };
 
+// Per-CPU LRU lists: the common list's lock was most of a packet's cost on two CPUs.
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct first_sight);
@@ -207,26 +211,26 @@ struct {
 // Tagged datagram (flow, sequence) -> first sight of its packet (ns).
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, 16384);
 	__type(key, struct tag_key);
 	__type(value, __u64);
 } tagged SEC(".maps");
 
-// Woken thread -> wake-up time.
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} woken SEC(".maps");
+// Per thread: when it was woken, and the watched syscall it is in. Task storage, not a hash
+// keyed by tid: sched_switch and sys_exit run for every switch and syscall on the machine,
+// and a miss here costs a pointer walk instead of a hash lookup.
+struct task_state {
+	__u64 woken_at; // 0: not woken by a matching event
+	struct sys_open sys; // sys.t0 == 0: not in a watched syscall
+};
 
-// Thread inside a watched syscall -> entry.
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct sys_open);
-} in_sys SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} tasks SEC(".maps");
 
 // Syscall number -> stage slot + 1 (0: not watched); user space fills it for its architecture.
 struct {
@@ -341,9 +345,9 @@ static __always_inline int dev_ours(const struct probe_config *c, struct net_dev
 		return 1;
 	if (!dev)
 		return 0;
-	if (c->ifindex && BPF_CORE_READ(dev, ifindex) != (int)c->ifindex)
+	if (c->ifindex && dev->ifindex != (int)c->ifindex)
 		return 0;
-	if (c->netns && BPF_CORE_READ(dev, nd_net.net, ns.inum) != c->netns)
+	if (c->netns && dev->nd_net.net->ns.inum != c->netns)
 		return 0;
 	return 1;
 }
@@ -352,7 +356,7 @@ static __always_inline int sk_ours(const struct probe_config *c, struct sock *sk
 {
 	if (!c->netns)
 		return 1;
-	return sk && BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) == c->netns;
+	return sk && sk->__sk_common.skc_net.net->ns.inum == c->netns;
 }
 
 static __always_inline int pid_ours(const struct probe_config *c)
@@ -366,18 +370,21 @@ static __always_inline struct first_sight *sight(struct sk_buff *skb)
 {
 	__u64 key = (__u64)skb;
 	struct first_sight *f = bpf_map_lookup_elem(&seen, &key);
-	if (f && f->head != (__u64)BPF_CORE_READ(skb, head))
+	if (f && f->head != (__u64)skb->head)
 		return 0;
 	return f;
 }
 
-static __always_inline void remember(struct sk_buff *skb, __u64 now)
+// Records the packet's first sight unless it has one; returns the first sight's time.
+static __always_inline __u64 remember(struct sk_buff *skb, __u64 now)
 {
-	if (sight(skb))
-		return;
+	struct first_sight *known = sight(skb);
+	if (known)
+		return known->t;
 	__u64 key = (__u64)skb;
-	struct first_sight f = {.t = now, .head = (__u64)BPF_CORE_READ(skb, head)};
+	struct first_sight f = {.t = now, .head = (__u64)skb->head};
 	bpf_map_update_elem(&seen, &key, &f, BPF_ANY);
+	return now;
 }
 
 static __always_inline int was_seen(struct sk_buff *skb)
@@ -398,13 +405,10 @@ static __always_inline int is_tag(const struct tag *t)
 
 // Records a tagged IPv4/UDP datagram's first sight. At netif_receive_skb skb->data is the
 // network header (the MAC header is already pulled); only the linear part is read.
-static __always_inline void tag_packet(struct sk_buff *skb)
+static __always_inline void tag_packet(struct sk_buff *skb, __u64 first)
 {
-	struct first_sight *first = sight(skb);
-	if (!first)
-		return;
-	unsigned char *data = BPF_CORE_READ(skb, data);
-	__u32 linear = BPF_CORE_READ(skb, len) - BPF_CORE_READ(skb, data_len);
+	unsigned char *data = skb->data;
+	__u32 linear = skb->len - skb->data_len;
 	__u8 vihl = 0, proto = 0;
 	__u16 frag = 0;
 	if (bpf_probe_read_kernel(&vihl, 1, data) || (vihl >> 4) != 4)
@@ -421,8 +425,7 @@ static __always_inline void tag_packet(struct sk_buff *skb)
 	if (bpf_probe_read_kernel(&t, sizeof(t), data + ihl + 8) || !is_tag(&t))
 		return;
 	struct tag_key k = {.flow = t.flow, .seq = t.seq};
-	__u64 when = first->t;
-	bpf_map_update_elem(&tagged, &k, &when, BPF_ANY);
+	bpf_map_update_elem(&tagged, &k, &first, BPF_ANY);
 }
 
 // Ends the open netif_receive_skb stage on this CPU, if any.
@@ -442,7 +445,7 @@ int BPF_PROG(s5p_rx_entry, struct sk_buff *skb)
 	if (!c || !s)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	s->rx_ours = dev_ours(c, BPF_CORE_READ(skb, dev));
+	s->rx_ours = dev_ours(c, skb->dev);
 	s->rx_t0 = now;
 	if (s->rx_ours)
 		remember(skb, now);
@@ -469,7 +472,7 @@ int BPF_PROG(s5p_gro_entry, struct sk_buff *skb)
 	if (!c || !s)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	s->gro_ours = dev_ours(c, BPF_CORE_READ(skb, dev));
+	s->gro_ours = dev_ours(c, skb->dev);
 	s->gro_t0 = now;
 	if (s->gro_ours) {
 		remember(skb, now);
@@ -502,10 +505,11 @@ int BPF_PROG(s5p_rcv_skb, struct sk_buff *skb)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	close_packet(s, now);
-	if (!dev_ours(c, BPF_CORE_READ(skb, dev)))
+	if (!dev_ours(c, skb->dev))
 		return 0;
-	remember(skb, now);
-	tag_packet(skb);
+	__u64 first = remember(skb, now);
+	if (c->tags)
+		tag_packet(skb, first);
 	s->pkt_skb = (__u64)skb;
 	s->pkt_t0 = now;
 	s->sirq_ours = 1;
@@ -522,7 +526,7 @@ int BPF_PROG(s5p_napi_poll, struct napi_struct *napi, int work, int budget)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	close_packet(s, now);
-	struct net_device *dev = BPF_CORE_READ(napi, dev);
+	struct net_device *dev = napi->dev;
 	// The per-CPU backlog (veth without NAPI, lo) has no device: it is ours when one of its
 	// packets was.
 	int ours = dev ? dev_ours(c, dev) : (s->poll_ours || !filtering(c));
@@ -598,7 +602,7 @@ int BPF_PROG(s5p_kfree_skb, struct sk_buff *skb, void *location, int reason)
 		return 0;
 	if (s->pkt_skb == (__u64)skb)
 		close_packet(s, bpf_ktime_get_ns());
-	if (!was_seen(skb) && !dev_ours(c, BPF_CORE_READ(skb, dev)))
+	if (!was_seen(skb) && !dev_ours(c, skb->dev))
 		return 0;
 	forget(skb);
 	count(S5P_STAGE_KFREE_SKB);
@@ -633,7 +637,7 @@ int BPF_PROG(s5p_udp_fail, int rc, struct sock *sk, struct sk_buff *skb)
 	struct probe_config *c = cfg();
 	if (!c || !sk_ours(c, sk))
 		return 0;
-	if (!was_seen(skb) && !dev_ours(c, BPF_CORE_READ(skb, dev)))
+	if (!was_seen(skb) && !dev_ours(c, skb->dev))
 		return 0;
 	count(S5P_STAGE_UDP_FAIL_QUEUE_RCV_SKB);
 	return 0;
@@ -646,7 +650,7 @@ int BPF_PROG(s5p_rcvq_full, struct sock *sk, struct sk_buff *skb)
 	if (!c || !sk_ours(c, sk))
 		return 0;
 	// Raw sockets (our SCTP) get a clone: match it on its device, not its address.
-	if (!was_seen(skb) && !dev_ours(c, BPF_CORE_READ(skb, dev)))
+	if (!was_seen(skb) && !dev_ours(c, skb->dev))
 		return 0;
 	count(S5P_STAGE_SOCK_RCVQUEUE_FULL);
 	return 0;
@@ -677,11 +681,11 @@ int BPF_PROG(s5p_wakeup, struct task_struct *p)
 	if (!c || !s)
 		return 0;
 	// Without a process filter, the wake-ups a matching packet causes (its socket's reader).
-	if (c->tgid ? (__u32)BPF_CORE_READ(p, tgid) != c->tgid : !s->pkt_skb)
+	if (c->tgid ? (__u32)p->tgid != c->tgid : !s->pkt_skb)
 		return 0;
-	__u32 tid = BPF_CORE_READ(p, pid);
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&woken, &tid, &now, BPF_ANY);
+	struct task_state *t = bpf_task_storage_get(&tasks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->woken_at = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -691,14 +695,18 @@ int BPF_PROG(s5p_switch, int preempt, struct task_struct *prev, struct task_stru
 	struct cpu_state *s = state();
 	if (!s)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	close_packet(s, now);
-	__u32 tid = BPF_CORE_READ(next, pid);
-	__u64 *t0 = bpf_map_lookup_elem(&woken, &tid);
-	if (!t0)
+	__u64 now = 0;
+	if (s->pkt_skb) {
+		now = bpf_ktime_get_ns();
+		close_packet(s, now);
+	}
+	struct task_state *t = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (!t || !t->woken_at)
 		return 0;
-	account(S5P_STAGE_SCHED_WAKEUP, now - *t0);
-	bpf_map_delete_elem(&woken, &tid);
+	if (!now)
+		now = bpf_ktime_get_ns();
+	account(S5P_STAGE_SCHED_WAKEUP, now - t->woken_at);
+	t->woken_at = 0;
 	return 0;
 }
 
@@ -714,11 +722,16 @@ int BPF_PROG(s5p_sys_enter, struct pt_regs *regs, long id)
 	struct probe_config *c = cfg();
 	if (!c || !pid_ours(c))
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_state *t =
+		bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
 	struct sys_open open = {.t0 = bpf_ktime_get_ns(), .stage = *stage - 1};
 	// Where a tagged datagram will land: recvfrom's and read's buffer, recvmsg's first iovec.
 	__u64 arg2 = SYSCALL_ARG2(regs);
-	if (open.stage == S5P_STAGE_SYS_RECVFROM || open.stage == S5P_STAGE_SYS_READ) {
+	if (!c->tags) {
+		// No tags to look for: the buffer is not needed.
+	} else if (open.stage == S5P_STAGE_SYS_RECVFROM || open.stage == S5P_STAGE_SYS_READ) {
 		open.buf = arg2;
 	} else if (open.stage == S5P_STAGE_SYS_RECVMSG && arg2) {
 		// struct user_msghdr: msg_iov after msg_name (8) and msg_namelen (4, padded to 8).
@@ -726,7 +739,7 @@ int BPF_PROG(s5p_sys_enter, struct pt_regs *regs, long id)
 		if (!bpf_probe_read_user(&iov, sizeof(iov), (void *)(arg2 + 16)) && iov)
 			bpf_probe_read_user(&open.buf, sizeof(open.buf), (void *)iov);
 	}
-	bpf_map_update_elem(&in_sys, &tid, &open, BPF_ANY);
+	t->sys = open;
 	return 0;
 }
 
@@ -736,12 +749,17 @@ int BPF_PROG(s5p_sys_exit, struct pt_regs *regs, long ret)
 	struct cpu_state *s = state();
 	if (!s)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	close_packet(s, now);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct sys_open *open = bpf_map_lookup_elem(&in_sys, &tid);
-	if (!open)
+	__u64 now = 0;
+	if (s->pkt_skb) {
+		now = bpf_ktime_get_ns();
+		close_packet(s, now);
+	}
+	struct task_state *ts = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!ts || !ts->sys.t0)
 		return 0;
+	struct sys_open *open = &ts->sys;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	__u32 stage = open->stage;
 	if (stage < S5P_STAGES)
 		account(stage, now - open->t0);
@@ -755,7 +773,8 @@ int BPF_PROG(s5p_sys_exit, struct pt_regs *regs, long ret)
 			bpf_map_delete_elem(&tagged, &k);
 		}
 	}
-	bpf_map_delete_elem(&in_sys, &tid);
+	open->t0 = 0;
+	open->buf = 0;
 	return 0;
 }
 

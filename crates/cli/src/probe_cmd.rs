@@ -34,6 +34,34 @@ enum ProbeAction {
     /// receiver namespace over veth, one step per rate, idle and under a competing
     /// CPU-bound task; table, --json, and CSV and plots in --out.
     Sweep(SweepArgs),
+    /// The probe's own cost: the same UDP load with the probe detached and attached, round
+    /// after round: CPU per packet both ways and the overhead per event.
+    Overhead(OverheadArgs),
+}
+
+#[derive(Debug, Args)]
+struct OverheadArgs {
+    /// Offered datagrams per second (keep it below the onset of drops).
+    #[arg(long, default_value = "50k", value_parser = Rate::parse)]
+    rate: Rate,
+    /// UDP payload octets (at least 16, the probe's tag).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1472))]
+    size: u16,
+    /// Seconds per round.
+    #[arg(long, default_value_t = 3.0)]
+    step_seconds: f64,
+    /// Rounds each way, interleaved (detached, attached, ...); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// The generator's CPU.
+    #[arg(long, default_value_t = 0)]
+    gen_cpu: usize,
+    /// The receiver's CPU.
+    #[arg(long, default_value_t = 1)]
+    rx_cpu: usize,
+    /// Directory for overhead.json.
+    #[arg(long, default_value = "probe-overhead", value_name = "DIR")]
+    out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,12 +119,17 @@ struct IntervalArgs {
     /// Directory for stages.csv, histograms.csv, stages.svg and probe.json.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Time tagged UDP datagrams from the driver to the read (`read_by_sequence`): the
+    /// probe then reads the first 16 octets of UDP payloads and receive buffers.
+    #[arg(long)]
+    tagged: bool,
 }
 
 /// Runs `steer5g probe`.
 pub(crate) fn run(global: &Global, args: &ProbeArgs) -> Result<(), CliError> {
     match &args.action {
         Some(ProbeAction::Sweep(s)) => run_sweep(global, s),
+        Some(ProbeAction::Overhead(o)) => run_overhead(global, o),
         None => run_interval(global, &args.interval),
     }
 }
@@ -172,6 +205,7 @@ fn resolve_filter(args: &IntervalArgs) -> Result<Filter, CliError> {
         netns: netns.unwrap_or(0),
         ifindex: ifindex.unwrap_or(0),
         pid: args.pid.unwrap_or(0),
+        tags: args.tagged,
     })
 }
 
@@ -242,18 +276,7 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
             "--max-packets must be at least 1".to_owned(),
         ));
     }
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    for (flag, cpu) in [("--gen-cpu", args.gen_cpu), ("--rx-cpu", args.rx_cpu)] {
-        if cpu >= cpus {
-            return Err(CliError::Usage(format!(
-                "{flag} {cpu}: this machine has CPUs 0..{}",
-                cpus - 1
-            )));
-        }
-    }
-    if args.gen_cpu == args.rx_cpu {
-        tracing::warn!("generator and receiver share CPU {}", args.rx_cpu);
-    }
+    check_cpus(args.gen_cpu, args.rx_cpu)?;
     let conditions = match args.condition {
         ConditionArg::Idle => vec![Condition::Idle],
         ConditionArg::Loaded => vec![Condition::Loaded],
@@ -294,6 +317,68 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
     } else {
         print!("{}", report.table());
         println!("written: {}", dir.display());
+    }
+    Ok(())
+}
+
+fn check_cpus(gen_cpu: usize, rx_cpu: usize) -> Result<(), CliError> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    for (flag, cpu) in [("--gen-cpu", gen_cpu), ("--rx-cpu", rx_cpu)] {
+        if cpu >= cpus {
+            return Err(CliError::Usage(format!(
+                "{flag} {cpu}: this machine has CPUs 0..{}",
+                cpus - 1
+            )));
+        }
+    }
+    if gen_cpu == rx_cpu {
+        tracing::warn!("generator and receiver share CPU {rx_cpu}");
+    }
+    Ok(())
+}
+
+fn run_overhead(global: &Global, args: &OverheadArgs) -> Result<(), CliError> {
+    let Rate::Pps(rate) = args.rate else {
+        return Err(CliError::Usage(
+            "--rate max: the overhead needs the same load both ways; give a rate".to_owned(),
+        ));
+    };
+    if !(args.step_seconds > 0.0 && args.step_seconds <= 60.0) || args.rounds == 0 {
+        return Err(CliError::Usage(
+            "--step-seconds must be in (0, 60] and --rounds at least 1".to_owned(),
+        ));
+    }
+    check_cpus(args.gen_cpu, args.rx_cpu)?;
+    let settings = sweep::overhead::OverheadSettings {
+        rate,
+        payload: usize::from(args.size),
+        step: Duration::from_secs_f64(args.step_seconds),
+        rounds: args.rounds,
+        gen_cpu: args.gen_cpu,
+        rx_cpu: args.rx_cpu,
+        tag: format!("s5o{:x}", std::process::id()),
+    };
+    let bar = indicatif::ProgressBar::new((args.rounds * 2) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("overhead {bar:40} {pos}/{len} rounds {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = sweep::overhead::run(&settings, &|done, _| bar.set_position(done as u64))
+        .map_err(probe_error)?;
+    bar.finish_and_clear();
+    let dir = &args.out;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
+    std::fs::write(dir.join("overhead.json"), &json)
+        .map_err(|e| CliError::Failed(format!("cannot write overhead.json: {e}")))?;
+    if global.json {
+        let text = serde_json::to_string(&report)
+            .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
     }
     Ok(())
 }

@@ -21,5 +21,5 @@ pub mod tag;
 
 pub use counters::Counters;
 pub use error::Error;
-pub use load::{drop_reason_names, Filter, Probe, PROGRAM_PREFIX};
+pub use load::{drop_reason_names, Filter, Probe, RunStats, StatsGuard, PROGRAM_PREFIX};
 pub use report::{Reading, Report};

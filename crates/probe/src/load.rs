@@ -26,6 +26,9 @@ pub struct Filter {
     pub ifindex: u32,
     /// Process (tgid) whose wake-ups, reads and syscalls count.
     pub pid: u32,
+    /// Look for the generator's tag (`tag`) in UDP payloads and in the receive buffers, for
+    /// `read_by_sequence`. Off, the probe reads no payload at all.
+    pub tags: bool,
 }
 
 impl Filter {
@@ -34,6 +37,7 @@ impl Filter {
         b[0..4].copy_from_slice(&self.netns.to_ne_bytes());
         b[4..8].copy_from_slice(&self.ifindex.to_ne_bytes());
         b[8..12].copy_from_slice(&self.pid.to_ne_bytes());
+        b[12..16].copy_from_slice(&u32::from(self.tags).to_ne_bytes());
         b
     }
 }
@@ -213,6 +217,77 @@ fn word(bytes: &[u8], i: usize) -> u64 {
         .get(i * 8..i * 8 + 8)
         .and_then(|w| <[u8; 8]>::try_from(w).ok())
         .map_or(0, u64::from_ne_bytes)
+}
+
+/// How often the probe's programs ran and for how long in all, from the kernel's BPF run
+/// statistics (counted only while `kernel.bpf_stats_enabled` is 1: [`RunStats::enable`]).
+/// Every loaded program named with [`PROGRAM_PREFIX`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Program runs (events handled).
+    pub runs: u64,
+    /// Their time inside the programs, ns.
+    pub ns: u64,
+}
+
+impl RunStats {
+    /// Now, per program name (the programs of every loaded probe added up).
+    pub fn by_program() -> BTreeMap<String, RunStats> {
+        let mut m: BTreeMap<String, RunStats> = BTreeMap::new();
+        for p in libbpf_rs::query::ProgInfoIter::default() {
+            let name = p.name.to_string_lossy().into_owned();
+            if name.starts_with(PROGRAM_PREFIX) {
+                let e = m.entry(name).or_default();
+                e.runs += p.run_cnt;
+                e.ns += p.run_time_ns;
+            }
+        }
+        m
+    }
+
+    /// Now.
+    pub fn read() -> RunStats {
+        let mut s = RunStats::default();
+        for p in libbpf_rs::query::ProgInfoIter::default() {
+            if p.name.to_string_lossy().starts_with(PROGRAM_PREFIX) {
+                s.runs += p.run_cnt;
+                s.ns += p.run_time_ns;
+            }
+        }
+        s
+    }
+
+    /// Turns the kernel's run statistics on until the guard is dropped, which restores the
+    /// previous setting.
+    pub fn enable() -> Result<StatsGuard, Error> {
+        const PATH: &str = "/proc/sys/kernel/bpf_stats_enabled";
+        let before = std::fs::read_to_string(PATH)
+            .map_err(|e| Error::Load(format!("{PATH}: {e}")))?
+            .trim()
+            .to_owned();
+        std::fs::write(PATH, "1").map_err(|e| Error::Load(format!("{PATH}: {e}")))?;
+        Ok(StatsGuard { before })
+    }
+
+    /// What happened since `before`.
+    pub fn since(self, before: RunStats) -> RunStats {
+        RunStats {
+            runs: self.runs.saturating_sub(before.runs),
+            ns: self.ns.saturating_sub(before.ns),
+        }
+    }
+}
+
+/// Restores `kernel.bpf_stats_enabled` on drop.
+#[derive(Debug)]
+pub struct StatsGuard {
+    before: String,
+}
+
+impl Drop for StatsGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/kernel/bpf_stats_enabled", &self.before);
+    }
 }
 
 /// The kernel's names for enum skb_drop_reason values (`SOCKET_RCVBUFF` for

@@ -25,6 +25,15 @@ pub struct CpuTimes {
     pub steal: u64,
     /// All of it, idle included.
     pub total: u64,
+    /// Idle and waiting for I/O.
+    pub idle: u64,
+}
+
+impl CpuTimes {
+    /// Time some task or interrupt ran: all but idle, I/O wait and steal.
+    pub fn busy(&self) -> u64 {
+        self.total.saturating_sub(self.idle + self.steal)
+    }
 }
 
 /// Parses /proc/stat's `cpu ` line (user nice system idle iowait irq softirq steal ...).
@@ -41,6 +50,7 @@ pub fn parse_stat(text: &str) -> Option<CpuTimes> {
         softirq: *v.get(6)?,
         steal: v.get(7).copied().unwrap_or(0),
         total,
+        idle: v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0),
     })
 }
 
@@ -107,9 +117,11 @@ mod tests {
             CpuTimes {
                 softirq: 11,
                 steal: 13,
-                total: 100 + 5 + 50 + 1000 + 7 + 3 + 11 + 13
+                total: 100 + 5 + 50 + 1000 + 7 + 3 + 11 + 13,
+                idle: 1007,
             }
         );
+        assert_eq!(t.busy(), 100 + 5 + 50 + 3 + 11);
         assert!(parse_stat("intr 1\n").is_none());
     }
 

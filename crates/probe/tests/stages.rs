@@ -73,6 +73,7 @@ fn filter_for(pair: &Pair, pid: u32) -> Filter {
         netns: procfs::netns_inode(&b).expect("netns inode"),
         ifindex: netns::ifindex(Some(&b), pair.iface(Side::B)).expect("ifindex"),
         pid,
+        tags: true,
     }
 }
 

@@ -7,6 +7,7 @@
 //! Topology on two CPUs: the generator on `gen_cpu`; the receiver's softirq (by RPS) and
 //! its reading thread on `rx_cpu`. Every step is bounded in time and in packets.
 
+pub mod overhead;
 mod plot;
 pub mod topo;
 pub mod traffic;
@@ -169,6 +170,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             .map_err(|e| Error::Topology(format!("receiver namespace: {e}")))?,
         ifindex: crate::netns::ifindex(Some(&rx_ns), &topo.rx_if)?,
         pid: std::process::id(),
+        tags: true,
     };
     let probe = Probe::attach(filter)?;
     let names = crate::drop_reason_names();

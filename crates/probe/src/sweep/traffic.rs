@@ -15,6 +15,10 @@ use crate::{tag, Error};
 /// The UDP port the sink listens on.
 pub const PORT: u16 = 9;
 
+/// How far ahead of its schedule a paced generator may send: datagrams leave in bursts of
+/// up to a millisecond's worth.
+pub const BURST: Duration = Duration::from_millis(1);
+
 /// What one generator run did.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sent {
@@ -58,15 +62,13 @@ pub fn generate(
                 break;
             }
             if let Some(r) = rate.filter(|&r| r > 0) {
-                // Datagram i is due at i / rate; ahead of schedule, wait (sleep when far).
+                // Datagram i is due at i / rate. The generator may run up to one burst
+                // window ahead, then sleeps: paced in bursts, never spinning, so that its
+                // CPU time is the sending and nothing else (the overhead measurement
+                // charges the whole machine's CPU to the packets).
                 let due = Duration::from_secs_f64(i as f64 / r as f64);
-                if due > now {
-                    let ahead = due - now;
-                    if ahead > Duration::from_micros(200) {
-                        std::thread::sleep(ahead - Duration::from_micros(100));
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                if due > now + BURST {
+                    std::thread::sleep(due - now - BURST);
                     continue;
                 }
             }
