@@ -87,3 +87,40 @@ fn every_datagram_is_read_or_seen_dropped() {
         "the sweep's namespaces are gone"
     );
 }
+
+#[test]
+fn the_overhead_compares_the_same_load_both_ways() {
+    if !testkit::privilege::require("probe overhead: namespaces and BPF") {
+        return;
+    }
+    let stats_before = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let settings = sweep::overhead::OverheadSettings {
+        rate: 2_000,
+        payload: 64,
+        step: Duration::from_millis(300),
+        rounds: 1,
+        gen_cpu: 0,
+        rx_cpu: cpus.saturating_sub(1).min(1),
+        tag: format!("s5v{:x}", std::process::id()),
+    };
+    let r = sweep::overhead::run(&settings, &|_, _| {}).unwrap();
+    assert_eq!(r.rounds.len(), 2);
+    let (detached, attached) = (&r.rounds[0], &r.rounds[1]);
+    assert!(!detached.attached && attached.attached);
+    assert_eq!(detached.events, 0);
+    assert!(
+        attached.events >= attached.delivered,
+        "at least one program run per packet"
+    );
+    assert!(detached.delivered > 0 && attached.delivered > 0);
+    assert!(r
+        .programs
+        .iter()
+        .any(|p| p.name == "s5p_rcv_skb" && p.runs_per_packet >= 1.0));
+    // The kernel's run statistics are back as they were.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap(),
+        stats_before
+    );
+}
