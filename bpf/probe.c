@@ -269,31 +269,24 @@ static __always_inline struct cpu_state *state(void)
 	return bpf_map_lookup_elem(&cpu, &zero);
 }
 
+// Every program that reads the filter and this CPU's state starts with these two lookups
+// (array lookups the verifier inlines; they cannot fail, but the verifier wants the check).
+#define WITH_STATE(c, s)                                                                     \
+	struct probe_config *c = cfg();                                                      \
+	struct cpu_state *s = state();                                                       \
+	if (!c || !s)                                                                        \
+	return 0
+
 static __always_inline __u32 log2_u64(__u64 v)
 {
 	__u32 r = 0;
-	if (v >> 32) {
-		v >>= 32;
-		r += 32;
+#pragma unroll
+	for (__u32 shift = 32; shift > 0; shift >>= 1) {
+		if (v >> shift) {
+			v >>= shift;
+			r += shift;
+		}
 	}
-	if (v >> 16) {
-		v >>= 16;
-		r += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		r += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	if (v >> 1)
-		r += 1;
 	return r;
 }
 
@@ -437,72 +430,81 @@ static __always_inline void close_packet(struct cpu_state *s, __u64 now)
 	}
 }
 
-SEC("tp_btf/netif_rx_entry")
-int BPF_PROG(s5p_rx_entry, struct sk_buff *skb)
+// Ends the open packet's stage, if any, where this CPU leaves the receive path (a context
+// switch, a syscall's return); returns the time it read, or 0 when there was none to end.
+static __always_inline __u64 leave_path(struct cpu_state *s)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
+	if (!s->pkt_skb)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	s->rx_ours = dev_ours(c, skb->dev);
-	s->rx_t0 = now;
-	if (s->rx_ours)
-		remember(skb, now);
-	return 0;
+	close_packet(s, now);
+	return now;
 }
 
-SEC("tp_btf/netif_rx_exit")
-int BPF_PROG(s5p_rx_exit, int ret)
+// netif_rx and napi_gro_receive are both an entry and an exit around one packet: the stage
+// begins with whether the packet matches and ends with its time.
+static __always_inline int begin_enqueue(struct sk_buff *skb, int gro)
 {
-	struct cpu_state *s = state();
-	if (!s || !s->rx_t0)
-		return 0;
-	if (s->rx_ours)
-		account(S5P_STAGE_NETIF_RX, bpf_ktime_get_ns() - s->rx_t0);
-	s->rx_t0 = 0;
-	return 0;
-}
-
-SEC("tp_btf/napi_gro_receive_entry")
-int BPF_PROG(s5p_gro_entry, struct sk_buff *skb)
-{
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	__u64 now = bpf_ktime_get_ns();
-	s->gro_ours = dev_ours(c, skb->dev);
-	s->gro_t0 = now;
-	if (s->gro_ours) {
+	__u32 ours = dev_ours(c, skb->dev);
+	if (gro) {
+		s->gro_t0 = now;
+		s->gro_ours = ours;
+	} else {
+		s->rx_t0 = now;
+		s->rx_ours = ours;
+	}
+	if (ours) {
 		remember(skb, now);
-		s->poll_ours = 1;
+		// A NAPI driver's poll is ours once one of its packets is.
+		if (gro)
+			s->poll_ours = 1;
 	}
 	return 0;
 }
 
-SEC("tp_btf/napi_gro_receive_exit")
-int BPF_PROG(s5p_gro_exit, int ret)
+static __always_inline int end_enqueue(int gro)
 {
 	struct cpu_state *s = state();
-	if (!s || !s->gro_t0)
+	if (!s)
+		return 0;
+	__u64 t0 = gro ? s->gro_t0 : s->rx_t0;
+	if (!t0)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	// A GRO-merged packet may reach netif_receive_skb inside this call: end it here.
-	close_packet(s, now);
-	if (s->gro_ours)
-		account(S5P_STAGE_NAPI_GRO_RECEIVE, now - s->gro_t0);
-	s->gro_t0 = 0;
+	// A GRO-merged packet may reach netif_receive_skb inside the call: end it here.
+	if (gro)
+		close_packet(s, now);
+	if (gro ? s->gro_ours : s->rx_ours)
+		account(gro ? S5P_STAGE_NAPI_GRO_RECEIVE : S5P_STAGE_NETIF_RX, now - t0);
+	if (gro)
+		s->gro_t0 = 0;
+	else
+		s->rx_t0 = 0;
 	return 0;
 }
+
+// The entry and exit programs of one enqueue stage.
+#define ENQUEUE_STAGE(tp, entry, exit, gro)                                                  \
+	SEC("tp_btf/" tp "_entry")                                                           \
+	int BPF_PROG(entry, struct sk_buff *skb)                                             \
+	{                                                                                    \
+		return begin_enqueue(skb, gro);                                              \
+	}                                                                                    \
+	SEC("tp_btf/" tp "_exit")                                                            \
+	int BPF_PROG(exit, int ret)                                                          \
+	{                                                                                    \
+		return end_enqueue(gro);                                                     \
+	}
+
+ENQUEUE_STAGE("netif_rx", s5p_rx_entry, s5p_rx_exit, 0)
+ENQUEUE_STAGE("napi_gro_receive", s5p_gro_entry, s5p_gro_exit, 1)
 
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(s5p_rcv_skb, struct sk_buff *skb)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	__u64 now = bpf_ktime_get_ns();
 	close_packet(s, now);
 	if (!dev_ours(c, skb->dev))
@@ -520,10 +522,7 @@ int BPF_PROG(s5p_rcv_skb, struct sk_buff *skb)
 SEC("tp_btf/napi_poll")
 int BPF_PROG(s5p_napi_poll, struct napi_struct *napi, int work, int budget)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	__u64 now = bpf_ktime_get_ns();
 	close_packet(s, now);
 	struct net_device *dev = napi->dev;
@@ -546,10 +545,7 @@ int BPF_PROG(s5p_sirq_entry, unsigned int vec)
 {
 	if (vec != NET_RX_SOFTIRQ)
 		return 0;
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -596,10 +592,7 @@ int BPF_PROG(s5p_sirq_exit, unsigned int vec)
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(s5p_kfree_skb, struct sk_buff *skb, void *location, int reason)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	if (s->pkt_skb == (__u64)skb)
 		close_packet(s, bpf_ktime_get_ns());
 	if (!was_seen(skb) && !dev_ours(c, skb->dev))
@@ -618,10 +611,7 @@ int BPF_PROG(s5p_kfree_skb, struct sk_buff *skb, void *location, int reason)
 SEC("tp_btf/consume_skb")
 int BPF_PROG(s5p_consume_skb, struct sk_buff *skb)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	if (s->pkt_skb == (__u64)skb)
 		close_packet(s, bpf_ktime_get_ns());
 	if (!was_seen(skb) && filtering(c))
@@ -631,29 +621,27 @@ int BPF_PROG(s5p_consume_skb, struct sk_buff *skb)
 	return 0;
 }
 
+// A socket refused a packet: counted when the socket is in the namespace and the packet
+// is one of ours. Raw sockets (our SCTP) get a clone, which is matched on its device since
+// its address was never seen.
+static __always_inline int count_refused(struct sock *sk, struct sk_buff *skb, __u32 stage)
+{
+	struct probe_config *c = cfg();
+	if (c && sk_ours(c, sk) && (was_seen(skb) || dev_ours(c, skb->dev)))
+		count(stage);
+	return 0;
+}
+
 SEC("tp_btf/udp_fail_queue_rcv_skb")
 int BPF_PROG(s5p_udp_fail, int rc, struct sock *sk, struct sk_buff *skb)
 {
-	struct probe_config *c = cfg();
-	if (!c || !sk_ours(c, sk))
-		return 0;
-	if (!was_seen(skb) && !dev_ours(c, skb->dev))
-		return 0;
-	count(S5P_STAGE_UDP_FAIL_QUEUE_RCV_SKB);
-	return 0;
+	return count_refused(sk, skb, S5P_STAGE_UDP_FAIL_QUEUE_RCV_SKB);
 }
 
 SEC("tp_btf/sock_rcvqueue_full")
 int BPF_PROG(s5p_rcvq_full, struct sock *sk, struct sk_buff *skb)
 {
-	struct probe_config *c = cfg();
-	if (!c || !sk_ours(c, sk))
-		return 0;
-	// Raw sockets (our SCTP) get a clone: match it on its device, not its address.
-	if (!was_seen(skb) && !dev_ours(c, skb->dev))
-		return 0;
-	count(S5P_STAGE_SOCK_RCVQUEUE_FULL);
-	return 0;
+	return count_refused(sk, skb, S5P_STAGE_SOCK_RCVQUEUE_FULL);
 }
 
 SEC("tp_btf/skb_copy_datagram_iovec")
@@ -676,10 +664,7 @@ int BPF_PROG(s5p_copy_dgram, struct sk_buff *skb, int len)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(s5p_wakeup, struct task_struct *p)
 {
-	struct probe_config *c = cfg();
-	struct cpu_state *s = state();
-	if (!c || !s)
-		return 0;
+	WITH_STATE(c, s);
 	// Without a process filter, the wake-ups a matching packet causes (its socket's reader).
 	if (c->tgid ? (__u32)p->tgid != c->tgid : !s->pkt_skb)
 		return 0;
@@ -695,11 +680,7 @@ int BPF_PROG(s5p_switch, int preempt, struct task_struct *prev, struct task_stru
 	struct cpu_state *s = state();
 	if (!s)
 		return 0;
-	__u64 now = 0;
-	if (s->pkt_skb) {
-		now = bpf_ktime_get_ns();
-		close_packet(s, now);
-	}
+	__u64 now = leave_path(s);
 	struct task_state *t = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!t || !t->woken_at)
 		return 0;
@@ -749,11 +730,7 @@ int BPF_PROG(s5p_sys_exit, struct pt_regs *regs, long ret)
 	struct cpu_state *s = state();
 	if (!s)
 		return 0;
-	__u64 now = 0;
-	if (s->pkt_skb) {
-		now = bpf_ktime_get_ns();
-		close_packet(s, now);
-	}
+	__u64 now = leave_path(s);
 	struct task_state *ts = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
 	if (!ts || !ts->sys.t0)
 		return 0;

@@ -157,14 +157,7 @@ fn run_interval(global: &Global, args: &IntervalArgs) -> Result<(), CliError> {
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
     }
-    if global.json {
-        let text = serde_json::to_string(&report)
-            .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
-        println!("{text}");
-    } else {
-        print!("{}", report.table());
-    }
-    Ok(())
+    print_report(global, &report, &report.table())
 }
 
 fn resolve_filter(args: &IntervalArgs) -> Result<Filter, CliError> {
@@ -219,10 +212,9 @@ fn probe_error(e: probe::Error) -> CliError {
 
 /// Sleeps for `limit` with a progress bar, or until SIGINT/SIGTERM.
 fn wait(limit: Duration) -> Result<(), CliError> {
-    let bar = indicatif::ProgressBar::new(limit.as_millis() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("probing {bar:40} {elapsed}/{duration}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let bar = progress(
+        limit.as_millis() as u64,
+        "probing {bar:40} {elapsed}/{duration}",
     );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -293,11 +285,7 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
         tag: format!("s5p{:x}", std::process::id()),
     };
     let total = settings.rates.len() * settings.conditions.len();
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("sweep {bar:40} {pos}/{len} steps {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = progress(total as u64, "sweep {bar:40} {pos}/{len} steps {elapsed}");
     let report =
         sweep::run(&settings, &|done, _| bar.set_position(done as u64)).map_err(probe_error)?;
     bar.finish_and_clear();
@@ -310,15 +298,11 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
     std::fs::write(dir.join("sweep.json"), json).map_err(|e| fail("sweep.json", &e))?;
     std::fs::write(dir.join("sweep.csv"), report.csv()).map_err(|e| fail("sweep.csv", &e))?;
     sweep::write_plots(dir, &report).map_err(|e| fail("sweep-*.svg", &e))?;
-    if global.json {
-        let text = serde_json::to_string(&report)
-            .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
-        println!("{text}");
-    } else {
-        print!("{}", report.table());
-        println!("written: {}", dir.display());
-    }
-    Ok(())
+    print_report(
+        global,
+        &report,
+        &format!("{}written: {}\n", report.table(), dir.display()),
+    )
 }
 
 fn check_cpus(gen_cpu: usize, rx_cpu: usize) -> Result<(), CliError> {
@@ -358,10 +342,9 @@ fn run_overhead(global: &Global, args: &OverheadArgs) -> Result<(), CliError> {
         rx_cpu: args.rx_cpu,
         tag: format!("s5o{:x}", std::process::id()),
     };
-    let bar = indicatif::ProgressBar::new((args.rounds * 2) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("overhead {bar:40} {pos}/{len} rounds {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let bar = progress(
+        (args.rounds * 2) as u64,
+        "overhead {bar:40} {pos}/{len} rounds {elapsed}",
     );
     let report = sweep::overhead::run(&settings, &|done, _| bar.set_position(done as u64))
         .map_err(probe_error)?;
@@ -373,12 +356,31 @@ fn run_overhead(global: &Global, args: &OverheadArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
     std::fs::write(dir.join("overhead.json"), &json)
         .map_err(|e| CliError::Failed(format!("cannot write overhead.json: {e}")))?;
+    print_report(global, &report, &report.table())
+}
+
+/// A progress bar on standard error (hidden when it is not a terminal).
+fn progress(len: u64, template: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// One JSON object on stdout with `--json`, else the human table.
+fn print_report(
+    global: &Global,
+    report: &impl serde::Serialize,
+    table: &str,
+) -> Result<(), CliError> {
     if global.json {
-        let text = serde_json::to_string(&report)
+        let text = serde_json::to_string(report)
             .map_err(|e| CliError::Failed(format!("cannot serialise the report: {e}")))?;
         println!("{text}");
     } else {
-        print!("{}", report.table());
+        print!("{table}");
     }
     Ok(())
 }

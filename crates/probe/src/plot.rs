@@ -7,7 +7,8 @@ use plotters::prelude::*;
 
 use crate::Report;
 
-const COLORS: [RGBColor; 8] = [
+/// Line colours, shared with the sweep's plots.
+pub(crate) const COLORS: [RGBColor; 8] = [
     BLUE,
     RED,
     GREEN,
@@ -18,7 +19,7 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(128, 0, 128),
 ];
 
-fn err(e: impl std::fmt::Display) -> String {
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 

@@ -13,6 +13,7 @@ pub mod topo;
 pub mod traffic;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -185,11 +186,8 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             flow += 1;
             let before = Reading::now(probe.snapshot()?);
             let read_before = sink.received();
-            let sent = traffic::generate(
-                topo.gen_ns_path(),
+            let sent = topo.send(
                 settings.gen_cpu,
-                topo.gen_addr,
-                topo.rx_addr,
                 settings.payload,
                 rate.pps(),
                 settings.step,
@@ -298,7 +296,6 @@ fn step(
 impl SweepReport {
     /// The human table.
     pub fn table(&self) -> String {
-        use std::fmt::Write as _;
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -359,7 +356,6 @@ impl SweepReport {
 
     /// `sweep.csv`: one row per step.
     pub fn csv(&self) -> String {
-        use std::fmt::Write as _;
         let mut out = String::from(
             "condition,target_pps,offered_pps,offered_mbps,sent,refused,delivered,delivered_pps,\
              dropped,unaccounted,packets_per_poll,poll_ns_per_packet,softirq_ns_per_packet,\

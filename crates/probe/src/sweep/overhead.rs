@@ -3,6 +3,7 @@
 //! the kernel's BPF run statistics for the number of events the programs handled and the
 //! time inside them.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -128,11 +129,8 @@ pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<Over
         let progs0 = RunStats::by_program();
         let cpu0 = procfs::cpu_times();
         let read0 = sink.received();
-        let sent = traffic::generate(
-            topo.gen_ns_path(),
+        let sent = topo.send(
             s.gen_cpu,
-            topo.gen_addr,
-            topo.rx_addr,
             s.payload,
             Some(s.rate),
             s.step,
@@ -211,14 +209,10 @@ pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<Over
 impl OverheadReport {
     /// The human table.
     pub fn table(&self) -> String {
-        use std::fmt::Write as _;
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "probe overhead: UDP {} octets at {} datagrams/s, {} rounds each way",
-            self.payload,
-            self.rate,
-            self.rounds.len() / 2
+        let each_way = self.rounds.len() / 2;
+        let mut out = format!(
+            "probe overhead: UDP {} octets at {} datagrams/s, {each_way} rounds each way\n",
+            self.payload, self.rate
         );
         let _ = writeln!(
             out,

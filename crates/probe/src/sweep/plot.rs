@@ -6,21 +6,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::{condition_name, Condition, Step, SweepReport};
-
-const COLORS: [RGBColor; 8] = [
-    BLUE,
-    RED,
-    GREEN,
-    MAGENTA,
-    BLACK,
-    CYAN,
-    RGBColor(255, 140, 0),
-    RGBColor(128, 0, 128),
-];
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
+use crate::plot::{err, COLORS};
 
 type Series = (String, Vec<(f64, f64)>);
 
@@ -88,25 +74,22 @@ pub fn write_plots(dir: &Path, r: &SweepReport) -> Result<(), String> {
         "ns per event against offered load",
         "ns (log)",
         &stage_series,
-        true,
     )?;
     chart(
         &dir.join("sweep-delivery.svg"),
         "datagrams read and dropped per second against offered load",
         "datagrams/s (log)",
         &delivery,
-        true,
     )?;
     chart(
         &dir.join("sweep-napi.svg"),
         "NAPI batching against offered load",
-        "packets per poll",
+        "packets per poll (log)",
         &napi,
-        false,
     )
 }
 
-fn chart(path: &Path, title: &str, y: &str, series: &[Series], log_y: bool) -> Result<(), String> {
+fn chart(path: &Path, title: &str, y: &str, series: &[Series]) -> Result<(), String> {
     let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let pts = series.iter().flat_map(|(_, p)| p.iter());
@@ -117,61 +100,35 @@ fn chart(path: &Path, title: &str, y: &str, series: &[Series], log_y: bool) -> R
         y_hi = y_hi.max(v);
     }
     let x_lo = if x_lo.is_finite() { x_lo.max(1.0) } else { 1.0 };
-    let x_range = (x_lo * 0.8..x_hi * 1.25).log_scale();
-    let caption = (format!("probe sweep: {title}"), ("sans-serif", 20));
-    if log_y {
-        let mut c = ChartBuilder::on(&root)
-            .caption(caption.0, caption.1)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x_range, (1f64..y_hi * 2.0).log_scale())
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc("offered datagrams/s (log)")
-            .y_desc(y)
-            .draw()
-            .map_err(err)?;
-        for (i, (name, p)) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            let p: Vec<(f64, f64)> = p.iter().map(|&(x, v)| (x, v.max(1.0))).collect();
-            c.draw_series(LineSeries::new(p, color.stroke_width(2)))
-                .map_err(err)?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-    } else {
-        let mut c = ChartBuilder::on(&root)
-            .caption(caption.0, caption.1)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x_range, 0f64..y_hi * 1.2)
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc("offered datagrams/s (log)")
-            .y_desc(y)
-            .draw()
-            .map_err(err)?;
-        for (i, (name, p)) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            c.draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
-                .map_err(err)?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+    // Both axes logarithmic: rates span decades, and so do times and batch sizes.
+    let mut c = ChartBuilder::on(&root)
+        .caption(format!("probe sweep: {title}"), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (x_lo * 0.8..x_hi * 1.25).log_scale(),
+            (0.5f64..y_hi * 2.0).log_scale(),
+        )
+        .map_err(err)?;
+    c.configure_mesh()
+        .x_desc("offered datagrams/s (log)")
+        .y_desc(y)
+        .draw()
+        .map_err(err)?;
+    for (i, (name, p)) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let p: Vec<(f64, f64)> = p.iter().map(|&(x, v)| (x, v.max(0.5))).collect();
+        c.draw_series(LineSeries::new(p, color.stroke_width(2)))
+            .map_err(err)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
     root.present().map_err(err)
 }

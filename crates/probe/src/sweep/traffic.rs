@@ -30,60 +30,61 @@ pub struct Sent {
     pub elapsed: Duration,
 }
 
-/// Sends `payload`-octet datagrams from `from` (inside `ns`, pinned to `cpu`) to `to` at
-/// `rate` per second (`None`: as fast as the CPU allows) for `duration` or `max` datagrams,
-/// whichever ends first. Datagram i of `flow` carries tag (flow, i).
-#[allow(clippy::too_many_arguments)]
-pub fn generate(
-    ns: PathBuf,
-    cpu: usize,
-    from: Ipv4Addr,
-    to: Ipv4Addr,
-    payload: usize,
-    rate: Option<u64>,
-    duration: Duration,
-    max: u64,
-    flow: u32,
-) -> Result<Sent, Error> {
-    std::thread::spawn(move || -> Result<Sent, Error> {
-        topo::enter(&ns)?;
-        topo::pin(cpu);
-        let sock = UdpSocket::bind((from, 0))
-            .map_err(|e| Error::Topology(format!("generator socket: {e}")))?;
-        sock.connect((to, PORT))
-            .map_err(|e| Error::Topology(format!("generator connect: {e}")))?;
-        let mut buf = vec![0x5au8; payload.max(tag::LEN)];
-        let mut out = Sent::default();
-        let start = Instant::now();
-        let mut i = 0u64;
-        while i < max {
-            let now = start.elapsed();
-            if now >= duration {
-                break;
-            }
-            if let Some(r) = rate.filter(|&r| r > 0) {
-                // Datagram i is due at i / rate. The generator may run up to one burst
-                // window ahead, then sleeps: paced in bursts, never spinning, so that its
-                // CPU time is the sending and nothing else (the overhead measurement
-                // charges the whole machine's CPU to the packets).
-                let due = Duration::from_secs_f64(i as f64 / r as f64);
-                if due > now + BURST {
-                    std::thread::sleep(due - now - BURST);
-                    continue;
+impl topo::Topology {
+    /// Sends `payload`-octet datagrams from the generator's namespace and address (on a
+    /// thread pinned to `cpu`) to the receiver at `rate` per second (`None`: as fast as the
+    /// CPU allows) for `duration` or `max` datagrams, whichever ends first. Datagram i of
+    /// `flow` carries tag (flow, i).
+    pub fn send(
+        &self,
+        cpu: usize,
+        payload: usize,
+        rate: Option<u64>,
+        duration: Duration,
+        max: u64,
+        flow: u32,
+    ) -> Result<Sent, Error> {
+        let (ns, from, to) = (self.gen_ns_path(), self.gen_addr, self.rx_addr);
+        std::thread::spawn(move || -> Result<Sent, Error> {
+            topo::enter(&ns)?;
+            topo::pin(cpu);
+            let sock = UdpSocket::bind((from, 0))
+                .map_err(|e| Error::Topology(format!("generator socket: {e}")))?;
+            sock.connect((to, PORT))
+                .map_err(|e| Error::Topology(format!("generator connect: {e}")))?;
+            let mut buf = vec![0x5au8; payload.max(tag::LEN)];
+            let mut out = Sent::default();
+            let start = Instant::now();
+            let mut i = 0u64;
+            while i < max {
+                let now = start.elapsed();
+                if now >= duration {
+                    break;
                 }
+                if let Some(r) = rate.filter(|&r| r > 0) {
+                    // Datagram i is due at i / rate. The generator may run up to one burst
+                    // window ahead, then sleeps: paced in bursts, never spinning, so that its
+                    // CPU time is the sending and nothing else (the overhead measurement
+                    // charges the whole machine's CPU to the packets).
+                    let due = Duration::from_secs_f64(i as f64 / r as f64);
+                    if due > now + BURST {
+                        std::thread::sleep(due - now - BURST);
+                        continue;
+                    }
+                }
+                tag::write(&mut buf, flow, i);
+                match sock.send(&buf) {
+                    Ok(_) => out.sent += 1,
+                    Err(_) => out.refused += 1,
+                }
+                i += 1;
             }
-            tag::write(&mut buf, flow, i);
-            match sock.send(&buf) {
-                Ok(_) => out.sent += 1,
-                Err(_) => out.refused += 1,
-            }
-            i += 1;
-        }
-        out.elapsed = start.elapsed();
-        Ok(out)
-    })
-    .join()
-    .unwrap_or_else(|_| Err(Error::Topology("generator thread panicked".to_owned())))
+            out.elapsed = start.elapsed();
+            Ok(out)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(Error::Topology("generator thread panicked".to_owned())))
+    }
 }
 
 /// The receiving application: reads and counts until stopped.
