@@ -14,6 +14,7 @@ pkgs=(
   tshark tcpdump                        # captures checked against Wireshark's dissectors
   libusrsctp-dev                        # a real SCTP peer that no one here wrote
   valgrind                              # instruction counts
+  bpftrace                              # the probe checked against an independent tracer
   systemd                               # systemd-analyze verify of contrib/systemd
   git ca-certificates
 )

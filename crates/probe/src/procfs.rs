@@ -59,6 +59,19 @@ pub fn cpu_times() -> Option<CpuTimes> {
     parse_stat(&fs::read_to_string("/proc/stat").ok()?)
 }
 
+/// One CPU's line of /proc/stat (`cpuN ...`), in ticks.
+pub fn parse_stat_cpu(text: &str, cpu: usize) -> Option<CpuTimes> {
+    let label = format!("cpu{cpu} ");
+    let line = text.lines().find(|l| l.starts_with(&label))?;
+    // The same fields as the total line: reuse its parser under its label.
+    parse_stat(&format!("cpu {}", &line[label.len()..]))
+}
+
+/// CPU `cpu`'s times now.
+pub fn cpu_times_of(cpu: usize) -> Option<CpuTimes> {
+    parse_stat_cpu(&fs::read_to_string("/proc/stat").ok()?, cpu)
+}
+
 /// utime + stime, in ticks, from the text of /proc/PID/stat. The name (field 2) may hold
 /// spaces and parentheses, so fields are counted from the last `)`.
 pub fn parse_pid_stat(text: &str) -> Option<u64> {
@@ -123,6 +136,9 @@ mod tests {
         );
         assert_eq!(t.busy(), 100 + 5 + 50 + 3 + 11);
         assert!(parse_stat("intr 1\n").is_none());
+        let one = parse_stat_cpu(text, 0).expect("cpu0");
+        assert_eq!((one.softirq, one.steal, one.idle), (5, 6, 503));
+        assert!(parse_stat_cpu(text, 1).is_none());
     }
 
     #[test]

@@ -129,8 +129,30 @@ pub struct Step {
     pub softirq_ns_per_packet: f64,
     /// Share of the NET_RX softirq time that ran in ksoftirqd (the rest was borrowed).
     pub softirq_thread_share: f64,
+    /// Under `loaded`: what took the receiver's CPU from the competitor, three ways.
+    pub cpu_taken: Option<CpuTaken>,
     /// Every stage of the step.
     pub stages: Vec<StageReport>,
+}
+
+/// Reference 004's `openssl speed` cross-check on the receiver's CPU: the share of it a
+/// pinned CPU-bound task lost against its quiet baseline, beside the shares the tracepoints
+/// and /proc account for. They should add up; `residual` is what they leave unexplained
+/// (scheduler, timer and other interrupt work, the competitor's own cache misses).
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuTaken {
+    /// 1 - the competitor's rate in the step / its baseline rate.
+    pub competitor_lost: f64,
+    /// NET_RX softirq time the probe saw / the step's time.
+    pub softirq_probe: f64,
+    /// The receiver CPU's softirq time in /proc/stat / its total.
+    pub softirq_proc: f64,
+    /// The reading thread's CPU time / the step's time.
+    pub reader: f64,
+    /// The receiver CPU's steal time in /proc/stat / its total.
+    pub steal_proc: f64,
+    /// competitor_lost - (softirq_probe + reader + steal_proc).
+    pub residual: f64,
 }
 
 /// A whole sweep (`steer5g probe sweep --json`).
@@ -150,6 +172,9 @@ pub struct SweepReport {
     pub max_offered_pps: f64,
     /// Per condition, the lowest offered rate at which anything was dropped.
     pub drops_from_pps: BTreeMap<String, f64>,
+    /// The competitor's work per second alone on the receiver's CPU (the cross-check's
+    /// baseline; null without the loaded condition).
+    pub competitor_baseline: Option<f64>,
     /// What the probe's method is (the same as `steer5g probe`'s).
     pub notes: Vec<String>,
 }
@@ -177,6 +202,10 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
     let names = crate::drop_reason_names();
     let sink = traffic::Sink::start(rx_ns.clone(), settings.rx_cpu, topo.rx_addr)?;
     let total = settings.rates.len() * settings.conditions.len();
+    let baseline = settings
+        .conditions
+        .contains(&Condition::Loaded)
+        .then(|| traffic::Competitor::baseline(settings.rx_cpu, Duration::from_secs(1)));
     let mut steps = Vec::with_capacity(total);
     let mut flow = 0u32;
     for &condition in &settings.conditions {
@@ -186,6 +215,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             flow += 1;
             let before = Reading::now(probe.snapshot()?);
             let read_before = sink.received();
+            let share0 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
             let sent = topo.send(
                 settings.gen_cpu,
                 settings.payload,
@@ -194,17 +224,21 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
                 settings.max_packets,
                 flow,
             )?;
+            // The shares cover the sending only, not the drain after it.
+            let share1 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
             let read_after = sink.settle(Duration::from_millis(100), Duration::from_secs(2));
             let after = Reading::now(probe.snapshot()?);
             let r = report::build(&before, &after, filter, &names);
-            steps.push(step(
+            let mut st = step(
                 condition,
                 rate,
                 settings,
                 sent,
                 read_after.saturating_sub(read_before),
                 &r,
-            ));
+            );
+            st.cpu_taken = baseline.and_then(|b| share1.taken(&share0, b, &r));
+            steps.push(st);
             progress(steps.len(), total);
         }
         drop(competitor);
@@ -232,6 +266,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         steps,
         max_offered_pps,
         drops_from_pps,
+        competitor_baseline: baseline,
         notes: report::method_notes(),
     })
 }
@@ -289,7 +324,49 @@ fn step(
         } else {
             0.0
         },
+        cpu_taken: None,
         stages: r.stages.clone(),
+    }
+}
+
+/// The cross-check's readings at one instant.
+struct Shares {
+    at: std::time::Instant,
+    competitor: Option<u64>,
+    reader_ns: u64,
+    cpu: Option<crate::procfs::CpuTimes>,
+}
+
+impl Shares {
+    fn read(c: Option<&traffic::Competitor>, sink: &traffic::Sink, cpu: usize) -> Shares {
+        Shares {
+            at: std::time::Instant::now(),
+            competitor: c.map(traffic::Competitor::rounds),
+            reader_ns: sink.cpu_ns(),
+            cpu: crate::procfs::cpu_times_of(cpu),
+        }
+    }
+
+    /// What changed since `before`, as shares of the receiver's CPU; `None` without a
+    /// competitor in both readings.
+    fn taken(&self, before: &Shares, baseline: f64, r: &report::Report) -> Option<CpuTaken> {
+        let secs = self.at.duration_since(before.at).as_secs_f64().max(1e-9);
+        let rate = self.competitor?.saturating_sub(before.competitor?) as f64 / secs;
+        let (a, b) = (before.cpu?, self.cpu?);
+        let total = b.total.saturating_sub(a.total).max(1) as f64;
+        let softirq_ns = r.stage("softirq_net_rx").map_or(0, |s| s.time_ns);
+        let softirq_probe = softirq_ns as f64 / 1e9 / secs;
+        let reader = self.reader_ns.saturating_sub(before.reader_ns) as f64 / 1e9 / secs;
+        let steal_proc = b.steal.saturating_sub(a.steal) as f64 / total;
+        let competitor_lost = (1.0 - rate / baseline.max(1e-9)).max(0.0);
+        Some(CpuTaken {
+            competitor_lost,
+            softirq_probe,
+            softirq_proc: b.softirq.saturating_sub(a.softirq) as f64 / total,
+            reader,
+            steal_proc,
+            residual: competitor_lost - (softirq_probe + reader + steal_proc),
+        })
     }
 }
 
@@ -342,6 +419,34 @@ impl SweepReport {
                 mean("netif_receive_skb"),
                 p50
             );
+        }
+        let taken: Vec<&Step> = self
+            .steps
+            .iter()
+            .filter(|s| s.cpu_taken.is_some())
+            .collect();
+        if !taken.is_empty() {
+            let _ = writeln!(
+                out,
+                "receiver CPU taken from a pinned CPU-bound task (loaded), three ways:\n\
+                 {:>10} {:>10} {:>11} {:>11} {:>8} {:>8} {:>9}",
+                "offered/s", "lost", "sirq probe", "sirq /proc", "reader", "steal", "residual"
+            );
+            for s in taken {
+                if let Some(t) = &s.cpu_taken {
+                    let _ = writeln!(
+                        out,
+                        "{:>10.0} {:>9.1}% {:>10.1}% {:>10.1}% {:>7.1}% {:>7.1}% {:>8.1}%",
+                        s.offered_pps,
+                        t.competitor_lost * 100.0,
+                        t.softirq_probe * 100.0,
+                        t.softirq_proc * 100.0,
+                        t.reader * 100.0,
+                        t.steal_proc * 100.0,
+                        t.residual * 100.0
+                    );
+                }
+            }
         }
         let _ = writeln!(
             out,

@@ -93,6 +93,7 @@ pub struct Sink {
     received: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    tid: i32,
 }
 
 impl Sink {
@@ -103,6 +104,7 @@ impl Sink {
         let (tx, rx) = std::sync::mpsc::channel();
         let (r, s) = (received.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let tid = nix::unistd::gettid().as_raw();
             let sock = topo::enter(&ns).and_then(|()| {
                 topo::pin(cpu);
                 let sock = UdpSocket::bind((addr, PORT))
@@ -113,7 +115,7 @@ impl Sink {
             });
             let sock = match sock {
                 Ok(sock) => {
-                    let _ = tx.send(Ok(()));
+                    let _ = tx.send(Ok(tid));
                     sock
                 }
                 Err(e) => {
@@ -128,13 +130,23 @@ impl Sink {
                 }
             }
         });
-        rx.recv()
+        let tid = rx
+            .recv()
             .map_err(|_| Error::Topology("sink thread ended".to_owned()))??;
         Ok(Sink {
             received,
             stop,
             thread: Some(thread),
+            tid,
         })
+    }
+
+    /// The reading thread's time on a CPU so far, ns (its schedstat).
+    pub fn cpu_ns(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/self/task/{}/schedstat", self.tid))
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Datagrams read so far.
@@ -170,34 +182,53 @@ impl Drop for Sink {
     }
 }
 
-/// A CPU-bound task pinned to one CPU until dropped: the "CPU at full load" condition.
+/// A CPU-bound task pinned to one CPU until dropped: the "CPU at full load" condition, and
+/// reference 004's `openssl speed` idea. Its work done per second, against a quiet
+/// baseline, tells how much of the CPU something else took.
 #[derive(Debug)]
 pub struct Competitor {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<u64>>,
+    rounds: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Competitor {
     /// Starts spinning on `cpu`.
     pub fn start(cpu: usize) -> Competitor {
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
+        let rounds = Arc::new(AtomicU64::new(0));
+        let (s, r) = (stop.clone(), rounds.clone());
         let thread = std::thread::spawn(move || {
             topo::pin(cpu);
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
-            let mut rounds = 0u64;
             while !s.load(Ordering::Relaxed) {
                 for _ in 0..10_000 {
                     x = std::hint::black_box(x.rotate_left(7) ^ x.wrapping_mul(31));
                 }
-                rounds += 1;
+                r.fetch_add(1, Ordering::Relaxed);
             }
-            rounds
         });
         Competitor {
             stop,
+            rounds,
             thread: Some(thread),
         }
+    }
+
+    /// Units of work done so far (10 000 multiply-rotates each).
+    pub fn rounds(&self) -> u64 {
+        self.rounds.load(Ordering::Relaxed)
+    }
+
+    /// Its rate alone on the CPU: units per second over `window`, nothing else running
+    /// there on purpose.
+    pub fn baseline(cpu: usize, window: Duration) -> f64 {
+        let c = Competitor::start(cpu);
+        // Let it get scheduled and pinned before counting.
+        std::thread::sleep(Duration::from_millis(50));
+        let (r0, t0) = (c.rounds(), Instant::now());
+        std::thread::sleep(window);
+        (c.rounds() - r0) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
     }
 }
 
