@@ -144,6 +144,11 @@ pub struct UpfArgs {
     /// Paced packets per case for the latency CDF.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub(crate) latency_samples: u32,
+    /// Attach the receive-path probe (`steer5g probe`) to the UPF's namespace in every
+    /// measured window: per packet, which kernel stages it went through and their time. The
+    /// CPU figures then carry the probe's own cost.
+    #[arg(long)]
+    pub(crate) probe: bool,
     /// `--duration`, `--warmup`, `--out`.
     #[command(flatten)]
     pub(crate) sweep: SweepArgs,
@@ -174,6 +179,21 @@ pub(crate) struct CaseReport {
     /// rings had no room for, from `XDP_STATISTICS`).
     path_dropped: u64,
     latency_us: Option<Latency>,
+    /// With `--probe`: the kernel receive-path stages in the UPF's namespace, per packet
+    /// delivered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receive_path: Option<Vec<StageShare>>,
+}
+
+/// One receive-path stage's share of a delivered packet.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StageShare {
+    /// The stage (`steer5g probe`'s name).
+    stage: &'static str,
+    /// Events per packet delivered.
+    per_packet: f64,
+    /// Its time per packet delivered, ns (0 for a stage that is only counted).
+    ns_per_packet: f64,
 }
 
 /// Latency percentiles and CDF points of the paced phase, microseconds.
@@ -305,6 +325,7 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
         duration,
         warmup,
         latency_samples: args.latency_samples,
+        probe: args.probe,
     };
     // Every size and direction per path (the bare redirect ceiling first), then the growth
     // with sessions at 128 B; one lab per path, made when its first case comes.
@@ -447,6 +468,7 @@ struct CaseCfg {
     duration: Duration,
     warmup: Duration,
     latency_samples: u32,
+    probe: bool,
 }
 
 /// The datapath attached in a lab.
@@ -463,6 +485,7 @@ struct Lab {
     // Field order: the datapath goes before the namespaces it lives in.
     dp: Attached,
     sessions: u32,
+    upf_ns: String,
     ran_tx: UdpSocket,
     ran_rx: UdpSocket,
     dn_tx: UdpSocket,
@@ -537,6 +560,7 @@ impl Lab {
             path,
             dp,
             sessions: 0,
+            upf_ns: bed.ns(Host::Upf).to_owned(),
             ran_tx,
             ran_rx,
             dn_tx,
@@ -705,7 +729,17 @@ impl Lab {
                 .map_err(|e| failed("thread", e))?
         };
 
+        let probe = if cfg.probe {
+            Some(self.attach_probe()?)
+        } else {
+            None
+        };
         thread::sleep(cfg.warmup);
+        let probe0 = probe
+            .as_ref()
+            .map(|p| p.snapshot().map(probe::Reading::now))
+            .transpose()
+            .map_err(|e| failed("probe", e))?;
         let p0 = self.path_snapshot()?;
         let cpu0 = busy_ns();
         let r0 = received.load(Ordering::Relaxed);
@@ -717,6 +751,12 @@ impl Lab {
         let elapsed = t0.elapsed();
         let cpu1 = busy_ns();
         let p1 = self.path_snapshot()?;
+        let probe1 = probe
+            .as_ref()
+            .map(|p| p.snapshot().map(probe::Reading::now))
+            .transpose()
+            .map_err(|e| failed("probe", e))?;
+        drop(probe);
         // Latency: pause the blast, let queues drain, then paced stamped packets.
         pace.store(true, Ordering::Relaxed);
         thread::sleep(Duration::from_millis(200));
@@ -787,8 +827,42 @@ impl Lab {
             path_passed: passed,
             path_dropped: dropped,
             latency_us: latency,
+            receive_path: probe0
+                .zip(probe1)
+                .map(|(a, b)| receive_path(&a, &b, delivered)),
         })
     }
+
+    /// The probe, filtered to the UPF's namespace (every interface: N3, N6 and the TUN
+    /// device), so that the generator's and the sink's namespaces do not count.
+    fn attach_probe(&self) -> Result<probe::Probe, BenchError> {
+        let path = std::path::Path::new("/run/netns").join(&self.upf_ns);
+        let netns = probe::procfs::netns_inode(&path).map_err(|e| failed("upf namespace", e))?;
+        probe::Probe::attach(probe::Filter {
+            netns,
+            ..probe::Filter::default()
+        })
+        .map_err(|e| match e {
+            probe::Error::NotPermitted(_) => BenchError::Privilege(e.to_string()),
+            _ => failed("probe", e),
+        })
+    }
+}
+
+/// The probe's stages over one window, per packet delivered; stages that saw nothing are
+/// left out.
+fn receive_path(a: &probe::Reading, b: &probe::Reading, delivered: u64) -> Vec<StageShare> {
+    let r = probe::report::build(a, b, probe::Filter::default(), &Default::default());
+    let n = delivered.max(1) as f64;
+    r.stages
+        .iter()
+        .filter(|s| s.count > 0 && !s.name.starts_with("sys_"))
+        .map(|s| StageShare {
+            stage: s.name,
+            per_packet: s.count as f64 / n,
+            ns_per_packet: s.time_ns as f64 / n,
+        })
+        .collect()
 }
 
 fn set_rcvbuf(s: &UdpSocket) {
@@ -949,6 +1023,31 @@ fn print_table(r: &UpfBenchReport, out: &Path) {
                 l.p50,
                 l.p99,
                 l.max
+            );
+        }
+    }
+    for c in &r.cases {
+        if let Some(stages) = &c.receive_path {
+            let list: Vec<String> = stages
+                .iter()
+                .map(|s| {
+                    if s.ns_per_packet > 0.0 {
+                        format!("{} {:.2}x {:.0} ns", s.stage, s.per_packet, s.ns_per_packet)
+                    } else {
+                        format!("{} {:.2}x", s.stage, s.per_packet)
+                    }
+                })
+                .collect();
+            println!(
+                "kernel receive path per packet, {} {} {} B: {}",
+                c.path.label(),
+                c.direction.label(),
+                c.packet_size,
+                if list.is_empty() {
+                    "nothing (every packet stayed out of the stack)".to_owned()
+                } else {
+                    list.join(", ")
+                }
             );
         }
     }
@@ -1149,6 +1248,7 @@ mod tests {
             path_passed: 0,
             path_dropped: 0,
             latency_us: None,
+            receive_path: None,
         };
         let cases = vec![
             case(PathKind::Ceiling, 3.0, 10.0),

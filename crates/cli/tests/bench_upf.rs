@@ -14,6 +14,30 @@ fn steer5g(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// One short 256 B case per path in `direction` (256 B is not the target size, so the run
+/// succeeds whatever the ratio), with `extra` flags; a global flag such as `--json` goes
+/// before the subcommand.
+fn short_run<'a>(direction: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let (global, local): (Vec<&str>, Vec<&str>) = extra.iter().partition(|a| **a == "--json");
+    let mut args = global;
+    args.extend([
+        "bench",
+        "upf",
+        "--packet-size",
+        "256",
+        "--direction",
+        direction,
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--latency-samples",
+        "20",
+    ]);
+    args.extend(local);
+    args
+}
+
 #[test]
 fn bad_packet_size_is_a_usage_error() {
     let out = steer5g(&["bench", "upf", "--packet-size", "20", "--json"]);
@@ -35,21 +59,7 @@ fn single_size_json_is_one_line_with_the_seven_keys_then_afxdp() {
     if !privilege::require("bench upf") {
         return;
     }
-    let out = steer5g(&[
-        "--json",
-        "bench",
-        "upf",
-        "--packet-size",
-        "256",
-        "--direction",
-        "downlink",
-        "--duration",
-        "0.3",
-        "--warmup",
-        "0.1",
-        "--latency-samples",
-        "20",
-    ]);
+    let out = steer5g(&short_run("downlink", &["--json"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     // 256 B is not the target size, so the run succeeds whatever the ratio.
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -92,4 +102,47 @@ fn single_size_json_is_one_line_with_the_seven_keys_then_afxdp() {
     ] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
     }
+}
+
+#[test]
+fn the_probe_shows_which_path_the_packets_took() {
+    if !privilege::require("bench upf --probe") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = steer5g(&short_run(
+        "uplink",
+        &["--probe", "--out", dir.path().to_str().unwrap()],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("upf.json")).unwrap())
+            .unwrap();
+    let per_packet = |path: &str, stage: &str| -> f64 {
+        let case = report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["path"] == path)
+            .unwrap_or_else(|| panic!("no {path} case: {report}"));
+        case["receive_path"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path}: no receive_path"))
+            .iter()
+            .find(|s| s["stage"] == stage)
+            .map_or(0.0, |s| s["per_packet"].as_f64().unwrap())
+    };
+    // The TUN path takes each packet through the stack twice: the GTP-U datagram on N3 to
+    // the UPF's socket, then the decapsulated packet written to the TUN device.
+    let tun = per_packet("tun", "netif_receive_skb");
+    assert!(tun >= 1.5, "tun: {tun} netif_receive_skb per packet");
+    // The XDP fast path redirects before the stack: nothing reaches netif_receive_skb.
+    let xdp = per_packet("xdp", "netif_receive_skb");
+    assert!(xdp < 0.1, "xdp: {xdp} netif_receive_skb per packet");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("kernel receive path per packet"),
+        "{stdout}"
+    );
 }

@@ -5,12 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs::File;
+mod common;
+
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::{in_netns, ns_path};
 use probe::{netns, procfs, Filter, Probe};
 use testkit::netns::{Pair, Side};
 use testkit::process::ChildGuard;
@@ -44,21 +46,6 @@ impl Drop for Tracefs {
             let _ = Command::new("umount").arg(TRACEFS).status();
         }
     }
-}
-
-fn in_netns<T: Send + 'static>(path: &Path, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = path.to_path_buf();
-    std::thread::spawn(move || {
-        let file = File::open(&path).expect("namespace file");
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
-        f()
-    })
-    .join()
-    .expect("namespace thread")
-}
-
-fn ns_path(pair: &Pair, side: Side) -> PathBuf {
-    Path::new("/run/netns").join(pair.name(side))
 }
 
 /// bpftrace's version of the probe's logic for three stages, filtered by the receiving

@@ -5,31 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs::File;
+mod common;
+
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
-use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::Duration;
 
+use common::{in_netns, ns_path};
 use probe::{netns, procfs, Counters, Filter, Probe};
 use socket2::{Domain, Protocol, Socket, Type};
 use testkit::netns::{Pair, Side};
-
-/// Runs `f` on a thread inside namespace `path`; sockets it opens stay in that namespace.
-fn in_netns<T: Send + 'static>(path: &Path, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = path.to_path_buf();
-    std::thread::spawn(move || {
-        let file = File::open(&path).expect("namespace file");
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
-        f()
-    })
-    .join()
-    .expect("namespace thread")
-}
-
-fn ns_path(pair: &Pair, side: Side) -> PathBuf {
-    Path::new("/run/netns").join(pair.name(side))
-}
 
 /// No traffic but the test's: IPv6 off (no neighbour discovery, no MLD) and static ARP
 /// entries both ways (no ARP).

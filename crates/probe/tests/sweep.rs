@@ -31,14 +31,13 @@ fn every_datagram_is_read_or_seen_dropped() {
     assert_eq!(report.steps.len(), 4);
     for s in &report.steps {
         assert!(s.sent > 0, "{s:?}");
-        // Below the onset of drops every datagram is read; in overload every one is read or
-        // seen dropped, within 0.1 %: in multi-step sweeps at full rate, up to 242 of about
-        // 400 000 once entered netif_rx and were neither seen at netif_receive_skb in that
-        // step nor freed through a tracepoint (docs/PROBE.md, not explained yet).
+        // Every datagram is read or seen dropped, in the step that sent it. At the
+        // unpaced rate a handful in 100 000 have gone neither way (4 of 170 000 in one
+        // release run; docs/PROBE.md): 0.01 % is allowed there, nothing below it.
         let slack = if s.target_pps.is_some() {
             0
         } else {
-            s.sent / 1000
+            s.sent / 10_000
         };
         assert!(
             s.unaccounted.unsigned_abs() <= slack,
@@ -55,7 +54,12 @@ fn every_datagram_is_read_or_seen_dropped() {
             .unwrap()
             .count;
         // What reached the stack is what was read plus what the stack dropped after it.
-        assert!(received <= s.sent && received >= s.delivered);
+        assert!(
+            received <= s.sent && received >= s.delivered,
+            "netif_receive_skb {received}, sent {}, read {}",
+            s.sent,
+            s.delivered
+        );
         assert!(s.packets_per_poll >= 1.0, "{}", s.packets_per_poll);
     }
     // The slow step: nothing dropped, every datagram read, and its latency keyed by tag.

@@ -226,7 +226,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             )?;
             // The shares cover the sending only, not the drain after it.
             let share1 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
-            let read_after = sink.settle(Duration::from_millis(100), Duration::from_secs(2));
+            let read_after = settle(&probe, &sink, &before.counters, read_before, sent.sent)?;
             let after = Reading::now(probe.snapshot()?);
             let r = report::build(&before, &after, filter, &names);
             let mut st = step(
@@ -269,6 +269,30 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         competitor_baseline: baseline,
         notes: report::method_notes(),
     })
+}
+
+/// Waits until every datagram of the step is read or seen dropped (at most 3 s), and
+/// returns the sink's count then. A quiet spell at the sink is not enough: in overload the
+/// softirq can starve the reader for longer than any such spell, and the step's last
+/// packets would then be counted in the next one.
+fn settle(
+    probe: &Probe,
+    sink: &traffic::Sink,
+    before: &crate::Counters,
+    read_before: u64,
+    sent: u64,
+) -> Result<u64, Error> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let dropped: u64 = probe.snapshot()?.since(before).drops.iter().sum();
+        let read = sink.received();
+        if read.saturating_sub(read_before) + dropped >= sent
+            || std::time::Instant::now() >= deadline
+        {
+            return Ok(read);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// `idle` or `loaded`.
