@@ -160,27 +160,39 @@ impl Probe {
         Ok(c)
     }
 
+    /// One stage's event count now, summed over CPUs: a single map lookup, for callers
+    /// that poll (a whole [`Probe::snapshot`] reads every stage and drop reason).
+    pub fn count(&self, stage: &str) -> Result<u64, Error> {
+        let slot = stages::slot(stage).ok_or(Error::Map {
+            map: "stages",
+            reason: format!("no stage {stage}"),
+        })?;
+        let per_cpu = self
+            .map("stages")?
+            .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)
+            .map_err(Error::map("stages"))?
+            .unwrap_or_default();
+        Ok(per_cpu.iter().map(|b| word(b, 0)).sum())
+    }
+
     fn map(&self, name: &'static str) -> Result<libbpf_rs::Map<'_>, Error> {
-        self.object
-            .maps()
-            .find(|m| m.name() == OsStr::new(name))
-            .ok_or(Error::Map {
-                map: name,
-                reason: "not in the object".to_owned(),
-            })
+        find_map(&self.object, name)
     }
 }
 
+/// The map `name` of `object`.
+fn find_map<'o>(object: &'o Object, name: &'static str) -> Result<libbpf_rs::Map<'o>, Error> {
+    object
+        .maps()
+        .find(|m| m.name() == OsStr::new(name))
+        .ok_or(Error::Map {
+            map: name,
+            reason: "not in the object".to_owned(),
+        })
+}
+
 fn configure(object: &Object, filter: Filter) -> Result<(), Error> {
-    let find = |name: &'static str| {
-        object
-            .maps()
-            .find(|m| m.name() == OsStr::new(name))
-            .ok_or(Error::Map {
-                map: name,
-                reason: "not in the object".to_owned(),
-            })
-    };
+    let find = |name: &'static str| find_map(object, name);
     find("config")?
         .update(&0u32.to_ne_bytes(), &filter.to_bytes(), MapFlags::ANY)
         .map_err(Error::map("config"))?;
@@ -245,16 +257,19 @@ impl RunStats {
         m
     }
 
-    /// Now.
+    /// Now, all programs added up.
     pub fn read() -> RunStats {
-        let mut s = RunStats::default();
-        for p in libbpf_rs::query::ProgInfoIter::default() {
-            if p.name.to_string_lossy().starts_with(PROGRAM_PREFIX) {
-                s.runs += p.run_cnt;
-                s.ns += p.run_time_ns;
-            }
-        }
-        s
+        Self::total(&Self::by_program())
+    }
+
+    /// The sum of a [`RunStats::by_program`] reading.
+    pub fn total(by_program: &BTreeMap<String, RunStats>) -> RunStats {
+        by_program
+            .values()
+            .fold(RunStats::default(), |a, b| RunStats {
+                runs: a.runs + b.runs,
+                ns: a.ns + b.ns,
+            })
     }
 
     /// Turns the kernel's run statistics on until the guard is dropped, which restores the

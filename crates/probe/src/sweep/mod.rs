@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::report::{self, Reading, StageReport};
-use crate::{Error, Filter, Probe};
+use crate::{Error, Probe};
 
 pub use plot::write_plots;
 
@@ -190,17 +190,10 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         ));
     }
     let topo = topo::Topology::create(&settings.tag, settings.rx_cpu)?;
-    let rx_ns = topo.rx_ns_path();
-    let filter = Filter {
-        netns: crate::procfs::netns_inode(&rx_ns)
-            .map_err(|e| Error::Topology(format!("receiver namespace: {e}")))?,
-        ifindex: crate::netns::ifindex(Some(&rx_ns), &topo.rx_if)?,
-        pid: std::process::id(),
-        tags: true,
-    };
+    let filter = topo.receiver_filter()?;
     let probe = Probe::attach(filter)?;
     let names = crate::drop_reason_names();
-    let sink = traffic::Sink::start(rx_ns.clone(), settings.rx_cpu, topo.rx_addr)?;
+    let sink = traffic::Sink::start(topo.rx_ns_path(), settings.rx_cpu, topo.rx_addr)?;
     let total = settings.rates.len() * settings.conditions.len();
     let baseline = settings
         .conditions
@@ -226,7 +219,8 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             )?;
             // The shares cover the sending only, not the drain after it.
             let share1 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
-            let read_after = settle(&probe, &sink, &before.counters, read_before, sent.sent)?;
+            let dropped_before = before.counters.stage("kfree_skb").map_or(0, |s| s.count);
+            let read_after = settle(&probe, &sink, dropped_before, read_before, sent.sent)?;
             let after = Reading::now(probe.snapshot()?);
             let r = report::build(&before, &after, filter, &names);
             let mut st = step(
@@ -278,13 +272,14 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
 fn settle(
     probe: &Probe,
     sink: &traffic::Sink,
-    before: &crate::Counters,
+    dropped_before: u64,
     read_before: u64,
     sent: u64,
 ) -> Result<u64, Error> {
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     loop {
-        let dropped: u64 = probe.snapshot()?.since(before).drops.iter().sum();
+        // Every drop of a matching packet counts the kfree_skb stage once.
+        let dropped = probe.count("kfree_skb")?.saturating_sub(dropped_before);
         let read = sink.received();
         if read.saturating_sub(read_before) + dropped >= sent
             || std::time::Instant::now() >= deadline

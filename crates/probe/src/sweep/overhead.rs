@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{topo, traffic};
-use crate::{procfs, Error, Filter, Probe, RunStats};
+use crate::{procfs, Error, Probe, RunStats};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -104,15 +104,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs the rounds: detached, attached, detached, ... (`rounds` each).
 pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<OverheadReport, Error> {
     let topo = topo::Topology::create(&s.tag, s.rx_cpu)?;
-    let rx_ns = topo.rx_ns_path();
-    let filter = Filter {
-        netns: procfs::netns_inode(&rx_ns)
-            .map_err(|e| Error::Topology(format!("receiver namespace: {e}")))?,
-        ifindex: crate::netns::ifindex(Some(&rx_ns), &topo.rx_if)?,
-        pid: std::process::id(),
-        tags: true,
-    };
-    let sink = traffic::Sink::start(rx_ns, s.rx_cpu, topo.rx_addr)?;
+    let filter = topo.receiver_filter()?;
+    let sink = traffic::Sink::start(topo.rx_ns_path(), s.rx_cpu, topo.rx_addr)?;
     let tick_ns = 1_000_000_000 / procfs::ticks_per_second();
     let mut rounds = Vec::new();
     let mut per_program: std::collections::BTreeMap<String, RunStats> = Default::default();
@@ -125,7 +118,6 @@ pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<Over
         } else {
             None
         };
-        let stats0 = RunStats::read();
         let progs0 = RunStats::by_program();
         let cpu0 = procfs::cpu_times();
         let read0 = sink.received();
@@ -139,8 +131,9 @@ pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<Over
         )?;
         let read1 = sink.settle(Duration::from_millis(50), Duration::from_secs(2));
         let cpu1 = procfs::cpu_times();
-        let stats = RunStats::read().since(stats0);
+        // One walk over the loaded programs per reading: the totals are their sum.
         let progs1 = RunStats::by_program();
+        let stats = RunStats::total(&progs1).since(RunStats::total(&progs0));
         drop(probe);
         let delivered = read1.saturating_sub(read0);
         if attached {

@@ -139,6 +139,19 @@ impl Topology {
         PathBuf::from("/run/netns").join(&self.rx_ns)
     }
 
+    /// The probe's filter for this topology: the receiver's namespace and interface, this
+    /// process's reader, the generator's tags.
+    pub fn receiver_filter(&self) -> Result<crate::Filter, Error> {
+        let rx_ns = self.rx_ns_path();
+        Ok(crate::Filter {
+            netns: crate::procfs::netns_inode(&rx_ns)
+                .map_err(|e| Error::Topology(format!("receiver namespace: {e}")))?,
+            ifindex: crate::netns::ifindex(Some(&rx_ns), &self.rx_if)?,
+            pid: std::process::id(),
+            tags: true,
+        })
+    }
+
     /// The namespace file of the generator.
     pub fn gen_ns_path(&self) -> PathBuf {
         PathBuf::from("/run/netns").join(&self.gen_ns)
