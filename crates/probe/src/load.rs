@@ -240,6 +240,9 @@ pub struct RunStats {
     pub runs: u64,
     /// Their time inside the programs, ns.
     pub ns: u64,
+    /// Events the kernel did not run a program for because a probe program was already
+    /// running on that CPU (its recursion guard): a count that misses these is short.
+    pub misses: u64,
 }
 
 impl RunStats {
@@ -252,6 +255,7 @@ impl RunStats {
                 let e = m.entry(name).or_default();
                 e.runs += p.run_cnt;
                 e.ns += p.run_time_ns;
+                e.misses += p.recursion_misses;
             }
         }
         m
@@ -269,6 +273,7 @@ impl RunStats {
             .fold(RunStats::default(), |a, b| RunStats {
                 runs: a.runs + b.runs,
                 ns: a.ns + b.ns,
+                misses: a.misses + b.misses,
             })
     }
 
@@ -289,6 +294,7 @@ impl RunStats {
         RunStats {
             runs: self.runs.saturating_sub(before.runs),
             ns: self.ns.saturating_sub(before.ns),
+            misses: self.misses.saturating_sub(before.misses),
         }
     }
 }

@@ -121,6 +121,10 @@ pub struct Step {
     pub udp_queue_failures: u64,
     /// Sent, neither read nor seen dropped.
     pub unaccounted: i64,
+    /// Events the kernel did not hand to a probe program in the step because one was
+    /// already running on that CPU (the programs' recursion misses): the counts are short
+    /// by at most this.
+    pub missed_events: u64,
     /// Packets per NAPI poll.
     pub packets_per_poll: f64,
     /// NAPI poll time per packet, ns.
@@ -208,6 +212,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             flow += 1;
             let before = Reading::now(probe.snapshot()?);
             let read_before = sink.received();
+            let misses0 = crate::RunStats::read().misses;
             let share0 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
             let sent = topo.send(
                 settings.gen_cpu,
@@ -222,6 +227,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             let dropped_before = before.counters.stage("kfree_skb").map_or(0, |s| s.count);
             let read_after = settle(&probe, &sink, dropped_before, read_before, sent.sent)?;
             let after = Reading::now(probe.snapshot()?);
+            let missed = crate::RunStats::read().misses.saturating_sub(misses0);
             let r = report::build(&before, &after, filter, &names);
             let mut st = step(
                 condition,
@@ -232,6 +238,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
                 &r,
             );
             st.cpu_taken = baseline.and_then(|b| share1.taken(&share0, b, &r));
+            st.missed_events = missed;
             steps.push(st);
             progress(steps.len(), total);
         }
@@ -331,6 +338,7 @@ fn step(
         dropped,
         udp_queue_failures: stage("udp_fail_queue_rcv_skb"),
         unaccounted: sent.sent as i64 - delivered as i64 - kfreed as i64,
+        missed_events: 0,
         packets_per_poll: r.napi.packets_per_poll,
         poll_ns_per_packet: r.napi.poll_ns_per_packet,
         softirq_ns_per_packet: if received > 0 {
