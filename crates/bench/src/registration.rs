@@ -37,7 +37,7 @@ use steer5g_core::{Core, SbiMode};
 
 use super::corecase::{
     core_options, counter_delta, next_slot, per, provision_range, ran_config, state_mode,
-    threads_cpu, CaseAddrs, CORE_THREAD_PREFIX,
+    threads_cpu, threads_minor_faults, CaseAddrs, CORE_THREAD_PREFIX,
 };
 use super::floor::{self, CryptoFloor, Primitives};
 use super::machine::Machine;
@@ -211,6 +211,9 @@ pub(crate) struct CaseReport {
     pub(crate) core_cpu_s: f64,
     /// Core CPU per registration (register + de-register cycle), µs.
     pub(crate) core_cpu_us_per_registration: f64,
+    /// Minor page faults of the core's threads per registration: memory touched for the
+    /// first time, which costs system time and is largest in the first case of a process.
+    pub(crate) core_minor_faults_per_registration: f64,
     /// Core CPU over the wall time of the measured load run (at most the worker count, plus
     /// the persister).
     pub(crate) core_utilisation: f64,
@@ -320,6 +323,8 @@ pub(crate) struct RegistrationBenchReport {
 struct Outcome {
     load: LoadReport,
     core_cpu: Duration,
+    /// Minor page faults of the core's threads over the measured run.
+    core_faults: u64,
     wall: Duration,
     /// The live counters' change over the measured run.
     counters: BTreeMap<&'static str, u64>,
@@ -414,14 +419,17 @@ fn run_case_rt(
         let p = plan(subscribers, 1 + args.gnbs);
         let live0 = core.live_totals();
         let cpu0 = threads_cpu(CORE_THREAD_PREFIX);
+        let faults0 = threads_minor_faults(CORE_THREAD_PREFIX);
         let t0 = Instant::now();
         let load = ran::load::run(&p)?;
         let wall = t0.elapsed();
         let core_cpu = threads_cpu(CORE_THREAD_PREFIX).saturating_sub(cpu0);
+        let core_faults = threads_minor_faults(CORE_THREAD_PREFIX).saturating_sub(faults0);
         let counters = counter_delta(&live0, &core.live_totals());
         Ok(Outcome {
             load,
             core_cpu,
+            core_faults,
             wall,
             counters,
         })
@@ -482,6 +490,7 @@ fn case_report(case: Case, ues: u64, o: &Outcome, floor: &CryptoFloor) -> CaseRe
         registration_p99_us: proc("registration").map_or(0, |p| p.latency_us.p99),
         core_cpu_s: o.core_cpu.as_secs_f64(),
         core_cpu_us_per_registration: core_us,
+        core_minor_faults_per_registration: per(o.core_faults as f64, regs),
         core_utilisation: if o.wall.is_zero() {
             0.0
         } else {

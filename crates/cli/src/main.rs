@@ -22,6 +22,12 @@ mod upf_cmd;
 
 use std::process::ExitCode;
 
+/// mimalloc's per-thread heaps: a worker allocates and frees on its own heap without the
+/// glibc arena's atomic operations and bin consolidation, which were 10-15 % of a worker's
+/// instructions per registration (docs/PERFORMANCE.md, "Which allocator?").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{CommandFactory as _, FromArgMatches as _};
 
 use crate::cli::{Cli, Command};
