@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use steer::mesh::{MeshCounters, MeshStats};
 use steer_metrics::{Blocks, Exposition, Kind, Sample};
 
+use nf::amf::pm;
 use nf::host::Locked;
 
 use crate::{HeldContexts, NfSet, SbiMode, StateMode, WorkerCounters};
@@ -162,7 +163,13 @@ pub(crate) struct Live {
     /// Whether every worker sees the same maps (the locked mode), so held counts are not
     /// added up.
     shared: bool,
+    /// Each worker's AMF measurements ([`pm::WIDTH`] slots), then its share of the
+    /// registered-UE gauge and its gNBs ([`PM_GAUGES`]).
+    pm: Blocks,
 }
+
+/// Slots after the measurements: the registered-UE share, the gNBs set up.
+const PM_GAUGES: usize = 2;
 
 /// The gauges of [`HeldContexts`], in field order.
 const HELD_WIDTH: usize = 4;
@@ -206,6 +213,7 @@ impl Live {
             info,
             held: Blocks::new(workers, HELD_WIDTH),
             shared: state == StateMode::Locked,
+            pm: Blocks::new(workers, pm::WIDTH + PM_GAUGES),
         }
     }
 
@@ -232,6 +240,68 @@ impl Live {
                 t.plus(w)
             }
         })
+    }
+
+    /// A worker's copy of one changed measurement slot.
+    pub(crate) fn publish_pm(&self, worker: usize, slot: usize, value: u64) {
+        if let Some(b) = self.pm.block(worker) {
+            b.store(slot, value);
+        }
+    }
+
+    /// A worker's share of the registered-UE gauge (wrapping, see
+    /// `nf::amf::registration::Amf::registered_share`) and its gNBs.
+    pub(crate) fn publish_amf_gauges(&self, worker: usize, registered: u64, gnbs: u64) {
+        if let Some(b) = self.pm.block(worker) {
+            b.store(pm::WIDTH, registered);
+            b.store(pm::WIDTH + 1, gnbs);
+        }
+    }
+
+    /// A measurement slot summed over the workers.
+    fn pm_sum(&self, slot: usize) -> u64 {
+        self.pm
+            .iter()
+            .fold(0u64, |a, b| a.wrapping_add(b.load(slot)))
+    }
+
+    /// The AMF's measurements and gauges under Open5GS's names (see [`nf::amf::pm`]).
+    fn render_pm(&self, e: &mut Exposition) {
+        for f in pm::families() {
+            e.family(&f.name, &f.help, Kind::Counter);
+            if f.by_cause {
+                for c in 0..pm::CAUSE_SLOTS {
+                    let v = self.pm_sum(f.base + c);
+                    if v != 0 {
+                        e.sample(&[("cause", &c.to_string())], v);
+                    }
+                }
+            } else {
+                e.sample(&[], self.pm_sum(f.base));
+            }
+        }
+        let held = self.held_now();
+        let gauges: [(&str, &str, u64); 3] = [
+            (
+                "fivegs_amffunction_rm_registeredsubnbr",
+                "Number of UEs registered at the AMF (REGISTRATION COMPLETE received, not deregistered or rejected since).",
+                self.pm_sum(pm::WIDTH),
+            ),
+            (
+                "ran_ue",
+                "UE contexts with an N2 connection (RAN UEs).",
+                held.amf_ues,
+            ),
+            (
+                "gnb",
+                "gNBs set up (NG Setup accepted) on the AMF's associations.",
+                self.pm_sum(pm::WIDTH + 1),
+            ),
+        ];
+        for (name, help, v) in gauges {
+            e.family(name, help, Kind::Gauge);
+            e.sample(&[], v);
+        }
     }
 
     pub(crate) fn set_mesh(&self, m: Arc<MeshStats>) {
@@ -288,6 +358,13 @@ impl Live {
             Kind::Gauge,
         );
         e.sample(&info, 1);
+        if self
+            .info
+            .iter()
+            .any(|(k, v)| *k == "nfs" && v.split(',').any(|n| n == "amf"))
+        {
+            self.render_pm(&mut e);
+        }
 
         // Worker counters, field by field (a family's samples must be together).
         let mut fields: Vec<Sample> = Vec::new();

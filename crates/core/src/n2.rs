@@ -204,6 +204,11 @@ pub(crate) struct N2Side {
 }
 
 impl N2Side {
+    /// The gNBs set up on this worker's associations (NG Setup accepted).
+    pub(crate) fn gnb_count(&self) -> usize {
+        self.amf.gnbs().count()
+    }
+
     /// Opens this worker's transports: the raw IP socket (`raw`, worker 0 only) and its
     /// socket of the UDP group. `None` when there is none. Must run inside the worker's
     /// runtime.

@@ -397,6 +397,13 @@ impl<P: Placement> Worker<P> {
             .publish(self.id.index(), self.host.counters(), &self.wakes);
         let held = self.held();
         self.shared.live.publish_held(self.id.index(), held);
+        let (live, w) = (&self.shared.live, self.id.index());
+        self.host
+            .amf()
+            .drain_pm(|slot, v| live.publish_pm(w, slot, v));
+        let registered = self.host.amf().registered_share();
+        let gnbs = self.n2.as_ref().map_or(0, |n| n.gnb_count()) as u64;
+        live.publish_amf_gauges(w, registered, gnbs);
     }
 
     /// The contexts this worker's NFs hold.

@@ -102,6 +102,56 @@ fn settled_scrape(addr: SocketAddr) -> (String, HashMap<String, u64>) {
     last
 }
 
+/// Scrapes until the last deregistration's loop turn has published (its worker publishes
+/// after the DEREGISTRATION ACCEPT went out), at most 100 times.
+fn pm_settled(addr: SocketAddr, mut m: HashMap<String, u64>) -> HashMap<String, u64> {
+    for _ in 0..100 {
+        if get(&m, "fivegs_amffunction_rm_registeredsubnbr") == 0 && get(&m, "ran_ue") == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        m = scrape(addr).1;
+    }
+    m
+}
+
+/// The metric names the dashboard's queries read: each identifier followed by `[`, `{` or
+/// `)` that is neither a PromQL function nor a label of a `by (...)` clause.
+fn dashboard_metrics() -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contrib/grafana/steer5g-core.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut names = Vec::new();
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let b = expr.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+                    let start = i;
+                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                        i += 1;
+                    }
+                    let word = &expr[start..i];
+                    let next = b.get(i).copied();
+                    let label = expr[..start].trim_end().ends_with("by (");
+                    if matches!(next, Some(b'[' | b'{' | b')')) && !label {
+                        names.push(word.to_owned());
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 15, "{names:?}");
+    names
+}
+
 #[test]
 fn locked_core_counters_are_live_on_metrics_and_match_the_report() {
     let net = 61;
@@ -136,6 +186,24 @@ fn locked_core_counters_are_live_on_metrics_and_match_the_report() {
         );
     }
     assert!(get(&m, "steer5g_handoff_sent_total") > 0);
+
+    // TS 28.552's measurements under Open5GS's names: each UE asked once, was accepted and
+    // authenticated once, and none is registered after its deregistration.
+    let m = pm_settled(addr, m);
+    let ues = UES as u64;
+    assert_eq!(get(&m, "fivegs_amffunction_rm_reginitreq"), ues, "{page}");
+    assert_eq!(get(&m, "fivegs_amffunction_rm_reginitsucc"), ues);
+    assert_eq!(get(&m, "fivegs_amffunction_amf_authreq"), ues);
+    assert_eq!(get(&m, "fivegs_amffunction_amf_authreject"), 0);
+    assert_eq!(get(&m, "fivegs_amffunction_rm_regmobreq"), 0);
+    assert!(
+        !m.contains_key("fivegs_amffunction_rm_reginitfail"),
+        "{page}"
+    );
+    assert!(!m.contains_key("fivegs_amffunction_amf_authfail"), "{page}");
+    assert_eq!(get(&m, "fivegs_amffunction_rm_registeredsubnbr"), 0);
+    assert_eq!(get(&m, "ran_ue"), 0);
+    assert!(get(&m, "gnb") <= 1);
 
     let r = core.stop().unwrap();
     let c = r.counters_total();
@@ -172,6 +240,13 @@ fn sharded_core_takes_no_lock_and_a_taken_metrics_port_is_an_error() {
     assert!(wakeups(&m) > 0);
     assert!(get(&m, "steer5g_ngap_handed_off_total") > 0, "{page}");
     assert_eq!(core.metrics_page().lines().count(), page.lines().count());
+    // Every series the Grafana dashboard in contrib/ charts is a family of the page.
+    for name in dashboard_metrics() {
+        assert!(
+            page.contains(&format!("# TYPE {name} ")),
+            "the dashboard charts {name}, which the page does not have"
+        );
+    }
     let live_rows = core.live_totals();
     let live: HashMap<&str, u64> = live_rows.iter().copied().collect();
     assert_eq!(live["ngap_local"], get(&m, "steer5g_ngap_local_total"));

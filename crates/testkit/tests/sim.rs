@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use nf::amf::pm::{Counter, RegKind};
 use nf::host::{Placement, SbiMode};
 use ran::gnb::GnbConfig;
 use ran::ue::UeEvent;
@@ -258,9 +259,30 @@ fn held_sessions_have_their_rules_at_the_upf() {
         assert!(dp.downlink(ip).is_some(), "{ip}");
     }
     assert_eq!(sim.fleet().gnb_ues(0).sessions().len(), 10);
+    // The TS 28.552 measurements: ten initial registrations asked, accepted, authenticated
+    // once each, and ten UEs registered while they hold their sessions.
+    let pm = |sim: &mut Sim<_>, c: Counter| {
+        (0..2)
+            .map(|w| sim.host_mut(w).amf().pm().get(c))
+            .sum::<u64>()
+    };
+    assert_eq!(pm(&mut sim, Counter::Req(RegKind::Initial)), 10);
+    assert_eq!(pm(&mut sim, Counter::Succ(RegKind::Initial)), 10);
+    assert_eq!(pm(&mut sim, Counter::AuthReq), 10);
+    assert_eq!(registered(&mut sim, 2), 10);
     sim.proceed();
     run_fleet(&mut sim);
     assert_eq!(sim.upf().unwrap().session_count(), 0);
+    let gone = sim.fleet().summary().deregistered as u64;
+    assert_eq!(gone, 10);
+    assert_eq!(registered(&mut sim, 2), 0);
+}
+
+/// The registered-UE gauge over `workers` hosts: the wrapping sum of their shares.
+fn registered<P: Placement>(sim: &mut Sim<P>, workers: usize) -> u64 {
+    (0..workers).fold(0u64, |a, w| {
+        a.wrapping_add(sim.host_mut(w).amf().registered_share())
+    })
 }
 
 // ---- what only the simulator can show ----

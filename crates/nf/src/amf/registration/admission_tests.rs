@@ -91,6 +91,14 @@ fn registrations_beyond_the_context_limit_get_22_with_t3346() {
     while amf.poll_action().is_some() {}
     assert_eq!(amf.contexts(), 2);
     assert_eq!(register(&mut amf, now, 1001), congestion());
+    // TS 28.552: every REGISTRATION REQUEST read is counted, each reject under its cause;
+    // the dropped INITIAL UE MESSAGE was never read.
+    let pm = amf.pm();
+    let rejected = u64::from(headroom) + 1;
+    assert_eq!(pm.get(Counter::Req(RegKind::Initial)), 2 + rejected);
+    assert_eq!(pm.get(Counter::Fail(RegKind::Initial, 22)), rejected);
+    assert_eq!(pm.get(Counter::Succ(RegKind::Initial)), 0);
+    assert_eq!(pm.get(Counter::Req(RegKind::Mobility)), 0);
 }
 
 #[test]
@@ -134,4 +142,13 @@ fn overload_follows_registrations_in_flight_with_hysteresis() {
     let s = amf.stats();
     assert_eq!(s.overload_starts, 1);
     assert_eq!(s.congestion_rejects, 4);
+    // Nine requests: four rejected for congestion (#22), four for the AUSF's 403, each
+    // under its own cause.
+    let pm = amf.pm();
+    assert_eq!(pm.get(Counter::Req(RegKind::Initial)), 9);
+    assert_eq!(pm.get(Counter::Fail(RegKind::Initial, 22)), 4);
+    let failed: u64 = (0..=255u8)
+        .map(|c| pm.get(Counter::Fail(RegKind::Initial, c)))
+        .sum();
+    assert_eq!(failed, 8);
 }

@@ -81,6 +81,7 @@ use security::{HxresStar, Kseaf, Rand, ResStar};
 use tracing::{debug, warn};
 
 use crate::amf::overload::{Hysteresis, OverloadConfig};
+use crate::amf::pm::{Counter, Pm, RegKind};
 use crate::state::ContextMap;
 
 pub use route::{route, Route};
@@ -334,6 +335,12 @@ struct Local {
     supi_index: HashMap<String, u64>,
     stats: AmfStats,
     sm_stats: session::SessionStats,
+    /// The TS 28.552 measurements.
+    pm: Pm,
+    /// Registered UEs counted up by this worker minus those counted down, wrapping: in the
+    /// locking baseline a UE registered on one worker may deregister on another, so only
+    /// the sum over the workers is the gauge.
+    registered: u64,
     /// The output of the step in progress, taken as [`Effects`] when it ends.
     out: Effects,
     /// Registrations in flight on this worker (see [`Local::account`]).
@@ -386,6 +393,8 @@ where
                 supi_index: HashMap::new(),
                 stats: AmfStats::default(),
                 sm_stats: session::SessionStats::default(),
+                pm: Pm::default(),
+                registered: 0,
                 out: Effects::default(),
             },
             timers: BTreeSet::new(),
@@ -402,6 +411,23 @@ where
             registrations_in_flight: self.local.in_flight,
             ..self.local.stats
         }
+    }
+
+    /// The TS 28.552 measurements of this worker.
+    pub fn pm(&self) -> &Pm {
+        &self.local.pm
+    }
+
+    /// Each measurement slot changed since the last call, with its value.
+    pub fn drain_pm(&mut self, f: impl FnMut(usize, u64)) {
+        self.local.pm.drain_changed(f)
+    }
+
+    /// This worker's share of the registered-UE gauge: counted up minus counted down,
+    /// wrapping (see the field). Summed with wrapping over the workers it is the number of
+    /// UEs registered now.
+    pub fn registered_share(&self) -> u64 {
+        self.local.registered
     }
 
     /// Registrations in flight on this worker: the overload signal.
@@ -744,6 +770,10 @@ where
         let mut ue = UeContext::new(id, m.ran_ue_ngap_id, assoc, stream);
         l.stats.ues_created += 1;
         if let Some(r) = refusal {
+            // Rejected before it is read: its kind from the type octet alone.
+            ue.reg_kind =
+                RegKind::from_type_octet(inner.and_then(|i| i.get(3)).copied().unwrap_or(1));
+            l.pm.count(Counter::Req(ue.reg_kind));
             l.congestion_reject(now, &mut ue, r);
             return self.insert_new(ue);
         }
@@ -752,7 +782,7 @@ where
         if header == Some(0) {
             match nas::RegistrationRequest::parse(octets) {
                 Ok(req) => l.start_registration(now, &mut ue, req, false),
-                Err(e) => l.registration_reject(now, &mut ue, e.cause()),
+                Err(e) => l.unreadable_registration(now, &mut ue, inner, e.cause()),
             }
             return self.insert_new(ue);
         }
@@ -765,7 +795,7 @@ where
                 Some(Err(e)) => e.cause(),
                 _ => FiveGmmCause::SemanticallyIncorrectMessage,
             };
-            l.registration_reject(now, &mut ue, cause);
+            l.unreadable_registration(now, &mut ue, inner, cause);
             return self.insert_new(ue);
         };
         let kept = match &req.mobile_identity {
@@ -782,6 +812,7 @@ where
         ue.kamf = Some(kept.kamf.clone());
         ue.caps = kept.caps;
         ue.allowed_nssai = kept.allowed_nssai.clone();
+        ue.registered = kept.registered;
         let mut sec = kept.sec;
         match sec.unprotect(octets, Direction::Uplink) {
             Ok(u) => {
@@ -791,7 +822,7 @@ where
                 // Read again from the verified octets: they are what counts.
                 match nas::RegistrationRequest::parse(&u.plain) {
                     Ok(req) => l.start_registration(now, &mut ue, req, true),
-                    Err(e) => l.registration_reject(now, &mut ue, e.cause()),
+                    Err(e) => l.unreadable_registration(now, &mut ue, u.plain.get(..), e.cause()),
                 }
             }
             Err(e) => {
@@ -811,7 +842,9 @@ where
     fn insert_new(&mut self, mut ue: UeContext) {
         self.local.account(&mut ue);
         if let Some(old) = self.ues.insert(ue.amf_ue_ngap_id, ue) {
+            let mut old = old;
             self.local.uncount(&old);
+            self.local.set_registered(&mut old, false);
         }
         self.flush();
     }
@@ -844,8 +877,13 @@ where
         };
         // Only the SUPI's own context goes: in the locking baseline another worker may
         // have taken it (a registration with its 5G-GUTI) since this worker kept it.
-        self.idle
-            .with_remove(&t, |k| ((), k.is_some_and(|k| k.supi == supi)));
+        let (registered, _) = self.idle.with_remove(&t, |k| match k {
+            Some(k) if k.supi == supi => (k.registered, true),
+            _ => (false, false),
+        });
+        if registered {
+            self.local.registered = self.local.registered.wrapping_sub(1);
+        }
     }
 
     /// The index entry of `supi`, if it still names the idle context `tmsi`.
@@ -873,6 +911,7 @@ where
             sec,
             caps,
             allowed_nssai,
+            mut registered,
             ..
         } = ue;
         if let (true, Some(supi), Some(guti), Some(kamf), Some(sec)) = (park, supi, guti, kamf, sec)
@@ -889,17 +928,26 @@ where
                     sec,
                     caps,
                     allowed_nssai,
+                    registered,
                 },
             );
             self.idle_order.push_back(t);
+            registered = false;
             // Bounded: the oldest kept context goes first.
             while self.idle_order.len() > self.local.cfg.max_idle {
                 if let Some(old) = self.idle_order.pop_front() {
                     if let Some(k) = self.idle.remove(&old) {
                         self.unindex_idle(&k.supi, old);
+                        if k.registered {
+                            self.local.registered = self.local.registered.wrapping_sub(1);
+                        }
                     }
                 }
             }
+        }
+        // Not kept: a registered UE whose context is gone is registered no more.
+        if registered {
+            self.local.registered = self.local.registered.wrapping_sub(1);
         }
     }
 
@@ -1020,6 +1068,32 @@ impl Local {
         }
     }
 
+    /// Counts the UE among the registered ones, or no longer.
+    fn set_registered(&mut self, ue: &mut UeContext, to: bool) {
+        if ue.registered != to {
+            ue.registered = to;
+            self.registered = if to {
+                self.registered.wrapping_add(1)
+            } else {
+                self.registered.wrapping_sub(1)
+            };
+        }
+    }
+
+    /// A REGISTRATION REQUEST that cannot be read whole: counted under the kind its type
+    /// octet names (the fourth of the plain 5GMM message), then rejected.
+    fn unreadable_registration(
+        &mut self,
+        now: Instant,
+        ue: &mut UeContext,
+        plain: Option<&[u8]>,
+        cause: FiveGmmCause,
+    ) {
+        ue.reg_kind = RegKind::from_type_octet(plain.and_then(|p| p.get(3)).copied().unwrap_or(1));
+        self.pm.count(Counter::Req(ue.reg_kind));
+        self.registration_reject(now, ue, cause);
+    }
+
     /// REGISTRATION REJECT with #22 Congestion and T3346 (TS 24.501 §5.5.1.2.5, §5.3.9),
     /// then the release.
     fn congestion_reject(&mut self, now: Instant, ue: &mut UeContext, why: Refusal) {
@@ -1028,6 +1102,9 @@ impl Local {
             Refusal::Overload => self.stats.congestion_rejects += 1,
         }
         self.stats.registration_rejects += 1;
+        self.pm
+            .count(Counter::Fail(ue.reg_kind, FiveGmmCause::Congestion.value()));
+        self.set_registered(ue, false);
         let secs = u32::try_from(self.cfg.t3346.as_secs()).unwrap_or(u32::MAX);
         debug!(
             amf_ue_ngap_id = ue.amf_ue_ngap_id,
@@ -1261,11 +1338,13 @@ impl Local {
                 ue.state = UeState::Registered;
                 ue.park = true;
                 self.stats.registrations += 1;
+                self.set_registered(ue, true);
             }
             NasMessage::DeregistrationRequestUeOriginating(d) => {
                 // §5.5.2.2.2: accept unless switched off, then release the N2 connection.
                 self.stop_timer(ue);
                 self.stats.deregistrations += 1;
+                self.set_registered(ue, false);
                 if !d.switch_off {
                     self.send_nas(
                         ue,
@@ -1302,6 +1381,8 @@ impl Local {
             return;
         }
         ue.initial = req.registration_type == RegistrationType::Initial;
+        ue.reg_kind = RegKind::of(req.registration_type);
+        self.pm.count(Counter::Req(ue.reg_kind));
         if let Some(c) = req.ue_security_capability {
             ue.caps = Some(c);
         }
@@ -1425,6 +1506,7 @@ impl Local {
             rand: av.rand.0,
             autn: av.autn.0,
         });
+        self.pm.count(Counter::AuthReq);
         self.send_nas_retransmitted(now, ue, &m, TimerKind::T3560);
     }
 
@@ -1467,6 +1549,7 @@ impl Local {
         auts: Option<[u8; 14]>,
     ) {
         self.stop_timer(ue);
+        self.pm.count(Counter::AuthFail(cause.value()));
         match (cause, auts, ue.auth.as_mut()) {
             // TS 24.501 §5.4.1.3.7 f: synch failure: resynchronise once with the AUTS at
             // the UDM (TS 33.501 §6.1.3.3.2), then a new AUTHENTICATION REQUEST.
@@ -1762,6 +1845,7 @@ impl Local {
             // A registration on a connection whose AS security is already set up
             // (TS 23.502 §4.2.2.2.2 step 21): the accept goes as plain NAS transport.
             self.send_protected(ue, &plain, header);
+            self.pm.count(Counter::Succ(ue.reg_kind));
             ue.state = UeState::WaitRegistrationComplete;
             ue.retransmissions = 0;
             ue.retransmit = Some((plain, header));
@@ -1800,6 +1884,7 @@ impl Local {
                 return self.release(now, ue, NasCause::Unspecified.into(), false);
             }
         }
+        self.pm.count(Counter::Succ(ue.reg_kind));
         ue.state = UeState::WaitIcsResponse;
         ue.retransmissions = 0;
         ue.retransmit = Some((plain, header));
@@ -1821,6 +1906,9 @@ impl Local {
     ) {
         self.stop_timer(ue);
         self.stats.registration_rejects += 1;
+        self.pm.count(Counter::Fail(ue.reg_kind, cause.value()));
+        // TS 24.501 §5.5.1.2.5, §5.5.1.3.5: a rejected UE is deregistered.
+        self.set_registered(ue, false);
         ue.log_failure("registration", &cause, peer);
         self.send_nas(
             ue,
@@ -1835,6 +1923,8 @@ impl Local {
     fn authentication_reject(&mut self, now: Instant, ue: &mut UeContext) {
         self.stop_timer(ue);
         self.stats.authentication_rejects += 1;
+        self.pm.count(Counter::AuthReject);
+        self.set_registered(ue, false);
         ue.log_failure("authentication", &"authentication rejected", None);
         ue.sec = None;
         ue.secured = false;

@@ -115,6 +115,11 @@ pub struct UeContext {
     pub(crate) sessions: Vec<super::session::PduSession>,
     /// Counted among the worker's registrations in flight (see `Local::account`).
     pub(crate) counted: bool,
+    /// The kind of the registration in progress, as the measurements count it.
+    pub(crate) reg_kind: crate::amf::pm::RegKind,
+    /// Counted among the registered UEs (REGISTRATION COMPLETE received, not deregistered
+    /// or rejected since).
+    pub(crate) registered: bool,
 }
 
 impl UeContext {
@@ -174,6 +179,8 @@ impl UeContext {
             as_context: false,
             sessions: Vec::new(),
             counted: false,
+            reg_kind: crate::amf::pm::RegKind::Initial,
+            registered: false,
         }
     }
 
@@ -234,6 +241,8 @@ pub struct IdleUe {
     pub(crate) sec: NasSecurityContext,
     pub(crate) caps: Option<UeSecurityCapability>,
     pub(crate) allowed_nssai: Vec<Snssai>,
+    /// Still counted among the registered UEs (not deregistered before the release).
+    pub(crate) registered: bool,
 }
 
 impl IdleUe {
