@@ -905,6 +905,7 @@ impl Core {
             opts.state,
             opts.sbi,
             opts.nfs,
+            opts.smf.is_some(),
         ));
         let metrics_server = match opts.metrics {
             Some(addr) => {

@@ -20,6 +20,7 @@ use steer_metrics::{Blocks, Exposition, Kind, Sample};
 
 use nf::amf::pm;
 use nf::host::Locked;
+use nf::smf::SmfStats;
 
 use crate::{HeldContexts, NfSet, SbiMode, StateMode, WorkerCounters};
 
@@ -166,7 +167,52 @@ pub(crate) struct Live {
     /// Each worker's AMF measurements ([`pm::WIDTH`] slots), then its share of the
     /// registered-UE gauge and its gNBs ([`PM_GAUGES`]).
     pm: Blocks,
+    /// Each worker's SMF measurements, in [`SMF_FAMILIES`] order, when the process hosts
+    /// an SMF.
+    smf: Option<Blocks>,
 }
+
+type SmfGet = fn(&SmfStats) -> u64;
+
+/// The SMF's measurements of TS 28.552 §5.3 under Open5GS's names, from the worker's
+/// [`SmfStats`].
+const SMF_FAMILIES: [(&str, &str, SmfGet); 7] = [
+    (
+        "fivegs_smffunction_sm_pdusessioncreationreq",
+        "Number of PDU session creation requests (CreateSMContext) received by the SMF (TS 28.552).",
+        |s| s.create_requests,
+    ),
+    (
+        "fivegs_smffunction_sm_pdusessioncreationsucc",
+        "Number of PDU sessions the SMF created (CreateSMContext answered 201).",
+        |s| s.created,
+    ),
+    (
+        "fivegs_smffunction_sm_pdusessioncreationfail",
+        "Number of PDU session establishments the SMF rejected to the UE.",
+        |s| s.rejected,
+    ),
+    (
+        "fivegs_smffunction_sm_n4sessionestabreq",
+        "Number of PFCP Session Establishment Requests the SMF sent for new sessions.",
+        |s| s.n4_establish_requests,
+    ),
+    (
+        "fivegs_smffunction_sm_n4sessionestabfail",
+        "Number of those the UPF refused, answered unusably or did not answer.",
+        |s| s.n4_establish_failures,
+    ),
+    (
+        "fivegs_smffunction_sm_n4sessionreport",
+        "Number of PFCP Session Report Requests the SMF received.",
+        |s| s.n4_reports,
+    ),
+    (
+        "fivegs_smffunction_sm_n4sessionreportsucc",
+        "Number of those the SMF accepted.",
+        |s| s.n4_reports_accepted,
+    ),
+];
 
 /// Slots after the measurements: the registered-UE share, the gNBs set up.
 const PM_GAUGES: usize = 2;
@@ -181,6 +227,7 @@ impl Live {
         state: StateMode,
         sbi: SbiMode,
         nfs: NfSet,
+        smf: bool,
     ) -> Self {
         let hosted: Vec<&str> = [(nfs.amf, "amf"), (nfs.ausf, "ausf"), (nfs.udm, "udm")]
             .into_iter()
@@ -214,6 +261,7 @@ impl Live {
             held: Blocks::new(workers, HELD_WIDTH),
             shared: state == StateMode::Locked,
             pm: Blocks::new(workers, pm::WIDTH + PM_GAUGES),
+            smf: smf.then(|| Blocks::new(workers, SMF_FAMILIES.len())),
         }
     }
 
@@ -256,6 +304,30 @@ impl Live {
             b.store(pm::WIDTH, registered);
             b.store(pm::WIDTH + 1, gnbs);
         }
+    }
+
+    /// A worker's copy of its SMF's measurements.
+    pub(crate) fn publish_smf(&self, worker: usize, s: &SmfStats) {
+        if let Some(b) = self.smf.as_ref().and_then(|b| b.block(worker)) {
+            b.publish(SMF_FAMILIES.iter().map(|(_, _, get)| get(s)));
+        }
+    }
+
+    /// The SMF's measurements and its session gauge under Open5GS's names.
+    fn render_smf(&self, e: &mut Exposition) {
+        let Some(blocks) = &self.smf else {
+            return;
+        };
+        for (i, (name, help, _)) in SMF_FAMILIES.iter().enumerate() {
+            e.family(name, help, Kind::Counter);
+            e.sample(&[], blocks.sum(i));
+        }
+        e.family(
+            "fivegs_smffunction_sm_sessionnbr",
+            "Number of PDU sessions (SM contexts) the SMF holds.",
+            Kind::Gauge,
+        );
+        e.sample(&[], self.held_now().smf);
     }
 
     /// A measurement slot summed over the workers.
@@ -365,6 +437,7 @@ impl Live {
         {
             self.render_pm(&mut e);
         }
+        self.render_smf(&mut e);
 
         // Worker counters, field by field (a family's samples must be together).
         let mut fields: Vec<Sample> = Vec::new();
@@ -461,6 +534,7 @@ mod tests {
             StateMode::Locked,
             SbiMode::Inproc,
             NfSet::ALL,
+            true,
         );
         let c = WorkerCounters {
             ngap_local: 5,
@@ -483,6 +557,37 @@ mod tests {
             page.contains("steer5g_lock_acquisitions_total{nf=\"amf\",map=\"ue_contexts\"} 0\n")
         );
         assert!(page.contains("steer5g_lock_contended_total{nf=\"udm\",map=\"sqn\"} 0\n"));
+        // The AMF's and SMF's measurements under Open5GS's names, summed over the workers;
+        // a cause-labelled family shows only the causes seen.
+        live.publish_pm(0, pm::Counter::Req(pm::RegKind::Initial).slot(), 3);
+        live.publish_pm(1, pm::Counter::Req(pm::RegKind::Initial).slot(), 4);
+        live.publish_pm(1, pm::Counter::Fail(pm::RegKind::Initial, 22).slot(), 2);
+        live.publish_amf_gauges(0, 5, 1);
+        live.publish_amf_gauges(1, u64::MAX, 0);
+        let smf = SmfStats {
+            create_requests: 6,
+            created: 5,
+            ..SmfStats::default()
+        };
+        live.publish_smf(1, &smf);
+        let page = live.render();
+        assert!(
+            page.contains("\nfivegs_amffunction_rm_reginitreq 7\n"),
+            "{page}"
+        );
+        assert!(page.contains("\nfivegs_amffunction_rm_reginitfail{cause=\"22\"} 2\n"));
+        assert!(!page.contains("fivegs_amffunction_rm_reginitfail{cause=\"0\"}"));
+        assert!(page.contains("# TYPE fivegs_amffunction_amf_authfail counter\n"));
+        // Worker 0 counted five UEs up; worker 1 counted one down (a UE that moved to it in
+        // the locked mode): the wrapping sum is the gauge.
+        assert!(
+            page.contains("\nfivegs_amffunction_rm_registeredsubnbr 4\n"),
+            "{page}"
+        );
+        assert!(page.contains("\ngnb 1\n"));
+        assert!(page.contains("\nfivegs_smffunction_sm_pdusessioncreationreq 6\n"));
+        assert!(page.contains("\nfivegs_smffunction_sm_pdusessioncreationsucc 5\n"));
+        assert!(page.contains("# TYPE fivegs_smffunction_sm_sessionnbr gauge\n"));
         // Every family once.
         assert_eq!(page.matches("# TYPE steer5g_ngap_local_total ").count(), 1);
         assert_eq!(w.total(), 2);

@@ -404,6 +404,9 @@ impl<P: Placement> Worker<P> {
         let registered = self.host.amf().registered_share();
         let gnbs = self.n2.as_ref().map_or(0, |n| n.gnb_count()) as u64;
         live.publish_amf_gauges(w, registered, gnbs);
+        if let Some(s) = self.host.smf() {
+            live.publish_smf(w, &s.stats());
+        }
     }
 
     /// The contexts this worker's NFs hold.

@@ -115,43 +115,6 @@ fn pm_settled(addr: SocketAddr, mut m: HashMap<String, u64>) -> HashMap<String, 
     m
 }
 
-/// The metric names the dashboard's queries read: each identifier followed by `[`, `{` or
-/// `)` that is neither a PromQL function nor a label of a `by (...)` clause.
-fn dashboard_metrics() -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../contrib/grafana/steer5g-core.json");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut names = Vec::new();
-    for p in d["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
-            let expr = t["expr"].as_str().unwrap();
-            let b = expr.as_bytes();
-            let mut i = 0;
-            while i < b.len() {
-                if b[i].is_ascii_alphabetic() || b[i] == b'_' {
-                    let start = i;
-                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                        i += 1;
-                    }
-                    let word = &expr[start..i];
-                    let next = b.get(i).copied();
-                    let label = expr[..start].trim_end().ends_with("by (");
-                    if matches!(next, Some(b'[' | b'{' | b')')) && !label {
-                        names.push(word.to_owned());
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    assert!(names.len() >= 15, "{names:?}");
-    names
-}
-
 #[test]
 fn locked_core_counters_are_live_on_metrics_and_match_the_report() {
     let net = 61;
@@ -241,7 +204,7 @@ fn sharded_core_takes_no_lock_and_a_taken_metrics_port_is_an_error() {
     assert!(get(&m, "steer5g_ngap_handed_off_total") > 0, "{page}");
     assert_eq!(core.metrics_page().lines().count(), page.lines().count());
     // Every series the Grafana dashboard in contrib/ charts is a family of the page.
-    for name in dashboard_metrics() {
+    for name in common::dashboard_metrics("steer5g-core.json") {
         assert!(
             page.contains(&format!("# TYPE {name} ")),
             "the dashboard charts {name}, which the page does not have"

@@ -80,6 +80,21 @@ fn run_with_gnb_n3(
     tweak: fn(&mut CoreOptions),
     gnb_n3: Option<Ipv4Addr>,
 ) -> (Outcome, CoreReport) {
+    let (o, r, _) = run_with_page(net, workers, state, plan, sbi, tweak, gnb_n3);
+    (o, r)
+}
+
+/// [`run_with_gnb_n3`], with the core's `/metrics` page as it stood once the RAN side was
+/// done and before the core stopped.
+fn run_with_page(
+    net: u8,
+    workers: u16,
+    state: StateMode,
+    plan: Plan,
+    sbi: SbiMode,
+    tweak: fn(&mut CoreOptions),
+    gnb_n3: Option<Ipv4Addr>,
+) -> (Outcome, CoreReport, String) {
     let subs = common::subscribers(u64::from(net), UES);
     let ip = |host: u8| Ipv4Addr::new(127, 0, net, host);
     let mut opts = common::core_options(net, subs.dir.path(), workers, state, sbi);
@@ -107,8 +122,23 @@ fn run_with_gnb_n3(
         upf_n3: ip(7),
     };
     let outcome = common::runtime().block_on(drive(side, subs.ues, plan, &mut Rules(datapath)));
+    // The workers publish at the end of a loop turn: wait for the last release's.
+    let mut page = core.metrics_page();
+    for _ in 0..100 {
+        if sample(&page, "fivegs_smffunction_sm_sessionnbr") == Some(0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        page = core.metrics_page();
+    }
     let report = core.stop().unwrap();
-    (outcome, report)
+    (outcome, report, page)
+}
+
+/// The value of an unlabelled sample of the page.
+fn sample(page: &str, name: &str) -> Option<u64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
 fn expect_all(o: &Outcome, r: &CoreReport) {
@@ -179,6 +209,61 @@ fn deregistration_releases_the_sessions() {
         assert_eq!((released, with_ue), (UES as u64, UES as u64));
         assert_eq!(r.upf.as_ref().unwrap().sessions_at_stop, 0);
     }
+}
+
+#[test]
+fn the_smf_measurements_on_metrics_match_what_the_ues_saw() {
+    let net = 79;
+    let (o, r, page) = run_with_page(
+        net,
+        2,
+        StateMode::Sharded,
+        Plan::Release,
+        SbiMode::Inproc,
+        |_| {},
+        None,
+    );
+    expect_all(&o, &r);
+    let ues = Some(UES as u64);
+    // TS 28.552 names as Open5GS exposes them: every UE's session asked for, created, its
+    // PFCP establishment sent once and accepted, and none held after the releases.
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_pdusessioncreationreq"),
+        ues,
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_pdusessioncreationsucc"),
+        ues
+    );
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_pdusessioncreationfail"),
+        Some(0)
+    );
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_n4sessionestabreq"),
+        ues
+    );
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_n4sessionestabfail"),
+        Some(0)
+    );
+    assert_eq!(sample(&page, "fivegs_smffunction_sm_sessionnbr"), Some(0));
+    let reports: u64 = r.workers.iter().map(|w| w.smf.n4_reports).sum();
+    assert_eq!(
+        sample(&page, "fivegs_smffunction_sm_n4sessionreport"),
+        Some(reports)
+    );
+    // Every series the SMF's Grafana dashboard charts is a family of the page.
+    for name in common::dashboard_metrics("steer5g-smf.json") {
+        assert!(
+            page.contains(&format!("# TYPE {name} ")),
+            "the SMF dashboard charts {name}, which the page does not have"
+        );
+    }
+    // And the AMF's: registrations and authentications, one per UE.
+    assert_eq!(sample(&page, "fivegs_amffunction_rm_reginitsucc"), ues);
+    assert_eq!(sample(&page, "fivegs_amffunction_amf_authreq"), ues);
 }
 
 #[test]

@@ -404,3 +404,41 @@ pub(crate) async fn drive(
     out.rules_left = check.rules_left(&all_ips);
     out
 }
+
+/// The metric names the queries of Grafana dashboard `file` (in contrib/grafana) read: each
+/// identifier followed by `[`, `{` or `)` that is not the label of a `by (...)` clause.
+pub(crate) fn dashboard_metrics(file: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contrib/grafana")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut names = Vec::new();
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let b = expr.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+                    let start = i;
+                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                        i += 1;
+                    }
+                    let word = &expr[start..i];
+                    let next = b.get(i).copied();
+                    let label = expr[..start].trim_end().ends_with("by (");
+                    if matches!(next, Some(b'[' | b'{' | b')')) && !label {
+                        names.push(word.to_owned());
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 5, "{file}: {names:?}");
+    names
+}

@@ -313,6 +313,18 @@ crate::summed_counters! {
         pub bad_tunnels: u64,
         /// Network-requested releases sent to the AMF (N1N2MessageTransfer).
         pub network_releases: u64,
+        /// CreateSMContext requests received (TS 28.552 SM.PduSessionCreationReq).
+        pub create_requests: u64,
+        /// PFCP Session Establishment Requests sent for new sessions, not counting
+        /// retransmissions or the re-establishments on a restarted UPF (SM.N4SessionEstabReq).
+        pub n4_establish_requests: u64,
+        /// Of those, establishments the UPF refused, answered unusably or not at all
+        /// (SM.N4SessionEstabFail).
+        pub n4_establish_failures: u64,
+        /// PFCP Session Report Requests received (SM.N4SessionReport).
+        pub n4_reports: u64,
+        /// Of those, answered Request accepted (SM.N4SessionReportSucc).
+        pub n4_reports_accepted: u64,
     }
 }
 
@@ -653,6 +665,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
 
     /// CreateSMContext (TS 29.502 §5.2.2.2.1).
     fn create(&mut self, req_id: u64, req: &SbiRequest) {
+        self.stats.create_requests += 1;
         let (data, parts): (SmContextCreateData, _) = match Self::decode(req) {
             Ok(x) => x,
             Err(p) => return self.problem(req_id, p),

@@ -149,6 +149,9 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         // Sequence numbers are 24 bits (TS 29.244 §7.2.2.2).
         let sequence = self.next_seq & 0x00ff_ffff;
         self.next_seq = (self.next_seq + 1) & 0x00ff_ffff;
+        if matches!(p, PfcpPending::Establish { .. }) {
+            self.stats.n4_establish_requests += 1;
+        }
         self.pfcp.insert(sequence, p);
         let bytes = PfcpMessage::new(sequence, seid, m).emit();
         self.actions.push_back(Action::Pfcp {
@@ -300,6 +303,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             .filter_map(|u| u.volume.as_ref().and_then(|v| v.total))
             .fold(0, u64::saturating_add);
         let n = r.usage_reports.len() as u64;
+        self.stats.n4_reports += 1;
         let up = self.contexts.with(&seid, |c| {
             let c = c?;
             c.reported_octets = c.reported_octets.saturating_add(octets);
@@ -308,6 +312,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         let (cause, up_seid) = match up {
             Some(up) => {
                 self.stats.usage_reports += n;
+                self.stats.n4_reports_accepted += 1;
                 (PfcpCause::REQUEST_ACCEPTED, up)
             }
             None => (PfcpCause::SESSION_CONTEXT_NOT_FOUND, None),
@@ -331,6 +336,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         match p {
             PfcpPending::Association => self.association_answered(None),
             PfcpPending::Establish { req_id, sm_ref } => {
+                self.stats.n4_establish_failures += 1;
                 let r = match f {
                     // TS 29.502 table 6.1.3.2.3.1-3: 504 with the peer not answering.
                     Failure::Unanswered => {
@@ -381,17 +387,20 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         e: SessionEstablishmentResponse,
     ) {
         if !e.cause.is_accepted() {
+            self.stats.n4_establish_failures += 1;
             return self.abandon_held(req_id, sm_ref, Refusal::upf_refused(e.cause), Held::Nothing);
         }
         // §7.5.3.1: UP F-SEID present when accepted (the decoder holds to it; a missing one
         // is an answer that did not decode).
         let Some(up) = e.up_f_seid.map(|f| f.seid) else {
+            self.stats.n4_establish_failures += 1;
             let r = Refusal::upf_faulty("UPF accepted the session without a UP F-SEID".into());
             return self.abandon_held(req_id, sm_ref, r, Held::Unnamed);
         };
         match uplink_tunnel(&e.created_pdr) {
             Some(ul) => self.established(req_id, sm_ref, up, ul),
             None => {
+                self.stats.n4_establish_failures += 1;
                 let r = Refusal::upf_faulty(
                     "UPF accepted the session without a usable uplink F-TEID".into(),
                 );
