@@ -19,6 +19,7 @@ mod report;
 mod smf_cmd;
 mod subscriber;
 mod upf_cmd;
+mod upf_metrics;
 
 use std::process::ExitCode;
 

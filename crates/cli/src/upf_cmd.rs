@@ -86,6 +86,11 @@ pub(crate) struct UpfArgs {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub(crate) duration: Option<f64>,
+    /// Serve Prometheus /metrics here (TS 28.552 measurements under Open5GS's names, and
+    /// every path's packet counters), in this process's namespace, e.g. 127.0.0.7:9090.
+    /// Default: none (several UPFs often share one address).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) metrics_addr: Option<SocketAddr>,
 }
 
 /// Effective capabilities bits (linux/capability.h).
@@ -109,8 +114,10 @@ fn has_cap(bit: u32) -> bool {
 /// The XDP fast path with the TUN path behind it.
 type XdpTun = Tiered<upf_xdp::XdpDatapath, TunDatapath>;
 
-/// A path's per-cause counters, readable after the service has stopped (the report says
-/// which path carried the packets, and why each one it dropped was dropped).
+/// A path's per-cause counters, readable while the service runs (`/metrics`) and after it
+/// has stopped (the report says which path carried the packets, and why each one it dropped
+/// was dropped).
+#[derive(Clone)]
 enum Probe {
     Xdp(SharedDatapath<XdpTun>, upf_xdp::Counters),
     Tun(SharedDatapath<TunDatapath>),
@@ -398,12 +405,36 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
         .as_ref()
         .map(|n| format!(" in namespace {n}"))
         .unwrap_or_default();
+    let metrics = match args.metrics_addr {
+        Some(addr) => {
+            let (live, probe) = (svc.live(), probe.clone());
+            let render: steer_metrics::Render = std::sync::Arc::new(move || {
+                let paths = probe.as_ref().map(Probe::counters).unwrap_or_default();
+                crate::upf_metrics::page(&live.read(), &paths, name)
+            });
+            // Like every other address, a taken one is bad input (exit 2): a flag fixes it.
+            let s = steer_metrics::MetricsServer::start(addr, render).map_err(|e| {
+                CliError::Usage(format!(
+                    "{e} (choose another with --metrics-addr ADDR:PORT)"
+                ))
+            })?;
+            Some(s)
+        }
+        None => None,
+    };
+    let metrics_note = metrics
+        .as_ref()
+        .map(|m| format!(", metrics http://{}/metrics", m.local_addr()))
+        .unwrap_or_default();
     eprintln!(
-        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{carrier}{netns}",
+        "steer5g upf: PFCP on {}, N3 {}, datapath {name}{carrier}{netns}{metrics_note}",
         svc.local_addr(),
         args.n3,
     );
     wait_for_stop(limit)?;
+    if let Some(m) = metrics {
+        m.stop();
+    }
     let report = svc
         .stop()
         .map_err(|e| CliError::Failed(format!("UPF stop: {e}")))?;

@@ -19,6 +19,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const N2: &str = "127.0.0.131";
 const N2_PORT: &str = "19931";
 const PFCP: &str = "127.0.0.132:8805";
+const UPF_METRICS: &str = "127.0.0.132:9090";
 /// UEs (one PDU session each).
 const UES: u64 = 2;
 
@@ -117,6 +118,8 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
             "0",
             "--duration",
             "300",
+            "--metrics-addr",
+            UPF_METRICS,
         ],
         "steer5g upf: PFCP on",
     );
@@ -210,6 +213,36 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
             .contains("<svg"));
     }
 
+    // The UPF's /metrics while it runs: TS 28.552 names as Open5GS exposes them, and
+    // every series its Grafana dashboard charts.
+    let page = common::scrape_page(UPF_METRICS).unwrap();
+    let metric = |name: &str| common::scrape(UPF_METRICS, name).unwrap_or(u64::MAX);
+    assert_eq!(
+        metric("fivegs_upffunction_sm_n4sessionestabreq"),
+        2 * UES,
+        "{page}"
+    );
+    assert!(
+        metric("fivegs_ep_n3_gtp_indatapktn3upf") >= forwarded,
+        "{page}"
+    );
+    assert!(
+        metric("fivegs_ep_n3_gtp_outdatapktn3upf") >= forwarded,
+        "{page}"
+    );
+    let dashboard = std::path::Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned()),
+    )
+    .join("../../contrib/grafana/steer5g-upf.json");
+    for name in testkit::grafana::metric_names(&dashboard).unwrap() {
+        assert!(page.contains(&format!("# TYPE {name} ")), "{name}: {page}");
+    }
+    let (n3_in, n3_out) = (
+        metric("fivegs_ep_n3_gtp_indatapktn3upf"),
+        metric("fivegs_ep_n3_gtp_outdatapktn3upf"),
+    );
+
     let c = core.stop("TERM", STOP_TIMEOUT).unwrap();
     assert_eq!(c.code(), Some(0), "core: {}", c.stderr);
     let u = upf.stop("INT", STOP_TIMEOUT).unwrap();
@@ -226,6 +259,13 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
     // Nothing left the fast path for want of a neighbour.
     assert_eq!(num(&uv, "xdp.pass_no_neigh"), 0, "{uv}");
     assert!(num(&uv, "xdp.dl_forwarded") >= forwarded, "{uv}");
+    // No packet crossed N3 after the scrape: the page and the report agree.
+    let both = |k: &str| num(&uv, &format!("xdp.{k}")) + num(&uv, &format!("tun.{k}"));
+    assert_eq!(
+        (n3_in, n3_out),
+        (both("ul_forwarded"), both("dl_forwarded")),
+        "{uv}"
+    );
     let e = echo.stop("INT", STOP_TIMEOUT).unwrap();
     assert_eq!(e.code(), Some(0), "lab echo: {}", e.stderr);
 }

@@ -27,7 +27,11 @@ impl Drop for Peer {
 }
 
 fn build_peer(name: &str) -> Option<std::path::PathBuf> {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/usrsctp_echo.c");
+    let src = std::path::Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned()),
+    )
+    .join("tests/interop/usrsctp_echo.c");
     let out = std::env::temp_dir().join(format!("usrsctp_{name}_{}", std::process::id()));
     let ok = Command::new("cc")
         .args(["-O1", "-o"])

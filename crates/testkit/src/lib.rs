@@ -4,7 +4,8 @@
 //! serves are the tests that need the real kernel: network namespaces joined by veth pairs
 //! ([`netns`]), packet loss injected with nftables ([`nft`]), packet captures ([`capture`])
 //! checked by Wireshark's dissectors ([`tshark`]), an independent SCTP peer built on Debian's
-//! libusrsctp ([`usrsctp`]), and child processes that cannot outlive a test ([`process`]).
+//! libusrsctp ([`usrsctp`]), and child processes that cannot outlive a test ([`process`]);
+//! and the metric names the Grafana dashboards chart ([`grafana`]).
 //!
 //! Behind the `sim` feature, [`sim`] is the other half: the whole core (every worker's
 //! host, the N2 side, the UPF node, the SQN persister) with gNB and UE emulators on
@@ -19,6 +20,7 @@
 
 pub mod capture;
 mod error;
+pub mod grafana;
 pub mod netns;
 pub mod nft;
 pub mod privilege;

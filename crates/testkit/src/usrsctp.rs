@@ -16,9 +16,14 @@ use std::time::Duration;
 use crate::process::{run, run_timeout, ChildGuard, Finished};
 use crate::{Error, Result};
 
-/// The C source, found from this crate's manifest directory.
+/// The C source, at the workspace root: two levels above the manifest directory of the
+/// test that runs (every package sits in `crates/NAME`), as cargo gives it at run time. The
+/// compile-time directory is the fallback only: a build cache shared between checkouts
+/// reuses binaries compiled in another checkout.
 pub fn source_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/usrsctp_ngap.c")
+    let dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    Path::new(&dir).join("../../tests/interop/usrsctp_ngap.c")
 }
 
 fn compile(src: &Path) -> Result<PathBuf> {

@@ -25,4 +25,4 @@ pub use datapath::{
 pub use memory::MemoryDatapath;
 pub use node::{NodeConfig, Stats, Transmit, UpfNode};
 
-pub use service::{ServiceOptions, ServiceReport, UpfService};
+pub use service::{LiveCounts, ServiceLive, ServiceOptions, ServiceReport, UpfService};

@@ -10,6 +10,8 @@
 use std::io::{self, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -235,9 +237,74 @@ pub struct ServiceReport {
     pub buffers: SocketBuffers,
 }
 
+/// What a running service's `/metrics` reads: stored by the service thread after each
+/// datagram or timer it handles, read by a scrape at any time. Relaxed: each value is one the
+/// thread stored, not a consistent cut across them.
+#[derive(Debug, Default)]
+pub struct ServiceLive {
+    establishment_requests: AtomicU64,
+    sessions_established: AtomicU64,
+    session_reports: AtomicU64,
+    session_reports_answered: AtomicU64,
+    sessions: AtomicU64,
+    associations: AtomicU64,
+}
+
+/// One reading of [`ServiceLive`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    /// PFCP Session Establishment Requests received (retransmissions answered from the
+    /// response cache not counted).
+    pub establishment_requests: u64,
+    /// Sessions established.
+    pub sessions_established: u64,
+    /// Session Report Requests sent.
+    pub session_reports: u64,
+    /// Session Report Responses received for them.
+    pub session_reports_answered: u64,
+    /// Sessions held now.
+    pub sessions: u64,
+    /// PFCP associations held now.
+    pub associations: u64,
+}
+
+impl ServiceLive {
+    fn publish(&self, node: &UpfNode) {
+        let s = node.stats();
+        let got = |name: &str| s.received.get(name).copied().unwrap_or(0);
+        let put = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+        put(
+            &self.establishment_requests,
+            got("session_establishment_request"),
+        );
+        put(&self.sessions_established, s.sessions_established);
+        put(&self.session_reports, s.session_reports);
+        put(
+            &self.session_reports_answered,
+            got("session_report_response"),
+        );
+        put(&self.sessions, node.session_count() as u64);
+        put(&self.associations, node.association_count() as u64);
+    }
+
+    /// The values now.
+    pub fn read(&self) -> LiveCounts {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LiveCounts {
+            establishment_requests: get(&self.establishment_requests),
+            sessions_established: get(&self.sessions_established),
+            session_reports: get(&self.session_reports),
+            session_reports_answered: get(&self.session_reports_answered),
+            sessions: get(&self.sessions),
+            associations: get(&self.associations),
+        }
+    }
+}
+
 /// A running UPF PFCP service.
 #[derive(Debug)]
 pub struct UpfService {
+    live: Arc<ServiceLive>,
     local: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<io::Result<ServiceReport>>>,
@@ -252,13 +319,15 @@ impl UpfService {
         let buffers = size_pfcp_socket(&sock);
         let local = sock.local_addr()?;
         let (tx, rx) = oneshot::channel();
+        let live = Arc::new(ServiceLive::default());
+        let writer = Arc::clone(&live);
         let thread = std::thread::Builder::new()
             .name("upf-pfcp".into())
             .spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
-                rt.block_on(run(sock, opts.node, datapath, rx, buffers))
+                rt.block_on(run(sock, opts.node, datapath, rx, buffers, &writer))
             })?;
         tracing::info!(
             pfcp = %local,
@@ -267,10 +336,16 @@ impl UpfService {
             "UPF serving PFCP"
         );
         Ok(UpfService {
+            live,
             local,
             stop: Some(tx),
             thread: Some(thread),
         })
+    }
+
+    /// The counters a `/metrics` page reads while the service runs.
+    pub fn live(&self) -> Arc<ServiceLive> {
+        Arc::clone(&self.live)
     }
 
     /// The bound PFCP address (with the port the OS chose for port 0).
@@ -308,6 +383,7 @@ async fn run(
     mut dp: Box<dyn Datapath + Send>,
     mut stop: oneshot::Receiver<()>,
     buffers: SocketBuffers,
+    live: &ServiceLive,
 ) -> io::Result<ServiceReport> {
     let sock = tokio::net::UdpSocket::from_std(sock)?;
     let mut node = UpfNode::new(Instant::now(), cfg);
@@ -334,6 +410,7 @@ async fn run(
                 Ok((n, Some(from))) => {
                     let data = buf.get(..n).unwrap_or(&[]);
                     node.handle(Instant::now(), from, data, dp.as_mut());
+                    live.publish(&node);
                 }
                 Ok((_, None)) => tracing::debug!("PFCP datagram without a sender address"),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -341,7 +418,10 @@ async fn run(
                 // it is no reason to stop serving the others.
                 Err(e) => tracing::debug!(error = %e, "PFCP receive error"),
             },
-            _ = sleep => node.handle_timeout(Instant::now(), dp.as_mut()),
+            _ = sleep => {
+                node.handle_timeout(Instant::now(), dp.as_mut());
+                live.publish(&node);
+            }
         }
     }
     let sessions_at_stop = node.session_count();

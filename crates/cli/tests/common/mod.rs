@@ -211,9 +211,8 @@ impl Drop for Scratch {
     }
 }
 
-/// The sum of every sample of metric family `family` on the Prometheus page at `addr`, or
-/// `None` when the page cannot be read (the process is not up yet) or lacks the family.
-pub fn scrape(addr: &str, family: &str) -> Option<u64> {
+/// The Prometheus page at `addr` (its body), or `None` when it cannot be read.
+pub fn scrape_page(addr: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -222,6 +221,13 @@ pub fn scrape(addr: &str, family: &str) -> Option<u64> {
     let mut resp = String::new();
     s.read_to_string(&mut resp).ok()?;
     let (_, body) = resp.split_once("\r\n\r\n")?;
+    Some(body.to_owned())
+}
+
+/// The sum of every sample of metric family `family` on the Prometheus page at `addr`, or
+/// `None` when the page cannot be read (the process is not up yet) or lacks the family.
+pub fn scrape(addr: &str, family: &str) -> Option<u64> {
+    let body = scrape_page(addr)?;
     let mut sum = None;
     for line in body.lines().filter(|l| !l.starts_with('#')) {
         let Some((series, value)) = line.rsplit_once(' ') else {

@@ -405,40 +405,15 @@ pub(crate) async fn drive(
     out
 }
 
-/// The metric names the queries of Grafana dashboard `file` (in contrib/grafana) read: each
-/// identifier followed by `[`, `{` or `)` that is not the label of a `by (...)` clause.
+/// The metric names the queries of Grafana dashboard `file` (in contrib/grafana) read.
 pub(crate) fn dashboard_metrics(file: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../contrib/grafana")
-        .join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut names = Vec::new();
-    for p in d["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
-            let expr = t["expr"].as_str().unwrap();
-            let b = expr.as_bytes();
-            let mut i = 0;
-            while i < b.len() {
-                if b[i].is_ascii_alphabetic() || b[i] == b'_' {
-                    let start = i;
-                    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                        i += 1;
-                    }
-                    let word = &expr[start..i];
-                    let next = b.get(i).copied();
-                    let label = expr[..start].trim_end().ends_with("by (");
-                    if matches!(next, Some(b'[' | b'{' | b')')) && !label {
-                        names.push(word.to_owned());
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
+    let path = std::path::Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned()),
+    )
+    .join("../../contrib/grafana")
+    .join(file);
+    let names = testkit::grafana::metric_names(&path).unwrap();
     assert!(names.len() >= 5, "{file}: {names:?}");
     names
 }

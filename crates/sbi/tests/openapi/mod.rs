@@ -27,7 +27,14 @@ const BASE: &str = "file:///openapi/";
 pub fn openapi_location() -> PathBuf {
     match std::env::var_os("STEER5G_OPENAPI_DIR") {
         Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/openapi"),
+        // The package directory as cargo gives it when running the test, not the one the
+        // binary was compiled in: a build cache shared between checkouts reuses binaries
+        // whose compile-time path is another checkout's.
+        None => Path::new(
+            &std::env::var("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned()),
+        )
+        .join("../../../shared/openapi"),
     }
 }
 
