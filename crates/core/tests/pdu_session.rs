@@ -68,25 +68,14 @@ fn run_sbi(
     plan: Plan,
     sbi: SbiMode,
 ) -> (Outcome, CoreReport) {
-    run_with_gnb_n3(net, workers, state, plan, sbi, |_| {}, None)
-}
-
-fn run_with_gnb_n3(
-    net: u8,
-    workers: u16,
-    state: StateMode,
-    plan: Plan,
-    sbi: SbiMode,
-    tweak: fn(&mut CoreOptions),
-    gnb_n3: Option<Ipv4Addr>,
-) -> (Outcome, CoreReport) {
-    let (o, r, _) = run_with_page(net, workers, state, plan, sbi, tweak, gnb_n3);
+    let (o, r, _) = run_with_gnb_n3(net, workers, state, plan, sbi, |_| {}, None);
     (o, r)
 }
 
-/// [`run_with_gnb_n3`], with the core's `/metrics` page as it stood once the RAN side was
-/// done and before the core stopped.
-fn run_with_page(
+/// One run with `tweak` applied to the core's options and the gNB's N3 address: what the
+/// RAN side saw, the core's report, and the core's `/metrics` page as it stood once the RAN
+/// side was done and before the core stopped.
+fn run_with_gnb_n3(
     net: u8,
     workers: u16,
     state: StateMode,
@@ -214,7 +203,7 @@ fn deregistration_releases_the_sessions() {
 #[test]
 fn the_smf_measurements_on_metrics_match_what_the_ues_saw() {
     let net = 79;
-    let (o, r, page) = run_with_page(
+    let (o, r, page) = run_with_gnb_n3(
         net,
         2,
         StateMode::Sharded,
@@ -356,7 +345,7 @@ fn h2c_deregistration_and_unknown_dnn() {
 /// to AMF worker 0: the transfers of UEs owned by worker 1 go round to it.
 #[test]
 fn h2c_transfers_find_their_ue_on_another_worker() {
-    let (o, r) = run_with_gnb_n3(
+    let (o, r, _) = run_with_gnb_n3(
         73,
         2,
         StateMode::Sharded,
@@ -387,7 +376,7 @@ fn an_unusable_gnb_address_ends_every_session_released() {
         (74, 1, StateMode::Sharded, SbiMode::Inproc),
         (75, 2, StateMode::Sharded, SbiMode::H2c),
     ] {
-        let (o, r) = run_with_gnb_n3(
+        let (o, r, _) = run_with_gnb_n3(
             net,
             workers,
             state,
