@@ -194,6 +194,38 @@ impl std::fmt::Display for N2Stats {
     }
 }
 
+/// The TAs of an NG SETUP REQUEST as `TAC (PLMN PLMN ...)` items: `000001 (001-01), 000002
+/// (001-01 999-70)`.
+fn offered_tas(tas: &[proto::ngap::SupportedTa]) -> String {
+    let items: Vec<String> = tas
+        .iter()
+        .map(|ta| {
+            let plmns: Vec<String> = ta
+                .broadcast_plmns
+                .iter()
+                .map(|b| b.plmn.to_string())
+                .collect();
+            format!("{} ({})", ta.tac, plmns.join(" "))
+        })
+        .collect();
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// What this AMF serves, in the same words: `TACs 000001 000002 in PLMNs 001-01`.
+fn served_tas(cfg: &AmfN2Config) -> String {
+    let tacs: Vec<String> = cfg.tacs.iter().map(ToString::to_string).collect();
+    let plmns: Vec<String> = cfg
+        .plmn_support
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .collect();
+    format!("TACs {} in PLMNs {}", tacs.join(" "), plmns.join(" "))
+}
+
 /// What the runtime does after [`AmfN2::handle`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -549,7 +581,14 @@ impl AmfN2 {
             None
         };
         if let Some((count, why)) = refusal {
-            info!(assoc, gnb = %req.global_ran_node_id, "NG Setup rejected: {why}");
+            // What the gNB offered beside what this AMF serves: the operator's next question.
+            info!(
+                assoc,
+                gnb = %req.global_ran_node_id,
+                offered = %offered_tas(&req.supported_tas),
+                served = %served_tas(&self.cfg),
+                "NG Setup rejected: {why}"
+            );
             *count += 1;
             self.fail_setup(
                 assoc,

@@ -167,6 +167,19 @@ fn a_served_tac_in_a_foreign_plmn_is_no_common_ta() {
     };
     failure(&answer(&mut amf, 1, 0, &req.encode().unwrap()));
     assert_eq!(amf.stats().ng_setup_failed.no_common_ta, 1);
+    // The rejection's log line shows what was offered beside what is served.
+    assert_eq!(
+        offered_tas(&req.supported_tas),
+        "000002 (208-93), 000001 (001-01)"
+    );
+    assert_eq!(
+        served_tas(&AmfN2Config {
+            tacs: vec![Tac::new(2).unwrap(), Tac::new(3).unwrap()],
+            ..AmfN2Config::default()
+        }),
+        "TACs 000002 000003 in PLMNs 001-01"
+    );
+    assert_eq!(offered_tas(&[]), "none");
 }
 
 #[test]
