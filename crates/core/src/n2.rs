@@ -206,7 +206,7 @@ pub(crate) struct N2Side {
 impl N2Side {
     /// The gNBs set up on this worker's associations (NG Setup accepted).
     pub(crate) fn gnb_count(&self) -> usize {
-        self.amf.gnbs().count()
+        self.amf.ready_gnbs()
     }
 
     /// Opens this worker's transports: the raw IP socket (`raw`, worker 0 only) and its

@@ -249,6 +249,9 @@ pub struct AmfN2 {
     /// error here is a configuration error, answered per request with a failure.
     response: Result<Vec<u8>, ngap::EncodeError>,
     gnbs: HashMap<u32, GnbContext>,
+    /// Contexts of `gnbs` in [`SetupState::Ready`]: kept at each change of state, so that a
+    /// worker's per-turn gauge reads a number instead of scanning its gNBs.
+    ready: usize,
     stats: N2Stats,
     /// The AMF workers in overload.
     overload: OverloadedWorkers,
@@ -265,6 +268,7 @@ impl AmfN2 {
             cfg,
             response,
             gnbs: HashMap::new(),
+            ready: 0,
             stats: N2Stats::default(),
             overload: OverloadedWorkers::default(),
         }
@@ -316,14 +320,29 @@ impl AmfN2 {
     /// the first procedure on a new TNL association).
     pub fn association_up(&mut self, assoc: u32) {
         debug!(assoc, "association up");
-        self.gnbs.insert(assoc, GnbContext::new(assoc));
+        if let Some(old) = self.gnbs.insert(assoc, GnbContext::new(assoc)) {
+            self.unready(&old);
+        }
+    }
+
+    /// A context leaving the map, or the Ready state, counts no more.
+    fn unready(&mut self, ctx: &GnbContext) {
+        if ctx.state == SetupState::Ready {
+            self.ready = self.ready.saturating_sub(1);
+        }
     }
 
     /// An SCTP association went down: its gNB context goes with it.
     pub fn association_down(&mut self, assoc: u32) {
         if let Some(ctx) = self.gnbs.remove(&assoc) {
             debug!(assoc, gnb = ?ctx.global_ran_node_id, "association down, gNB context removed");
+            self.unready(&ctx);
         }
+    }
+
+    /// The gNBs whose NG Setup succeeded and whose association is up.
+    pub fn ready_gnbs(&self) -> usize {
+        self.ready
     }
 
     /// The gNB contexts, one per association, in no particular order.
@@ -632,6 +651,9 @@ impl AmfN2 {
             .gnbs
             .entry(assoc)
             .or_insert_with(|| GnbContext::new(assoc));
+        if ctx.state != SetupState::Ready {
+            self.ready += 1;
+        }
         *ctx = GnbContext {
             assoc,
             state: SetupState::Ready,

@@ -109,6 +109,8 @@ fn wrong_plmn_fails_with_unknown_plmn() {
     let f = failure(&answer(&mut amf, 7, 0, &req));
     assert_eq!(f.cause, Cause::Misc(MiscCause::UnknownPlmnOrSnpn));
     assert_eq!(amf.stats().ng_setup_failed.unknown_plmn, 1);
+    // The association is up, its gNB is not set up.
+    assert_eq!((amf.gnbs().count(), amf.ready_gnbs()), (1, 0));
     assert_eq!(
         amf.gnb(7).unwrap().state,
         SetupState::Failed {
@@ -210,6 +212,8 @@ fn repeated_ng_setup_overwrites_the_context() {
     assert_eq!(ctx.default_paging_drx, Some(PagingDrx::V256));
     assert_eq!(amf.stats().ng_setup_ok, 2);
     assert_eq!(amf.gnbs().count(), 1);
+    // Set up twice, counted once.
+    assert_eq!(amf.ready_gnbs(), 1);
 
     // A failed NG Setup replaces nothing: the gNB stays set up as before.
     let bad = request_for(Plmn::new("999", "99").unwrap(), defaults::TAC, "y");
@@ -217,6 +221,7 @@ fn repeated_ng_setup_overwrites_the_context() {
     let ctx = amf.gnb(7).unwrap();
     assert_eq!(ctx.state, SetupState::Ready);
     assert_eq!(ctx.global_ran_node_id, Some(second.global_ran_node_id));
+    assert_eq!(amf.ready_gnbs(), 1);
 }
 
 #[test]
@@ -227,6 +232,8 @@ fn associations_are_independent_and_go_down() {
     answer(&mut amf, 1, 0, &default_request());
     assert_eq!(amf.gnb(1).unwrap().state, SetupState::Ready);
     assert_eq!(amf.gnb(2).unwrap().state, SetupState::Pending);
+    // Two associations, one gNB set up.
+    assert_eq!(amf.ready_gnbs(), 1);
     // An InitialUEMessage on association 2, not set up, is refused there only.
     let ei = error_indication(&answer(
         &mut amf,
@@ -243,9 +250,14 @@ fn associations_are_independent_and_go_down() {
     amf.association_down(1);
     assert!(amf.gnb(1).is_none());
     assert_eq!(amf.gnbs().count(), 1);
+    assert_eq!(amf.ready_gnbs(), 0);
     // Data on an association never reported up is taken as up.
     answer(&mut amf, 3, 0, &default_request());
     assert_eq!(amf.gnb(3).unwrap().state, SetupState::Ready);
+    assert_eq!(amf.ready_gnbs(), 1);
+    // An association reported up again starts over, not set up.
+    amf.association_up(3);
+    assert_eq!(amf.ready_gnbs(), 0);
 }
 
 #[test]
