@@ -41,44 +41,38 @@ fn thread_cpu_ns(task: &Path) -> Option<u64> {
 
 /// Summed CPU time of this process's threads whose name starts with `prefix`.
 pub(crate) fn threads_cpu(prefix: &str) -> Duration {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return Duration::ZERO;
-    };
-    let mut ns: u64 = 0;
-    for e in dir.flatten() {
-        let p = e.path();
-        let Ok(comm) = std::fs::read_to_string(p.join("comm")) else {
-            continue;
-        };
-        if comm.starts_with(prefix) {
-            ns = ns.saturating_add(thread_cpu_ns(&p).unwrap_or(0));
-        }
-    }
-    Duration::from_nanos(ns)
+    Duration::from_nanos(threads_sum(prefix, thread_cpu_ns))
 }
 
 /// Minor page faults of this process's threads whose name starts with `prefix` (field 10 of
 /// each thread's /proc stat): the first touches of memory the allocator took from the kernel,
 /// charged as system time to the thread that touched it.
 pub(crate) fn threads_minor_faults(prefix: &str) -> u64 {
+    threads_sum(prefix, thread_minor_faults)
+}
+
+/// `read` summed over this process's threads whose name starts with `prefix` (a thread
+/// whose value cannot be read counts 0).
+fn threads_sum(prefix: &str, read: fn(&Path) -> Option<u64>) -> u64 {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
-    let mut faults: u64 = 0;
+    let mut sum: u64 = 0;
     for e in dir.flatten() {
         let p = e.path();
         let Ok(comm) = std::fs::read_to_string(p.join("comm")) else {
             continue;
         };
         if comm.starts_with(prefix) {
-            faults = faults.saturating_add(thread_minor_faults(&p).unwrap_or(0));
+            sum = sum.saturating_add(read(&p).unwrap_or(0));
         }
     }
-    faults
+    sum
 }
 
 fn thread_minor_faults(task: &Path) -> Option<u64> {
     let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    // Fields resume after the name's last ')', as in `thread_cpu_ns`.
     let rest = stat.get(stat.rfind(')')? + 1..)?;
     rest.split_whitespace().nth(7)?.parse().ok()
 }

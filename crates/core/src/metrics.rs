@@ -330,26 +330,19 @@ impl Live {
         e.sample(&[], self.held_now().smf);
     }
 
-    /// A measurement slot summed over the workers.
-    fn pm_sum(&self, slot: usize) -> u64 {
-        self.pm
-            .iter()
-            .fold(0u64, |a, b| a.wrapping_add(b.load(slot)))
-    }
-
     /// The AMF's measurements and gauges under Open5GS's names (see [`nf::amf::pm`]).
     fn render_pm(&self, e: &mut Exposition) {
         for f in pm::families() {
             e.family(&f.name, &f.help, Kind::Counter);
             if f.by_cause {
                 for c in 0..pm::CAUSE_SLOTS {
-                    let v = self.pm_sum(f.base + c);
+                    let v = self.pm.sum(f.base + c);
                     if v != 0 {
                         e.sample(&[("cause", &c.to_string())], v);
                     }
                 }
             } else {
-                e.sample(&[], self.pm_sum(f.base));
+                e.sample(&[], self.pm.sum(f.base));
             }
         }
         let held = self.held_now();
@@ -357,7 +350,7 @@ impl Live {
             (
                 "fivegs_amffunction_rm_registeredsubnbr",
                 "Number of UEs registered at the AMF (REGISTRATION COMPLETE received, not deregistered or rejected since).",
-                self.pm_sum(pm::WIDTH),
+                self.pm.sum(pm::WIDTH),
             ),
             (
                 "ran_ue",
@@ -367,7 +360,7 @@ impl Live {
             (
                 "gnb",
                 "gNBs set up (NG Setup accepted) on the AMF's associations.",
-                self.pm_sum(pm::WIDTH + 1),
+                self.pm.sum(pm::WIDTH + 1),
             ),
         ];
         for (name, help, v) in gauges {

@@ -243,7 +243,6 @@ pub struct ServiceReport {
 #[derive(Debug, Default)]
 pub struct ServiceLive {
     establishment_requests: AtomicU64,
-    sessions_established: AtomicU64,
     session_reports: AtomicU64,
     session_reports_answered: AtomicU64,
     sessions: AtomicU64,
@@ -253,11 +252,8 @@ pub struct ServiceLive {
 /// One reading of [`ServiceLive`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveCounts {
-    /// PFCP Session Establishment Requests received (retransmissions answered from the
-    /// response cache not counted).
+    /// PFCP Session Establishment Requests received, retransmissions included.
     pub establishment_requests: u64,
-    /// Sessions established.
-    pub sessions_established: u64,
     /// Session Report Requests sent.
     pub session_reports: u64,
     /// Session Report Responses received for them.
@@ -277,7 +273,6 @@ impl ServiceLive {
             &self.establishment_requests,
             got("session_establishment_request"),
         );
-        put(&self.sessions_established, s.sessions_established);
         put(&self.session_reports, s.session_reports);
         put(
             &self.session_reports_answered,
@@ -292,7 +287,6 @@ impl ServiceLive {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         LiveCounts {
             establishment_requests: get(&self.establishment_requests),
-            sessions_established: get(&self.sessions_established),
             session_reports: get(&self.session_reports),
             session_reports_answered: get(&self.session_reports_answered),
             sessions: get(&self.sessions),

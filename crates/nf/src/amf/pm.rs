@@ -74,6 +74,15 @@ impl RegKind {
         }
     }
 
+    /// The kind named by a plain 5GMM REGISTRATION REQUEST's type octet (its fourth, after
+    /// the protocol discriminator, security header and message type), for a request that
+    /// could not be read whole; an initial registration when even that octet is missing.
+    pub fn of_plain_request(plain: Option<&[u8]>) -> Self {
+        plain
+            .and_then(|p| p.get(3))
+            .map_or(RegKind::Initial, |o| Self::from_type_octet(*o))
+    }
+
     /// The infix of the metric names.
     pub fn infix(self) -> &'static str {
         match self {
@@ -303,6 +312,12 @@ mod tests {
         assert_eq!(RegKind::from_type_octet(0x0b), RegKind::Periodic);
         assert_eq!(RegKind::from_type_octet(0x04), RegKind::Emergency);
         assert_eq!(RegKind::from_type_octet(0x07), RegKind::Initial);
+        assert_eq!(
+            RegKind::of_plain_request(Some(&[0x7e, 0x00, 0x41, 0x0b])),
+            RegKind::Periodic
+        );
+        assert_eq!(RegKind::of_plain_request(Some(&[0x7e])), RegKind::Initial);
+        assert_eq!(RegKind::of_plain_request(None), RegKind::Initial);
         let names: Vec<String> = families().into_iter().map(|f| f.name).collect();
         assert!(names.contains(&"fivegs_amffunction_rm_reginitreq".to_owned()));
         assert!(names.contains(&"fivegs_amffunction_rm_regperiodfail".to_owned()));

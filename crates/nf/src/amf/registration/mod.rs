@@ -771,8 +771,7 @@ where
         l.stats.ues_created += 1;
         if let Some(r) = refusal {
             // Rejected before it is read: its kind from the type octet alone.
-            ue.reg_kind =
-                RegKind::from_type_octet(inner.and_then(|i| i.get(3)).copied().unwrap_or(1));
+            ue.reg_kind = RegKind::of_plain_request(inner);
             l.pm.count(Counter::Req(ue.reg_kind));
             l.congestion_reject(now, &mut ue, r);
             return self.insert_new(ue);
@@ -841,8 +840,7 @@ where
     /// wrapped-around allocation would), then the output of its first step goes out.
     fn insert_new(&mut self, mut ue: UeContext) {
         self.local.account(&mut ue);
-        if let Some(old) = self.ues.insert(ue.amf_ue_ngap_id, ue) {
-            let mut old = old;
+        if let Some(mut old) = self.ues.insert(ue.amf_ue_ngap_id, ue) {
             self.local.uncount(&old);
             self.local.set_registered(&mut old, false);
         }
@@ -882,7 +880,7 @@ where
             _ => (false, false),
         });
         if registered {
-            self.local.registered = self.local.registered.wrapping_sub(1);
+            self.local.unregister_one();
         }
     }
 
@@ -939,7 +937,7 @@ where
                     if let Some(k) = self.idle.remove(&old) {
                         self.unindex_idle(&k.supi, old);
                         if k.registered {
-                            self.local.registered = self.local.registered.wrapping_sub(1);
+                            self.local.unregister_one();
                         }
                     }
                 }
@@ -947,7 +945,7 @@ where
         }
         // Not kept: a registered UE whose context is gone is registered no more.
         if registered {
-            self.local.registered = self.local.registered.wrapping_sub(1);
+            self.local.unregister_one();
         }
     }
 
@@ -1072,12 +1070,17 @@ impl Local {
     fn set_registered(&mut self, ue: &mut UeContext, to: bool) {
         if ue.registered != to {
             ue.registered = to;
-            self.registered = if to {
-                self.registered.wrapping_add(1)
+            if to {
+                self.registered = self.registered.wrapping_add(1);
             } else {
-                self.registered.wrapping_sub(1)
-            };
+                self.unregister_one();
+            }
         }
+    }
+
+    /// One registered UE fewer: its context went, or stopped counting.
+    fn unregister_one(&mut self) {
+        self.registered = self.registered.wrapping_sub(1);
     }
 
     /// A REGISTRATION REQUEST that cannot be read whole: counted under the kind its type
@@ -1089,7 +1092,7 @@ impl Local {
         plain: Option<&[u8]>,
         cause: FiveGmmCause,
     ) {
-        ue.reg_kind = RegKind::from_type_octet(plain.and_then(|p| p.get(3)).copied().unwrap_or(1));
+        ue.reg_kind = RegKind::of_plain_request(plain);
         self.pm.count(Counter::Req(ue.reg_kind));
         self.registration_reject(now, ue, cause);
     }
