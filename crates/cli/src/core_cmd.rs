@@ -80,6 +80,8 @@ pub(crate) struct CoreArgs {
     #[command(flatten)]
     pub(crate) metrics: crate::nf_cmd::MetricsArgs,
     #[command(flatten)]
+    pub(crate) provisioning: crate::nf_cmd::ProvisioningArgs,
+    #[command(flatten)]
     pub(crate) bpf: BpfArgs,
     #[command(flatten)]
     pub(crate) limits: crate::cli::LimitArgs,
@@ -291,6 +293,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     }
     // Last of the checks: a bad flag is named before a missing store.
     crate::nf_cmd::check_store(&args.data_dir, args.init, &cfg)?;
+    opts.provisioning = args.provisioning.resolve()?;
     opts.config = cfg;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
@@ -330,6 +333,11 @@ fn print_report(global: &Global, r: &CoreReport, locked: bool) -> Result<(), Cli
             "lock_acquisitions": r.locks.acquisitions,
             "lock_contended": r.locks.contended,
             "sqn_writes": r.sqn_writes,
+            "udm": {
+                "vectors": r.udm_total().vectors,
+                "resyncs": r.udm_total().resyncs,
+                "resync_failures": r.udm_total().resync_failures,
+            },
             "n2_packets_in": r.n2.packets_in,
             "n2_packets_out": r.n2.packets_out,
             "n2_associations": r.n2.associations,

@@ -62,6 +62,51 @@ pub(crate) struct MetricsArgs {
     pub(crate) no_metrics: bool,
 }
 
+/// The UDR's provisioning API of a process that holds the store (`core`, `udm`): always on
+/// the Unix socket `<data-dir>/provisioning.sock` (where `steer5g subscriber` finds it), and
+/// on TCP if asked.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ProvisioningArgs {
+    /// Also serve the provisioning API on TCP here. Off a loopback address it needs
+    /// --provisioning-token-file.
+    #[arg(long, value_name = "ADDR:PORT", env = "STEER5G_PROVISIONING_ADDR")]
+    pub(crate) provisioning_addr: Option<SocketAddr>,
+    /// File holding the bearer token TCP requests must carry (`Authorization: Bearer ...`);
+    /// a request without it gets 401.
+    #[arg(long, value_name = "FILE", env = "STEER5G_PROVISIONING_TOKEN_FILE")]
+    pub(crate) provisioning_token_file: Option<PathBuf>,
+    /// Serve no provisioning API (the store then cannot be changed while this runs).
+    #[arg(long, conflicts_with_all = ["provisioning_addr", "provisioning_token_file"])]
+    pub(crate) no_provisioning: bool,
+}
+
+impl ProvisioningArgs {
+    /// The API's settings, the token read from its file.
+    pub(crate) fn resolve(
+        &self,
+    ) -> Result<Option<steer5g_core::provisioning::ProvisioningOptions>, CliError> {
+        if self.no_provisioning {
+            return Ok(None);
+        }
+        let token = match &self.provisioning_token_file {
+            Some(f) => {
+                let t = std::fs::read_to_string(f).map_err(|e| {
+                    CliError::Usage(format!("--provisioning-token-file {}: {e}", f.display()))
+                })?;
+                Some(t.trim().to_owned())
+            }
+            None => None,
+        };
+        let opts = steer5g_core::provisioning::ProvisioningOptions {
+            socket: None,
+            tcp: self.provisioning_addr,
+            token,
+        };
+        opts.check()?;
+        Ok(Some(opts))
+    }
+}
+
 /// The Prometheus port of every NF (the README's conventions).
 const METRICS_PORT: u16 = 9090;
 
@@ -128,6 +173,8 @@ pub(crate) struct UdmArgs {
     /// none (otherwise a missing store is an error).
     #[arg(long)]
     pub(crate) init: bool,
+    #[command(flatten)]
+    pub(crate) provisioning: ProvisioningArgs,
 }
 
 /// A process that holds the subscriber store (`core`, `udm`) opens one that exists: a
@@ -227,6 +274,12 @@ pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<Core
             crate::core_cmd::log_sbi_listeners(core.listening());
             if let Some(a) = core.listening().metrics {
                 tracing::info!("metrics: http://{a}/metrics");
+            }
+            if let Some(p) = &core.listening().provisioning_socket {
+                match core.listening().provisioning_tcp {
+                    Some(a) => tracing::info!("provisioning API: {} and http://{a}", p.display()),
+                    None => tracing::info!("provisioning API: {}", p.display()),
+                }
             }
             Ok(core)
         }
@@ -382,6 +435,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Udm, format!("http://{a}"));
     }
+    opts.provisioning = args.provisioning.resolve()?;
     let core = start(opts, &args.run.metrics)?;
     let at = core.listening().udm;
     if let Some(a) = at {

@@ -62,6 +62,7 @@
 mod metrics;
 mod n2;
 mod persist;
+pub mod provisioning;
 mod settings;
 mod worker;
 
@@ -226,6 +227,10 @@ pub struct CoreOptions {
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
     pub metrics: Option<SocketAddr>,
+    /// The UDR's provisioning API ([`provisioning`]), served when the process hosts the UDM
+    /// (it holds the store); `None` serves none. Off here, like `metrics`; the CLI turns it
+    /// on.
+    pub provisioning: Option<provisioning::ProvisioningOptions>,
     /// Kernel steering of the SBI listener groups and the N2 UDP encapsulation group
     /// (`--require-bpf` is [`BpfPolicy::Require`]). Defaults to [`BpfPolicy::Require`] when
     /// the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting reaches
@@ -296,6 +301,7 @@ impl CoreOptions {
             rand_seed: None,
             bpf: BpfPolicy::from_env(),
             metrics: None,
+            provisioning: None,
             sbi_pool: true,
             smf: None,
             smf_sbi: SbiMode::Inproc,
@@ -681,6 +687,10 @@ pub struct Listening {
     pub amf: Option<SocketAddr>,
     /// The `/metrics` endpoint, when one was asked for.
     pub metrics: Option<SocketAddr>,
+    /// The provisioning API's Unix socket, when it is served.
+    pub provisioning_socket: Option<PathBuf>,
+    /// The provisioning API's TCP listener, when one was asked for.
+    pub provisioning_tcp: Option<SocketAddr>,
     /// Every h2c listener group and how it delivers requests to their owners.
     pub sbi: Vec<SbiListener>,
 }
@@ -752,6 +762,7 @@ pub struct CoreHandle {
     /// The N2 UDP group's steering program, kept for its counters.
     n2_steering: Option<steer_bpf::Steering>,
     metrics: Option<steer_metrics::MetricsServer>,
+    provisioning: Option<provisioning::Server>,
     upf: Option<upf::service::UpfService>,
 }
 
@@ -849,6 +860,8 @@ impl Core {
             smf: None,
             amf: None,
             metrics: None,
+            provisioning_socket: None,
+            provisioning_tcp: None,
             sbi: Vec::new(),
         };
         let mut steering = Vec::new();
@@ -898,6 +911,24 @@ impl Core {
         let persister =
             persist::spawn(store.clone(), persist_rx, locals.clone()).map_err(CoreError::Thread)?;
 
+        let provisioning = match (&opts.provisioning, opts.nfs.udm) {
+            (Some(p), true) => {
+                let locals = locals.clone();
+                let notify: provisioning::Notify = Arc::new(move |supi: String| {
+                    let owner = ids::udm::owner_of_supi(&supi, workers);
+                    if let Some(tx) = locals.get(usize::from(owner.0)) {
+                        // A worker that is gone has no SQN to forget.
+                        let _ = tx.send(worker::Local::SubscriberChanged { supi });
+                    }
+                });
+                let api = nf::udr::Provisioning::new(store.clone());
+                let server = provisioning::Server::start(p, &opts.data_dir, api, notify)?;
+                listening.provisioning_socket = Some(server.socket().to_path_buf());
+                listening.provisioning_tcp = server.tcp();
+                Some(server)
+            }
+            _ => None,
+        };
         let locked = (opts.state == StateMode::Locked).then(Locked::default);
         let live = Arc::new(metrics::Live::new(
             usize::from(workers.count()),
@@ -974,6 +1005,7 @@ impl Core {
             listening,
             n2_steering,
             metrics: metrics_server,
+            provisioning,
             upf,
         })
     }
@@ -1024,6 +1056,9 @@ impl CoreHandle {
         let workers = self.runtime.report().workers.len();
         if let Some(m) = self.metrics.take() {
             m.stop();
+        }
+        if let Some(p) = self.provisioning.take() {
+            p.stop();
         }
         self.runtime.stop()?;
         // The workers held the persister's senders; with them gone it ends.

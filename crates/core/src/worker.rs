@@ -70,6 +70,8 @@ pub(crate) enum Local {
         supi: String,
         high_water: Option<u64>,
     },
+    /// The provisioning API changed a subscriber this worker's UDM owns.
+    SubscriberChanged { supi: String },
 }
 
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
@@ -487,6 +489,7 @@ impl<P: Placement> Worker<P> {
             },
             Local::Reply { call, reply } => Input::SbiReply { call, reply },
             Local::SqnDone { supi, high_water } => Input::SqnDone { supi, high_water },
+            Local::SubscriberChanged { supi } => Input::SubscriberChanged { supi },
         };
         self.host.handle(now, input);
     }

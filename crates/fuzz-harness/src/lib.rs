@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("smf_n4", smf_n4),
     ("sbi_multipart", sbi_multipart),
     ("userplane_packets", userplane_packets),
+    ("udr_provisioning", udr_provisioning),
 ];
 
 /// The SCTP packet decoder: header, checksum, every chunk and its parameters.
@@ -584,4 +585,82 @@ pub fn userplane_packets(data: &[u8]) {
         assert!(sent, "a reply to a probe that was never sent");
     }
     let _ = up.handle_downlink(&buf, 3_000);
+}
+
+/// The UDR's provisioning API: any method, path and body gets an HTTP answer, a problem
+/// (`application/problem+json`) for every refusal; a write is reported only when it
+/// succeeded; the seeded subscriber's K leaves only when revealed. The first byte picks the
+/// method, the second the resource, the rest is the body (and, up to a 0xfe, the query).
+pub fn udr_provisioning(data: &[u8]) {
+    use nf::udr::{Provisioning, PREFIX};
+    use std::sync::Arc;
+    const SUPI: &str = "imsi-001010000000001";
+    const K: [u8; 16] = [0x5a; 16];
+    let store = Arc::new(store::MemStore::new());
+    let seeded = store::Subscriber::new(SUPI, K, store::OpOrOpc::Opc([0xa5; 16]));
+    if let Ok(s) = seeded {
+        let _ = store::SubscriberStore::insert(&*store, &s);
+    }
+    let api = Provisioning::new(store);
+    let [m, r, rest @ ..] = data else { return };
+    let method = [
+        http::Method::GET,
+        http::Method::POST,
+        http::Method::PUT,
+        http::Method::PATCH,
+        http::Method::DELETE,
+    ][usize::from(*m) % 5]
+        .clone();
+    let resource = [
+        String::new(),
+        "/import".to_owned(),
+        format!("/{SUPI}"),
+        format!("/{SUPI}/authentication-data/authentication-subscription"),
+        format!("/{SUPI}/00101/provisioned-data"),
+        format!("/{SUPI}/00101/provisioned-data/sm-data"),
+        "/imsi-001010000000002".to_owned(),
+    ][usize::from(*r) % 7]
+        .clone();
+    let (query, body) = match rest.iter().position(|&b| b == 0xfe) {
+        Some(i) => (
+            Some(String::from_utf8_lossy(&rest[..i]).into_owned()),
+            &rest[i + 1..],
+        ),
+        None => (None, rest),
+    };
+    let req = sbi::SbiRequest {
+        method,
+        path: format!("{PREFIX}{resource}"),
+        query: query.clone(),
+        body: bytes::Bytes::copy_from_slice(body),
+        content_type: Some(
+            if *m & 0x80 == 0 {
+                "application/json-patch+json"
+            } else {
+                "application/json"
+            }
+            .to_owned(),
+        ),
+    };
+    let out = api.handle(&req);
+    let status = out.response.status.as_u16();
+    assert!((200..600).contains(&status), "status {status}");
+    if status >= 400 {
+        assert_eq!(
+            out.response.content_type,
+            Some("application/problem+json"),
+            "a refusal without a problem"
+        );
+        assert!(out.changed.is_empty(), "a refused request reported a write");
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&out.response.body).is_ok(),
+            "a problem that is not JSON"
+        );
+    }
+    let revealed = query.is_some_and(|q| q.contains("reveal=keys"));
+    if !revealed {
+        let k = "5a".repeat(16);
+        let body = String::from_utf8_lossy(&out.response.body);
+        assert!(!body.contains(&k), "K left without reveal");
+    }
 }

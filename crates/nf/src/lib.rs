@@ -15,3 +15,4 @@ pub mod smf;
 pub mod state;
 mod summed;
 pub mod udm;
+pub mod udr;

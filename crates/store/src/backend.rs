@@ -34,6 +34,14 @@ pub enum StoreError {
         /// What is wrong with the bytes.
         source: DecodeError,
     },
+    /// The change asked for is refused (an SQN lowered without a new K).
+    #[error("subscriber {supi}: {reason}")]
+    NotAllowed {
+        /// The subscriber.
+        supi: String,
+        /// Why.
+        reason: String,
+    },
     /// The store is held by another process (the embedded engine allows one at a time).
     #[error("store {0} is in use by another process")]
     Busy(String),
@@ -50,8 +58,9 @@ pub enum StoreError {
 /// is why nothing here exposes engine types or transactions.
 ///
 /// Invariant of every implementation: a subscriber's stored SQN never decreases while the
-/// subscriber exists. `put`, `put_batch` and `sqn_persist` keep the larger of the stored and
-/// the written SQN (compare-and-max); only `delete` forgets it.
+/// subscriber exists, except through [`SubscriberStore::modify`] (whose caller lowers it only
+/// with a new K: a new SIM). `put`, `put_batch` and `sqn_persist` keep the larger of the
+/// stored and the written SQN (compare-and-max); only `delete` forgets it.
 pub trait SubscriberStore: Send + Sync {
     /// The subscriber with this SUPI, if any.
     fn get(&self, supi: &str) -> Result<Option<Subscriber>, StoreError>;
@@ -67,6 +76,17 @@ pub trait SubscriberStore: Send + Sync {
     fn put(&self, sub: &Subscriber) -> Result<(), StoreError> {
         self.put_batch(std::slice::from_ref(sub))
     }
+
+    /// Reads the subscriber, lets `change` edit it and writes the result back, in one atomic,
+    /// durable write; returns what is stored. `change` sees the stored record as it is at that
+    /// moment (the SQN the UDM persisted a millisecond ago included), so an edit that leaves
+    /// a field alone never writes an older value of it. An error from `change` writes nothing
+    /// and is returned as it is. The SUPI cannot be changed.
+    fn modify(
+        &self,
+        supi: &str,
+        change: &mut dyn FnMut(&mut Subscriber) -> Result<(), StoreError>,
+    ) -> Result<Subscriber, StoreError>;
 
     /// Removes a subscriber; `false` if there was none.
     fn delete(&self, supi: &str) -> Result<bool, StoreError>;
@@ -124,6 +144,23 @@ pub(crate) fn check(sub: &Subscriber) -> Result<(), StoreError> {
     })
 }
 
+/// Applies a [`SubscriberStore::modify`] edit to `old` and checks the result.
+pub(crate) fn modified(
+    old: Subscriber,
+    change: &mut dyn FnMut(&mut Subscriber) -> Result<(), StoreError>,
+) -> Result<Subscriber, StoreError> {
+    let mut sub = old.clone();
+    change(&mut sub)?;
+    if sub.supi != old.supi {
+        return Err(StoreError::NotAllowed {
+            supi: old.supi,
+            reason: "the SUPI of a subscriber cannot be changed".to_owned(),
+        });
+    }
+    check(&sub)?;
+    Ok(sub)
+}
+
 /// The SQN after reserving `count` more above `stored`.
 pub(crate) fn reserved(supi: &str, stored: u64, count: u64) -> Result<u64, StoreError> {
     sqn_after(stored, count).ok_or_else(|| StoreError::Sqn(SqnError::Exhausted(supi.to_string())))
@@ -176,6 +213,21 @@ impl SubscriberStore for MemStore {
             m.insert(s.supi.clone(), s);
         }
         Ok(())
+    }
+
+    fn modify(
+        &self,
+        supi: &str,
+        change: &mut dyn FnMut(&mut Subscriber) -> Result<(), StoreError>,
+    ) -> Result<Subscriber, StoreError> {
+        let mut m = self.lock();
+        let old = m
+            .get(supi)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound(supi.to_string()))?;
+        let sub = modified(old, change)?;
+        m.insert(sub.supi.clone(), sub.clone());
+        Ok(sub)
     }
 
     fn delete(&self, supi: &str) -> Result<bool, StoreError> {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use crate::backend::{check, reserved, StoreError, SubscriberStore};
+use crate::backend::{check, modified, reserved, StoreError, SubscriberStore};
 use crate::sqn::SQN_MAX;
 use crate::subscriber::Subscriber;
 
@@ -167,6 +167,29 @@ impl SubscriberStore for RedbStore {
             }
         }
         txn.commit().map_err(backend)
+    }
+
+    fn modify(
+        &self,
+        supi: &str,
+        change: &mut dyn FnMut(&mut Subscriber) -> Result<(), StoreError>,
+    ) -> Result<Subscriber, StoreError> {
+        // One write transaction: redb has one writer at a time, so the SQN persister's
+        // compare-and-max cannot slip between the read and the write.
+        let txn = self.db.begin_write().map_err(backend)?;
+        let sub = {
+            let mut t = txn.open_table(SUBSCRIBERS).map_err(backend)?;
+            let old = match t.get(supi).map_err(backend)? {
+                Some(v) => decode(supi, v.value())?,
+                None => return Err(StoreError::NotFound(supi.to_string())),
+            };
+            let sub = modified(old, change)?;
+            t.insert(supi, sub.encode_value().as_slice())
+                .map_err(backend)?;
+            sub
+        };
+        txn.commit().map_err(backend)?;
+        Ok(sub)
     }
 
     fn delete(&self, supi: &str) -> Result<bool, StoreError> {

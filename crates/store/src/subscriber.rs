@@ -57,6 +57,9 @@ pub enum FieldError {
     /// A subscriber has more than 255 slices or DNNs.
     #[error("{0}: at most 255")]
     TooMany(&'static str),
+    /// Neither or both of OP and OPc were given.
+    #[error("give exactly one of opc and op")]
+    OperatorKey,
     /// A UE-AMBR (named) is not a positive decimal number of bit/s.
     #[error("{field} {value:?}: expected a positive number of bit/s (decimal)")]
     Ambr {

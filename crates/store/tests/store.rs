@@ -76,6 +76,50 @@ fn contract(s: &dyn SubscriberStore) {
         Err(StoreError::NotFound(_))
     ));
 
+    // modify: an edit that leaves the SQN alone keeps the stored one; an edit may lower it
+    // (the caller's rule: only with a new K); a refused edit writes nothing
+    let before = s.get(&a.supi).unwrap().unwrap().sqn;
+    let edited = s
+        .modify(&a.supi, &mut |x| {
+            x.ambr_ul = 5_000;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((edited.ambr_ul, edited.sqn), (5_000, before));
+    assert_eq!(s.get(&a.supi).unwrap().unwrap(), edited);
+    let new_sim = s
+        .modify(&a.supi, &mut |x| {
+            x.k = [9; 16];
+            x.sqn = 0;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((new_sim.k, new_sim.sqn), ([9; 16], 0));
+    let refused = s.modify(&a.supi, &mut |x| {
+        x.ambr_dl = 1;
+        Err(StoreError::NotAllowed {
+            supi: x.supi.clone(),
+            reason: "no".into(),
+        })
+    });
+    assert!(matches!(refused, Err(StoreError::NotAllowed { .. })));
+    assert_eq!(s.get(&a.supi).unwrap().unwrap(), new_sim);
+    let renamed = s.modify(&a.supi, &mut |x| {
+        x.supi = "imsi-001019999999999".into();
+        Ok(())
+    });
+    assert!(matches!(renamed, Err(StoreError::NotAllowed { .. })));
+    let invalid = s.modify(&a.supi, &mut |x| {
+        x.dnns.clear();
+        Ok(())
+    });
+    assert!(matches!(invalid, Err(StoreError::Invalid { .. })));
+    assert_eq!(s.get(&a.supi).unwrap().unwrap(), new_sim);
+    assert!(matches!(
+        s.modify("imsi-001019999999999", &mut |_| Ok(())),
+        Err(StoreError::NotFound(_))
+    ));
+
     // delete
     assert!(s.delete(&a.supi).unwrap());
     assert!(!s.delete(&a.supi).unwrap());

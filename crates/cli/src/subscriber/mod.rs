@@ -8,8 +8,13 @@
 //! carry them are parsed here rather than by clap, whose errors would quote the value; `show`
 //! prints them only with `--reveal`.
 //!
-//! Exit status: 2 for bad input (malformed flag or CSV line), 1 when the operation fails
-//! (no such subscriber, SUPI already provisioned, store busy or broken).
+//! While a `core` or `udm` holds the store, every command goes through its provisioning API
+//! (the Unix socket `provisioning.sock` in the data directory, or `--api URL` with
+//! `--token-file`): changes take effect at each subscriber's next procedure. Otherwise the
+//! command opens the store file itself.
+//!
+//! Exit status: 2 for bad input (malformed flag or CSV line, SUPI already provisioned), 1
+//! when the operation fails (no such subscriber, store busy or broken, API unreachable).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -21,12 +26,16 @@ use serde_json::{json, Value};
 use store::csv::{parse_csv, write_row, CSV_HEADER};
 use store::subscriber::{hex, parse_hex, parse_sqn, validate_supi, DEFAULT_AMBR_BPS};
 use store::{
-    HnKeys, KeyFileError, OpOrOpc, RedbStore, Snssai, StoreError, Subscriber, SubscriberStore,
-    STORE_FILE,
+    HnKeys, KeyFileError, OpOrOpc, RedbStore, Snssai, Subscriber, SubscriberRecord, STORE_FILE,
 };
 
 use crate::cli::Global;
 use crate::exit::CliError;
+use backend::{store_err, Backend};
+use remote::Remote;
+
+mod backend;
+mod remote;
 
 /// `steer5g subscriber`.
 #[derive(Debug, Args)]
@@ -44,6 +53,24 @@ pub(crate) struct SubscriberArgs {
     /// configuration key `udm.hn_key_file` until the configuration has it.
     #[arg(long, global = true, env = "STEER5G_HN_KEY_FILE", value_name = "FILE")]
     hn_key_file: Option<PathBuf>,
+    /// The provisioning API of a running `core` or `udm` on another host or port
+    /// (`http://HOST:PORT`, its --provisioning-addr). Without it, the API's socket in
+    /// --data-dir is used when a process serves it there, else the store file.
+    #[arg(
+        long,
+        global = true,
+        env = "STEER5G_PROVISIONING_URL",
+        value_name = "URL"
+    )]
+    api: Option<String>,
+    /// File holding the API's bearer token (for --api).
+    #[arg(
+        long,
+        global = true,
+        env = "STEER5G_PROVISIONING_TOKEN_FILE",
+        value_name = "FILE"
+    )]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     command: SubscriberCommand,
 }
@@ -188,6 +215,8 @@ pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError
         json: global.json,
         data_dir: &args.data_dir,
         key_file,
+        api: args.api.as_deref(),
+        token_file: args.token_file.as_deref(),
     };
     match &args.command {
         SubscriberCommand::Add(a) => add(&ctx, a),
@@ -205,19 +234,47 @@ struct Ctx<'a> {
     json: bool,
     data_dir: &'a Path,
     key_file: PathBuf,
+    api: Option<&'a str>,
+    token_file: Option<&'a Path>,
 }
 
 impl Ctx<'_> {
-    /// Opens the store for provisioning: creates the data directory, the store and the key
-    /// file as needed.
-    fn open_rw(&self) -> Result<RedbStore, CliError> {
-        create_private_dir(self.data_dir)?;
-        self.ensure_keys()?;
-        RedbStore::open_in(self.data_dir).map_err(store_err)
+    /// The provisioning API: `--api`, else the socket of a process serving the data
+    /// directory's store.
+    fn api(&self) -> Result<Option<Remote>, CliError> {
+        if let Some(url) = self.api {
+            let token = match self.token_file {
+                Some(f) => Some(
+                    std::fs::read_to_string(f)
+                        .map_err(|e| CliError::Usage(format!("--token-file {}: {e}", f.display())))?
+                        .trim()
+                        .to_owned(),
+                ),
+                None => None,
+            };
+            return Remote::at_url(url, token).map(Some);
+        }
+        Remote::at_socket(&self.data_dir.join(steer5g_core::provisioning::SOCKET_FILE))
     }
 
-    /// Opens an existing store; a missing one is an error rather than silently created.
-    fn open_existing(&self) -> Result<RedbStore, CliError> {
+    /// What to provision, creating the data directory, the store and the key file as
+    /// needed when no process serves them.
+    fn open_rw(&self) -> Result<Backend, CliError> {
+        if let Some(r) = self.api()? {
+            return Ok(Backend::Remote(r));
+        }
+        create_private_dir(self.data_dir)?;
+        self.ensure_keys()?;
+        RedbStore::open_in(self.data_dir)
+            .map(Backend::Local)
+            .map_err(|e| self.busy(e))
+    }
+
+    /// What to read; a missing store is an error rather than silently created.
+    fn open_existing(&self) -> Result<Backend, CliError> {
+        if let Some(r) = self.api()? {
+            return Ok(Backend::Remote(r));
+        }
         let path = self.data_dir.join(STORE_FILE);
         if !path.exists() {
             return Err(CliError::Failed(format!(
@@ -225,7 +282,24 @@ impl Ctx<'_> {
                 path.display()
             )));
         }
-        RedbStore::open(&path).map_err(store_err)
+        RedbStore::open(&path)
+            .map(Backend::Local)
+            .map_err(|e| self.busy(e))
+    }
+
+    /// A store held by a process that serves no API here (`--no-provisioning`, or one
+    /// still starting) is said so.
+    fn busy(&self, e: store::StoreError) -> CliError {
+        match e {
+            store::StoreError::Busy(path) => CliError::Failed(format!(
+                "store {path} is in use by another process, which serves no provisioning API at \
+                 {} (started with --no-provisioning?); stop it, or reach its API with --api",
+                self.data_dir
+                    .join(steer5g_core::provisioning::SOCKET_FILE)
+                    .display()
+            )),
+            other => store_err(other),
+        }
     }
 
     fn ensure_keys(&self) -> Result<(HnKeys, bool), CliError> {
@@ -267,14 +341,6 @@ fn create_private_dir(dir: &Path) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("data directory {}: {e}", dir.display())))
 }
 
-fn store_err(e: StoreError) -> CliError {
-    match e {
-        // A SUPI already provisioned is the caller's input, as a malformed one is.
-        StoreError::Invalid { .. } | StoreError::AlreadyExists(_) => CliError::Usage(e.to_string()),
-        other => CliError::Failed(other.to_string()),
-    }
-}
-
 fn key_err(e: KeyFileError) -> CliError {
     CliError::Failed(format!("home network key file: {e}"))
 }
@@ -305,44 +371,26 @@ fn add(ctx: &Ctx<'_>, a: &AddArgs) -> Result<(), CliError> {
     sub.ambr_ul = a.ambr_ul;
     sub.ambr_dl = a.ambr_dl;
     sub.validate().map_err(usage)?;
-    let store = ctx.open_rw()?;
-    store.insert(&sub).map_err(store_err)?;
+    ctx.open_rw()?.insert(&sub)?;
     ctx.out(json!({ "added": sub.supi }), || {
         format!("added {}\n", sub.supi)
     });
     Ok(())
 }
 
-/// The public fields of a subscriber, as JSON.
-fn public_json(s: &Subscriber) -> Value {
-    json!({
-        "supi": s.supi,
-        "sqn": s.sqn,
-        "amf": hex(&s.amf),
-        "slices": s.slices.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
-        "dnns": s.dnns,
-        "ambr_ul": s.ambr_ul,
-        "ambr_dl": s.ambr_dl,
-        "operator_key": match s.op_or_opc { OpOrOpc::Op(_) => "op", OpOrOpc::Opc(_) => "opc" },
-    })
-}
-
-fn slices_text(s: &Subscriber) -> String {
-    s.slices
-        .iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+/// A record as JSON: its public fields, and the keys if it carries them (revealed).
+fn record_json(r: &SubscriberRecord) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
 }
 
 fn list(ctx: &Ctx<'_>, a: &ListArgs) -> Result<(), CliError> {
-    let store = ctx.open_existing()?;
-    let total = store.count().map_err(store_err)?;
-    let page = store.list(a.after.as_deref(), a.limit).map_err(store_err)?;
+    let (total, page) = ctx
+        .open_existing()?
+        .list(a.after.as_deref(), a.limit, false)?;
     ctx.out(
         json!({
             "total": total,
-            "subscribers": page.iter().map(public_json).collect::<Vec<_>>(),
+            "subscribers": page.iter().map(record_json).collect::<Vec<_>>(),
         }),
         || {
             let mut t = format!(
@@ -355,8 +403,8 @@ fn list(ctx: &Ctx<'_>, a: &ListArgs) -> Result<(), CliError> {
                     "{:<21} {:>15} {:>4} {:<16} {}",
                     s.supi,
                     s.sqn,
-                    hex(&s.amf),
-                    slices_text(s),
+                    s.amf,
+                    s.slices.join(","),
                     s.dnns.join(",")
                 );
             }
@@ -367,43 +415,23 @@ fn list(ctx: &Ctx<'_>, a: &ListArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn get_existing(store: &RedbStore, supi: &str) -> Result<Subscriber, CliError> {
-    store
-        .get(supi)
-        .map_err(store_err)?
-        .ok_or_else(|| CliError::Failed(format!("no subscriber {supi}")))
-}
-
 fn show(ctx: &Ctx<'_>, a: &ShowArgs) -> Result<(), CliError> {
     validate_supi(&a.supi).map_err(usage)?;
-    let store = ctx.open_existing()?;
-    let s = get_existing(&store, &a.supi)?;
-    let mut v = public_json(&s);
-    let (op_name, op_value) = match &s.op_or_opc {
-        OpOrOpc::Op(op) => ("op", op),
-        OpOrOpc::Opc(opc) => ("opc", opc),
-    };
-    if a.reveal {
-        v["k"] = json!(hex(&s.k));
-        v[op_name] = json!(hex(op_value));
-    }
-    ctx.out(v, || {
-        let hidden = "(hidden; --reveal shows it)".to_string();
+    let s = ctx
+        .open_existing()?
+        .get(&a.supi, a.reveal)?
+        .ok_or_else(|| CliError::Failed(format!("no subscriber {}", a.supi)))?;
+    ctx.out(record_json(&s), || {
+        let hidden = "(hidden; --reveal shows it)";
+        let op_name = s.operator_key.as_deref().unwrap_or("opc");
+        let op_value = s.op.as_deref().or(s.opc.as_deref()).unwrap_or(hidden);
         let mut t = String::new();
         let _ = writeln!(t, "supi     {}", s.supi);
-        let _ = writeln!(
-            t,
-            "k        {}",
-            if a.reveal { hex(&s.k) } else { hidden.clone() }
-        );
-        let _ = writeln!(
-            t,
-            "{op_name:<8} {}",
-            if a.reveal { hex(op_value) } else { hidden }
-        );
+        let _ = writeln!(t, "k        {}", s.k.as_deref().unwrap_or(hidden));
+        let _ = writeln!(t, "{op_name:<8} {op_value}");
         let _ = writeln!(t, "sqn      {} ({:#014x})", s.sqn, s.sqn);
-        let _ = writeln!(t, "amf      {}", hex(&s.amf));
-        let _ = writeln!(t, "slices   {}", slices_text(&s));
+        let _ = writeln!(t, "amf      {}", s.amf);
+        let _ = writeln!(t, "slices   {}", s.slices.join(","));
         let _ = writeln!(t, "dnns     {}", s.dnns.join(","));
         let _ = writeln!(t, "ambr     ul {} bps, dl {} bps", s.ambr_ul, s.ambr_dl);
         t
@@ -413,8 +441,7 @@ fn show(ctx: &Ctx<'_>, a: &ShowArgs) -> Result<(), CliError> {
 
 fn delete(ctx: &Ctx<'_>, a: &SupiArg) -> Result<(), CliError> {
     validate_supi(&a.supi).map_err(usage)?;
-    let store = ctx.open_existing()?;
-    if !store.delete(&a.supi).map_err(store_err)? {
+    if !ctx.open_existing()?.delete(&a.supi)? {
         return Err(CliError::Failed(format!("no subscriber {}", a.supi)));
     }
     ctx.out(json!({ "deleted": a.supi }), || {
@@ -430,11 +457,9 @@ fn import(ctx: &Ctx<'_>, a: &ImportArgs) -> Result<(), CliError> {
     let subs =
         parse_csv(&text).map_err(|e| CliError::Usage(format!("{}: {e}", a.file.display())))?;
     let parsed = start.elapsed();
-    let store = ctx.open_rw()?;
     // One transaction: 100k rows commit with one fsync, and a failure leaves nothing behind.
-    store.put_batch(&subs).map_err(store_err)?;
+    let total = ctx.open_rw()?.import(&subs)?;
     let secs = start.elapsed().as_secs_f64();
-    let total = store.count().map_err(store_err)?;
     tracing::info!(
         rows = subs.len(),
         parse_s = parsed.as_secs_f64(),
@@ -490,16 +515,12 @@ fn write_csv(path: &Path, force: bool, text: &str) -> Result<(), CliError> {
 }
 
 fn export(ctx: &Ctx<'_>, a: &FileArg) -> Result<(), CliError> {
-    let store = ctx.open_existing()?;
     let mut text = format!("{CSV_HEADER}\n");
     let mut n = 0u64;
-    store
-        .for_each(4096, &mut |s| {
-            write_row(&mut text, s);
-            n += 1;
-            Ok(())
-        })
-        .map_err(store_err)?;
+    ctx.open_existing()?.for_each(&mut |s| {
+        write_row(&mut text, s);
+        n += 1;
+    })?;
     write_csv(&a.file, a.force, &text)?;
     let file = a.file.display().to_string();
     ctx.out(json!({ "exported": n, "file": file }), || {

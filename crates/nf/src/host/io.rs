@@ -145,6 +145,12 @@ pub enum Hop {
         /// The high-water mark stored, `None` if the write failed.
         high_water: Option<u64>,
     },
+    /// A subscriber's stored record changed (the locked placement tells every worker: any of
+    /// them may have parked a request for it).
+    SubscriberChanged {
+        /// The subscriber.
+        supi: String,
+    },
     /// The AMF of worker `from` entered overload (`start` is what the gNBs are told) or
     /// left it (`None`); for the receiver's N2 side ([`super::Host::poll_overload`]).
     Overload {
@@ -204,6 +210,12 @@ pub enum Input<'a> {
         supi: String,
         /// The high-water mark stored.
         high_water: Option<u64>,
+    },
+    /// The provisioning API changed (or deleted) the stored record of a subscriber this
+    /// worker owns ([`crate::udm::Udm::subscriber_changed`]).
+    SubscriberChanged {
+        /// The subscriber.
+        supi: String,
     },
 }
 

@@ -254,6 +254,16 @@ impl<P: Placement> Host<P> {
                 }
                 self.nfs.sqn_done(&supi, high_water);
             }
+            Input::SubscriberChanged { supi } => {
+                if P::SHARES_SQN_DONE {
+                    let me = self.id;
+                    for w in self.workers.iter().filter(|w| *w != me) {
+                        let supi = supi.clone();
+                        self.hop(w, Hop::SubscriberChanged { supi });
+                    }
+                }
+                self.nfs.udm.subscriber_changed(&supi);
+            }
         }
         self.pump(now);
     }
@@ -444,6 +454,7 @@ impl<P: Placement> Host<P> {
             }
             Hop::Answer { tag, resp } => self.complete(now, tag, resp),
             Hop::SqnDone { supi, high_water } => self.nfs.sqn_done(&supi, high_water),
+            Hop::SubscriberChanged { supi } => self.nfs.udm.subscriber_changed(&supi),
             Hop::Overload { from, start } => self.overload.push_back(OverloadSignal {
                 worker: from.0,
                 start,

@@ -19,9 +19,10 @@
 //! [`UdmStats::suci_hops`]). In the locking baseline every worker sees every subscriber and
 //! nothing is forwarded.
 
+mod data;
 mod suci;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -30,11 +31,9 @@ use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use sbi::model::{
-    AccessAndMobilitySubscriptionData, Ambr, Amf3GppAccessRegistration, Arp, AuthEvent, AuthType,
-    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
-    DnnConfiguration, DnnInfo, HexBytes, Nssai, PduSessionTypes, PreemptCap, PreemptVuln,
-    ProblemDetails, ResynchronizationInfo, SessionManagementSubscriptionData,
-    SmfSelectionSubscriptionData, Snssai, SnssaiInfo, SscModes, SubscribedDefaultQos,
+    Amf3GppAccessRegistration, AuthEvent, AuthType, AuthenticationInfoRequest,
+    AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, HexBytes, ProblemDetails,
+    ResynchronizationInfo,
 };
 use sbi::paths::{resolve, Route};
 use sbi::validate::{self, parse_valid, query, Checker};
@@ -47,6 +46,8 @@ use store::{SqnError, SqnShard, Subscriber, SubscriberStore};
 
 use crate::state::ContextMap;
 
+pub(crate) use data::{am_data, nssai, sm_data, smf_select};
+pub use data::{bit_rate, DEFAULT_5QI, DEFAULT_ARP, SESSION_AMBR_BPS};
 pub use suci::{deconceal, SidfKeys, SuciError};
 
 /// The operations a UDM serves.
@@ -512,6 +513,42 @@ where
         }
     }
 
+    /// The subscriber's record changed in the store, or it was deleted (the UDR's
+    /// provisioning API tells the owner, one hop away): forget the SQN this shard holds, so
+    /// that its next vector starts from the stored value. That is always safe: the shard
+    /// never issues an SQN above what the store acknowledged, and the store keeps the
+    /// maximum, so the reloaded value is at or above every SQN issued; and it is what a new
+    /// SIM (a new K with a lower SQN) needs. Requests parked behind a reservation start over
+    /// from the store; a deleted subscriber's UECM record goes.
+    pub fn subscriber_changed(&mut self, supi: &str) {
+        self.with_shard(|s| s.unload(supi));
+        let parked = self.parked.remove(supi).unwrap_or_default();
+        match self.subscriber(supi) {
+            Ok(sub) => {
+                for p in parked {
+                    let stored = sub.sqn;
+                    let sub = sub.clone();
+                    self.issue(
+                        Parked {
+                            req_id: p.req_id,
+                            snn: p.snn,
+                            sub,
+                        },
+                        Some((stored, None)),
+                    );
+                }
+            }
+            Err(prob) => {
+                if prob.http_status() == StatusCode::NOT_FOUND.as_u16() {
+                    self.ues.remove(&supi.to_owned());
+                }
+                for p in parked {
+                    self.problem(p.req_id, prob.clone());
+                }
+            }
+        }
+    }
+
     /// Requests naming a SUPI in the path, at its owner.
     fn serve_supi(&mut self, req_id: u64, route: Route, supi: &str, req: &SbiRequest) {
         let response = match self.supi_response(route, supi, req) {
@@ -571,15 +608,7 @@ where
             }
             Route::AmData => {
                 let sub = self.subscriber(supi)?;
-                let am = AccessAndMobilitySubscriptionData {
-                    subscribed_ue_ambr: Some(Ambr {
-                        uplink: bit_rate(sub.ambr_ul),
-                        downlink: bit_rate(sub.ambr_dl),
-                    }),
-                    nssai: Some(nssai(&sub)),
-                    ..Default::default()
-                };
-                Ok(SbiResponse::json(StatusCode::OK, &am))
+                Ok(SbiResponse::json(StatusCode::OK, &am_data(&sub)))
             }
             Route::SmfSelectData => {
                 let sub = self.subscriber(supi)?;
@@ -610,13 +639,6 @@ fn sm_data_supi(req: &SbiRequest) -> Option<(String, Option<String>)> {
     (!supi.is_empty() && !supi.contains('/')).then(|| (supi.to_owned(), query))
 }
 
-/// Session AMBR of every DNN: the store has no per-DNN column, so 1 Gbit/s each way.
-pub const SESSION_AMBR_BPS: u64 = 1_000_000_000;
-/// 5QI of every default QoS flow: 9, the non-GBR default of TS 23.501 table 5.7.4-1.
-pub const DEFAULT_5QI: u8 = 9;
-/// ARP priority level of the default QoS flow.
-pub const DEFAULT_ARP: u8 = 8;
-
 impl<M, Q> Udm<M, Q>
 where
     M: ContextMap<String, UeRecord>,
@@ -630,130 +652,11 @@ where
         validate::path_supi("supi", supi)?;
         let q = query::check(q, query::SM_DATA)?;
         let sub = self.subscriber(supi)?;
-        let want = q.get("dnn");
-        let conf = DnnConfiguration {
-            pdu_session_types: PduSessionTypes {
-                default_session_type: Some("IPV4".into()),
-                allowed_session_types: Some(vec!["IPV4".into()]),
-            },
-            ssc_modes: SscModes {
-                default_ssc_mode: "SSC_MODE_1".into(),
-            },
-            qos_profile: Some(SubscribedDefaultQos {
-                five_qi: DEFAULT_5QI,
-                arp: Arp {
-                    priority_level: DEFAULT_ARP,
-                    preempt_cap: PreemptCap::NotPreempt,
-                    preempt_vuln: PreemptVuln::Preemptable,
-                },
-            }),
-            session_ambr: Some(Ambr {
-                uplink: bit_rate(SESSION_AMBR_BPS),
-                downlink: bit_rate(SESSION_AMBR_BPS),
-            }),
-        };
-        let dnns: BTreeMap<String, DnnConfiguration> = sub
-            .dnns
-            .iter()
-            .filter(|d| want.is_none_or(|w| w == d.as_str()))
-            .map(|d| (d.clone(), conf.clone()))
-            .collect();
-        let list: Vec<SessionManagementSubscriptionData> = sub
-            .slices
-            .iter()
-            .map(|s| SessionManagementSubscriptionData {
-                single_nssai: snssai(s),
-                // A DNN the subscriber lacks leaves the slice without configurations, so
-                // that the SMF can tell "not subscribed" from "unknown subscriber".
-                dnn_configurations: (!dnns.is_empty()).then(|| dnns.clone()),
-            })
-            .collect();
+        let list = data::sm_data(&sub, q.get("dnn"));
         Ok(SbiResponse::json(StatusCode::OK, &list))
     }
 }
 
 fn milenage(sub: &Subscriber) -> Milenage {
     Milenage::new(&K::from_bytes(&sub.k), &Opc::from_bytes(&sub.opc()))
-}
-
-/// A bit rate in the `BitRate` form of TS 29.571 §5.5.2 (`"1 Gbps"`), in the largest unit
-/// that keeps it exact.
-pub fn bit_rate(bps: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1_000_000_000_000, "Tbps"),
-        (1_000_000_000, "Gbps"),
-        (1_000_000, "Mbps"),
-        (1_000, "Kbps"),
-    ];
-    for (div, unit) in UNITS {
-        if bps >= div && bps.is_multiple_of(div) {
-            return format!("{} {unit}", bps / div);
-        }
-    }
-    format!("{bps} bps")
-}
-
-fn snssai(s: &store::Snssai) -> Snssai {
-    Snssai {
-        sst: s.sst,
-        sd: s.sd.map(|sd| {
-            let [_, a, b, c] = sd.to_be_bytes();
-            HexBytes([a, b, c])
-        }),
-    }
-}
-
-/// Every subscribed slice is a default one: the store has no other kind yet.
-fn nssai(sub: &Subscriber) -> Nssai {
-    Nssai {
-        supported_features: None,
-        default_single_nssais: sub.slices.iter().map(snssai).collect(),
-        single_nssais: None,
-        provisioning_time: None,
-    }
-}
-
-/// Each slice offers every subscribed DNN, the first being the default.
-fn smf_select(sub: &Subscriber) -> SmfSelectionSubscriptionData {
-    let dnn_infos: Vec<DnnInfo> = sub
-        .dnns
-        .iter()
-        .enumerate()
-        .map(|(i, d)| DnnInfo {
-            dnn: d.clone(),
-            default_dnn_indicator: (i == 0).then_some(true),
-            lbo_roaming_allowed: None,
-            iwk_eps_ind: None,
-        })
-        .collect();
-    let infos: BTreeMap<String, SnssaiInfo> = sub
-        .slices
-        .iter()
-        .map(|s| {
-            (
-                snssai(s).to_key(),
-                SnssaiInfo {
-                    dnn_infos: dnn_infos.clone(),
-                },
-            )
-        })
-        .collect();
-    SmfSelectionSubscriptionData {
-        subscribed_snssai_infos: Some(infos),
-        ..Default::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bit_rates() {
-        assert_eq!(bit_rate(1_000_000_000), "1 Gbps");
-        assert_eq!(bit_rate(1_500_000_000), "1500 Mbps");
-        assert_eq!(bit_rate(999), "999 bps");
-        assert_eq!(bit_rate(0), "0 bps");
-        assert_eq!(bit_rate(2_000), "2 Kbps");
-    }
 }
