@@ -298,8 +298,74 @@ pub(crate) fn load_config(
             cfg.n2.udp_port = p;
         }
     }
-    cfg.validate()?;
+    cfg.validate().map_err(name_env_source)?;
     Ok(cfg)
+}
+
+/// The settings `load_config` takes from flags that environment variables may give:
+/// configuration field, flag, variable.
+const ENV_FIELDS: &[(&str, &str, &str)] = &[
+    ("plmn.mcc", "--mcc", "STEER5G_MCC"),
+    ("plmn.mnc", "--mnc", "STEER5G_MNC"),
+    ("amf.tacs", "--tac", "STEER5G_TAC"),
+    ("amf.slices", "--slice", "STEER5G_SLICES"),
+    ("n2.addr", "--n2-addr", "STEER5G_N2_ADDR"),
+    ("n2.sctp_port", "--sctp-port", "STEER5G_SCTP_PORT"),
+    ("n2.udp_port", "--udp-port", "STEER5G_UDP_PORT"),
+];
+
+/// Whether `flag`'s value came from environment variable `var`: set, and the flag not on
+/// the command line (which would win over it).
+pub(crate) fn from_env(flag: &str, var: &str) -> bool {
+    let eq = format!("{flag}=");
+    std::env::var_os(var).is_some() && !std::env::args().any(|a| a == flag || a.starts_with(&eq))
+}
+
+/// A bad value that came from an environment variable is reported under the variable's
+/// name, which is what the user wrote (`STEER5G_MCC: invalid plmn.mcc: ...`).
+fn name_env_source(e: steer5g_config::ConfigError) -> CliError {
+    if let steer5g_config::ConfigError::Invalid { field, .. } = &e {
+        if let Some((_, flag, var)) = ENV_FIELDS.iter().find(|(f, _, _)| f == field) {
+            if from_env(flag, var) {
+                return CliError::Usage(format!("{var}: {e}"));
+            }
+        }
+    }
+    e.into()
+}
+
+/// A clap error about a value that came from an environment variable, reworded to name the
+/// variable (`invalid value 'abc' for STEER5G_WORKERS (--workers)`); others unchanged.
+pub(crate) fn name_env_in_clap_error(cmd: &clap::Command, e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+    ) else {
+        return e;
+    };
+    let long = arg.split_whitespace().next().unwrap_or_default();
+    let Some(var) = env_of(cmd, long.trim_start_matches("--")) else {
+        return e;
+    };
+    let given = std::env::var(&var).unwrap_or_default();
+    if !from_env(long, &var) || !given.split(',').any(|v| v == value) {
+        return e;
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.trim_start_matches("error: ");
+    let reworded = first.replacen(&format!("'{arg}'"), &format!("{var} ({long})"), 1);
+    clap::Error::raw(e.kind(), format!("{reworded}\n"))
+}
+
+/// The environment variable of the flag `--long` in `cmd` or any of its subcommands.
+fn env_of(cmd: &clap::Command, long: &str) -> Option<String> {
+    cmd.get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .map(|v| v.to_string_lossy().into_owned())
+        .or_else(|| cmd.get_subcommands().find_map(|c| env_of(c, long)))
 }
 
 /// Parses `HOST[:PORT]` with an IPv4 host.
@@ -310,8 +376,13 @@ pub(crate) fn parse_host_port(s: &str, default_port: u16) -> Result<SocketAddrV4
     if let Ok(ip) = s.parse::<Ipv4Addr>() {
         return Ok(SocketAddrV4::new(ip, default_port));
     }
+    let name = if from_env("--amf", "STEER5G_AMF") {
+        "STEER5G_AMF"
+    } else {
+        "--amf"
+    };
     Err(CliError::Usage(format!(
-        "--amf {s:?}: expected an IPv4 address with an optional port, e.g. 127.0.0.5:9899"
+        "{name} {s:?}: expected an IPv4 address with an optional port, e.g. 127.0.0.5:9899"
     )))
 }
 

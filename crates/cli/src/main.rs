@@ -37,6 +37,7 @@ fn main() -> ExitCode {
     // clap prints help/version to stdout with status 0 and usage errors to stderr with
     // status 2, which is our convention too.
     let clap_exit = |e: clap::Error| {
+        let e = cli::name_env_in_clap_error(&Cli::command(), e);
         let code = u8::try_from(e.exit_code()).unwrap_or(2);
         let _ = e.print();
         // A usage error with --json among the arguments still gives a script its object.

@@ -216,3 +216,45 @@ fn a_missing_store_is_not_created_without_init() {
     let done = run(&core(false));
     assert_eq!(done.code(), Some(0), "{}", done.stderr);
 }
+
+/// A bad value given through an environment variable is reported under the variable's name
+/// (exit 2), whether clap or the configuration refuses it; the same value as a flag is
+/// reported under the flag.
+#[test]
+fn errors_about_environment_variables_name_the_variable() {
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "STEER5G_WORKERS",
+            "abc",
+            &["core", "--data-dir", "/nonexistent"],
+            "STEER5G_WORKERS (--workers)",
+        ),
+        ("STEER5G_TAC", "1,zz", &["config"], "STEER5G_TAC (--tac)"),
+        (
+            "STEER5G_MCC",
+            "12x",
+            &["config"],
+            "STEER5G_MCC: invalid plmn.mcc",
+        ),
+        (
+            "STEER5G_AMF",
+            "nowhere",
+            &["ran", "--gnbs", "1"],
+            "STEER5G_AMF \"nowhere\"",
+        ),
+    ];
+    for (var, value, args, said) in cases {
+        let mut c = common::steer5g(None, args);
+        c.env(var, value);
+        let done = run_timeout(&mut c, Duration::from_secs(20)).unwrap();
+        assert_eq!(done.code(), Some(2), "{var}={value}: {}", done.stderr);
+        assert!(done.stderr.contains(said), "{var}={value}: {}", done.stderr);
+    }
+    let done = run_timeout(
+        &mut common::steer5g(None, &["config", "--mcc", "12x"]),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    assert_eq!(done.code(), Some(2));
+    assert!(!done.stderr.contains("STEER5G_MCC"), "{}", done.stderr);
+}

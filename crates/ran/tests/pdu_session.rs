@@ -455,7 +455,7 @@ fn reject_and_unexpected_messages() {
         ue.handle_downlink_nas(&reject).event,
         UeEvent::PduSessionRejected {
             pdu_session_id: 1,
-            cause: 27
+            cause: ran::ue::SessionRefusal::Sm(proto::nas::FiveGsmCause::MissingOrUnknownDnn)
         }
     );
     assert!(ue.pdu_session(1).is_none());

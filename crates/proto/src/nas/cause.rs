@@ -1,21 +1,21 @@
-//! 5GMM cause (TS 24.501 §9.11.3.2, values of Table 9.11.3.2.1).
+//! 5GMM cause (TS 24.501 §9.11.3.2, values of Table 9.11.3.2.1) and 5GSM cause (§9.11.4.2,
+//! Table 9.11.4.2.1): each value with the name the table gives it, so that logs and reports
+//! print `#27 (Missing or unknown DNN)`, not a bare number.
 
 use core::fmt;
 
 macro_rules! causes {
-    ($($(#[$doc:meta])* $name:ident = $value:literal, $text:literal;)*) => {
-        /// A 5GMM cause value (TS 24.501 §9.11.3.2). Values the table does not have are
-        /// kept as [`FiveGmmCause::Other`]: Annex A has a receiver treat them as #111,
-        /// which [`FiveGmmCause::as_received`] does.
+    ($(#[$edoc:meta])* $enum:ident; $($(#[$doc:meta])* $name:ident = $value:literal, $text:literal;)*) => {
+        $(#[$edoc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
-        pub enum FiveGmmCause {
+        pub enum $enum {
             $($(#[$doc])* $name,)*
-            /// A value that Table 9.11.3.2.1 does not list.
+            /// A value that the table does not list.
             Other(u8),
         }
 
-        impl FiveGmmCause {
+        impl $enum {
             /// The octet on the wire.
             pub fn value(self) -> u8 {
                 match self {
@@ -32,7 +32,7 @@ macro_rules! causes {
                 }
             }
 
-            /// The name Table 9.11.3.2.1 gives the value.
+            /// The name the table gives the value.
             pub fn name(self) -> &'static str {
                 match self {
                     $(Self::$name => $text,)*
@@ -40,10 +40,20 @@ macro_rules! causes {
                 }
             }
         }
+
+        impl fmt::Display for $enum {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "#{} ({})", self.value(), self.name())
+            }
+        }
     };
 }
 
 causes! {
+    /// A 5GMM cause value (TS 24.501 §9.11.3.2). Values the table does not have are
+    /// kept as [`FiveGmmCause::Other`]: Annex A has a receiver treat them as #111,
+    /// which [`FiveGmmCause::as_received`] does.
+    FiveGmmCause;
     /// #3 Illegal UE.
     IllegalUe = 3, "Illegal UE";
     /// #5 PEI not accepted.
@@ -137,10 +147,99 @@ impl FiveGmmCause {
     }
 }
 
-impl fmt::Display for FiveGmmCause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{} ({})", self.value(), self.name())
-    }
+causes! {
+    /// A 5GSM cause value (TS 24.501 §9.11.4.2, Table 9.11.4.2.1). Values the table does
+    /// not have are kept as [`FiveGsmCause::Other`] (Annex B has a receiver treat them as
+    /// #111).
+    FiveGsmCause;
+    /// #8 Operator determined barring.
+    OperatorDeterminedBarring = 8, "Operator determined barring";
+    /// #26 Insufficient resources.
+    InsufficientResources = 26, "Insufficient resources";
+    /// #27 Missing or unknown DNN.
+    MissingOrUnknownDnn = 27, "Missing or unknown DNN";
+    /// #28 Unknown PDU session type.
+    UnknownPduSessionType = 28, "Unknown PDU session type";
+    /// #29 User authentication or authorization failed.
+    UserAuthenticationFailed = 29, "User authentication or authorization failed";
+    /// #31 Request rejected, unspecified.
+    RequestRejectedUnspecified = 31, "Request rejected, unspecified";
+    /// #32 Service option not supported.
+    ServiceOptionNotSupported = 32, "Service option not supported";
+    /// #33 Requested service option not subscribed.
+    ServiceOptionNotSubscribed = 33, "Requested service option not subscribed";
+    /// #35 PTI already in use.
+    PtiAlreadyInUse = 35, "PTI already in use";
+    /// #36 Regular deactivation.
+    RegularDeactivation = 36, "Regular deactivation";
+    /// #37 5GS QoS not accepted.
+    QosNotAccepted = 37, "5GS QoS not accepted";
+    /// #38 Network failure.
+    NetworkFailure = 38, "Network failure";
+    /// #39 Reactivation requested.
+    ReactivationRequested = 39, "Reactivation requested";
+    /// #41 Semantic error in the TFT operation.
+    SemanticErrorInTft = 41, "Semantic error in the TFT operation";
+    /// #42 Syntactical error in the TFT operation.
+    SyntacticalErrorInTft = 42, "Syntactical error in the TFT operation";
+    /// #43 Invalid PDU session identity.
+    InvalidPduSessionIdentity = 43, "Invalid PDU session identity";
+    /// #44 Semantic errors in packet filter(s).
+    SemanticErrorsInPacketFilters = 44, "Semantic errors in packet filter(s)";
+    /// #45 Syntactical error in packet filter(s).
+    SyntacticalErrorInPacketFilters = 45, "Syntactical error in packet filter(s)";
+    /// #46 Out of LADN service area.
+    OutOfLadnServiceArea = 46, "Out of LADN service area";
+    /// #47 PTI mismatch.
+    PtiMismatch = 47, "PTI mismatch";
+    /// #50 PDU session type IPv4 only allowed.
+    Ipv4OnlyAllowed = 50, "PDU session type IPv4 only allowed";
+    /// #51 PDU session type IPv6 only allowed.
+    Ipv6OnlyAllowed = 51, "PDU session type IPv6 only allowed";
+    /// #54 PDU session does not exist.
+    PduSessionDoesNotExist = 54, "PDU session does not exist";
+    /// #57 PDU session type IPv4v6 only allowed.
+    Ipv4v6OnlyAllowed = 57, "PDU session type IPv4v6 only allowed";
+    /// #58 PDU session type Unstructured only allowed.
+    UnstructuredOnlyAllowed = 58, "PDU session type Unstructured only allowed";
+    /// #59 Unsupported 5QI value.
+    Unsupported5qi = 59, "Unsupported 5QI value";
+    /// #61 PDU session type Ethernet only allowed.
+    EthernetOnlyAllowed = 61, "PDU session type Ethernet only allowed";
+    /// #67 Insufficient resources for specific slice and DNN.
+    InsufficientResourcesForSliceAndDnn = 67, "Insufficient resources for specific slice and DNN";
+    /// #68 Not supported SSC mode.
+    NotSupportedSscMode = 68, "Not supported SSC mode";
+    /// #69 Insufficient resources for specific slice.
+    InsufficientResourcesForSlice = 69, "Insufficient resources for specific slice";
+    /// #70 Missing or unknown DNN in a slice.
+    MissingOrUnknownDnnInSlice = 70, "Missing or unknown DNN in a slice";
+    /// #81 Invalid PTI value.
+    InvalidPtiValue = 81, "Invalid PTI value";
+    /// #82 Maximum data rate per UE for user-plane integrity protection is too low.
+    MaxDataRateTooLow = 82, "Maximum data rate per UE for user-plane integrity protection is too low";
+    /// #83 Semantic error in the QoS operation.
+    SemanticErrorInQos = 83, "Semantic error in the QoS operation";
+    /// #84 Syntactical error in the QoS operation.
+    SyntacticalErrorInQos = 84, "Syntactical error in the QoS operation";
+    /// #85 Invalid mapped EPS bearer identity.
+    InvalidMappedEpsBearerIdentity = 85, "Invalid mapped EPS bearer identity";
+    /// #95 Semantically incorrect message.
+    SemanticallyIncorrectMessage = 95, "Semantically incorrect message";
+    /// #96 Invalid mandatory information.
+    InvalidMandatoryInformation = 96, "Invalid mandatory information";
+    /// #97 Message type non-existent or not implemented.
+    MessageTypeNonExistent = 97, "Message type non-existent or not implemented";
+    /// #98 Message type not compatible with the protocol state.
+    MessageTypeNotCompatible = 98, "Message type not compatible with the protocol state";
+    /// #99 Information element non-existent or not implemented.
+    IeNonExistent = 99, "Information element non-existent or not implemented";
+    /// #100 Conditional IE error.
+    ConditionalIeError = 100, "Conditional IE error";
+    /// #101 Message not compatible with the protocol state.
+    MessageNotCompatible = 101, "Message not compatible with the protocol state";
+    /// #111 Protocol error, unspecified.
+    ProtocolErrorUnspecified = 111, "Protocol error, unspecified";
 }
 
 #[cfg(test)]
@@ -158,5 +257,20 @@ mod tests {
             FiveGmmCause::ProtocolErrorUnspecified
         );
         assert_eq!(FiveGmmCause::MacFailure.to_string(), "#20 (MAC failure)");
+    }
+
+    #[test]
+    fn sm_causes_print_their_names() {
+        for v in 0..=u8::MAX {
+            assert_eq!(FiveGsmCause::from_value(v).value(), v);
+        }
+        assert_eq!(
+            FiveGsmCause::from_value(27).to_string(),
+            "#27 (Missing or unknown DNN)"
+        );
+        assert_eq!(
+            FiveGsmCause::from_value(2).to_string(),
+            "#2 (unknown cause)"
+        );
     }
 }

@@ -22,7 +22,7 @@ use oxirush_nas::nas_5gs::{Nas5gmmMessage, Nas5gsMessage};
 use thiserror::Error;
 
 pub use ::security::nas::{Bearer, Direction};
-pub use cause::FiveGmmCause;
+pub use cause::{FiveGmmCause, FiveGsmCause};
 pub use identity::{Guti, MobileIdentity, ProtectionScheme, STmsi, SchemeOutput, Suci};
 pub use ie::{
     AccessType, AdditionalSecurityInformation, CipheringAlgorithm, IdentityType,

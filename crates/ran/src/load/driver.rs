@@ -267,7 +267,7 @@ pub enum FailureCause {
     ErrorIndication(String),
     /// PDU SESSION ESTABLISHMENT REJECT with this 5GSM cause (or the 5GMM cause of a DL
     /// NAS TRANSPORT that could not route the request, as the ran crate reports both).
-    SessionRejected(u8),
+    SessionRejected(crate::ue::SessionRefusal),
     /// The gNB could not set up the session's resources, with the NGAP cause.
     ResourceSetupFailed(String),
     /// No answer within the timeout.
@@ -290,7 +290,7 @@ impl FailureCause {
             FailureCause::DeregisteredByNetwork => "deregistered by the network".into(),
             FailureCause::Released(c) => format!("N2 released early: {c}"),
             FailureCause::ErrorIndication(c) => format!("error indication: {c}"),
-            FailureCause::SessionRejected(c) => format!("session reject 5GSM cause #{c}"),
+            FailureCause::SessionRejected(c) => format!("session reject {c}"),
             FailureCause::ResourceSetupFailed(c) => format!("resource setup failed: {c}"),
             FailureCause::Timeout => "timeout".into(),
             FailureCause::Local(c) => format!("local: {c}"),
@@ -965,6 +965,14 @@ mod tests {
         }
     }
 
+    fn not_forwarded() -> crate::ue::SessionRefusal {
+        crate::ue::SessionRefusal::NotForwarded(proto::nas::FiveGmmCause::PayloadNotForwarded)
+    }
+
+    fn unknown_dnn() -> crate::ue::SessionRefusal {
+        crate::ue::SessionRefusal::Sm(proto::nas::FiveGsmCause::MissingOrUnknownDnn)
+    }
+
     fn released(id: u8) -> UeEvent {
         UeEvent::PduSessionReleased {
             pdu_session_id: id,
@@ -1058,12 +1066,19 @@ mod tests {
             t0 + ms(3),
             Input::Ue(&UeEvent::PduSessionRejected {
                 pdu_session_id: 1,
-                cause: 90,
+                cause: not_forwarded(),
             }),
         );
         assert_eq!(
             r.failed,
-            Some((Procedure::SessionRelease, FailureCause::SessionRejected(90)))
+            Some((
+                Procedure::SessionRelease,
+                FailureCause::SessionRejected(not_forwarded())
+            ))
+        );
+        assert_eq!(
+            r.failed.as_ref().unwrap().1.label(),
+            "session reject not forwarded, 5GMM cause #90 (Payload was not forwarded)"
         );
         assert_eq!(r.start, Some(Step::Deregister));
     }
@@ -1077,19 +1092,19 @@ mod tests {
             t0 + ms(1),
             Input::Ue(&UeEvent::PduSessionRejected {
                 pdu_session_id: 1,
-                cause: 27,
+                cause: unknown_dnn(),
             }),
         );
         assert_eq!(
             r.failed,
             Some((
                 Procedure::SessionEstablishment,
-                FailureCause::SessionRejected(27)
+                FailureCause::SessionRejected(unknown_dnn())
             ))
         );
         assert_eq!(
             r.failed.as_ref().unwrap().1.label(),
-            "session reject 5GSM cause #27"
+            "session reject 5GSM cause #27 (Missing or unknown DNN)"
         );
         assert!(!r.finished);
         assert_eq!(r.start, Some(Step::EstablishSession(2)));

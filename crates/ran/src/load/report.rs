@@ -719,7 +719,9 @@ mod tests {
         s.completed(Procedure::SessionRelease, Duration::from_millis(5));
         s.failed(
             Procedure::SessionEstablishment,
-            &FailureCause::SessionRejected(27),
+            &FailureCause::SessionRejected(crate::ue::SessionRefusal::Sm(
+                proto::nas::FiveGsmCause::from_value(27),
+            )),
         );
         s.failed(Procedure::SessionRelease, &FailureCause::Timeout);
         let t = s.procedures(Duration::from_secs(1));
@@ -729,7 +731,8 @@ mod tests {
         assert!(est.latency_us.p50 >= 19_000 && est.latency_us.p50 <= 20_100);
         assert_eq!(t["session_release"].completed, 1);
         assert_eq!(
-            s.causes()["session_establishment: session reject 5GSM cause #27"],
+            s.causes()
+                ["session_establishment: session reject 5GSM cause #27 (Missing or unknown DNN)"],
             1
         );
         assert_eq!(s.causes()["session_release: timeout"], 1);

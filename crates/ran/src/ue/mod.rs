@@ -32,7 +32,7 @@ use security::{Kamf, Kgnb, Rand};
 use thiserror::Error;
 use tracing::debug;
 
-pub use session::{SessionRequest, SessionState, UeSession};
+pub use session::{SessionRefusal, SessionRequest, SessionState, UeSession};
 use usim::{Usim, UsimCheck};
 pub use usim::{DELTA, IND_BITS};
 
@@ -214,12 +214,12 @@ pub enum UeEvent {
         ue_ip: Option<std::net::Ipv4Addr>,
     },
     /// PDU SESSION ESTABLISHMENT REJECT received (or the AMF could not route the
-    /// request): 5GSM cause, or the 5GMM cause of the DL NAS TRANSPORT.
+    /// request).
     PduSessionRejected {
         /// PDU session ID.
         pdu_session_id: u8,
-        /// Cause.
-        cause: u8,
+        /// Who refused, with which cause.
+        cause: SessionRefusal,
     },
     /// PDU SESSION RELEASE COMMAND received, RELEASE COMPLETE sent.
     PduSessionReleased {

@@ -10,9 +10,30 @@ use proto::nas::sm_ue::{
     self, DlNasTransport, PduSessionEstablishmentRequest, PduSessionReleaseComplete,
     PduSessionReleaseRequest, SessionAmbr, SmMessage, UlNasTransport,
 };
+use proto::nas::{FiveGmmCause, FiveGsmCause};
 use tracing::debug;
 
 use super::{DiscardReason, Ue, UeError, UeEvent, UeOutput, UeState};
+
+/// Why the network refused a PDU session procedure: the SMF's 5GSM cause, or the 5GMM cause
+/// of a DL NAS TRANSPORT that brought the UE's own 5GSM message back because the AMF could
+/// not forward it (TS 24.501 §5.4.5.3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionRefusal {
+    /// PDU SESSION ESTABLISHMENT REJECT from the SMF.
+    Sm(FiveGsmCause),
+    /// The AMF did not forward the message.
+    NotForwarded(FiveGmmCause),
+}
+
+impl std::fmt::Display for SessionRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionRefusal::Sm(c) => write!(f, "5GSM cause {c}"),
+            SessionRefusal::NotForwarded(c) => write!(f, "not forwarded, 5GMM cause {c}"),
+        }
+    }
+}
 
 /// What a UE asks for when it establishes a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +204,7 @@ impl Ue {
             if self.sessions.by_id.remove(&id).is_some() {
                 return UeOutput::event(UeEvent::PduSessionRejected {
                     pdu_session_id: id,
-                    cause,
+                    cause: SessionRefusal::NotForwarded(FiveGmmCause::from_value(cause)),
                 });
             }
             return UeOutput::discard(DiscardReason::Unexpected);
@@ -226,7 +247,7 @@ impl Ue {
                 self.sessions.by_id.remove(&id);
                 UeOutput::event(UeEvent::PduSessionRejected {
                     pdu_session_id: id,
-                    cause: r.cause,
+                    cause: SessionRefusal::Sm(FiveGsmCause::from_value(r.cause)),
                 })
             }
             SmMessage::ReleaseCommand(c) => {

@@ -64,7 +64,7 @@ pub enum SessionOutcome {
     /// Accepted, with this address.
     Established(Option<std::net::Ipv4Addr>),
     /// Rejected with this cause.
-    Rejected(u8),
+    Rejected(ran::ue::SessionRefusal),
 }
 
 /// What happened to one UE.

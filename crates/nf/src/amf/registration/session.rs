@@ -619,12 +619,18 @@ impl Local {
             .as_ref()
             .and_then(|(p, _, _)| p.cause.clone())
             .unwrap_or_else(|| r.status.to_string());
+        let n1 = err.and_then(|(_, parts, n1)| part(&parts, n1.as_ref()));
+        // The 5GSM cause the UE gets, by name, beside the SMF's application cause.
+        let sm_cause = n1
+            .as_deref()
+            .and_then(rejected_sm_cause)
+            .map(|c| format!(", 5GSM cause {c}"))
+            .unwrap_or_default();
         ue.log_failure(
             "PDU session establishment",
-            &format_args!("{cause} (PDU session {psi})"),
+            &format_args!("{cause}{sm_cause} (PDU session {psi})"),
             Some(sbi::discovery::NfType::Smf),
         );
-        let n1 = err.and_then(|(_, parts, n1)| part(&parts, n1.as_ref()));
         match (n1, r.sent) {
             (Some(n1), _) => self.send_dl_nas_transport(ue, psi, n1),
             (None, Some(sent)) => self.send_back(ue, psi, sent),
@@ -942,6 +948,19 @@ impl Local {
                 format!("{other:?} not handled"),
             )),
         }
+    }
+}
+
+/// The 5GSM cause of a PDU SESSION ESTABLISHMENT REJECT (TS 24.501 §8.3.3: the cause
+/// follows the 5GSM header), if `n1` is one.
+fn rejected_sm_cause(n1: &[u8]) -> Option<proto::nas::FiveGsmCause> {
+    const EPD_5GSM: u8 = 0x2e;
+    const ESTABLISHMENT_REJECT: u8 = 0xc3;
+    match n1 {
+        [EPD_5GSM, _, _, ESTABLISHMENT_REJECT, cause, ..] => {
+            Some(proto::nas::FiveGsmCause::from_value(*cause))
+        }
+        _ => None,
     }
 }
 
@@ -1304,5 +1323,20 @@ mod tests {
             transfer(json("PDU_RES_REL_CMD", 6, 6), release_command(6), vec![7]),
         );
         assert_eq!(answer(&mut a), (10, StatusCode::NOT_FOUND));
+    }
+
+    #[test]
+    fn the_5gsm_cause_of_a_reject_is_read_by_name() {
+        let n1 = crate::smf::nas::establishment_reject(
+            5,
+            1,
+            crate::smf::nas::GsmCause::MissingOrUnknownDnn,
+        )
+        .unwrap();
+        assert_eq!(
+            rejected_sm_cause(&n1).map(|c| c.to_string()).as_deref(),
+            Some("#27 (Missing or unknown DNN)")
+        );
+        assert_eq!(rejected_sm_cause(&n1[..4]), None);
     }
 }
