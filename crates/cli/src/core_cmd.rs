@@ -81,6 +81,10 @@ pub(crate) struct CoreArgs {
     pub(crate) metrics: crate::nf_cmd::MetricsArgs,
     #[command(flatten)]
     pub(crate) provisioning: crate::nf_cmd::ProvisioningArgs,
+    /// Log every NGAP, NAS, SBI and PFCP message of this subscriber (repeat for several),
+    /// at INFO under `steer5g::trace`, secrets redacted.
+    #[arg(long, value_name = "SUPI", value_parser = crate::nf_cmd::parse_trace_supi)]
+    pub(crate) trace_supi: Vec<String>,
     #[command(flatten)]
     pub(crate) bpf: BpfArgs,
     #[command(flatten)]
@@ -294,6 +298,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     // Last of the checks: a bad flag is named before a missing store.
     crate::nf_cmd::check_store(&args.data_dir, args.init, &cfg)?;
     opts.provisioning = args.provisioning.resolve()?;
+    opts.trace_supis = args.trace_supi.clone();
     opts.config = cfg;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {

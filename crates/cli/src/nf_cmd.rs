@@ -47,6 +47,17 @@ pub(crate) struct NfRunArgs {
     pub(crate) metrics: MetricsArgs,
     #[command(flatten)]
     pub(crate) limits: crate::cli::LimitArgs,
+    /// Log every NGAP, NAS, SBI and PFCP message of this subscriber (repeat for several),
+    /// at INFO under `steer5g::trace`, secrets redacted.
+    #[arg(long, value_name = "SUPI", value_parser = parse_trace_supi)]
+    pub(crate) trace_supi: Vec<String>,
+}
+
+/// `--trace-supi`: a SUPI as the store has it.
+pub(crate) fn parse_trace_supi(s: &str) -> Result<String, String> {
+    store::subscriber::validate_supi(s)
+        .map(|()| s.to_owned())
+        .map_err(|e| e.to_string())
 }
 
 /// Where the process serves Prometheus `GET /metrics` (by convention port 9090 of the NF's
@@ -234,6 +245,7 @@ pub(crate) fn set_peer(dir: &mut StaticDirectory, nf: NfType, uri: &str) -> Resu
 /// The core options of a process hosting `nfs`, with the shared flags applied.
 pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Config) -> CoreOptions {
     let mut opts = CoreOptions::new(data_dir);
+    opts.trace_supis = run.trace_supi.clone();
     opts.nfs = nfs;
     opts.workers = run.workers;
     opts.pin = run.pin;

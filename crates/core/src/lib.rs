@@ -231,6 +231,8 @@ pub struct CoreOptions {
     /// (it holds the store); `None` serves none. Off here, like `metrics`; the CLI turns it
     /// on.
     pub provisioning: Option<provisioning::ProvisioningOptions>,
+    /// The SUPIs whose NGAP, NAS, SBI and PFCP messages are logged (`--trace-supi`).
+    pub trace_supis: Vec<String>,
     /// Kernel steering of the SBI listener groups and the N2 UDP encapsulation group
     /// (`--require-bpf` is [`BpfPolicy::Require`]). Defaults to [`BpfPolicy::Require`] when
     /// the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting reaches
@@ -302,6 +304,7 @@ impl CoreOptions {
             bpf: BpfPolicy::from_env(),
             metrics: None,
             provisioning: None,
+            trace_supis: Vec::new(),
             sbi_pool: true,
             smf: None,
             smf_sbi: SbiMode::Inproc,

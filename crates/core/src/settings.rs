@@ -145,6 +145,7 @@ impl NfSettings {
             directory: opts.directory.clone(),
             pfcp: pfcp::txn::Retransmission::default(),
             sbi_timeouts: opts.sbi_timeouts,
+            trace: nf::trace::Trace::new(opts.trace_supis.clone()),
         };
         cfg.check().map_err(|e| CoreError::Config(e.to_string()))?;
         Ok(cfg)

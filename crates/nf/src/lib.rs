@@ -14,5 +14,6 @@ mod serving;
 pub mod smf;
 pub mod state;
 mod summed;
+pub mod trace;
 pub mod udm;
 pub mod udr;

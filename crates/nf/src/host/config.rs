@@ -58,6 +58,9 @@ pub struct HostConfig {
     /// How long an h2c call of the NFs may take ([`HostConfig::call_timeout`]); they nest
     /// with [`HostConfig::pfcp`] ([`HostConfig::check`]).
     pub sbi_timeouts: SbiTimeouts,
+    /// The UEs whose messages are logged (`--trace-supi`): the host's SBI requests and
+    /// answers naming them; the AMF's and the SMF's own messages.
+    pub trace: crate::trace::Trace,
 }
 
 /// The timeout of an SBI call when none is configured: a failed or silent peer is told

@@ -44,6 +44,17 @@ pub(super) enum Caller {
     Smf,
 }
 
+impl Caller {
+    /// The NF's name, for trace lines.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Caller::Amf => "AMF",
+            Caller::Ausf => "AUSF",
+            Caller::Smf => "SMF",
+        }
+    }
+}
+
 /// Names one SBI call of the host ([`Output::SbiCall`]); the I/O layer hands it back with
 /// the reply ([`Input::SbiReply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -62,6 +62,7 @@ impl HostConfig {
             directory: StaticDirectory::new(),
             pfcp: Retransmission::default(),
             sbi_timeouts: SbiTimeouts::default(),
+            trace: crate::trace::Trace::default(),
         }
     }
 

@@ -130,6 +130,10 @@ pub struct Host<P: Placement> {
     pfcp: Requester<SocketAddr>,
     next_tag: u64,
     origins: HashMap<u64, Origin>,
+    /// Requests held here that name a traced SUPI (`--trace-supi`), by tag; and the h2c
+    /// calls that do, by caller and call id. Empty unless tracing.
+    traced: HashMap<u64, String>,
+    traced_calls: HashMap<(Caller, u64), String>,
     out: VecDeque<Output>,
     counters: WorkerCounters,
     limits: HostLimits,
@@ -161,6 +165,8 @@ impl<P: Placement> Host<P> {
             cfg,
             next_tag: 0,
             origins: HashMap::new(),
+            traced: HashMap::new(),
+            traced_calls: HashMap::new(),
             out: VecDeque::new(),
             counters: WorkerCounters::default(),
             limits: HostLimits::default(),

@@ -35,6 +35,7 @@ impl<P: Placement> Nfs<P> {
         let mut amf = cfg.amf.clone();
         amf.worker = worker;
         amf.workers = workers;
+        amf.trace = cfg.trace.clone();
         let mut ausf = cfg.ausf.clone();
         ausf.worker = worker;
         ausf.workers = workers;
@@ -44,7 +45,9 @@ impl<P: Placement> Nfs<P> {
         let smf = cfg.smf.clone().map(|mut smf| {
             smf.worker = worker;
             smf.workers = workers;
-            Smf::new(smf, stores.smf_contexts)
+            let mut smf = Smf::new(smf, stores.smf_contexts);
+            smf.set_trace(cfg.trace.clone());
+            smf
         });
         Nfs {
             amf: Amf::new(amf, stores.amf_ues, stores.amf_idle),

@@ -15,6 +15,7 @@ use super::placement::{request_owner, Placement};
 use super::{
     CallFailed, CallReply, CallToken, Hop, Host, Origin, Output, SbiCall, SbiMode, ServerToken,
 };
+use crate::trace::{redact_json, TARGET};
 
 impl<P: Placement> Host<P> {
     /// Keeps `origin` under a new tag.
@@ -54,6 +55,10 @@ impl<P: Placement> Host<P> {
             return;
         }
         let tag = self.hold(Origin::Server(server));
+        if let Some(supi) = self.cfg.trace.mentions(&req.path, &req.body) {
+            tracing::info!(target: TARGET, %supi, "SBI ← {} {} {} {}", nf, req.method, req.path, redact_json(&req.body));
+            self.traced.insert(tag, supi);
+        }
         let to = P::sbi_worker(self.id, self.workers, nf, &req);
         if steered && P::COUNTS_STEERING {
             // The owner of an N1N2MessageTransfer is the worker holding its UE.
@@ -80,6 +85,7 @@ impl<P: Placement> Host<P> {
         call: CallToken,
         reply: Result<CallReply, CallFailed>,
     ) {
+        let traced = self.traced_calls.remove(&(call.caller, call.id));
         let r = reply.unwrap_or_else(|CallFailed| {
             self.counters.call_failures += 1;
             CallReply {
@@ -89,6 +95,9 @@ impl<P: Placement> Host<P> {
                 body: Bytes::new(),
             }
         });
+        if let Some(supi) = traced.or_else(|| self.cfg.trace.mentions("", &r.body)) {
+            tracing::info!(target: TARGET, %supi, "SBI {} ← {} {}", call.caller.name(), r.status.as_u16(), redact_json(&r.body));
+        }
         let nfs = &mut self.nfs;
         match call.caller {
             Caller::Amf => nfs.amf.handle_sbi_response(
@@ -173,6 +182,12 @@ impl<P: Placement> Host<P> {
     /// The answer to the request held under `tag`.
     pub(super) fn complete(&mut self, now: Instant, tag: u64, resp: SbiResponse) {
         let origin = self.origins.remove(&tag);
+        if self.cfg.trace.is_on() && !matches!(origin, Some(Origin::Remote { .. })) {
+            let supi = self.traced.remove(&tag);
+            if let Some(supi) = supi.or_else(|| self.cfg.trace.mentions("", &resp.body)) {
+                tracing::info!(target: TARGET, %supi, "SBI answer {} {}", resp.status.as_u16(), redact_json(&resp.body));
+            }
+        }
         if matches!(origin, Some(Origin::Server(_) | Origin::Remote { .. })) {
             self.in_progress = self.in_progress.saturating_sub(1);
         }
@@ -227,6 +242,10 @@ impl<P: Placement> Host<P> {
         content_type: &'static str,
         body: Bytes,
     ) {
+        let traced = self.cfg.trace.mentions(&path, &body);
+        if let Some(supi) = &traced {
+            tracing::info!(target: TARGET, %supi, "SBI {} → {} {} {} {}", caller.name(), nf, method, path, redact_json(&body));
+        }
         if self.cfg.mode(nf) == SbiMode::Inproc {
             let (path, query) = match path.split_once('?') {
                 Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
@@ -240,6 +259,9 @@ impl<P: Placement> Host<P> {
                 body,
             };
             let tag = self.hold(Origin::Call(caller, call_id));
+            if let Some(supi) = traced {
+                self.traced.insert(tag, supi);
+            }
             return self.deliver(now, nf, tag, req);
         }
         self.counters.h2c_calls += 1;
@@ -256,6 +278,9 @@ impl<P: Placement> Host<P> {
             caller,
             id: call_id,
         };
+        if let Some(supi) = traced {
+            self.traced_calls.insert((caller, call_id), supi);
+        }
         self.out.push_back(Output::SbiCall(SbiCall {
             call,
             nf,

@@ -402,6 +402,8 @@ pub struct Smf<M> {
     n4: restoration::N4Watch,
     /// This worker's contexts by SUPI and PDU session ID ([`duplicate`]).
     index: duplicate::SessionIndex,
+    /// The subscribers whose PFCP messages are logged (`--trace-supi`).
+    trace: crate::trace::Trace,
 }
 
 impl<M> std::fmt::Debug for Smf<M> {
@@ -485,6 +487,7 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             pending: HashMap::new(),
             pfcp: HashMap::new(),
             given_up: VecDeque::new(),
+            trace: crate::trace::Trace::default(),
             associated: false,
             actions: VecDeque::new(),
             stats: SmfStats::default(),
@@ -500,6 +503,20 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
     /// REJECT with 5GSM #26 "insufficient resources" (TS 24.501 §6.4.1.4).
     pub fn set_max_contexts(&mut self, max: usize) {
         self.max_contexts = max;
+    }
+
+    /// Logs the PFCP messages of these subscribers' sessions (`--trace-supi`).
+    pub fn set_trace(&mut self, trace: crate::trace::Trace) {
+        self.trace = trace;
+    }
+
+    /// The SUPI of context `sm_ref` if it is traced.
+    fn traced(&mut self, sm_ref: u64) -> Option<String> {
+        if !self.trace.is_on() {
+            return None;
+        }
+        let supi = self.contexts.with(&sm_ref, |c| c.map(|c| c.supi.clone()))?;
+        self.trace.wants(Some(&supi)).then_some(supi)
     }
 
     /// Counters.

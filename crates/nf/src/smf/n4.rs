@@ -57,6 +57,18 @@ pub(super) enum PfcpPending {
     },
 }
 
+impl PfcpPending {
+    /// The SM context the request is for.
+    fn sm_ref(&self) -> Option<u64> {
+        match self {
+            PfcpPending::Association => None,
+            PfcpPending::Establish { sm_ref, .. }
+            | PfcpPending::Modify { sm_ref, .. }
+            | PfcpPending::Delete { sm_ref, .. } => Some(*sm_ref),
+        }
+    }
+}
+
 /// What follows a PFCP Session Deletion once it ends, answered or given up on (besides
 /// answering its [`Waiter`]s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +164,9 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
         if matches!(p, PfcpPending::Establish { .. }) {
             self.stats.n4_establish_requests += 1;
         }
+        if let Some(supi) = p.sm_ref().and_then(|r| self.traced(r)) {
+            tracing::info!(target: crate::trace::TARGET, %supi, seid = seid.unwrap_or(0), sequence, "PFCP → {}", crate::trace::pfcp_name(m.msg_type().value()));
+        }
         self.pfcp.insert(sequence, p);
         let bytes = PfcpMessage::new(sequence, seid, m).emit();
         self.actions.push_back(Action::Pfcp {
@@ -187,6 +202,14 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             }
             m => m,
         };
+        let traced = self
+            .pfcp
+            .get(&sequence)
+            .and_then(PfcpPending::sm_ref)
+            .and_then(|r| self.traced(r));
+        if let Some(supi) = traced {
+            tracing::info!(target: crate::trace::TARGET, %supi, seid = header.seid.unwrap_or(0), sequence, "PFCP ← {}", crate::trace::pfcp_name(header.msg_type));
+        }
         let Some(p) = self.take_pending(sequence, header.msg_type) else {
             self.stats.stray_pfcp += 1;
             if let Message::SessionEstablishmentResponse(e) = &message {

@@ -195,6 +195,18 @@ pub fn plain_message_type(octets: &[u8]) -> Option<u8> {
     }
 }
 
+/// The name TS 24.501 §8 gives a plain NAS message (`Registration request`, `5GSM
+/// message` for one carried by EPD 0x2e), `None` for a protected or truncated one.
+pub fn plain_message_name(octets: &[u8]) -> Option<&'static str> {
+    match octets {
+        [0x2e, _, _, _, ..] => Some("5GSM message"),
+        // The transports of TS 24.501 §8.2.10-11, which the 5GMM table leaves to §8.2.
+        [EPD_5GMM, _, 0x67, ..] => Some("UL NAS TRANSPORT"),
+        [EPD_5GMM, _, 0x68, ..] => Some("DL NAS TRANSPORT"),
+        _ => plain_message_type(octets).map(messages::name_of),
+    }
+}
+
 impl NasMessage {
     /// Reads plain 5GMM octets (security header type 0).
     pub fn parse(octets: &[u8]) -> Result<Self, NasError> {

@@ -137,6 +137,8 @@ pub struct AmfConfig {
     pub t3346: Duration,
     /// Overload control by registrations in flight; `None` turns it off.
     pub overload: Option<OverloadConfig>,
+    /// The UEs whose NGAP and NAS messages are logged (`--trace-supi`).
+    pub trace: crate::trace::Trace,
 }
 
 /// Contexts allowed beyond [`AmfConfig::max_ue_contexts`] for UEs being rejected (each
@@ -175,6 +177,7 @@ impl AmfConfig {
             max_ue_contexts: 250_000,
             t3346: Duration::from_secs(30),
             overload: Some(OverloadConfig::default()),
+            trace: crate::trace::Trace::default(),
         }
     }
 
@@ -601,7 +604,11 @@ where
                 match <$msg>::parse(&pdu) {
                     Ok($m) => {
                         let (amf, ran) = ($m.amf_ue_ngap_id, $m.ran_ue_ngap_id);
-                        self.on_ue(assoc, stream, amf, ran, |$l, $ue| $step)
+                        let what = pdu.procedure_name();
+                        self.on_ue(assoc, stream, amf, ran, |$l, $ue| {
+                            $l.trace_ngap($ue, "←", what);
+                            $step
+                        })
                     }
                     Err(e) => l.parse_failed(assoc, stream, &pdu, &e),
                 }
@@ -1120,6 +1127,39 @@ impl Local {
         self.release(now, ue, NasCause::Unspecified.into(), false);
     }
 
+    /// Whether `ue`'s messages are logged (`--trace-supi`).
+    fn traced(&self, ue: &UeContext) -> bool {
+        self.cfg.trace.wants(ue.supi.as_deref())
+    }
+
+    /// A trace line for a plain NAS message of a traced UE, by its name only.
+    fn trace_nas(&self, ue: &UeContext, arrow: &str, plain: &[u8]) {
+        if self.traced(ue) {
+            let name = nas::plain_message_name(plain).unwrap_or("protected NAS message");
+            tracing::info!(target: crate::trace::TARGET, supi = %ue.supi.as_deref().unwrap_or_default(), amf_ue_ngap_id = ue.amf_ue_ngap_id, "NAS {arrow} {name}");
+        }
+    }
+
+    /// A trace line for an NGAP message of a traced UE.
+    fn trace_ngap(&self, ue: &UeContext, arrow: &str, procedure: &str) {
+        if self.traced(ue) {
+            tracing::info!(target: crate::trace::TARGET, supi = %ue.supi.as_deref().unwrap_or_default(), amf_ue_ngap_id = ue.amf_ue_ngap_id, ran_ue_ngap_id = ue.ran_ue_ngap_id, assoc = ue.assoc, "NGAP {arrow} {procedure}");
+        }
+    }
+
+    /// Sends a UE-associated NGAP message on the UE's association and stream.
+    fn emit_ue(&mut self, ue: &UeContext, pdu: Vec<u8>) {
+        if self.traced(ue) {
+            let procedure = ngap::decode(&pdu).map_or("NGAP message", |p| p.procedure_name());
+            self.trace_ngap(ue, "→", procedure);
+        }
+        self.emit(Action::Ngap {
+            assoc: ue.assoc,
+            stream: ue.stream,
+            pdu,
+        });
+    }
+
     fn emit(&mut self, a: Action) {
         self.out.actions.push(a);
     }
@@ -1271,6 +1311,7 @@ impl Local {
             }
             (octets.to_vec(), SecurityHeaderType::Plain)
         };
+        self.trace_nas(ue, "←", &plain);
         if header_type != SecurityHeaderType::Plain
             && plain.get(2) == Some(&nas::sm_ue::UL_NAS_TRANSPORT)
         {
@@ -1854,6 +1895,7 @@ impl Local {
             ue.retransmit = Some((plain, header));
             return self.start_timer(now, ue, TimerKind::T3550);
         }
+        self.trace_nas(ue, "→", &plain);
         let Some(nas_pdu) = ue
             .sec
             .as_mut()
@@ -1877,11 +1919,7 @@ impl Local {
             nas_pdu: Some(nas_pdu),
         };
         match ics.encode() {
-            Ok(pdu) => self.emit(Action::Ngap {
-                assoc: ue.assoc,
-                stream: ue.stream,
-                pdu,
-            }),
+            Ok(pdu) => self.emit_ue(ue, pdu),
             Err(e) => {
                 warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "INITIAL CONTEXT SETUP REQUEST does not encode");
                 return self.release(now, ue, NasCause::Unspecified.into(), false);
@@ -1983,11 +2021,7 @@ impl Local {
             cause,
         };
         match cmd.encode() {
-            Ok(pdu) => self.emit(Action::Ngap {
-                assoc: ue.assoc,
-                stream: ue.stream,
-                pdu,
-            }),
+            Ok(pdu) => self.emit_ue(ue, pdu),
             Err(e) => {
                 warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "UE CONTEXT RELEASE COMMAND does not encode")
             }
@@ -2108,6 +2142,7 @@ impl Local {
     }
 
     fn send_protected(&mut self, ue: &mut UeContext, plain: &[u8], header: SecurityHeaderType) {
+        self.trace_nas(ue, "→", plain);
         let Some(sec) = ue.sec.as_mut() else {
             return;
         };
@@ -2120,17 +2155,16 @@ impl Local {
     }
 
     fn downlink(&mut self, ue: &UeContext, nas_pdu: Vec<u8>) {
+        if nas::plain_message_type(&nas_pdu).is_some() {
+            self.trace_nas(ue, "→", &nas_pdu);
+        }
         let m = DownlinkNasTransport {
             amf_ue_ngap_id: ue.amf_ue_ngap_id,
             ran_ue_ngap_id: ue.ran_ue_ngap_id,
             nas_pdu,
         };
         match m.encode() {
-            Ok(pdu) => self.emit(Action::Ngap {
-                assoc: ue.assoc,
-                stream: ue.stream,
-                pdu,
-            }),
+            Ok(pdu) => self.emit_ue(ue, pdu),
             Err(e) => {
                 warn!(amf_ue_ngap_id = ue.amf_ue_ngap_id, error = %e, "DOWNLINK NAS TRANSPORT does not encode")
             }

@@ -793,11 +793,7 @@ impl Local {
 
     /// `pdu` to the gNB serving `ue`, on the UE's stream.
     fn emit_to_gnb(&mut self, ue: &UeContext, pdu: Vec<u8>) {
-        self.emit(Action::Ngap {
-            assoc: ue.assoc,
-            stream: ue.stream,
-            pdu,
-        });
+        self.emit_ue(ue, pdu);
     }
 
     fn protect_dl_nas_transport(
@@ -825,6 +821,7 @@ impl Local {
         }
         .encode()
         .ok()?;
+        self.trace_nas(ue, "→", &plain);
         let sec = ue.sec.as_mut()?;
         sec.protect(
             &plain,
