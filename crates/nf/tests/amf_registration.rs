@@ -1989,3 +1989,60 @@ fn a_setup_for_a_session_the_ue_does_not_hold_is_refused() {
     let s = w.session_stats();
     assert_eq!((s.n1n2, s.n1n2_refused), (1, 1));
 }
+
+/// A `Write` into a shared buffer: what the AMF logged, for the test to read.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The UE deregisters with a session the SMF then fails to release: the failure is counted
+/// and gets the UE's one INFO line (TS 29.502 §5.2.2.4; the issue's per-UE logs), naming the
+/// UE although its context is gone, the SMF, and the SMF's application cause.
+#[test]
+fn a_failed_release_at_deregistration_gets_the_ues_failure_line() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let (est, _) = ul_sm_for(&mut ue, PSI, 0xc1, true);
+    w.ngap(&est);
+    smf_creates(&mut w, SM_REF);
+    deregister(&mut w, &mut ue, false);
+    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
+    smf_answers_with(
+        &mut w,
+        "/release",
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        Some("application/problem+json"),
+        Bytes::from_static(problem),
+    );
+    assert_eq!(w.session_stats().release_failures, 1);
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("UE procedure failed") && l.contains("PDU session release"))
+        .unwrap_or_else(|| panic!("no failure line:\n{text}"));
+    for want in [
+        format!("ue={}", supi(1)),
+        "peer=SMF".to_owned(),
+        "ReleaseSMContext SYSTEM_FAILURE".to_owned(),
+    ] {
+        assert!(line.contains(&want), "{want} not in {line}");
+    }
+}

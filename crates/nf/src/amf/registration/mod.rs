@@ -330,6 +330,10 @@ struct Local {
     next_tmsi: u32,
     next_call: u64,
     calls: HashMap<u64, (u64, CallKind)>,
+    /// Who each outstanding ReleaseSMContext of an ended UE context was for (its context is
+    /// gone when the answer comes): the UE as its failure line names it, the association
+    /// and the RAN-UE-NGAP-ID.
+    releasing: HashMap<u64, (String, u32, u32)>,
     /// The UE's 5GSM message each outstanding Nsmf call carries, sent back to the UE if the
     /// call fails without an answer for it (see [`session`]).
     sm_n1: HashMap<u64, Vec<u8>>,
@@ -392,6 +396,7 @@ where
                 next_tmsi: 0,
                 next_call: 0,
                 calls: HashMap::new(),
+                releasing: HashMap::new(),
                 sm_n1: HashMap::new(),
                 supi_index: HashMap::new(),
                 stats: AmfStats::default(),
@@ -985,7 +990,7 @@ where
         };
         match kind {
             // The UE context that asked is gone by design.
-            CallKind::SmRelease => return l.on_sm_released(status),
+            CallKind::SmRelease => return l.on_sm_released(call_id, status, body),
             CallKind::SmOrphan => return l.on_orphan_released(status),
             _ => {}
         }

@@ -493,24 +493,35 @@ impl Local {
             // (`orphan_created`).
             if let Some(sm_ref) = s.sm_ref {
                 let kind = CallKind::SmRelease;
-                self.release_call(
+                let call = self.release_call(
                     ue.amf_ue_ngap_id,
                     kind,
                     &sm_ref,
                     "REL_DUE_TO_UE_DEREGISTRATION",
                 );
+                if let Some(call) = call {
+                    let who = ue.supi.as_deref().or(ue.supi_or_suci.as_deref());
+                    let who = who.unwrap_or("unidentified").to_owned();
+                    self.releasing
+                        .insert(call, (who, ue.assoc, ue.ran_ue_ngap_id));
+                }
             }
         }
     }
 
-    /// Nsmf ReleaseSMContext (TS 29.502 §5.2.2.4) of `sm_ref`, made for UE `amf_ue_ngap_id`.
-    fn release_call(&mut self, amf_ue_ngap_id: u64, kind: CallKind, sm_ref: &str, cause: &str) {
+    /// Nsmf ReleaseSMContext (TS 29.502 §5.2.2.4) of `sm_ref`, made for UE `amf_ue_ngap_id`;
+    /// the call's id.
+    fn release_call(
+        &mut self,
+        amf_ue_ngap_id: u64,
+        kind: CallKind,
+        sm_ref: &str,
+        cause: &str,
+    ) -> Option<u64> {
         let body = SmContextReleaseData {
             cause: Some(cause.into()),
         };
-        let Ok(body) = serde_json::to_vec(&body) else {
-            return;
-        };
+        let body = serde_json::to_vec(&body).ok()?;
         let call_id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1);
         self.calls.insert(call_id, (amf_ue_ngap_id, kind));
@@ -522,15 +533,32 @@ impl Local {
             content_type: multipart::JSON,
             body: body.into(),
         });
+        Some(call_id)
     }
 
-    pub(super) fn on_sm_released(&mut self, status: StatusCode) {
+    /// The answer to the ReleaseSMContext of an ended UE context: a failure gets the UE's
+    /// failure line (the SMF keeps a session the UE no longer has).
+    pub(super) fn on_sm_released(&mut self, call_id: u64, status: StatusCode, body: &[u8]) {
+        let who = self.releasing.remove(&call_id);
         if status.is_success() {
             self.sm_stats.released_with_ue += 1;
-        } else {
-            self.sm_stats.release_failures += 1;
-            debug!(%status, "ReleaseSMContext failed");
+            return;
         }
+        self.sm_stats.release_failures += 1;
+        let cause = decode_json::<ProblemDetails>(body)
+            .ok()
+            .and_then(|p| p.cause)
+            .unwrap_or_else(|| status.to_string());
+        let (ue, assoc, ran_ue_ngap_id) = who.unwrap_or_else(|| ("unidentified".to_owned(), 0, 0));
+        tracing::info!(
+            ue = %ue,
+            assoc,
+            ran_ue_ngap_id,
+            procedure = %"PDU session release",
+            cause = %format_args!("ReleaseSMContext {cause}"),
+            peer = %"SMF",
+            "UE procedure failed"
+        );
     }
 
     /// The answer to CreateSMContext for PDU session `psi` of UE `amf_ue_ngap_id`, which
