@@ -368,6 +368,31 @@ fn env_of(cmd: &clap::Command, long: &str) -> Option<String> {
         .or_else(|| cmd.get_subcommands().find_map(|c| env_of(c, long)))
 }
 
+/// The crates whose debug and trace output is the HTTP/2 machinery's (frame dumps,
+/// connection states), not steer5g's: `--log debug` means steer5g's debug.
+const TRANSPORT_CRATES: &[&str] = &["h2", "hyper", "hyper_util"];
+
+/// `filter` with the transport crates at `info` unless it names them itself, so that a
+/// debug or trace log shows the procedures, not every HTTP/2 frame
+/// (`--log debug,h2=trace` still gets the frames).
+pub(crate) fn quiet_transport(filter: &str) -> String {
+    let mut out = filter.to_owned();
+    for krate in TRANSPORT_CRATES {
+        let named = filter.split(',').any(|d| {
+            let target = d.trim().split(['=', '[']).next().unwrap_or_default();
+            target == *krate || target.starts_with(&format!("{krate}::"))
+        });
+        if !named {
+            if !out.is_empty() {
+                out.push(',');
+            }
+            out.push_str(krate);
+            out.push_str("=info");
+        }
+    }
+    out
+}
+
 /// Parses `HOST[:PORT]` with an IPv4 host.
 pub(crate) fn parse_host_port(s: &str, default_port: u16) -> Result<SocketAddrV4, CliError> {
     if let Ok(a) = s.parse::<SocketAddrV4>() {
@@ -400,6 +425,24 @@ pub(crate) fn print_config(global: &Global, args: &ConfigArgs) -> Result<(), Cli
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+
+    #[test]
+    fn the_transport_crates_stay_at_info_unless_named() {
+        assert_eq!(
+            quiet_transport("debug"),
+            "debug,h2=info,hyper=info,hyper_util=info"
+        );
+        assert_eq!(
+            quiet_transport("trace,h2=trace"),
+            "trace,h2=trace,hyper=info,hyper_util=info"
+        );
+        assert_eq!(
+            quiet_transport("hyper::proto=debug"),
+            "hyper::proto=debug,h2=info,hyper_util=info"
+        );
+        assert_eq!(quiet_transport(""), "h2=info,hyper=info,hyper_util=info");
+    }
+
     use super::*;
 
     #[test]

@@ -116,12 +116,12 @@ fn command_path(matches: &clap::ArgMatches) -> String {
 /// `RUST_LOG` (or `--log`) selects what is shown, as `tracing-subscriber`'s filter syntax.
 fn init_logging(global: &cli::Global, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = match &global.log {
-        Some(f) => EnvFilter::new(f),
-        None => {
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter))
-        }
+    let asked = match &global.log {
+        Some(f) => f.clone(),
+        None => std::env::var(EnvFilter::DEFAULT_ENV).unwrap_or_else(|_| default_filter.to_owned()),
     };
+    let filter = EnvFilter::try_new(cli::quiet_transport(&asked))
+        .unwrap_or_else(|_| EnvFilter::new(default_filter));
     use std::io::IsTerminal as _;
     // Colour codes only for a person at a terminal: a log file or a pipe gets plain text.
     tracing_subscriber::fmt()
