@@ -275,6 +275,8 @@ pub(crate) fn load_config(
         Some(path) => Config::from_file(path)?,
         None => Config::default(),
     };
+    // The file, then STEER5G_<SECTION>_<KEY>, then the flags.
+    cfg.apply_env(std::env::vars())?;
     if let Some(m) = &network.mcc {
         cfg.plmn.mcc = m.clone();
     }

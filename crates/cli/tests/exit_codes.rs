@@ -242,6 +242,12 @@ fn errors_about_environment_variables_name_the_variable() {
             &["ran", "--gnbs", "1"],
             "STEER5G_AMF \"nowhere\"",
         ),
+        (
+            "STEER5G_LIMITS_AMF_MAX_UE_CONTEXTS",
+            "many",
+            &["config"],
+            "STEER5G_LIMITS_AMF_MAX_UE_CONTEXTS: \"many\" is not an integer",
+        ),
     ];
     for (var, value, args, said) in cases {
         let mut c = common::steer5g(None, args);
@@ -250,6 +256,20 @@ fn errors_about_environment_variables_name_the_variable() {
         assert_eq!(done.code(), Some(2), "{var}={value}: {}", done.stderr);
         assert!(done.stderr.contains(said), "{var}={value}: {}", done.stderr);
     }
+    // Every key of the file is a variable too (file < variable < flag).
+    let mut c = common::steer5g(None, &["--json", "config", "--mcc", "002"]);
+    c.env("STEER5G_LIMITS_AMF_MAX_UE_CONTEXTS", "77")
+        .env("STEER5G_OVERLOAD_ENABLED", "false")
+        .env("STEER5G_PLMN_MCC", "003");
+    let done = run_timeout(&mut c, Duration::from_secs(20)).unwrap();
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let v: serde_json::Value = serde_json::from_str(done.stdout.trim()).unwrap();
+    assert_eq!(v["limits"]["amf_max_ue_contexts"], 77, "{v}");
+    assert_eq!(v["overload"]["enabled"], false, "{v}");
+    assert_eq!(
+        v["plmn"]["mcc"], "002",
+        "the flag wins over the variable: {v}"
+    );
     let done = run_timeout(
         &mut common::steer5g(None, &["config", "--mcc", "12x"]),
         Duration::from_secs(20),

@@ -10,6 +10,8 @@
 //! S-NSSAI SST 1 without SD) and Open5GS's loopback plan (AMF on 127.0.0.5, SCTP port 38412,
 //! UDP encapsulation on 9899).
 
+pub mod env;
+
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -34,6 +36,14 @@ pub enum ConfigError {
         /// The path that was given.
         path: String,
         /// The TOML parser's message (line and column included).
+        message: String,
+    },
+    /// An environment variable's value does not fit its key.
+    #[error("{var}: {message}")]
+    Env {
+        /// The variable (several, comma-separated, when the check of their sum failed).
+        var: String,
+        /// What is wrong with it.
         message: String,
     },
     /// A value is out of its range or badly formed.

@@ -204,10 +204,11 @@ pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError
     let key_file = match &args.hn_key_file {
         Some(f) => f.clone(),
         None => {
-            let cfg = match &global.config {
+            let mut cfg = match &global.config {
                 Some(path) => steer5g_config::Config::from_file(path)?,
                 None => steer5g_config::Config::default(),
             };
+            cfg.apply_env(std::env::vars())?;
             cfg.hn_key_file(&args.data_dir)
         }
     };
