@@ -1494,6 +1494,20 @@ fn smf_answers_with<P: Placement>(
     w.run();
 }
 
+/// The oldest call to the SMF is answered 500 SYSTEM_FAILURE, a problem without an N1 SM
+/// message.
+fn smf_system_failure<P: Placement>(w: &mut World<P>, path_end: &str) {
+    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
+    smf_answers_with(
+        w,
+        path_end,
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        Some("application/problem+json"),
+        Bytes::from_static(problem),
+    );
+}
+
 /// The oldest call to the SMF fails as the I/O layer reports a call that timed out or
 /// found no SMF ([`CallFailed`]).
 fn smf_fails<P: Placement>(w: &mut World<P>, path_end: &str) {
@@ -1871,15 +1885,7 @@ fn a_failed_nsmf_call_sends_the_5gsm_message_back_with_cause_90() {
     // An error without an N1 SM message.
     let (est, sent) = ul_sm_for(&mut ue, PSI, 0xc1, true);
     w.ngap(&est);
-    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
-    smf_answers_with(
-        &mut w,
-        "/sm-contexts",
-        http::StatusCode::INTERNAL_SERVER_ERROR,
-        None,
-        Some("application/problem+json"),
-        Bytes::from_static(problem),
-    );
+    smf_system_failure(&mut w, "/sm-contexts");
     back(&mut w, &mut ue, &sent);
 
     // The SMF's reject: forwarded, no 5GMM cause.
@@ -1990,29 +1996,19 @@ fn a_setup_for_a_session_the_ue_does_not_hold_is_refused() {
     assert_eq!((s.n1n2, s.n1n2_refused), (1, 1));
 }
 
-/// A `Write` into a shared buffer: what the AMF logged, for the test to read.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The UE deregisters with a session the SMF then fails to release: the failure is counted
 /// and gets the UE's one INFO line (TS 29.502 §5.2.2.4; the issue's per-UE logs), naming the
 /// UE although its context is gone, the SMF, and the SMF's application cause.
 #[test]
 fn a_failed_release_at_deregistration_gets_the_ues_failure_line() {
-    let captured = Captured::default();
-    let writer = captured.clone();
+    // The log goes to a file the test reads back (`&File` writes, so `Arc<File>` makes the
+    // writer).
+    let dir = std::env::temp_dir().join(format!("steer5g-amf-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("amf.log");
+    let file = std::sync::Arc::new(std::fs::File::create(&path).unwrap());
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(file)
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -2023,17 +2019,10 @@ fn a_failed_release_at_deregistration_gets_the_ues_failure_line() {
     w.ngap(&est);
     smf_creates(&mut w, SM_REF);
     deregister(&mut w, &mut ue, false);
-    let problem = br#"{"status":500,"cause":"SYSTEM_FAILURE"}"#;
-    smf_answers_with(
-        &mut w,
-        "/release",
-        http::StatusCode::INTERNAL_SERVER_ERROR,
-        None,
-        Some("application/problem+json"),
-        Bytes::from_static(problem),
-    );
+    smf_system_failure(&mut w, "/release");
     assert_eq!(w.session_stats().release_failures, 1);
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
     let line = text
         .lines()
         .find(|l| l.contains("UE procedure failed") && l.contains("PDU session release"))

@@ -49,7 +49,35 @@ macro_rules! causes {
     };
 }
 
-causes! {
+/// A cause table that ends with the protocol error causes (#95-#101, #111), which the 5GMM
+/// and the 5GSM tables give the same values and names (TS 24.501 Annex A and B).
+macro_rules! with_protocol_errors {
+    ($(#[$edoc:meta])* $enum:ident; $($rest:tt)*) => {
+        causes! {
+            $(#[$edoc])*
+            $enum;
+            $($rest)*
+            /// #95 Semantically incorrect message.
+            SemanticallyIncorrectMessage = 95, "Semantically incorrect message";
+            /// #96 Invalid mandatory information.
+            InvalidMandatoryInformation = 96, "Invalid mandatory information";
+            /// #97 Message type non-existent or not implemented.
+            MessageTypeNonExistent = 97, "Message type non-existent or not implemented";
+            /// #98 Message type not compatible with the protocol state.
+            MessageTypeNotCompatible = 98, "Message type not compatible with the protocol state";
+            /// #99 Information element non-existent or not implemented.
+            IeNonExistent = 99, "Information element non-existent or not implemented";
+            /// #100 Conditional IE error.
+            ConditionalIeError = 100, "Conditional IE error";
+            /// #101 Message not compatible with the protocol state.
+            MessageNotCompatible = 101, "Message not compatible with the protocol state";
+            /// #111 Protocol error, unspecified.
+            ProtocolErrorUnspecified = 111, "Protocol error, unspecified";
+        }
+    };
+}
+
+with_protocol_errors! {
     /// A 5GMM cause value (TS 24.501 §9.11.3.2). Values the table does not have are
     /// kept as [`FiveGmmCause::Other`]: Annex A has a receiver treat them as #111,
     /// which [`FiveGmmCause::as_received`] does.
@@ -118,22 +146,6 @@ causes! {
     DnnNotSupportedInSlice = 91, "DNN not supported or not subscribed in the slice";
     /// #92 Insufficient user-plane resources for the PDU session.
     InsufficientUserPlaneResources = 92, "Insufficient user-plane resources for the PDU session";
-    /// #95 Semantically incorrect message.
-    SemanticallyIncorrectMessage = 95, "Semantically incorrect message";
-    /// #96 Invalid mandatory information.
-    InvalidMandatoryInformation = 96, "Invalid mandatory information";
-    /// #97 Message type non-existent or not implemented.
-    MessageTypeNonExistent = 97, "Message type non-existent or not implemented";
-    /// #98 Message type not compatible with the protocol state.
-    MessageTypeNotCompatible = 98, "Message type not compatible with the protocol state";
-    /// #99 Information element non-existent or not implemented.
-    IeNonExistent = 99, "Information element non-existent or not implemented";
-    /// #100 Conditional IE error.
-    ConditionalIeError = 100, "Conditional IE error";
-    /// #101 Message not compatible with the protocol state.
-    MessageNotCompatible = 101, "Message not compatible with the protocol state";
-    /// #111 Protocol error, unspecified.
-    ProtocolErrorUnspecified = 111, "Protocol error, unspecified";
 }
 
 impl FiveGmmCause {
@@ -147,7 +159,7 @@ impl FiveGmmCause {
     }
 }
 
-causes! {
+with_protocol_errors! {
     /// A 5GSM cause value (TS 24.501 §9.11.4.2, Table 9.11.4.2.1). Values the table does
     /// not have are kept as [`FiveGsmCause::Other`] (Annex B has a receiver treat them as
     /// #111).
@@ -224,22 +236,6 @@ causes! {
     SyntacticalErrorInQos = 84, "Syntactical error in the QoS operation";
     /// #85 Invalid mapped EPS bearer identity.
     InvalidMappedEpsBearerIdentity = 85, "Invalid mapped EPS bearer identity";
-    /// #95 Semantically incorrect message.
-    SemanticallyIncorrectMessage = 95, "Semantically incorrect message";
-    /// #96 Invalid mandatory information.
-    InvalidMandatoryInformation = 96, "Invalid mandatory information";
-    /// #97 Message type non-existent or not implemented.
-    MessageTypeNonExistent = 97, "Message type non-existent or not implemented";
-    /// #98 Message type not compatible with the protocol state.
-    MessageTypeNotCompatible = 98, "Message type not compatible with the protocol state";
-    /// #99 Information element non-existent or not implemented.
-    IeNonExistent = 99, "Information element non-existent or not implemented";
-    /// #100 Conditional IE error.
-    ConditionalIeError = 100, "Conditional IE error";
-    /// #101 Message not compatible with the protocol state.
-    MessageNotCompatible = 101, "Message not compatible with the protocol state";
-    /// #111 Protocol error, unspecified.
-    ProtocolErrorUnspecified = 111, "Protocol error, unspecified";
 }
 
 #[cfg(test)]
