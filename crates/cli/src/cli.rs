@@ -375,9 +375,15 @@ fn env_of(cmd: &clap::Command, long: &str) -> Option<String> {
 const TRANSPORT_CRATES: &[&str] = &["h2", "hyper", "hyper_util"];
 
 /// `filter` with the transport crates at `info` unless it names them itself, so that a
-/// debug or trace log shows the procedures, not every HTTP/2 frame
-/// (`--log debug,h2=trace` still gets the frames).
+/// debug log shows the procedures, not every HTTP/2 frame (`--log debug,h2=trace` still gets
+/// the frames). `trace` as the default level is everything, the frames included.
 pub(crate) fn quiet_transport(filter: &str) -> String {
+    if filter
+        .split(',')
+        .any(|d| d.trim().eq_ignore_ascii_case("trace"))
+    {
+        return filter.to_owned();
+    }
     let mut out = filter.to_owned();
     for krate in TRANSPORT_CRATES {
         let named = filter.split(',').any(|d| {
@@ -434,9 +440,10 @@ mod tests {
             quiet_transport("debug"),
             "debug,h2=info,hyper=info,hyper_util=info"
         );
+        assert_eq!(quiet_transport("trace"), "trace");
         assert_eq!(
-            quiet_transport("trace,h2=trace"),
-            "trace,h2=trace,hyper=info,hyper_util=info"
+            quiet_transport("info,h2=trace"),
+            "info,h2=trace,hyper=info,hyper_util=info"
         );
         assert_eq!(
             quiet_transport("hyper::proto=debug"),
