@@ -202,11 +202,14 @@ impl<M: ContextMap<u64, SmContext>> Smf<M> {
             }
             m => m,
         };
-        let traced = self
-            .pfcp
-            .get(&sequence)
-            .and_then(PfcpPending::sm_ref)
-            .and_then(|r| self.traced(r));
+        let traced = match self.trace.is_on() {
+            true => self
+                .pfcp
+                .get(&sequence)
+                .and_then(PfcpPending::sm_ref)
+                .and_then(|r| self.traced(r)),
+            false => None,
+        };
         if let Some(supi) = traced {
             tracing::info!(target: crate::trace::TARGET, %supi, seid = header.seid.unwrap_or(0), sequence, "PFCP ← {}", crate::trace::pfcp_name(header.msg_type));
         }

@@ -118,13 +118,13 @@ pub fn unauthorized() -> SbiResponse {
 }
 
 /// Whether `authorization` (the header's value) carries `token`, compared in constant time
-/// so that the answer's timing says nothing of how much of a guess was right.
+/// (`subtle`) so that the answer's timing says nothing of how much of a guess was right.
 pub fn bearer_matches(token: &str, authorization: Option<&str>) -> bool {
+    use subtle::ConstantTimeEq as _;
     let Some(given) = authorization.and_then(|a| a.strip_prefix("Bearer ")) else {
         return false;
     };
-    let (a, b) = (token.as_bytes(), given.trim().as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    bool::from(token.as_bytes().ct_eq(given.trim().as_bytes()))
 }
 
 fn store_problem(e: &StoreError) -> ProblemDetails {
@@ -312,7 +312,10 @@ impl Provisioning {
     }
 
     fn record(req: &SbiRequest) -> Result<Subscriber, ProblemDetails> {
-        let r: SubscriberRecord = parse(req)?;
+        Self::subscriber_of(parse(req)?)
+    }
+
+    fn subscriber_of(r: SubscriberRecord) -> Result<Subscriber, ProblemDetails> {
         r.to_subscriber().map_err(|e| {
             ProblemDetails::from_cause(Cause::InvalidMsgFormat, format!("{}: {e}", r.supi))
         })
@@ -338,7 +341,16 @@ impl Provisioning {
     /// PUT `/{ueId}`: creates the subscriber, or replaces its record. An SQN left out keeps
     /// the stored one; an SQN given lower than the stored one needs a new K.
     fn put(&self, supi: &str, req: &SbiRequest) -> Outcome {
-        let sub = match Self::record(req) {
+        // One parse: the record, and whether it gives an SQN at all.
+        let body: Value = match parse(req) {
+            Ok(v) => v,
+            Err(p) => return Outcome::problem(p),
+        };
+        let sqn_given = body.get("sqn").is_some();
+        let sub = match serde_json::from_value(body)
+            .map_err(|e| body_problem(&e))
+            .and_then(Self::subscriber_of)
+        {
             Ok(s) => s,
             Err(p) => return Outcome::problem(p),
         };
@@ -348,9 +360,6 @@ impl Provisioning {
                 "differs from the ueId of the path",
             ));
         }
-        let sqn_given = serde_json::from_slice::<Value>(&req.body)
-            .ok()
-            .is_some_and(|v| v.get("sqn").is_some());
         let replaced = self.store.modify(supi, &mut |stored| {
             let new_k = sub.k != stored.k;
             let mut next = sub.clone();

@@ -500,8 +500,7 @@ impl Local {
                     "REL_DUE_TO_UE_DEREGISTRATION",
                 );
                 if let Some(call) = call {
-                    let who = ue.supi.as_deref().or(ue.supi_or_suci.as_deref());
-                    let who = who.unwrap_or("unidentified").to_owned();
+                    let who = ue.who().to_owned();
                     self.releasing
                         .insert(call, (who, ue.assoc, ue.ran_ue_ngap_id));
                 }
@@ -550,6 +549,9 @@ impl Local {
             .and_then(|p| p.cause)
             .unwrap_or_else(|| status.to_string());
         let (ue, assoc, ran_ue_ngap_id) = who.unwrap_or_else(|| ("unidentified".to_owned(), 0, 0));
+        // Its own callsite, not `log_failure`'s: the test that reads this line captures the
+        // log with a thread-local subscriber, and a callsite other tests hit on other
+        // threads can have its interest cached without it (as sbi's refusal_log.rs notes).
         tracing::info!(
             ue = %ue,
             assoc,

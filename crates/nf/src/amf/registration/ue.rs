@@ -133,15 +133,10 @@ impl UeContext {
         cause: &dyn std::fmt::Display,
         peer: Option<sbi::discovery::NfType>,
     ) {
-        let who = self
-            .supi
-            .as_deref()
-            .or(self.supi_or_suci.as_deref())
-            .unwrap_or("unidentified");
         let peer = peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
         // `%`: Display, not the quoted Debug form of a string.
         tracing::info!(
-            ue = %who,
+            ue = %self.who(),
             assoc = self.assoc,
             ran_ue_ngap_id = self.ran_ue_ngap_id,
             procedure = %procedure,
@@ -149,6 +144,14 @@ impl UeContext {
             peer = %peer,
             "UE procedure failed"
         );
+    }
+
+    /// How the failure line names the UE: its SUPI, else the SUCI it came with.
+    pub(crate) fn who(&self) -> &str {
+        self.supi
+            .as_deref()
+            .or(self.supi_or_suci.as_deref())
+            .unwrap_or("unidentified")
     }
 
     pub(crate) fn new(amf_ue_ngap_id: u64, ran_ue_ngap_id: u32, assoc: u32, stream: u16) -> Self {
