@@ -77,13 +77,6 @@ fn thread_minor_faults(task: &Path) -> Option<u64> {
     rest.split_whitespace().nth(7)?.parse().ok()
 }
 
-/// The first SUPI of the range: MCC, MNC, then an MSIN of 1 (15 digits in all).
-pub(crate) fn first_supi(mcc: &str, mnc: &str, first: u64) -> String {
-    let prefix = format!("{mcc}{mnc}");
-    let width = 15usize.saturating_sub(prefix.len());
-    format!("imsi-{prefix}{first:0width$}")
-}
-
 /// `after - before` per key; gauges (the queue depth) keep their `after` value.
 pub(crate) fn counter_delta(
     before: &[(&'static str, u64)],
@@ -223,7 +216,7 @@ pub(crate) fn provision_range(
     count: u64,
     ues: u64,
 ) -> Result<(Vec<store::Subscriber>, PathBuf), BenchError> {
-    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
+    let first = cfg.plmn.supi(1);
     let subscribers = store::generate::generate(&first, count, &mut OsRng)
         .map_err(|e| BenchError::Invalid(format!("--ues {ues}: {e}")))?;
     let key_file = provision(data_dir, cfg, &subscribers)?;
@@ -305,15 +298,4 @@ pub(crate) fn bed_smf(
         ..steer5g_core::SmfOptions::default()
     };
     Ok((smf, bed.gnb_n3()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::first_supi;
-
-    #[test]
-    fn first_supi_fills_15_digits() {
-        assert_eq!(first_supi("001", "01", 1), "imsi-001010000000001");
-        assert_eq!(first_supi("310", "410", 7), "imsi-310410000000007");
-    }
 }

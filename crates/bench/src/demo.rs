@@ -76,7 +76,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "SUPI")]
     pub(crate) first_supi: Option<String>,
     /// SCTP transport between the gNBs and the AMF (udp needs no privilege).
-    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
+    #[arg(long, value_enum, default_value_t = TransportArg::Udp, env = "STEER5G_N2_TRANSPORT")]
     pub(crate) transport: TransportArg,
     /// The AUSF's SBI address (h2c).
     #[arg(long, default_value = "127.0.0.11:7777")]
@@ -635,7 +635,7 @@ pub fn run(json: bool, args: &DemoArgs, core: CoreSetup) -> Result<(), BenchErro
             )))
         }
         Some(f) => f.clone(),
-        None => crate::corecase::first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1),
+        None => cfg.plmn.supi(1),
     };
     let subscribers = store::generate::generate(&first, args.ues, &mut OsRng).map_err(|e| {
         BenchError::Invalid(format!("--first-supi {first} --ues {}: {e}", args.ues))

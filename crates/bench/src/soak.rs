@@ -36,7 +36,6 @@ use steer5g_config::{Config, Transport as TransportKind};
 use steer5g_core::{Core, CoreHandle, CoreOptions, SbiMode, SmfOptions, UpfOptions};
 use upf::datapath::Datapath as _;
 
-use super::corecase::first_supi;
 use super::machine::Machine;
 use super::sweep::Out;
 use crate::BenchError;
@@ -404,7 +403,7 @@ fn soak(args: &SoakArgs) -> Result<Outcome, BenchError> {
     let udm = SocketAddrV4::new(Ipv4Addr::new(127, 0, 33, slot), SBI_PORT);
     let up_addr = Ipv4Addr::new(127, 0, 34, slot);
 
-    let first = first_supi(&cfg.plmn.mcc, &cfg.plmn.mnc, 1);
+    let first = cfg.plmn.supi(1);
     let subscribers = store::generate::generate(&first, args.ues, &mut OsRng)
         .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
     let key_file = crate::corecase::provision(temp.path(), &cfg, &subscribers)?;

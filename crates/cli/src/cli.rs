@@ -155,10 +155,10 @@ pub(crate) struct AmfArgs {
     /// Authenticate on every registration.
     #[arg(long)]
     pub(crate) always_auth: bool,
-    /// The AUSF's base URI (default: its directory address, http://127.0.0.11:7777).
+    /// The AUSF's base URI (default: the configuration's `sbi.ausf`, http://127.0.0.11:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) ausf: Option<String>,
-    /// The UDM's base URI (default: its directory address, http://127.0.0.12:7777).
+    /// The UDM's base URI (default: the configuration's `sbi.udm`, http://127.0.0.12:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) udm: Option<String>,
     /// PDU sessions with the SMF at this base URI (e.g. http://127.0.0.4:7777): Nsmf over
@@ -166,8 +166,8 @@ pub(crate) struct AmfArgs {
     /// PDU sessions find no SMF.
     #[arg(long, value_name = "URI")]
     pub(crate) smf: Option<String>,
-    /// Where the AMF serves Namf_Communication for the SMF, with --smf (default: its
-    /// directory address, 127.0.0.5:7777).
+    /// Where the AMF serves Namf_Communication for the SMF, with --smf (default: the
+    /// configuration's `sbi.amf`, 127.0.0.5:7777).
     #[arg(long, value_name = "ADDR:PORT", requires = "smf")]
     pub(crate) sbi_addr: Option<std::net::SocketAddr>,
 }
@@ -185,7 +185,7 @@ pub(crate) struct RanArgs {
     #[arg(long, env = "STEER5G_AMF")]
     pub(crate) amf: Option<String>,
     /// SCTP transport.
-    #[arg(long, value_enum, default_value_t = TransportArg::Udp)]
+    #[arg(long, value_enum, default_value_t = TransportArg::Udp, env = "STEER5G_N2_TRANSPORT")]
     pub(crate) transport: TransportArg,
     /// The AMF's SCTP port when it is not the default (with --transport udp).
     #[arg(long)]
@@ -271,12 +271,8 @@ pub(crate) fn load_config(
     network: &NetworkArgs,
     listen: Option<&N2ListenArgs>,
 ) -> Result<Config, CliError> {
-    let mut cfg = match &global.config {
-        Some(path) => Config::from_file(path)?,
-        None => Config::default(),
-    };
     // The file, then STEER5G_<SECTION>_<KEY>, then the flags.
-    cfg.apply_env(std::env::vars())?;
+    let mut cfg = file_and_env(global)?;
     if let Some(m) = &network.mcc {
         cfg.plmn.mcc = m.clone();
     }
@@ -301,6 +297,17 @@ pub(crate) fn load_config(
         }
     }
     cfg.validate().map_err(name_env_source)?;
+    Ok(cfg)
+}
+
+/// The configuration file (or the defaults) with the `STEER5G_<SECTION>_<KEY>` variables
+/// applied: what a command with no flags of its own over the file reads.
+pub(crate) fn file_and_env(global: &Global) -> Result<Config, CliError> {
+    let mut cfg = match &global.config {
+        Some(path) => Config::from_file(path)?,
+        None => Config::default(),
+    };
+    cfg.apply_env(std::env::vars())?;
     Ok(cfg)
 }
 

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use proto::nas::{CipheringAlgorithm, IntegrityAlgorithm};
-use steer5g_config::Transport as TransportKind;
 use steer5g_core::{CoreOptions, CoreReport, SbiMode, StateMode};
 
 use crate::cli::{Global, N2ListenArgs, NetworkArgs};
@@ -44,7 +43,7 @@ pub(crate) struct CoreArgs {
     pub(crate) state: StateArg,
     /// How the NFs talk [default: h2c]. The AMF and the SMF (--smf) stay in-process unless
     /// `--sbi h2c` is given: then Nsmf_PDUSession and N1N2MessageTransfer go over h2c too,
-    /// at the SMF's (127.0.0.4:7777) and the AMF's (127.0.0.5:7777) directory addresses.
+    /// at the configuration's `sbi.smf` (127.0.0.4:7777) and `sbi.amf` (127.0.0.5:7777).
     #[arg(long, value_enum)]
     pub(crate) sbi: Option<SbiArg>,
     /// Open a new SBI connection per request.
@@ -56,21 +55,18 @@ pub(crate) struct CoreArgs {
     /// Authenticate on every registration.
     #[arg(long)]
     pub(crate) always_auth: bool,
-    /// Subscriber store and home network keys.
-    #[arg(
-        long,
-        env = "STEER5G_DATA_DIR",
-        default_value = "./steer5g-data",
-        value_name = "DIR"
-    )]
-    pub(crate) data_dir: PathBuf,
+    /// Subscriber store and home network keys [default: the configuration's
+    /// `store.data_dir`, ./steer5g-data].
+    #[arg(long, env = "STEER5G_DATA_DIR", value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
     /// Create the subscriber store and the home network keys in `--data-dir` when it has
     /// none. Without it a missing store is an error, so that a mistyped directory is not
     /// taken for a new, empty one.
     #[arg(long)]
     pub(crate) init: bool,
-    /// N2 transports to listen on (default: the configuration's, which is both).
-    #[arg(long, value_enum)]
+    /// N2 transports to listen on (default: the configuration's `n2.transports`, raw and
+    /// udp; without CAP_NET_RAW and not asked for, udp alone with a warning).
+    #[arg(long, value_enum, env = "STEER5G_N2_TRANSPORT")]
     pub(crate) transport: Option<crate::cli::ListenTransport>,
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "SECS")]
@@ -89,14 +85,17 @@ pub(crate) struct CoreArgs {
     pub(crate) bpf: BpfArgs,
     #[command(flatten)]
     pub(crate) limits: crate::cli::LimitArgs,
-    /// Host an SMF shard on every worker (PDU sessions; PFCP to the UPF at 127.0.0.7:8805).
+    /// Host an SMF shard on every worker (PDU sessions; PFCP to the UPF at the
+    /// configuration's `smf.upf`, 127.0.0.7:8805).
     #[arg(long)]
     pub(crate) smf: bool,
-    /// Also run a UPF in this process (PFCP on 127.0.0.7:8805, rules kept in memory, no
-    /// packet forwarding): PDU sessions without root. Implies `--smf`.
+    /// Also run a UPF in this process (PFCP on the configuration's `upf.pfcp_addr`,
+    /// 127.0.0.7:8805; rules kept in memory, no packet forwarding): PDU sessions without
+    /// root. Implies `--smf`.
     #[arg(long)]
     pub(crate) upf_inproc: bool,
-    /// The UPF's PFCP address, for --smf with a UPF of its own (`steer5g upf`).
+    /// The UPF's PFCP address, for --smf with a UPF of its own (`steer5g upf`) [default:
+    /// the configuration's `smf.upf`].
     #[arg(
         long,
         value_name = "ADDR:PORT",
@@ -104,14 +103,16 @@ pub(crate) struct CoreArgs {
         conflicts_with = "upf_inproc"
     )]
     pub(crate) upf: Option<std::net::SocketAddr>,
-    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; with --smf; default
-    /// internet=10.45.0.0/16), e.g. the lab's pool the data network routes via the UPF.
+    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; with --smf; default:
+    /// the configuration's `smf.dnns`, internet=10.45.0.0/16), e.g. the lab's pool the data
+    /// network routes via the UPF.
     #[arg(long, value_name = "NAME=NET/LEN")]
     pub(crate) dnn: Vec<String>,
     /// Seconds between the PFCP heartbeats each SMF worker sends the UPF to find out that it
-    /// restarted and restore its sessions (0: none; with --smf).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    pub(crate) pfcp_heartbeat: f64,
+    /// restarted and restore its sessions (0: none; with --smf) [default: the
+    /// configuration's `pfcp.heartbeat_s`, 10].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) pfcp_heartbeat: Option<f64>,
 }
 
 /// Kernel steering of the SBI listeners (`steer5g core`, `amf`, `ausf`, `udm`, `demo`).
@@ -231,7 +232,10 @@ pub(crate) fn parse_nea(s: &str) -> Result<CipheringAlgorithm, String> {
 }
 
 /// The SMF of `--smf`/`--upf-inproc`, with `--upf` and `--dnn`; `--dnn` alone is bad usage.
-fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliError> {
+fn smf_options(
+    args: &CoreArgs,
+    cfg: &steer5g_config::Config,
+) -> Result<Option<steer5g_core::SmfOptions>, CliError> {
     if !(args.smf || args.upf_inproc) {
         if args.dnn.is_empty() {
             return Ok(None);
@@ -240,10 +244,10 @@ fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliE
             "--dnn needs --smf (or --upf-inproc)".into(),
         ));
     }
-    let mut smf = steer5g_core::SmfOptions {
-        heartbeat: crate::smf_cmd::pfcp_heartbeat(args.pfcp_heartbeat)?,
-        ..steer5g_core::SmfOptions::default()
-    };
+    let mut smf = crate::smf_cmd::configured(cfg)?;
+    if let Some(h) = args.pfcp_heartbeat {
+        smf.heartbeat = crate::smf_cmd::pfcp_heartbeat(h)?;
+    }
     if let Some(u) = args.upf {
         smf.upf = u;
         // With a UPF of its own process, the SMF may be killed and started again while the
@@ -264,16 +268,11 @@ fn smf_options(args: &CoreArgs) -> Result<Option<steer5g_core::SmfOptions>, CliE
 pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, Some(&args.listen))?;
     args.limits.apply(&mut cfg)?;
-    match args.transport {
-        Some(crate::cli::ListenTransport::Raw) => cfg.n2.transports = vec![TransportKind::Raw],
-        Some(crate::cli::ListenTransport::Udp) => cfg.n2.transports = vec![TransportKind::Udp],
-        Some(crate::cli::ListenTransport::Both) => {
-            cfg.n2.transports = vec![TransportKind::Raw, TransportKind::Udp]
-        }
-        None => {}
-    }
+    crate::n2::listen_transports(&mut cfg, args.transport);
     let limit = crate::nf_cmd::duration_limit(args.duration)?;
-    let mut opts = CoreOptions::new(args.data_dir.clone());
+    let data_dir = crate::nf_cmd::data_dir(args.data_dir.as_deref(), &cfg);
+    let mut opts = CoreOptions::new(data_dir.clone());
+    opts.set_config(cfg.clone());
     opts.workers = args.workers;
     opts.pin = args.pin;
     opts.state = match args.state {
@@ -291,15 +290,21 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     opts.always_auth = args.always_auth;
     args.nas.apply(&cfg.amf, &mut opts)?;
     args.bpf.apply(&mut opts);
-    opts.smf = smf_options(args)?;
+    opts.smf = smf_options(args, &cfg)?;
     if args.upf_inproc {
-        opts.upf = Some(steer5g_core::UpfOptions::default());
+        opts.upf = Some(steer5g_core::UpfOptions {
+            pfcp: cfg.upf.pfcp_addr,
+            n3: match cfg.upf.n3_addr.ip() {
+                std::net::IpAddr::V4(ip) => ip,
+                std::net::IpAddr::V6(_) => steer5g_core::UpfOptions::default().n3,
+            },
+            ..steer5g_core::UpfOptions::default()
+        });
     }
     // Last of the checks: a bad flag is named before a missing store.
-    crate::nf_cmd::check_store(&args.data_dir, args.init, &cfg)?;
-    opts.provisioning = args.provisioning.resolve()?;
+    crate::nf_cmd::check_store(&data_dir, args.init, &cfg)?;
+    opts.provisioning = args.provisioning.resolve(&cfg.provisioning)?;
     opts.trace_supis = args.trace_supi.clone();
-    opts.config = cfg;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");
@@ -394,6 +399,7 @@ fn print_report(global: &Global, r: &CoreReport, locked: bool) -> Result<(), Cli
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use steer5g_config::Config;
 
     fn core_args(args: &[&str]) -> CoreArgs {
         use clap::Parser;
@@ -409,16 +415,21 @@ mod tests {
 
     #[test]
     fn an_external_upf_and_dnn_pools_reach_the_smf() {
-        assert!(smf_options(&core_args(&[])).unwrap().is_none());
-        let smf = smf_options(&core_args(&[
-            "--smf",
-            "--upf",
-            "127.0.0.132:8805",
-            "--dnn",
-            "internet=10.9.64.0/18",
-            "--dnn",
-            "ims=10.46.0.0/24",
-        ]))
+        assert!(smf_options(&core_args(&[]), &Config::default())
+            .unwrap()
+            .is_none());
+        let smf = smf_options(
+            &core_args(&[
+                "--smf",
+                "--upf",
+                "127.0.0.132:8805",
+                "--dnn",
+                "internet=10.9.64.0/18",
+                "--dnn",
+                "ims=10.46.0.0/24",
+            ]),
+            &Config::default(),
+        )
         .unwrap()
         .unwrap();
         assert_eq!(smf.upf, "127.0.0.132:8805".parse().unwrap());
@@ -435,14 +446,27 @@ mod tests {
             ]
         );
         // The default UPF without --upf.
-        let smf = smf_options(&core_args(&["--smf"])).unwrap().unwrap();
+        let smf = smf_options(&core_args(&["--smf"]), &Config::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(smf.upf, steer5g_core::SmfOptions::default().upf);
+        // Without flags, the configuration's `[smf]` and `[pfcp]`.
+        let cfg = Config::from_toml(
+            "[smf]\nupf = \"127.0.3.7:8805\"\npfcp_addr = \"127.0.3.4\"\n\
+             dnns = [\"ims=10.47.0.0/24\"]\n[pfcp]\nheartbeat_s = 0",
+        )
+        .unwrap();
+        let smf = smf_options(&core_args(&["--smf"]), &cfg).unwrap().unwrap();
+        assert_eq!(smf.upf, "127.0.3.7:8805".parse().unwrap());
+        assert_eq!(smf.pfcp_ip, std::net::Ipv4Addr::new(127, 0, 3, 4));
+        assert_eq!(smf.dnns[0].dnn, "ims");
+        assert_eq!(smf.heartbeat, None);
         // --dnn without an SMF, or a bad pool: exit 2.
         for bad in [
             &["--dnn", "internet=10.9.64.0/18"][..],
             &["--smf", "--dnn", "x"],
         ] {
-            let e = smf_options(&core_args(bad)).unwrap_err();
+            let e = smf_options(&core_args(bad), &Config::default()).unwrap_err();
             assert_eq!(e.exit_status(), 2, "{bad:?}");
         }
     }

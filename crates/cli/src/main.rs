@@ -5,6 +5,7 @@
 //! standard output carries exactly one JSON object and logs go to standard error; exit status
 //! 0 success, 1 the run failed, 2 bad usage or input, 3 a needed privilege is missing.
 
+mod caps;
 mod cli;
 mod core_cmd;
 mod crypto;
@@ -113,12 +114,20 @@ fn command_path(matches: &clap::ArgMatches) -> String {
 }
 
 /// Logs go to standard error so that `--json` output stays alone on standard output.
-/// `RUST_LOG` (or `--log`) selects what is shown, as `tracing-subscriber`'s filter syntax.
+/// `--log`, `RUST_LOG` or `log.filter` selects what is shown, as `tracing-subscriber`'s filter syntax.
 fn init_logging(global: &cli::Global, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
+    // `--log`, else RUST_LOG, else the configuration's `log.filter` (the file, or
+    // STEER5G_LOG_FILTER), else the command's default. A configuration that does not load
+    // is reported by the command itself, once logging is up.
     let asked = match &global.log {
         Some(f) => f.clone(),
-        None => std::env::var(EnvFilter::DEFAULT_ENV).unwrap_or_else(|_| default_filter.to_owned()),
+        None => std::env::var(EnvFilter::DEFAULT_ENV).unwrap_or_else(|_| {
+            cli::file_and_env(global)
+                .ok()
+                .and_then(|c| c.log.filter)
+                .unwrap_or_else(|| default_filter.to_owned())
+        }),
     };
     let filter = EnvFilter::try_new(cli::quiet_transport(&asked))
         .unwrap_or_else(|_| EnvFilter::new(default_filter));

@@ -64,11 +64,11 @@ pub(crate) fn parse_trace_supi(s: &str) -> Result<String, String> {
 /// address). One endpoint per process: `steer5g core` serves it on the AMF's.
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct MetricsArgs {
-    /// Serve /metrics here (default: port 9090 of the first hosted NF's address: AMF,
-    /// else AUSF, else UDM, else SMF).
+    /// Serve /metrics here (default: the configuration's `metrics.addr`, else port 9090 of
+    /// the first hosted NF's address: AMF, else AUSF, else UDM, else SMF).
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "no_metrics")]
     pub(crate) metrics_addr: Option<SocketAddr>,
-    /// Serve no /metrics endpoint.
+    /// Serve no /metrics endpoint (as `metrics.enabled = false`).
     #[arg(long)]
     pub(crate) no_metrics: bool,
 }
@@ -86,20 +86,29 @@ pub(crate) struct ProvisioningArgs {
     /// a request without it gets 401.
     #[arg(long, value_name = "FILE", env = "STEER5G_PROVISIONING_TOKEN_FILE")]
     pub(crate) provisioning_token_file: Option<PathBuf>,
-    /// Serve no provisioning API (the store then cannot be changed while this runs).
+    /// Serve no provisioning API (the store then cannot be changed while this runs; as
+    /// `provisioning.enabled = false`).
     #[arg(long, conflicts_with_all = ["provisioning_addr", "provisioning_token_file"])]
     pub(crate) no_provisioning: bool,
 }
 
 impl ProvisioningArgs {
-    /// The API's settings, the token read from its file.
+    /// The API's settings, the token read from its file: the flags', else the
+    /// configuration's `[provisioning]`.
     pub(crate) fn resolve(
         &self,
+        cfg: &steer5g_config::ProvisioningConfig,
     ) -> Result<Option<steer5g_core::provisioning::ProvisioningOptions>, CliError> {
-        if self.no_provisioning {
+        let flagged = self.provisioning_addr.is_some() || self.provisioning_token_file.is_some();
+        if self.no_provisioning || !(cfg.enabled || flagged) {
             return Ok(None);
         }
-        let token = match &self.provisioning_token_file {
+        let addr = self.provisioning_addr.or(cfg.addr);
+        let token_file = self
+            .provisioning_token_file
+            .as_ref()
+            .or(cfg.token_file.as_ref());
+        let token = match token_file {
             Some(f) => {
                 let t = std::fs::read_to_string(f).map_err(|e| {
                     CliError::Usage(format!("--provisioning-token-file {}: {e}", f.display()))
@@ -110,7 +119,7 @@ impl ProvisioningArgs {
         };
         let opts = steer5g_core::provisioning::ProvisioningOptions {
             socket: None,
-            tcp: self.provisioning_addr,
+            tcp: addr,
             token,
         };
         opts.check()?;
@@ -129,6 +138,13 @@ impl MetricsArgs {
             return None;
         }
         if let Some(a) = self.metrics_addr {
+            return Some(a);
+        }
+        let m = &opts.config.metrics;
+        if !m.enabled {
+            return None;
+        }
+        if let Some(a) = m.addr {
             return Some(a);
         }
         let ip = if opts.nfs.amf {
@@ -154,10 +170,10 @@ pub(crate) struct AusfArgs {
     pub(crate) network: NetworkArgs,
     #[command(flatten)]
     pub(crate) run: NfRunArgs,
-    /// Where the AUSF listens for h2c (default: its directory address, 127.0.0.11:7777).
+    /// Where the AUSF listens for h2c (default: the configuration's `sbi.ausf`, 127.0.0.11:7777).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) sbi_addr: Option<SocketAddr>,
-    /// The UDM's base URI (default: its directory address, http://127.0.0.12:7777).
+    /// The UDM's base URI (default: the configuration's `sbi.udm`, http://127.0.0.12:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) udm: Option<String>,
 }
@@ -169,17 +185,13 @@ pub(crate) struct UdmArgs {
     pub(crate) network: NetworkArgs,
     #[command(flatten)]
     pub(crate) run: NfRunArgs,
-    /// Where the UDM listens for h2c (default: its directory address, 127.0.0.12:7777).
+    /// Where the UDM listens for h2c (default: the configuration's `sbi.udm`, 127.0.0.12:7777).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) sbi_addr: Option<SocketAddr>,
-    /// Subscriber store (the UDR) and home network keys.
-    #[arg(
-        long,
-        env = "STEER5G_DATA_DIR",
-        default_value = "./steer5g-data",
-        value_name = "DIR"
-    )]
-    pub(crate) data_dir: PathBuf,
+    /// Subscriber store (the UDR) and home network keys [default: the configuration's
+    /// `store.data_dir`, ./steer5g-data].
+    #[arg(long, env = "STEER5G_DATA_DIR", value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
     /// Create the subscriber store and the home network keys in `--data-dir` when it has
     /// none (otherwise a missing store is an error).
     #[arg(long)]
@@ -219,6 +231,12 @@ pub(crate) fn check_store(data_dir: &Path, init: bool, cfg: &Config) -> Result<(
     Ok(())
 }
 
+/// The data directory: the flag's (or `STEER5G_DATA_DIR`), else the configuration's
+/// `store.data_dir`.
+pub(crate) fn data_dir(flag: Option<&Path>, cfg: &Config) -> PathBuf {
+    flag.map_or_else(|| cfg.store.data_dir.clone(), Path::to_path_buf)
+}
+
 /// `--duration` as a limit; checked before anything is bound.
 pub(crate) fn duration_limit(d: Option<f64>) -> Result<Option<Duration>, CliError> {
     match d {
@@ -251,7 +269,7 @@ pub(crate) fn options(run: &NfRunArgs, nfs: NfSet, data_dir: PathBuf, cfg: Confi
     opts.pin = run.pin;
     opts.short_connections = run.short_connections;
     opts.state = state_mode(run.state);
-    opts.config = cfg;
+    opts.set_config(cfg);
     run.bpf.apply(&mut opts);
     if let Some(n) = run.peer_workers {
         opts.directory.set_workers(NfType::Ausf, n);
@@ -442,19 +460,18 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, None)?;
     args.run.limits.apply(&mut cfg)?;
     let limit = duration_limit(args.run.duration)?;
-    check_store(&args.data_dir, args.init, &cfg)?;
-    let mut opts = options(&args.run, NfSet::UDM, args.data_dir.clone(), cfg);
+    let data_dir = data_dir(args.data_dir.as_deref(), &cfg);
+    check_store(&data_dir, args.init, &cfg)?;
+    let provisioning = args.provisioning.resolve(&cfg.provisioning)?;
+    let mut opts = options(&args.run, NfSet::UDM, data_dir.clone(), cfg);
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Udm, format!("http://{a}"));
     }
-    opts.provisioning = args.provisioning.resolve()?;
+    opts.provisioning = provisioning;
     let core = start(opts, &args.run.metrics)?;
     let at = core.listening().udm;
     if let Some(a) = at {
-        tracing::info!(
-            "SBI listening: UDM {a} (data dir {})",
-            args.data_dir.display()
-        );
+        tracing::info!("SBI listening: UDM {a} (data dir {})", data_dir.display());
     }
     wait_for_stop(limit)?;
     let r = stop(core)?;
@@ -464,7 +481,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
         let mut v = serde_json::json!({
             "nf": "udm",
             "listening": at.map(|a| a.to_string()),
-            "data_dir": args.data_dir.display().to_string(),
+            "data_dir": data_dir.display().to_string(),
             "udm": {
                 "vectors": u.vectors,
                 "resyncs": u.resyncs,

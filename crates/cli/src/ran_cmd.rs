@@ -124,7 +124,11 @@ fn run_ues(global: &Global, args: &RanArgs) -> Result<(), CliError> {
         Some(p) => ran::load::suci_scheme_public(la.suci, &p)?,
         None => suci_scheme(
             la.suci,
-            &key_file(la.hn_key_file.as_deref(), &la.data_dir, &t.cfg),
+            &key_file(
+                la.hn_key_file.as_deref(),
+                &crate::nf_cmd::data_dir(la.data_dir.as_deref(), &t.cfg),
+                &t.cfg,
+            ),
         )?,
     };
     let sessions = la.sessions()?;

@@ -22,32 +22,34 @@ pub(crate) struct SmfArgs {
     pub(crate) network: NetworkArgs,
     #[command(flatten)]
     pub(crate) run: NfRunArgs,
-    /// Where the SMF listens for h2c (default: its directory address, 127.0.0.4:7777).
+    /// Where the SMF listens for h2c (default: the configuration's `sbi.smf`, 127.0.0.4:7777).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) sbi_addr: Option<SocketAddr>,
-    /// The UPF's PFCP address.
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.7:8805")]
-    pub(crate) upf: SocketAddr,
+    /// The UPF's PFCP address [default: the configuration's `smf.upf`, 127.0.0.7:8805].
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) upf: Option<SocketAddr>,
     /// The address every worker's PFCP socket binds and advertises in its CP F-SEID
-    /// (default: the SBI address's IPv4 address).
+    /// (default: the `--sbi-addr`'s IPv4 address, else the configuration's `smf.pfcp_addr`,
+    /// 127.0.0.4).
     #[arg(long, value_name = "IPV4")]
     pub(crate) pfcp_addr: Option<Ipv4Addr>,
-    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; default
-    /// internet=10.45.0.0/16). Each pool is split between the workers.
+    /// A served DNN and its UE IPv4 pool, NAME=NET/LEN (repeatable; default: the
+    /// configuration's `smf.dnns`, internet=10.45.0.0/16). Each pool is split between the
+    /// workers.
     #[arg(long, value_name = "NAME=NET/LEN")]
     pub(crate) dnn: Vec<String>,
-    /// The AMF's base URI, for N1N2MessageTransfer (default: its directory address,
-    /// http://127.0.0.5:7777).
+    /// The AMF's base URI, for N1N2MessageTransfer (default: the configuration's `sbi.amf`, http://127.0.0.5:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) amf: Option<String>,
-    /// The UDM's base URI, for the session management subscription data (default: its
-    /// directory address, http://127.0.0.12:7777).
+    /// The UDM's base URI, for the session management subscription data (default: the
+    /// configuration's `sbi.udm`, http://127.0.0.12:7777).
     #[arg(long, value_name = "URI")]
     pub(crate) udm: Option<String>,
     /// Seconds between the PFCP heartbeats each worker sends the UPF to find out that it
-    /// restarted and restore its sessions (0: none).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    pub(crate) pfcp_heartbeat: f64,
+    /// restarted and restore its sessions (0: none) [default: the configuration's
+    /// `pfcp.heartbeat_s`, 10].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) pfcp_heartbeat: Option<f64>,
 }
 
 /// `--pfcp-heartbeat SECS`: `None` for 0.
@@ -62,19 +64,27 @@ pub(crate) fn pfcp_heartbeat(secs: f64) -> Result<Option<std::time::Duration>, C
 
 /// `NAME=NET/LEN`, e.g. `internet=10.45.0.0/16`.
 pub(crate) fn parse_dnn(s: &str) -> Result<DnnPool, CliError> {
-    let bad = || CliError::Usage(format!("--dnn {s}: expected NAME=A.B.C.D/LEN"));
-    let (name, pool) = s.split_once('=').ok_or_else(bad)?;
-    let (net, len) = pool.split_once('/').ok_or_else(bad)?;
-    let net: Ipv4Addr = net.parse().map_err(|_| bad())?;
-    let prefix_len: u8 = len.parse().map_err(|_| bad())?;
-    // A pool needs host addresses to hand out; /31 and /32 have none to spare.
-    if name.is_empty() || !(1..=30).contains(&prefix_len) {
-        return Err(bad());
+    let p = steer5g_config::parse_dnn_pool(s).map_err(|e| CliError::Usage(format!("--dnn {e}")))?;
+    Ok(dnn_pool(p))
+}
+
+fn dnn_pool(p: steer5g_config::DnnPoolSpec) -> DnnPool {
+    DnnPool {
+        dnn: p.dnn,
+        net: p.net,
+        prefix_len: p.prefix_len,
     }
-    Ok(DnnPool {
-        dnn: name.to_owned(),
-        net,
-        prefix_len,
+}
+
+/// The SMF as the configuration has it: `[smf]` (its PFCP address, the UPF, the DNN
+/// pools) and `[pfcp]`'s heartbeat; the slices and the stamp stay the defaults.
+pub(crate) fn configured(cfg: &steer5g_config::Config) -> Result<SmfOptions, CliError> {
+    Ok(SmfOptions {
+        upf: cfg.smf.upf,
+        pfcp_ip: cfg.smf.pfcp_addr,
+        dnns: cfg.smf.pools()?.into_iter().map(dnn_pool).collect(),
+        heartbeat: cfg.pfcp.heartbeat(),
+        ..SmfOptions::default()
     })
 }
 
@@ -113,14 +123,18 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
     }
     let mut smf = SmfOptions {
-        upf: args.upf,
         slices,
-        heartbeat: pfcp_heartbeat(args.pfcp_heartbeat)?,
         // A new stamp even when killed and started again within a second, so that the UPF
         // drops the sessions of the SMF that died (TS 23.527 §4.4.2).
         recovery_time_stamp: Some(upf::service::fresh_recovery_time_stamp()),
-        ..SmfOptions::default()
+        ..configured(&opts.config)?
     };
+    if let Some(u) = args.upf {
+        smf.upf = u;
+    }
+    if let Some(h) = args.pfcp_heartbeat {
+        smf.heartbeat = pfcp_heartbeat(h)?;
+    }
     smf.pfcp_ip = match (args.pfcp_addr, args.sbi_addr) {
         (Some(ip), _) => ip,
         (None, Some(SocketAddr::V4(a))) => *a.ip(),
@@ -134,12 +148,12 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
             .collect::<Result<_, _>>()?;
     }
     let dnns: Vec<String> = smf.dnns.iter().map(|d| d.dnn.clone()).collect();
+    let upf_addr = smf.upf;
     opts.smf = Some(smf);
     let peers = format!(
-        "AMF at {}, UDM at {}, UPF at {}",
+        "AMF at {}, UDM at {}, UPF at {upf_addr}",
         opts.directory.base_uri(NfType::Amf).unwrap_or("?"),
         opts.directory.base_uri(NfType::Udm).unwrap_or("?"),
-        args.upf
     );
     let core = nf_cmd::start(opts, &args.run.metrics)?;
     let at = core.listening().smf;
@@ -154,7 +168,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         let mut v = serde_json::json!({
             "nf": "smf",
             "listening": at.map(|a| a.to_string()),
-            "upf": args.upf.to_string(),
+            "upf": upf_addr.to_string(),
             "dnns": dnns,
             "smf": {
                 "created": s.created,

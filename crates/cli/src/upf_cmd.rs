@@ -17,6 +17,9 @@ use upf::userspace::tiered::Tiered;
 use upf::userspace::{TunCounters, TunDatapath};
 use upf::{Datapath, MemoryDatapath, ServiceOptions, ServiceReport, UpfService};
 
+use crate::caps::{has_cap, CAP_BPF, CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN};
+use steer5g_config::{Config, UpfConfig};
+
 use crate::cli::Global;
 use crate::exit::CliError;
 use crate::nf_cmd::{duration_limit, wait_for_stop};
@@ -37,14 +40,22 @@ pub(crate) enum DatapathArg {
     None,
 }
 
-/// `steer5g upf`.
-#[derive(Debug, Args)]
+/// `steer5g upf`. The four settings the configuration also has (`upf.pfcp_addr`,
+/// `upf.n3_addr`, `upf.ue_pool`, `pfcp.heartbeat_s`) are read as flags into `*_flag` and
+/// settled by [`UpfArgs::settle`]: the flag, else the configuration.
+#[derive(Debug, Clone, Args)]
 pub(crate) struct UpfArgs {
-    /// PFCP (N4) address to serve.
-    #[arg(long, default_value = "127.0.0.7:8805", value_name = "ADDR:PORT")]
+    /// PFCP (N4) address to serve [default: the configuration's `upf.pfcp_addr`,
+    /// 127.0.0.7:8805].
+    #[arg(long = "pfcp", value_name = "ADDR:PORT")]
+    pfcp_flag: Option<SocketAddr>,
+    #[arg(skip = UpfConfig::default().pfcp_addr)]
     pub(crate) pfcp: SocketAddr,
-    /// GTP-U (N3) address: advertised in the F-TEIDs the UPF chooses.
-    #[arg(long, default_value = "127.0.0.7:2152", value_name = "ADDR:PORT")]
+    /// GTP-U (N3) address: advertised in the F-TEIDs the UPF chooses [default: the
+    /// configuration's `upf.n3_addr`, 127.0.0.7:2152].
+    #[arg(long = "n3", value_name = "ADDR:PORT")]
+    n3_flag: Option<SocketAddr>,
+    #[arg(skip = UpfConfig::default().n3_addr)]
     pub(crate) n3: SocketAddr,
     /// User-plane datapath. `none` keeps the rules in memory and forwards nothing; `xdp` and
     /// `tun` need root.
@@ -69,16 +80,24 @@ pub(crate) struct UpfArgs {
     #[arg(long, default_value = "upf-tun0", value_name = "IFNAME")]
     pub(crate) tun_name: String,
     /// UE address pool `--datapath tun` routes into its TUN device and `--datapath afxdp`
-    /// takes from N6.
-    #[arg(long, default_value = "10.45.0.0/16", value_name = "ADDR/LEN", value_parser = parse_pool)]
+    /// takes from N6 [default: the configuration's `upf.ue_pool`, 10.45.0.0/16].
+    #[arg(long = "ue-pool", value_name = "ADDR/LEN", value_parser = parse_pool)]
+    ue_pool_flag: Option<(Ipv4Addr, u8)>,
+    #[arg(skip = (Ipv4Addr::new(10, 45, 0, 0), 16))]
     pub(crate) ue_pool: (Ipv4Addr, u8),
     /// Worker threads. Only 1 is supported so far: one worker serves every session (the
     /// worker number is still written into SEIDs and TEIDs).
     #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
     pub(crate) workers: u16,
-    /// Seconds between our PFCP heartbeats to each associated SMF (0: none).
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    /// Seconds between our PFCP heartbeats to each associated SMF (0: none) [default: the
+    /// configuration's `pfcp.heartbeat_s`, 10].
+    #[arg(long = "heartbeat", value_name = "SECS")]
+    heartbeat_flag: Option<f64>,
+    #[arg(skip = 10.0)]
     pub(crate) heartbeat: f64,
+    /// T1 and N1 of our PFCP requests (the configuration's `[pfcp]`).
+    #[arg(skip = pfcp::txn::Retransmission::default())]
+    pub(crate) pfcp_timers: pfcp::txn::Retransmission,
     /// Sessions held at most, on any datapath; an establishment beyond gets PFCP cause 75
     /// "No resources available". The default is the size of the XDP fast path's maps.
     #[arg(long, default_value_t = upf::node::DEFAULT_MAX_SESSIONS, value_name = "N")]
@@ -91,24 +110,6 @@ pub(crate) struct UpfArgs {
     /// Default: none (several UPFs often share one address).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) metrics_addr: Option<SocketAddr>,
-}
-
-/// Effective capabilities bits (linux/capability.h).
-const CAP_NET_ADMIN: u32 = 12;
-const CAP_NET_RAW: u32 = 13;
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_BPF: u32 = 39;
-
-/// Whether this process holds capability `bit` (from /proc/self/status, CapEff).
-fn has_cap(bit: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1u64 << bit) != 0)
 }
 
 /// The XDP fast path with the TUN path behind it.
@@ -332,6 +333,28 @@ fn parse_pool(s: &str) -> Result<(Ipv4Addr, u8), String> {
     Ok((addr, len))
 }
 
+impl UpfArgs {
+    /// The flags over the configuration (file < environment < flags).
+    fn settle(&self, cfg: &Config) -> Result<UpfArgs, CliError> {
+        let mut a = self.clone();
+        a.pfcp = self.pfcp_flag.unwrap_or(cfg.upf.pfcp_addr);
+        a.n3 = self.n3_flag.unwrap_or(cfg.upf.n3_addr);
+        a.ue_pool = match self.ue_pool_flag {
+            Some(p) => p,
+            None => steer5g_config::parse_pool(&cfg.upf.ue_pool)
+                .map_err(|m| CliError::Usage(format!("upf.ue_pool: {m}")))?,
+        };
+        a.heartbeat = self
+            .heartbeat_flag
+            .unwrap_or(f64::from(cfg.pfcp.heartbeat_s));
+        a.pfcp_timers = pfcp::txn::Retransmission {
+            t1: cfg.pfcp.t1(),
+            n1: cfg.pfcp.n1,
+        };
+        Ok(a)
+    }
+}
+
 /// Checks the flags that need no system access.
 fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
     if args.workers != 1 {
@@ -363,6 +386,8 @@ fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
         ));
     }
     let mut opts = ServiceOptions::new(args.pfcp, n3);
+    opts.node.t1 = args.pfcp_timers.t1;
+    opts.node.n1 = args.pfcp_timers.n1;
     opts.node.heartbeat_interval =
         (args.heartbeat > 0.0).then(|| std::time::Duration::from_secs_f64(args.heartbeat));
     opts.node.max_sessions = args.max_sessions;
@@ -371,6 +396,7 @@ fn options(args: &UpfArgs) -> Result<ServiceOptions, CliError> {
 
 /// Runs `steer5g upf`.
 pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
+    let args = &args.settle(&crate::cli::file_and_env(global)?)?;
     let limit = duration_limit(args.duration)?;
     let mut opts = options(args)?;
     let (dp, probe) = build_datapath(args)?;
@@ -601,6 +627,28 @@ mod tests {
         T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
             .unwrap()
             .a
+            .settle(&Config::default())
+            .unwrap()
+    }
+
+    #[test]
+    fn flags_win_over_the_configuration() {
+        let cfg = Config::from_toml(
+            "[upf]\npfcp_addr = \"127.0.5.7:8805\"\nue_pool = \"10.60.0.0/16\"\n\
+             [pfcp]\nheartbeat_s = 0\nt1_ms = 700",
+        )
+        .unwrap();
+        let a = T::try_parse_from(["t", "--n3", "127.0.6.7:2152"])
+            .unwrap()
+            .a
+            .settle(&cfg)
+            .unwrap();
+        assert_eq!(a.pfcp, "127.0.5.7:8805".parse().unwrap());
+        assert_eq!(a.n3, "127.0.6.7:2152".parse().unwrap());
+        assert_eq!(a.ue_pool, (Ipv4Addr::new(10, 60, 0, 0), 16));
+        let o = options(&a).unwrap();
+        assert_eq!(o.node.heartbeat_interval, None);
+        assert_eq!(o.node.t1, std::time::Duration::from_millis(700));
     }
 
     #[test]

@@ -174,6 +174,10 @@ mod tests {
             .apply_env(vars(&[
                 ("STEER5G_RAN_HN_PUBLIC_KEY", "/etc/steer5g/hn-public.toml"),
                 ("STEER5G_N2_TRANSPORT", "raw"),
+                // Flags' variables whose first word is now a section of the file.
+                ("STEER5G_SCTP_PORT", "38413"),
+                ("STEER5G_SMF_ARGS", "--workers 2"),
+                ("STEER5G_UPF_ARGS", "--datapath tun"),
             ]))
             .unwrap();
         assert_eq!(applied, vec!["STEER5G_RAN_HN_PUBLIC_KEY".to_owned()]);

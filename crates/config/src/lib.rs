@@ -11,6 +11,14 @@
 //! UDP encapsulation on 9899).
 
 pub mod env;
+pub mod services;
+pub mod timers;
+
+pub use services::{
+    parse_dnn_pool, parse_pool, sbi_listen_addr, DnnPoolSpec, LogConfig, MetricsConfig,
+    ProvisioningConfig, SbiConfig, SmfConfig, StoreConfig, UpfConfig, DEFAULT_DATA_DIR,
+};
+pub use timers::{NasTimers, PfcpTimers, SctpTimers};
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -74,6 +82,26 @@ pub struct Config {
     pub overload: OverloadConfig,
     /// The RAN/UE emulator's settings (`steer5g ran`).
     pub ran: RanConfig,
+    /// The SBI address of each NF, and the call timeout.
+    pub sbi: SbiConfig,
+    /// The SMF's PFCP address, its UPF and its DNN pools.
+    pub smf: SmfConfig,
+    /// The UPF's PFCP and N3 addresses and its UE pool.
+    pub upf: UpfConfig,
+    /// The AMF's NAS timers (TS 24.501 §10.2).
+    pub nas: NasTimers,
+    /// The PFCP timers (TS 29.244).
+    pub pfcp: PfcpTimers,
+    /// SCTP's protocol parameters on N2 (RFC 9260 §16).
+    pub sctp: SctpTimers,
+    /// The data directory.
+    pub store: StoreConfig,
+    /// The Prometheus endpoint.
+    pub metrics: MetricsConfig,
+    /// The provisioning API.
+    pub provisioning: ProvisioningConfig,
+    /// The log filter.
+    pub log: LogConfig,
 }
 
 /// `steer5g ran`'s settings.
@@ -306,6 +334,16 @@ pub const DEFAULT_SCTP_PORT: u16 = 38412;
 /// The IANA port of SCTP over UDP encapsulation (RFC 6951 §5).
 pub const DEFAULT_UDP_ENCAP_PORT: u16 = 9899;
 
+impl PlmnConfig {
+    /// The SUPI `imsi-` MCC MNC MSIN of this PLMN with MSIN `msin`, zero-padded to 15
+    /// digits in all (TS 23.003 §2.2).
+    pub fn supi(&self, msin: u64) -> String {
+        let prefix = format!("{}{}", self.mcc, self.mnc);
+        let width = 15usize.saturating_sub(prefix.len());
+        format!("imsi-{prefix}{msin:0width$}")
+    }
+}
+
 impl Default for PlmnConfig {
     fn default() -> Self {
         PlmnConfig {
@@ -424,6 +462,10 @@ impl Config {
         if self.n2.transports.is_empty() {
             return Err(invalid("n2.transports", "at least one transport is needed"));
         }
+        self.nas.validate()?;
+        self.pfcp.validate()?;
+        self.sctp.validate()?;
+        services::validate(self)?;
         self.validate_limits()
     }
 
@@ -599,7 +641,7 @@ fn validate_digits(
     Ok(())
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         field,
         message: message.into(),
@@ -624,6 +666,17 @@ mod tests {
         assert_eq!(c.n2.udp_port, 9899);
         assert_eq!(c.amf.nas_integrity, ["nia2", "nia1", "nia3"]);
         assert_eq!(c.amf.nas_ciphering, ["nea2", "nea1", "nea3", "nea0"]);
+    }
+
+    #[test]
+    fn supis_are_fifteen_digits_in_the_plmn() {
+        let p = |mcc: &str, mnc: &str| PlmnConfig {
+            mcc: mcc.into(),
+            mnc: mnc.into(),
+        };
+        assert_eq!(p("001", "01").supi(1), "imsi-001010000000001");
+        assert_eq!(p("310", "410").supi(7), "imsi-310410000000007");
+        assert_eq!(p("999", "070").supi(1), "imsi-999070000000001");
     }
 
     #[test]

@@ -219,10 +219,6 @@ pub struct CoreOptions {
     /// A UPF started in this process (PFCP on its own thread, rules in memory), for tests
     /// and demos without root; its PFCP address replaces [`SmfOptions::upf`].
     pub upf: Option<UpfOptions>,
-    /// How long an h2c call may take: 5 s, and 20 s for the AMF's Nsmf calls, which must
-    /// outlast the SMF's own call and its PFCP retransmissions
-    /// ([`nf::host::SbiTimeouts`]; checked at start).
-    pub sbi_timeouts: nf::host::SbiTimeouts,
     /// Where to serve Prometheus `GET /metrics` (one endpoint per process, see the
     /// `metrics` module); `None` serves none. Off here so that cores started side by side
     /// (tests, benches) do not clash on a port; the CLI turns it on.
@@ -284,6 +280,22 @@ impl std::fmt::Display for N2Placement {
 }
 
 impl CoreOptions {
+    /// Takes `cfg` as the configuration, and the directory's address of each NF from its
+    /// `[sbi]` (where a hosted NF listens, where another is called); set a peer after this
+    /// to override one.
+    pub fn set_config(&mut self, cfg: Config) {
+        let s = &cfg.sbi;
+        for (nf, uri) in [
+            (NfType::Amf, &s.amf),
+            (NfType::Smf, &s.smf),
+            (NfType::Ausf, &s.ausf),
+            (NfType::Udm, &s.udm),
+        ] {
+            self.directory.set(nf, uri.clone());
+        }
+        self.config = cfg;
+    }
+
     /// One sharded worker, h2c, the default configuration and directory, state in
     /// `data_dir`.
     pub fn new(data_dir: PathBuf) -> Self {
@@ -309,7 +321,6 @@ impl CoreOptions {
             smf: None,
             smf_sbi: SbiMode::Inproc,
             upf: None,
-            sbi_timeouts: nf::host::SbiTimeouts::default(),
         }
     }
 }
@@ -816,11 +827,12 @@ impl Core {
         let nf_cfgs = settings::NfSettings::from_options(&opts)?;
         let upf = match &opts.upf {
             Some(u) => {
-                let svc = upf::service::UpfService::start(
-                    upf::service::ServiceOptions::new(u.pfcp, u.n3),
-                    Box::new(u.datapath.clone()),
-                )
-                .map_err(|source| CoreError::Bind {
+                let mut svc_opts = upf::service::ServiceOptions::new(u.pfcp, u.n3);
+                let pfcp = settings::pfcp_timers(&opts.config);
+                (svc_opts.node.t1, svc_opts.node.n1) = (pfcp.t1, pfcp.n1);
+                svc_opts.node.heartbeat_interval = opts.config.pfcp.heartbeat();
+                let svc = upf::service::UpfService::start(svc_opts, Box::new(u.datapath.clone()))
+                    .map_err(|source| CoreError::Bind {
                     what: format!("UPF PFCP {}", u.pfcp),
                     source,
                 })?;
@@ -957,7 +969,7 @@ impl Core {
             limits: settings::NfSettings::host_limits(&opts),
             max_outbox: usize::try_from(opts.config.limits.mesh_max_outbox).unwrap_or(usize::MAX),
             sbi_max_streams: opts.config.limits.sbi_max_concurrent_streams,
-            n2_limits: n2::N2Limits::new(&opts.config.limits, workers),
+            n2_limits: n2::N2Limits::new(&opts.config, workers),
             n2_amf: nf_cfgs.n2.clone(),
             nfs: opts.nfs,
             short_connections: opts.short_connections,

@@ -170,18 +170,41 @@ pub(crate) struct N2Limits {
     pub(crate) receive_window: u32,
     /// Fragments each association holds for reassembly.
     pub(crate) max_fragments: usize,
+    /// RTO, retransmission counts and heartbeat interval (`[sctp]`, RFC 9260 §16).
+    pub(crate) timers: steer5g_config::SctpTimers,
 }
 
 impl N2Limits {
-    /// The configuration's `[limits]` for one of `workers` workers.
-    pub(crate) fn new(l: &steer5g_config::LimitsConfig, workers: Workers) -> Self {
+    /// The configuration's `[limits]` and `[sctp]` for one of `workers` workers.
+    pub(crate) fn new(cfg: &steer5g_config::Config, workers: Workers) -> Self {
+        let l = &cfg.limits;
         let total = usize::try_from(l.n2_max_associations).unwrap_or(usize::MAX);
         N2Limits {
             raw_associations: total,
             udp_associations: total.div_ceil(usize::from(workers.count())),
             receive_window: l.sctp_receive_window,
             max_fragments: usize::try_from(l.sctp_max_fragments).unwrap_or(usize::MAX),
+            timers: cfg.sctp,
         }
+    }
+}
+
+/// One association's parameters: the configuration's timers and bounds over RFC 9260's
+/// defaults.
+fn sctp_association(limits: &N2Limits) -> sctp::AssociationConfig {
+    let t = &limits.timers;
+    let (rto_initial, rto_min, rto_max) = t.rto();
+    sctp::AssociationConfig {
+        a_rwnd: limits.receive_window,
+        max_reassembly_fragments: limits.max_fragments,
+        rto_initial,
+        rto_min,
+        rto_max,
+        heartbeat_interval: t.heartbeat_interval(),
+        max_init_retransmits: t.max_init_retransmits,
+        association_max_retrans: t.association_max_retrans,
+        path_max_retrans: t.path_max_retrans,
+        ..sctp::AssociationConfig::default()
     }
 }
 
@@ -247,11 +270,7 @@ impl N2Side {
                 };
                 let endpoint = Endpoint::new(EndpointConfig {
                     listen_port: Some(cfg.sctp_port),
-                    association: sctp::AssociationConfig {
-                        a_rwnd: limits.receive_window,
-                        max_reassembly_fragments: limits.max_fragments,
-                        ..sctp::AssociationConfig::default()
-                    },
+                    association: sctp_association(&limits),
                     // RFC 9260 §5.1.3: the cookie key must not be guessable. Each worker
                     // has its own: INIT and COOKIE ECHO come from the same source port,
                     // so they reach the same worker.

@@ -21,6 +21,26 @@ use crate::{CoreError, CoreOptions, SmfOptions};
 /// The AUSF's NF instance id.
 const AUSF_INSTANCE: &str = "7c5d4a2e-0000-4000-8000-000000000011";
 
+/// The AMF's NAS timers from `[nas]`.
+fn nas_timers(t: &steer5g_config::NasTimers) -> nf::amf::registration::NasTimers {
+    use steer5g_config::NasTimers as T;
+    nf::amf::registration::NasTimers {
+        t3550: T::duration(t.t3550_s),
+        t3560: T::duration(t.t3560_s),
+        t3570: T::duration(t.t3570_s),
+        t3512: (t.t3512_s > 0).then(|| T::duration(t.t3512_s)),
+        t3502: (t.t3502_s > 0).then(|| T::duration(t.t3502_s)),
+    }
+}
+
+/// The PFCP requester's T1 and N1 from `[pfcp]`.
+pub(crate) fn pfcp_timers(cfg: &steer5g_config::Config) -> pfcp::txn::Retransmission {
+    pfcp::txn::Retransmission {
+        t1: cfg.pfcp.t1(),
+        n1: cfg.pfcp.n1,
+    }
+}
+
 /// What the options say about the NFs, checked before anything is opened.
 #[derive(Debug, Clone)]
 pub(crate) struct NfSettings {
@@ -55,6 +75,7 @@ impl NfSettings {
         let (limits, overload) = (&opts.config.limits, &opts.config.overload);
         amf.max_ue_contexts = usize::try_from(limits.amf_max_ue_contexts).unwrap_or(usize::MAX);
         amf.t3346 = std::time::Duration::from_secs(u64::from(overload.t3346_s));
+        amf.timers = nas_timers(&opts.config.nas);
         amf.overload = overload.enabled.then_some(OverloadConfig {
             high_mark: u64::from(overload.high_mark),
             low_mark: u64::from(overload.low_mark),
@@ -143,11 +164,50 @@ impl NfSettings {
             smf_sbi: opts.smf_sbi,
             sbi_pool: opts.sbi_pool,
             directory: opts.directory.clone(),
-            pfcp: pfcp::txn::Retransmission::default(),
-            sbi_timeouts: opts.sbi_timeouts,
+            pfcp: pfcp_timers(&opts.config),
+            // The AMF's Nsmf calls must outlast the SMF's own call and its PFCP
+            // retransmissions (checked below).
+            sbi_timeouts: nf::host::SbiTimeouts::nested(
+                opts.config.sbi.timeout(),
+                pfcp_timers(&opts.config),
+            ),
             trace: nf::trace::Trace::new(opts.trace_supis.clone()),
         };
         cfg.check().map_err(|e| CoreError::Config(e.to_string()))?;
         Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timers_come_from_the_configuration() {
+        let mut opts = CoreOptions::new(std::path::PathBuf::from("unused"));
+        opts.set_config(
+            steer5g_config::Config::from_toml(
+                "[nas]\nt3512_s = 600\nt3502_s = 0\nt3560_s = 2\n\
+                 [pfcp]\nt1_ms = 500\nn1 = 1\n[sbi]\ntimeout_ms = 2000\n\
+                 udm = \"http://127.0.9.12:7000\"",
+            )
+            .unwrap(),
+        );
+        let s = NfSettings::from_options(&opts).unwrap();
+        let t = s.amf.timers;
+        assert_eq!(t.t3512, Some(std::time::Duration::from_secs(600)));
+        assert_eq!(t.t3502, None);
+        assert_eq!(t.t3560, std::time::Duration::from_secs(2));
+        assert_eq!(t.t3550, std::time::Duration::from_secs(6));
+        assert_eq!(s.udm_root, "http://127.0.9.12:7000");
+        let pfcp = pfcp_timers(&opts.config);
+        assert_eq!(
+            (pfcp.t1, pfcp.n1),
+            (std::time::Duration::from_millis(500), 1)
+        );
+        let sbi = nf::host::SbiTimeouts::nested(opts.config.sbi.timeout(), pfcp);
+        // 2 s + 0.5 s × 2 + 3 s.
+        assert_eq!(sbi.nsmf, std::time::Duration::from_secs(6));
     }
 }

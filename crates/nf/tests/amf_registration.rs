@@ -27,7 +27,7 @@ use proto::nas::{
     AuthenticationFailure, AuthenticationResponse, DeregistrationRequestUeOriginating, Direction,
     FiveGmmCause, Guti, MobileIdentity, NasMessage, NasSecurityContext, Ngksi, ProtectionScheme,
     RegistrationComplete, RegistrationRequest, RegistrationType, SchemeOutput, SecurityHeaderType,
-    SecurityModeComplete, Suci, UeSecurityCapability,
+    SecurityModeComplete, Suci, TimerValue, UeSecurityCapability,
 };
 use proto::ngap::{
     self, Cause, ErrorIndication, InitialContextSetupRequest, InitialContextSetupResponse,
@@ -544,6 +544,11 @@ impl TestUe {
         };
         assert_eq!(a.tai_list, vec![defaults::TAI]);
         assert_eq!(a.allowed_nssai, vec![defaults::SNSSAI]);
+        // TS 24.501 §10.2: T3512 54 min and T3502 12 min unless configured otherwise. GPRS
+        // timer 3 has no 54-minute value (1-minute units stop at 31, 10-minute units give 50
+        // or 60): it goes as 1 h, the next value it can carry.
+        assert_eq!(a.t3512, Some(TimerValue::Seconds(3600)));
+        assert_eq!(a.t3502, Some(TimerValue::Seconds(720)));
         let g = a.guti.unwrap();
         self.guti = Some(g);
         g
@@ -689,6 +694,14 @@ fn initial_registration_end_to_end() {
     let paths: Vec<&str> = calls.iter().map(|(_, p)| p.as_str()).collect();
     assert!(paths[0].ends_with("/ue-authentications"));
     assert!(paths[1].ends_with("/5g-aka-confirmation"));
+    // The confirmation goes to the AUSF instance its link names (TS 29.509 §6.1.3.2.3.1);
+    // the other calls to the directory's address.
+    let bases: Vec<Option<String>> = w.sim.sbi_log().iter().map(|e| e.base.clone()).collect();
+    assert!(
+        bases.contains(&Some("http://127.0.0.11:7777".to_owned())),
+        "{bases:?}"
+    );
+    assert_eq!(bases.iter().filter(|b| b.is_some()).count(), 1, "{bases:?}");
     assert!(paths[2].ends_with("/registrations/amf-3gpp-access"));
     assert!(paths[3].ends_with("/am-data"));
     assert_eq!(

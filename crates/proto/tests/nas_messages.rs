@@ -86,6 +86,7 @@ fn every_message() -> Vec<NasMessage> {
             tai_list: vec![defaults::TAI],
             allowed_nssai: vec![defaults::SNSSAI],
             t3512: Some(TimerValue::Seconds(3600)),
+            t3502: Some(TimerValue::Seconds(720)),
         }
         .into(),
         RegistrationAccept {
@@ -97,6 +98,7 @@ fn every_message() -> Vec<NasMessage> {
             tai_list: vec![],
             allowed_nssai: vec![],
             t3512: Some(TimerValue::Deactivated),
+            t3502: None,
         }
         .into(),
         RegistrationComplete.into(),
@@ -223,6 +225,7 @@ fn oxirush_documentation_vectors() {
         tai_list: vec![],
         allowed_nssai: vec![],
         t3512: None,
+        t3502: None,
     };
     assert_eq!(
         accept.encode().unwrap(),

@@ -198,6 +198,7 @@ fn registration_accept() -> Vec<u8> {
         tai_list: vec![defaults::TAI],
         allowed_nssai: vec![defaults::SNSSAI],
         t3512: Some(nas::TimerValue::Seconds(3600)),
+        t3502: None,
     }
     .encode()
     .unwrap()

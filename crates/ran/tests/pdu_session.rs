@@ -184,6 +184,7 @@ fn register(ue: &mut Ue, gnb: &mut GnbUes) -> Net {
         tai_list: vec![defaults::TAI],
         allowed_nssai: vec![defaults::SNSSAI],
         t3512: None,
+        t3502: None,
     })
     .encode()
     .unwrap();

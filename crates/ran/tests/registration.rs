@@ -169,6 +169,7 @@ fn accept() -> RegistrationAccept {
         tai_list: vec![defaults::TAI],
         allowed_nssai: vec![defaults::SNSSAI],
         t3512: None,
+        t3502: None,
     }
 }
 

@@ -269,6 +269,22 @@ impl SbiClient {
         content_type: &str,
         owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
+        self.request_as(None, method, uri, body, content_type, owner)
+            .await
+    }
+
+    /// [`SbiClient::request_typed`] on behalf of the NF `agent` ("AMF", "AUSF", "SMF"), which
+    /// the request names in its `User-Agent` (TS 29.500 §5.2.2.2, Table 5.2.2.2-1: the NF
+    /// type of the consumer), so that a producer, or a capture, tells the consumers apart.
+    pub async fn request_as(
+        &self,
+        agent: Option<&'static str>,
+        method: Method,
+        uri: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        owner: Option<Owner>,
+    ) -> Result<SbiResponse, SbiError> {
         let uri: Uri = uri
             .parse()
             .map_err(|_| SbiError::InvalidUri(uri.to_owned()))?;
@@ -305,6 +321,9 @@ impl SbiClient {
             );
             if let Some(ct) = &ct {
                 h.insert(header::CONTENT_TYPE, ct.clone());
+            }
+            if let Some(a) = agent {
+                h.insert(header::USER_AGENT, HeaderValue::from_static(a));
             }
             r
         };

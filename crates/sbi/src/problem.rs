@@ -408,6 +408,8 @@ impl ProblemDetails {
 ///   another network. UNCERTAIN: these are vendor choices, not the normative table.
 /// - ROAMING_NOT_ALLOWED (Nudm_UECM 403) → #11 PLMN not allowed. UNCERTAIN (TS 29.524 §4.3
 ///   not read).
+/// - A 404 without a cause (other cores answer an unknown SUPI so, Open5GS's AUSF among
+///   them) → #7, as USER_NOT_FOUND.
 /// - 400 errors (our own malformed request) → #111 Protocol error, unspecified. UNCERTAIN.
 /// - 503 NF_CONGESTION → #22 Congestion. UNCERTAIN.
 /// - Anything else with a 5xx status → #15 (temporary); other 4xx → #111. UNCERTAIN defaults.
@@ -431,6 +433,7 @@ pub fn to_5gmm_cause(status: u16, cause: Option<&Cause>) -> Option<GmmCause> {
     });
     by_cause.or(match status {
         200..=399 => None,
+        404 => Some(GmmCause::FIVEGS_SERVICES_NOT_ALLOWED),
         503 => Some(GmmCause::CONGESTION),
         500..=599 => Some(GmmCause::NO_SUITABLE_CELLS_IN_TA),
         _ => Some(GmmCause::PROTOCOL_ERROR_UNSPECIFIED),
@@ -503,6 +506,20 @@ mod tests {
         };
         assert_eq!(m(p), Some(GmmCause::CONGESTION));
         assert_eq!(to_5gmm_cause(200, None), None);
+        // A 404 without a cause is an unknown user, as USER_NOT_FOUND; a bare 400 is ours.
+        assert_eq!(
+            to_5gmm_cause(404, None),
+            Some(GmmCause::FIVEGS_SERVICES_NOT_ALLOWED)
+        );
+        let bare = ProblemDetails {
+            status: Some(404),
+            ..Default::default()
+        };
+        assert_eq!(m(bare), Some(GmmCause::FIVEGS_SERVICES_NOT_ALLOWED));
+        assert_eq!(
+            to_5gmm_cause(400, None),
+            Some(GmmCause::PROTOCOL_ERROR_UNSPECIFIED)
+        );
     }
 
     #[test]

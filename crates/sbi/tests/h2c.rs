@@ -319,3 +319,50 @@ async fn bad_uris_are_errors_not_panics() {
         .unwrap_err();
     assert!(matches!(e, SbiError::Connect { .. }), "{e:?}");
 }
+
+/// TS 29.500 §5.2.2.2: every request names its consumer's NF type in `User-Agent`. The
+/// server here is the `h2` crate's, not ours, so that it sees the request as sent.
+#[tokio::test]
+async fn requests_name_their_consumer_in_user_agent() {
+    LocalSet::new()
+        .run_until(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let server = tokio::task::spawn_local(async move {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let mut conn = h2::server::handshake(tcp).await.unwrap();
+                let mut agents = Vec::new();
+                for _ in 0..2 {
+                    let (req, mut respond) = conn.accept().await.unwrap().unwrap();
+                    agents.push(
+                        req.headers()
+                            .get(http::header::USER_AGENT)
+                            .map(|v| v.to_str().unwrap().to_owned()),
+                    );
+                    let rsp = http::Response::builder().status(204).body(()).unwrap();
+                    respond.send_response(rsp, true).unwrap();
+                }
+                // Keep the connection served until the client is done with it.
+                let _ = tokio::time::timeout(Duration::from_millis(200), conn.accept()).await;
+                agents
+            });
+            let client = SbiClient::new(ClientConfig::default());
+            let uri = format!("{base}/nudm-sdm/v2/imsi-001010000000001/am-data");
+            let r = client
+                .request_as(
+                    Some("AMF"),
+                    Method::GET,
+                    &uri,
+                    None,
+                    "application/json",
+                    None,
+                )
+                .await
+                .unwrap();
+            assert_eq!(r.status, StatusCode::NO_CONTENT);
+            client.request(Method::GET, &uri, None).await.unwrap();
+            let agents = server.await.unwrap();
+            assert_eq!(agents, [Some("AMF".to_owned()), None]);
+        })
+        .await;
+}

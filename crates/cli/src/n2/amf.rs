@@ -14,7 +14,7 @@ use serde::Serialize;
 use steer5g_config::Transport as TransportKind;
 use steer5g_core::{CoreReport, NfSet};
 
-use crate::cli::{AmfArgs, Global, ListenTransport};
+use crate::cli::{AmfArgs, Global};
 use crate::exit::CliError;
 use crate::nf_cmd;
 use crate::report::GnbRow;
@@ -76,14 +76,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         cfg.amf.name = name.clone();
         cfg.validate()?;
     }
-    match args.transport {
-        Some(ListenTransport::Raw) => cfg.n2.transports = vec![TransportKind::Raw],
-        Some(ListenTransport::Udp) => cfg.n2.transports = vec![TransportKind::Udp],
-        Some(ListenTransport::Both) => {
-            cfg.n2.transports = vec![TransportKind::Raw, TransportKind::Udp]
-        }
-        None => {}
-    }
+    super::listen_transports(&mut cfg, args.transport);
     // Bad identities are usage errors: `Core::start` checks them before binding anything.
     let limit = nf_cmd::duration_limit(args.run.duration)?;
     // The AMF keeps no subscriber data: no data dir.

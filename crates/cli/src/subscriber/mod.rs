@@ -40,15 +40,10 @@ mod remote;
 /// `steer5g subscriber`.
 #[derive(Debug, Args)]
 pub(crate) struct SubscriberArgs {
-    /// Directory holding the subscriber store and the home network key file.
-    #[arg(
-        long,
-        global = true,
-        env = "STEER5G_DATA_DIR",
-        default_value = "./steer5g-data",
-        value_name = "DIR"
-    )]
-    data_dir: PathBuf,
+    /// Directory holding the subscriber store and the home network key file [default: the
+    /// configuration's `store.data_dir`, ./steer5g-data].
+    #[arg(long, global = true, env = "STEER5G_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// Home network SUCI key file (TOML); default `<data-dir>/hn-keys.toml`. Stands in for the
     /// configuration key `udm.hn_key_file` until the configuration has it.
     #[arg(long, global = true, env = "STEER5G_HN_KEY_FILE", value_name = "FILE")]
@@ -187,9 +182,10 @@ struct GenerateArgs {
     /// Number of subscribers.
     #[arg(long)]
     count: u64,
-    /// First SUPI; the others follow it.
-    #[arg(long, default_value = "imsi-001010000000001", value_name = "SUPI")]
-    start_supi: String,
+    /// First SUPI; the others follow it [default: the configured PLMN's first, e.g.
+    /// imsi-001010000000001 for 001/01].
+    #[arg(long, value_name = "SUPI")]
+    start_supi: Option<String>,
     /// CSV file to write (created mode 0600: it holds keys).
     file: PathBuf,
     /// Overwrite the file if it exists.
@@ -199,22 +195,18 @@ struct GenerateArgs {
 
 /// `steer5g subscriber`.
 pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError> {
+    let cfg = crate::cli::file_and_env(global)?;
+    let data_dir = crate::nf_cmd::data_dir(args.data_dir.as_deref(), &cfg);
     // The key file: `--hn-key-file`, else the configuration's `udm.hn_key_file` (by default
     // `hn-keys.toml` in the data directory).
     let key_file = match &args.hn_key_file {
         Some(f) => f.clone(),
-        None => {
-            let mut cfg = match &global.config {
-                Some(path) => steer5g_config::Config::from_file(path)?,
-                None => steer5g_config::Config::default(),
-            };
-            cfg.apply_env(std::env::vars())?;
-            cfg.hn_key_file(&args.data_dir)
-        }
+        None => cfg.hn_key_file(&data_dir),
     };
     let ctx = Ctx {
         json: global.json,
-        data_dir: &args.data_dir,
+        data_dir: &data_dir,
+        cfg: &cfg,
         key_file,
         api: args.api.as_deref(),
         token_file: args.token_file.as_deref(),
@@ -234,6 +226,8 @@ pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError
 struct Ctx<'a> {
     json: bool,
     data_dir: &'a Path,
+    /// The configuration file and environment (`generate` follows its PLMN).
+    cfg: &'a steer5g_config::Config,
     key_file: PathBuf,
     api: Option<&'a str>,
     token_file: Option<&'a Path>,
@@ -531,8 +525,12 @@ fn export(ctx: &Ctx<'_>, a: &FileArg) -> Result<(), CliError> {
 }
 
 fn generate(ctx: &Ctx<'_>, a: &GenerateArgs) -> Result<(), CliError> {
-    let subs = store::generate::generate(&a.start_supi, a.count, &mut rand::thread_rng())
-        .map_err(usage)?;
+    let start = match &a.start_supi {
+        Some(s) => s.clone(),
+        None => ctx.cfg.plmn.supi(1),
+    };
+    let subs =
+        store::generate::generate(&start, a.count, &mut rand::thread_rng()).map_err(usage)?;
     let mut text = String::with_capacity(subs.len() * 110 + CSV_HEADER.len() + 1);
     text.push_str(CSV_HEADER);
     text.push('\n');

@@ -47,7 +47,10 @@ impl<P: Placement> Worker<P> {
     /// An h2c call of the host, made by a task of its own; its outcome comes back on the
     /// local channel. Every call is answered (a transport failure as [`CallFailed`]).
     pub(super) fn call(&self, c: SbiCall) {
-        let uri = self.shared.host.directory.uri(c.nf, &c.path);
+        let uri = match &c.base {
+            Some(base) => Some(format!("{base}{}", c.path)),
+            None => self.shared.host.directory.uri(c.nf, &c.path),
+        };
         // The host's timers nest (`nf::host::SbiTimeouts`): an Nsmf call outlasts the SMF's
         // own call and its PFCP retransmissions.
         let deadline = self.shared.host.call_timeout(c.nf);
@@ -56,7 +59,8 @@ impl<P: Placement> Worker<P> {
         tokio::task::spawn_local(async move {
             let got = match uri {
                 Some(uri) => {
-                    let call = client.request_typed(
+                    let call = client.request_as(
+                        Some(c.call.user_agent()),
                         c.method,
                         &uri,
                         (!c.body.is_empty()).then_some(c.body),

@@ -45,7 +45,7 @@ pub(super) enum Caller {
 }
 
 impl Caller {
-    /// The NF's name, for trace lines.
+    /// The NF's name, for trace lines and the `User-Agent` of its SBI requests.
     pub(super) fn name(self) -> &'static str {
         match self {
             Caller::Amf => "AMF",
@@ -61,6 +61,13 @@ impl Caller {
 pub struct CallToken {
     pub(super) caller: Caller,
     pub(super) id: u64,
+}
+
+impl CallToken {
+    /// The calling NF's type, for the request's `User-Agent` (TS 29.500 §5.2.2.2).
+    pub fn user_agent(&self) -> &'static str {
+        self.caller.name()
+    }
 }
 
 /// The reply to an SBI call, with the headers the callers read.
@@ -238,6 +245,9 @@ pub struct SbiCall {
     pub call: CallToken,
     /// The NF called.
     pub nf: NfType,
+    /// The instance to call (`http://host:port`) when the caller follows a link its producer
+    /// gave; `None`: the directory's address of `nf`.
+    pub base: Option<String>,
     /// HTTP method.
     pub method: Method,
     /// Path, with its query if any, without the authority.

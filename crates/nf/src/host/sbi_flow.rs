@@ -242,6 +242,10 @@ impl<P: Placement> Host<P> {
         content_type: &'static str,
         body: Bytes,
     ) {
+        // A link the producer gave (the AUSF's `5g-aka` href, TS 29.509 §6.1.3.2.3.1) names
+        // the instance that holds the resource: its authority is kept for an h2c call, so
+        // that with several instances the request reaches that one.
+        let (base, path) = split_link(path);
         let traced = self.cfg.trace.mentions(&path, &body);
         if let Some(supi) = &traced {
             tracing::info!(target: TARGET, %supi, "SBI {} → {} {} {} {}", caller.name(), nf, method, path, redact_json(&body));
@@ -284,6 +288,7 @@ impl<P: Placement> Host<P> {
         self.out.push_back(Output::SbiCall(SbiCall {
             call,
             nf,
+            base,
             method,
             path,
             content_type,
@@ -312,5 +317,41 @@ impl<P: Placement> Host<P> {
             None => self.id.0 % count,
         };
         sbi::Owner::new(worker, count)
+    }
+}
+
+/// `http://host:port/rest` as (`Some("http://host:port")`, `/rest`); a bare path as is.
+fn split_link(path: String) -> (Option<String>, String) {
+    let Some(rest) = path.strip_prefix("http://") else {
+        return (None, path);
+    };
+    match rest.find('/') {
+        Some(i) => {
+            let at = "http://".len() + i;
+            (Some(path[..at].to_owned()), path[at..].to_owned())
+        }
+        None => (Some(path), "/".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod split_link_tests {
+    use super::split_link;
+
+    #[test]
+    fn a_link_keeps_its_authority_and_a_path_has_none() {
+        let s = |p: &str| split_link(p.to_owned());
+        assert_eq!(
+            s("http://127.0.1.11:7777/nausf-auth/v1/ue-authentications/0-1/5g-aka-confirmation"),
+            (
+                Some("http://127.0.1.11:7777".to_owned()),
+                "/nausf-auth/v1/ue-authentications/0-1/5g-aka-confirmation".to_owned()
+            )
+        );
+        assert_eq!(s("/nudm-sdm/v2/x"), (None, "/nudm-sdm/v2/x".to_owned()));
+        assert_eq!(
+            s("http://h:1"),
+            (Some("http://h:1".to_owned()), "/".to_owned())
+        );
     }
 }

@@ -49,6 +49,8 @@ pub struct RegistrationAccept {
     pub allowed_nssai: Vec<Snssai>,
     /// T3512 value (IEI 5E).
     pub t3512: Option<TimerValue>,
+    /// T3502 value (IEI 16, GPRS timer 2).
+    pub t3502: Option<TimerValue>,
 }
 
 /// REGISTRATION COMPLETE (TS 24.501 §8.2.8), UE → AMF.
@@ -365,6 +367,9 @@ impl RegistrationAccept {
         m.t3512_value = self
             .t3512
             .map(|t| ox::NasT3512Value::new(vec![timer3_octet(t)]));
+        m.t3502_value = self
+            .t3502
+            .map(|t| ox::NasGprsTimer2::new(vec![timer2_octet(t)]));
         Ok(M::RegistrationAccept(Box::new(m)))
     }
 
@@ -386,6 +391,7 @@ impl RegistrationAccept {
             allowed_nssai: opt(&m.allowed_nssai, |n| nssai_from_octets(&n.value))?
                 .unwrap_or_default(),
             t3512: m.t3512_value.as_ref().and_then(|t| timer3_value(&t.value)),
+            t3502: m.t3502_value.as_ref().and_then(|t| timer2_value(&t.value)),
         })
     }
 }

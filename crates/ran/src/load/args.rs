@@ -161,14 +161,10 @@ pub struct LoadArgs {
     /// (default: the configuration's `ran.hn_public_key`).
     #[arg(long, value_name = "FILE", conflicts_with = "hn_key_file")]
     pub hn_public_key: Option<PathBuf>,
-    /// Data directory whose key file holds the home network public key.
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "./steer5g-data",
-        env = "STEER5G_DATA_DIR"
-    )]
-    pub data_dir: PathBuf,
+    /// Data directory whose key file holds the home network public key [default: the
+    /// configuration's `store.data_dir`, ./steer5g-data].
+    #[arg(long, value_name = "DIR", env = "STEER5G_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 impl LoadArgs {

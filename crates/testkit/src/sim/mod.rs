@@ -161,6 +161,8 @@ pub struct SbiExchange {
     pub to: Option<usize>,
     /// The NF called.
     pub nf: NfType,
+    /// The instance named by the link the caller followed, if it followed one.
+    pub base: Option<String>,
     /// Method.
     pub method: Method,
     /// Path, with its query.
@@ -1025,6 +1027,7 @@ impl<P: Placement> Sim<P> {
                 from: w,
                 to: None,
                 nf: c.nf,
+                base: c.base.clone(),
                 method: c.method.clone(),
                 path: c.path.clone(),
                 request_content_type: c.content_type,

@@ -91,6 +91,43 @@ pub use ue::{IdleUe, UeContext, UeState};
 
 /// T3560 and T3550 (TS 24.501 Table 10.2.1): 6 s.
 pub const DEFAULT_RETRANSMISSION_TIMER: Duration = Duration::from_secs(6);
+/// The AMF's NAS timers (TS 24.501 §10.2 Tables 10.2.1 and 10.2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NasTimers {
+    /// REGISTRATION ACCEPT retransmitted until REGISTRATION COMPLETE.
+    pub t3550: Duration,
+    /// AUTHENTICATION REQUEST and SECURITY MODE COMMAND retransmitted.
+    pub t3560: Duration,
+    /// IDENTITY REQUEST retransmitted.
+    pub t3570: Duration,
+    /// Periodic registration update timer sent in REGISTRATION ACCEPT; `None` sends it
+    /// deactivated (§5.3.7: the UE then does no periodic registration).
+    pub t3512: Option<Duration>,
+    /// T3502 sent in REGISTRATION ACCEPT; `None` leaves the IE out (the UE takes 12 min).
+    pub t3502: Option<Duration>,
+}
+
+impl Default for NasTimers {
+    /// 6 s retransmissions, T3512 54 min, T3502 12 min (the tables' defaults).
+    fn default() -> Self {
+        NasTimers {
+            t3550: DEFAULT_RETRANSMISSION_TIMER,
+            t3560: DEFAULT_RETRANSMISSION_TIMER,
+            t3570: DEFAULT_RETRANSMISSION_TIMER,
+            t3512: Some(Duration::from_secs(54 * 60)),
+            t3502: Some(Duration::from_secs(12 * 60)),
+        }
+    }
+}
+
+/// A timer's value as NAS carries it (whole seconds; the encoder picks the unit).
+fn nas_timer(t: Option<Duration>) -> TimerValue {
+    match t {
+        Some(d) => TimerValue::Seconds(u32::try_from(d.as_secs()).unwrap_or(u32::MAX)),
+        None => TimerValue::Deactivated,
+    }
+}
+
 /// Retransmissions before a procedure is aborted (§5.4.1.3.7, §5.4.2.7, §5.5.1.2.8: on the
 /// fifth expiry).
 pub const MAX_RETRANSMISSIONS: u8 = 4;
@@ -123,8 +160,8 @@ pub struct AmfConfig {
     pub instance_id: String,
     /// `scheme://host:port` of the AMF, for the UDM's deregistration callback.
     pub api_root: String,
-    /// T3560 / T3550 / T3570.
-    pub retransmission_timer: Duration,
+    /// T3550, T3560, T3570 and the T3512 and T3502 values sent to UEs.
+    pub timers: NasTimers,
     /// Most UEs kept without an N2 connection on this worker; the oldest goes first.
     pub max_idle: usize,
     /// Most connected UE contexts on this worker (in the locking baseline, `workers ×`
@@ -172,7 +209,7 @@ impl AmfConfig {
             always_auth: false,
             instance_id: "00000000-0000-4000-8000-00000000a3f0".to_owned(),
             api_root: "http://127.0.0.1:7777".to_owned(),
-            retransmission_timer: DEFAULT_RETRANSMISSION_TIMER,
+            timers: NasTimers::default(),
             max_idle: 100_000,
             max_ue_contexts: 250_000,
             t3346: Duration::from_secs(30),
@@ -1544,7 +1581,7 @@ impl Local {
         ue.auth = Some(AuthRun {
             rand: Rand::from_bytes(av.rand.0),
             hxres_star: HxresStar::from_bytes(av.hxres_star.0),
-            confirm_path: path_of(href).to_owned(),
+            confirm_path: confirm_link(href).to_owned(),
             resyncs,
         });
         ue.state = UeState::WaitAuthResponse;
@@ -1884,7 +1921,8 @@ impl Local {
             guti: ue.guti,
             tai_list: self.cfg.tais.clone(),
             allowed_nssai: ue.allowed_nssai.clone(),
-            t3512: None,
+            t3512: Some(nas_timer(self.cfg.timers.t3512)),
+            t3502: self.cfg.timers.t3502.map(|t| nas_timer(Some(t))),
         });
         let Ok(plain) = accept.encode() else {
             return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
@@ -2074,8 +2112,14 @@ impl Local {
     // ---- timers ----
 
     fn start_timer(&mut self, now: Instant, ue: &mut UeContext, kind: TimerKind) {
-        let deadline = now + self.cfg.retransmission_timer;
-        self.set_timer(ue, deadline, kind);
+        let t = &self.cfg.timers;
+        let after = match kind {
+            TimerKind::T3550 => t.t3550,
+            TimerKind::T3560 => t.t3560,
+            TimerKind::T3570 => t.t3570,
+            TimerKind::ReleaseGuard => RELEASE_GUARD,
+        };
+        self.set_timer(ue, now + after, kind);
     }
 
     fn set_timer(&mut self, ue: &mut UeContext, deadline: Instant, kind: TimerKind) {
@@ -2232,6 +2276,17 @@ pub fn suci_string(s: &Suci) -> String {
 }
 
 /// The path of an absolute URI (`http://host:port/path` → `/path`); a path stays as it is.
+/// The confirmation link as the call takes it: an absolute `http://` href whole (its
+/// authority names the AUSF instance holding the context, TS 29.509 §6.1.3.2.3.1), else
+/// its path.
+fn confirm_link(href: &str) -> &str {
+    if href.starts_with("http://") {
+        href
+    } else {
+        path_of(href)
+    }
+}
+
 fn path_of(uri: &str) -> &str {
     match uri.split_once("://") {
         Some((_, rest)) => rest.find('/').and_then(|i| rest.get(i..)).unwrap_or("/"),

@@ -66,7 +66,8 @@ pub(crate) enum TimerKind {
 pub(crate) struct AuthRun {
     pub(crate) rand: Rand,
     pub(crate) hxres_star: HxresStar,
-    /// Path of the `5g-aka-confirmation` link.
+    /// The `5g-aka-confirmation` link: whole when the AUSF gave an `http://` URI (its
+    /// authority names the instance holding the context), else its path.
     pub(crate) confirm_path: String,
     /// Synch failures answered in this procedure (§5.4.1.3.7 f: the second in a row ends it).
     pub(crate) resyncs: u8,
