@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | `fivegs_ep_n3_gtp_indatapktn3upf` | GTP.InDataPktN3UPF | `ul_forwarded` of every path: G-PDUs received on N3 and forwarded to N6 |
 //! | `fivegs_ep_n3_gtp_outdatapktn3upf` | GTP.OutDataPktN3UPF | `dl_forwarded` of every path: packets encapsulated and sent on N3 |
+//! | `fivegs_ep_n3_gtp_indatavolumeqosleveln3upf` | GTP.InDataVolumeQoSLevelN3UPF | octets (inner IP) forwarded uplink, as the sessions' URRs measured them, summed over QoS flows (no `qfi` label) |
+//! | `fivegs_ep_n3_gtp_outdatavolumeqosleveln3upf` | GTP.OutDataVolumeQoSLevelN3UPF | octets (inner IP) sent downlink, the same way |
 //! | `fivegs_upffunction_sm_n4sessionestabreq` | SM.N4SessionEstabReq | Session Establishment Requests received |
 //! | `fivegs_upffunction_sm_n4sessionreport`, `..succ` | SM.N4SessionReport, .Succ | Session Report Requests sent, and answered |
 //! | `fivegs_upffunction_upf_sessionnbr` | | sessions held |
@@ -32,7 +34,7 @@ pub(crate) fn page(live: &LiveCounts, paths: &[(&'static str, Value)], datapath:
             .filter_map(|(_, c)| c.get(counter).and_then(Value::as_u64))
             .fold(0, u64::wrapping_add)
     };
-    let families: [(&str, &str, Kind, u64); 7] = [
+    let families: [(&str, &str, Kind, u64); 9] = [
         (
             "fivegs_ep_n3_gtp_indatapktn3upf",
             "Number of GTP-U data packets received on N3 and forwarded by the UPF (TS 28.552).",
@@ -44,6 +46,20 @@ pub(crate) fn page(live: &LiveCounts, paths: &[(&'static str, Value)], datapath:
             "Number of GTP-U data packets sent on N3 by the UPF.",
             Kind::Counter,
             sum("dl_forwarded"),
+        ),
+        (
+            "fivegs_ep_n3_gtp_indatavolumeqosleveln3upf",
+            "Octets (inner IP packets) received on N3 and forwarded, summed over QoS flows, as \
+             the sessions' URRs measured them (TS 28.552 GTP.InDataVolumeQoSLevelN3UPF).",
+            Kind::Counter,
+            live.n3_ul_bytes,
+        ),
+        (
+            "fivegs_ep_n3_gtp_outdatavolumeqosleveln3upf",
+            "Octets (inner IP packets) sent on N3, summed over QoS flows, as the sessions' URRs \
+             measured them (TS 28.552 GTP.OutDataVolumeQoSLevelN3UPF).",
+            Kind::Counter,
+            live.n3_dl_bytes,
         ),
         (
             "fivegs_upffunction_sm_n4sessionestabreq",
@@ -107,6 +123,8 @@ mod tests {
             establishment_requests: 4,
             sessions: 2,
             associations: 1,
+            n3_ul_bytes: 1200,
+            n3_dl_bytes: 700,
             ..LiveCounts::default()
         };
         let paths = vec![
@@ -123,6 +141,8 @@ mod tests {
         assert!(p.contains("\nfivegs_ep_n3_gtp_indatapktn3upf 12\n"), "{p}");
         assert!(p.contains("\nfivegs_ep_n3_gtp_outdatapktn3upf 7\n"));
         assert!(p.contains("\nfivegs_upffunction_sm_n4sessionestabreq 4\n"));
+        assert!(p.contains("\nfivegs_ep_n3_gtp_indatavolumeqosleveln3upf 1200\n"));
+        assert!(p.contains("\nfivegs_ep_n3_gtp_outdatavolumeqosleveln3upf 700\n"));
         assert!(p.contains("\nfivegs_upffunction_upf_sessionnbr 2\n"));
         assert!(p.contains("\npfcp_peers_active 1\n"));
         assert!(

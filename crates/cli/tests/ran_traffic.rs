@@ -230,6 +230,23 @@ fn ran_sends_udp_and_icmp_through_the_lab_upf() {
         metric("fivegs_ep_n3_gtp_outdatapktn3upf") >= forwarded,
         "{page}"
     );
+    // Octets, as the sessions' URRs measured them (every session has ended, so its last
+    // octets are counted): each probe is a 256-octet inner packet, and no packet is larger
+    // than the biggest a probe or reply can be.
+    for (volume, packets) in [
+        (
+            "fivegs_ep_n3_gtp_indatavolumeqosleveln3upf",
+            "fivegs_ep_n3_gtp_indatapktn3upf",
+        ),
+        (
+            "fivegs_ep_n3_gtp_outdatavolumeqosleveln3upf",
+            "fivegs_ep_n3_gtp_outdatapktn3upf",
+        ),
+    ] {
+        let octets = metric(volume);
+        assert!(octets >= 256 * forwarded, "{volume}: {page}");
+        assert!(octets <= 1400 * metric(packets), "{volume}: {page}");
+    }
     let dashboard = std::path::Path::new(
         &std::env::var("CARGO_MANIFEST_DIR")
             .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned()),

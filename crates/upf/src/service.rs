@@ -247,6 +247,8 @@ pub struct ServiceLive {
     session_reports_answered: AtomicU64,
     sessions: AtomicU64,
     associations: AtomicU64,
+    n3_ul_bytes: AtomicU64,
+    n3_dl_bytes: AtomicU64,
 }
 
 /// One reading of [`ServiceLive`].
@@ -262,6 +264,10 @@ pub struct LiveCounts {
     pub sessions: u64,
     /// PFCP associations held now.
     pub associations: u64,
+    /// Octets received on N3 and forwarded ([`crate::node::Stats::n3_ul_bytes`]).
+    pub n3_ul_bytes: u64,
+    /// Octets sent on N3 ([`crate::node::Stats::n3_dl_bytes`]).
+    pub n3_dl_bytes: u64,
 }
 
 impl ServiceLive {
@@ -280,6 +286,8 @@ impl ServiceLive {
         );
         put(&self.sessions, node.session_count() as u64);
         put(&self.associations, node.association_count() as u64);
+        put(&self.n3_ul_bytes, s.n3_ul_bytes);
+        put(&self.n3_dl_bytes, s.n3_dl_bytes);
     }
 
     /// The values now.
@@ -291,6 +299,8 @@ impl ServiceLive {
             session_reports_answered: get(&self.session_reports_answered),
             sessions: get(&self.sessions),
             associations: get(&self.associations),
+            n3_ul_bytes: get(&self.n3_ul_bytes),
+            n3_dl_bytes: get(&self.n3_dl_bytes),
         }
     }
 }

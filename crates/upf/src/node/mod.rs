@@ -167,6 +167,12 @@ pub struct Stats {
     pub usage_reports: u64,
     /// Datapath operations that failed.
     pub datapath_errors: u64,
+    /// Octets received on N3 and forwarded to N6 (inner IP packets), as the sessions' URRs
+    /// measured them: read at every usage poll and when a URR goes. Traffic of a session
+    /// without a URR is not in it.
+    pub n3_ul_bytes: u64,
+    /// Octets sent on N3 (inner IP packets), the same way.
+    pub n3_dl_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -955,6 +961,9 @@ impl UpfNode {
             self.stats.datapath_errors += 1;
             tracing::error!(seid, error = %e, "datapath refused a removal");
         }
+        for u in s.rules.urrs.values_mut() {
+            account(&mut self.stats, dp, u);
+        }
         for u in s.rules.usage_ids() {
             if let Err(e) = session::ignore_missing(dp.remove_usage(u)) {
                 self.stats.datapath_errors += 1;
@@ -1237,6 +1246,7 @@ impl UpfNode {
         for (id, u) in &old.urrs {
             if !rules.urrs.contains_key(id) {
                 let mut u = u.clone();
+                account(&mut self.stats, dp, &mut u);
                 if let Some(rep) =
                     usage_report(dp, *id, &mut u, Triggers(Triggers::TERMR), now, ntp_now)
                 {
@@ -1416,6 +1426,7 @@ impl UpfNode {
                 let Ok(total) = dp.usage(u.usage) else {
                     continue;
                 };
+                add_volume(&mut self.stats, &total, &mut u.counted);
                 let mut trig = 0;
                 if u.triggers.0 & Triggers::VOLTH != 0 {
                     if let Some(th) = u.volume_threshold {
@@ -1467,6 +1478,24 @@ impl UpfNode {
             self.request(now, peer, Some(cp_seid), body, PendingKind::Report);
         }
     }
+}
+
+/// Adds what `u`'s counters measured since they were last added to the node's N3 volume.
+fn account(stats: &mut Stats, dp: &mut dyn Datapath, u: &mut session::UrrState) {
+    if let Ok(total) = dp.usage(u.usage) {
+        add_volume(stats, &total, &mut u.counted);
+    }
+}
+
+fn add_volume(
+    stats: &mut Stats,
+    total: &crate::datapath::Usage,
+    counted: &mut crate::datapath::Usage,
+) {
+    let (ul, dl) = delta(total, counted);
+    stats.n3_ul_bytes = stats.n3_ul_bytes.wrapping_add(ul);
+    stats.n3_dl_bytes = stats.n3_dl_bytes.wrapping_add(dl);
+    *counted = *total;
 }
 
 /// Uplink and downlink octets counted since `base`.

@@ -132,6 +132,8 @@ pub(crate) struct UrrState {
     pub(crate) base: Usage,
     /// When the current measurement period started.
     pub(crate) since: Instant,
+    /// Counts already added to the node's N3 volume ([`super::Stats::n3_ul_bytes`]).
+    pub(crate) counted: Usage,
 }
 
 /// The rules of one session.
@@ -373,6 +375,7 @@ impl Rules {
                 seqn: 0,
                 base: Usage::default(),
                 since: a.now,
+                counted: Usage::default(),
             },
         );
         Ok(())

@@ -392,6 +392,9 @@ fn volume_threshold_triggers_a_report_and_deletion_reports_the_rest() {
         h.advance(Duration::from_secs(1)).is_empty(),
         "below threshold"
     );
+    // The node's N3 volume follows every poll, each octet once.
+    let volume = |h: &Harness| (h.node.stats().n3_ul_bytes, h.node.stats().n3_dl_bytes);
+    assert_eq!(volume(&h), (3000, 3000));
     bump(&h.dp, usage, 2000, 2500);
     let sent = h.advance(Duration::from_secs(1));
     assert_eq!(sent.len(), 1);
@@ -420,8 +423,14 @@ fn volume_threshold_triggers_a_report_and_deletion_reports_the_rest() {
     assert!(h.advance(Duration::from_secs(5)).is_empty());
     assert_eq!(h.node.stats().requests_retransmitted, 0);
 
+    assert_eq!(volume(&h), (5000, 5500));
     bump(&h.dp, usage, 100, 0);
     let (_, d) = h.delete(seid);
+    assert_eq!(
+        volume(&h),
+        (5100, 5500),
+        "the last octets counted at deletion"
+    );
     assert_eq!(d.usage_reports.len(), 1);
     let u = &d.usage_reports[0];
     assert_eq!(u.ur_seqn, 1);
