@@ -261,6 +261,9 @@ pub struct AmfConfig {
     pub nas_integrity: Vec<String>,
     /// NAS ciphering algorithms the AMF may select, most preferred first (`nea0`-`nea3`).
     pub nas_ciphering: Vec<String>,
+    /// Tell the UDM when a UE deregisters (Nudm_UECM_Update with purgeFlag, TS 23.502
+    /// §4.5.3).
+    pub uecm_purge: bool,
 }
 
 /// Names `amf.nas_integrity` accepts.
@@ -366,6 +369,7 @@ impl Default for AmfConfig {
             // TS 33.501 §5.11.1.1 mandates NIA1/NIA2 and NEA0-2; AES first, ZUC last.
             nas_integrity: ["nia2", "nia1", "nia3"].map(String::from).to_vec(),
             nas_ciphering: ["nea2", "nea1", "nea3", "nea0"].map(String::from).to_vec(),
+            uecm_purge: true,
         }
     }
 }

@@ -63,6 +63,7 @@ impl NfSettings {
         amf.tais = crate::tais(&guami, &tacs);
         amf.slices = slices;
         amf.always_auth = opts.always_auth;
+        amf.uecm_purge = opts.config.amf.uecm_purge;
         if !opts.integrity.is_empty() {
             amf.integrity = opts.integrity.clone();
         }

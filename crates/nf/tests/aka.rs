@@ -907,6 +907,127 @@ fn uecm_registration_and_sdm_reads() {
     assert_eq!(problem(&r), rejected(404, "USER_NOT_FOUND"));
 }
 
+/// Nudm_UECM_Update and Get (TS 29.503 §5.3.2.4.2, §5.3.2.5.2), as another core's AMF
+/// drives them: the registered AMF purges its registration with a merge patch; another
+/// GUAMI is 403 INVALID_GUAMI; a subscriber without a registration 404 CONTEXT_NOT_FOUND.
+/// Nudm_SDM_Subscribe and Unsubscribe (§5.2.2.3.2, §5.2.2.4.2): 201 with the subscription
+/// and its Location, 204, then 404 SUBSCRIPTION_NOT_FOUND. Every refusal leaves the record
+/// as it was. On 4 workers, so that each request also takes its hop to the owner.
+#[test]
+fn uecm_purge_and_sdm_subscriptions() {
+    let mut net = sharded(4);
+    let s = supi(13);
+    let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
+    let guami = serde_json::json!({"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"});
+    let patch = |guami: &serde_json::Value| {
+        let mut r = req(
+            Method::PATCH,
+            &path,
+            &serde_json::json!({"guami": guami, "purgeFlag": true}).to_string(),
+        );
+        r.content_type = Some("application/merge-patch+json".to_owned());
+        r
+    };
+    let owner = owner_of_key(s.as_bytes(), net.workers).index();
+    let other = (owner + 1) % 4;
+    // Nothing registered yet.
+    assert_eq!(
+        problem(&net.udm(other, patch(&guami))),
+        rejected(404, "CONTEXT_NOT_FOUND")
+    );
+    let r = net.udm(other, req(Method::GET, &path, ""));
+    assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"));
+    let reg = serde_json::json!({
+        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
+        "guami": guami,
+        "ratType": "NR"
+    })
+    .to_string();
+    assert_eq!(
+        net.udm(other, req(Method::PUT, &path, &reg)).status,
+        StatusCode::CREATED
+    );
+    // Another AMF may not purge it.
+    let foreign = serde_json::json!({"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020041"});
+    assert_eq!(
+        problem(&net.udm(other, patch(&foreign))),
+        rejected(403, "INVALID_GUAMI")
+    );
+    let purged = |net: &mut Net<nf::host::Sharded>| {
+        net.record(owner, &s)
+            .and_then(|r| r.registration)
+            .and_then(|r| r.purge_flag)
+    };
+    assert_eq!(purged(&mut net), None);
+    // A body that is not a merge patch (nor JSON) is 415; one without its GUAMI 400.
+    let mut text = patch(&guami);
+    text.content_type = Some("text/plain".to_owned());
+    assert_eq!(net.udm(other, text).status.as_u16(), 415);
+    let mut no_guami = patch(&guami);
+    no_guami.body = Bytes::from_static(b"{\"purgeFlag\": true}");
+    assert_eq!(
+        problem(&net.udm(other, no_guami)),
+        rejected(400, "MANDATORY_IE_MISSING")
+    );
+    assert_eq!(purged(&mut net), None);
+    // The registered AMF purges it.
+    assert_eq!(net.udm(other, patch(&guami)).status, StatusCode::NO_CONTENT);
+    assert_eq!(purged(&mut net), Some(true));
+    let r = net.udm(other, req(Method::GET, &path, ""));
+    assert_eq!(r.status, StatusCode::OK);
+    let got: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(got["purgeFlag"], true);
+    assert_eq!(net.udm_sum(|u| u.purges), 1);
+
+    let subs = format!("/nudm-sdm/v2/{s}/sdm-subscriptions");
+    let sub = serde_json::json!({
+        "nfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "callbackReference": "http://127.0.0.5:7777/namf-callback/v1/sdm-change",
+        "monitoredResourceUris": [format!("http://127.0.0.12:7777/nudm-sdm/v2/{s}/am-data")]
+    });
+    let r = net.udm(other, req(Method::POST, &subs, &sub.to_string()));
+    assert_eq!(r.status, StatusCode::CREATED);
+    let created: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let id = created["subscriptionId"].as_str().unwrap().to_owned();
+    assert!(r.location().unwrap().ends_with(&format!("{subs}/{id}")));
+    assert_eq!(net.record(owner, &s).unwrap().sdm_subscriptions.len(), 1);
+    // The same NF and callback again replaces its subscription.
+    let r = net.udm(other, req(Method::POST, &subs, &sub.to_string()));
+    let again: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_ne!(again["subscriptionId"], created["subscriptionId"]);
+    assert_eq!(net.record(owner, &s).unwrap().sdm_subscriptions.len(), 1);
+    let id = again["subscriptionId"].as_str().unwrap().to_owned();
+    // Missing members are named.
+    let r = net.udm(
+        other,
+        req(
+            Method::POST,
+            &subs,
+            "{\"nfInstanceId\": \"7c5d4a2e-0000-4000-8000-000000000005\"}",
+        ),
+    );
+    assert_eq!(problem(&r), rejected(400, "MANDATORY_IE_MISSING"));
+    let one = format!("{subs}/{id}");
+    assert_eq!(
+        net.udm(other, req(Method::DELETE, &one, "")).status,
+        StatusCode::NO_CONTENT
+    );
+    let r = net.udm(other, req(Method::DELETE, &one, ""));
+    assert_eq!(problem(&r), rejected(404, "SUBSCRIPTION_NOT_FOUND"));
+    assert!(net.record(owner, &s).unwrap().sdm_subscriptions.is_empty());
+    // An unknown subscriber's subscription is 404 USER_NOT_FOUND.
+    let r = net.udm(
+        other,
+        req(
+            Method::POST,
+            "/nudm-sdm/v2/imsi-001019999999999/sdm-subscriptions",
+            &sub.to_string(),
+        ),
+    );
+    assert_eq!(problem(&r), rejected(404, "USER_NOT_FOUND"));
+}
+
 /// A request that names its subscriber goes to the owner before the UDM sees it: the
 /// host's placement hands it over in one counted hop, and the UDM never forwards it.
 #[test]

@@ -267,7 +267,7 @@ impl<P: Placement> World<P> {
             add_fields!(t, n.amf;
                 ues_created, registrations, registration_rejects, authentication_rejects, resyncs,
                 deregistrations, mac_failures, unprotected_discarded, statuses, error_indications,
-                retransmissions, aborted, releases, stray_replies
+                retransmissions, aborted, releases, stray_replies, purges, purge_failures
             );
         }
         t
@@ -689,7 +689,7 @@ fn initial_registration_end_to_end() {
     assert_eq!(ctx.supi(), Some(supi(1).as_str()));
     assert_eq!(ctx.guti(), Some(&g));
     assert_eq!(w.stats().registrations, 1);
-    // AUSF twice (authenticate, confirm), UECM, SDM.
+    // AUSF twice (authenticate, confirm), UECM, SDM twice.
     let calls = w.calls();
     let paths: Vec<&str> = calls.iter().map(|(_, p)| p.as_str()).collect();
     assert!(paths[0].ends_with("/ue-authentications"));
@@ -704,6 +704,14 @@ fn initial_registration_end_to_end() {
     assert_eq!(bases.iter().filter(|b| b.is_some()).count(), 1, "{bases:?}");
     assert!(paths[2].ends_with("/registrations/amf-3gpp-access"));
     assert!(paths[3].ends_with("/am-data"));
+    // TS 23.502 §4.2.2.2.2 step 14b: the SMF selection data after the am-data.
+    assert!(paths[4].ends_with("/smf-select-data"), "{paths:?}");
+    assert_eq!(
+        w.ue(ue.amf_id.unwrap())
+            .unwrap()
+            .default_dnn(&defaults::SNSSAI),
+        Some("internet")
+    );
     assert_eq!(
         w.udm_record(&supi(1)).unwrap().registration.unwrap().supi,
         Some(supi(1))
@@ -720,12 +728,42 @@ fn deregistration_releases_and_keeps_security() {
     assert_eq!(w.idle_contexts(), 1);
     assert!(w.idle_ue(g.tmsi).is_some());
     assert_eq!(w.stats().deregistrations, 1);
+    // The UDM is told (TS 23.502 §4.5.3): the registration this AMF made is purged.
+    w.run();
+    assert_eq!((w.stats().purges, w.stats().purge_failures), (1, 0));
+    let reg = w.udm_record(&supi(1)).unwrap().registration.unwrap();
+    assert_eq!(reg.purge_flag, Some(true));
+    let patches: Vec<(String, String)> = w
+        .calls()
+        .into_iter()
+        .filter(|(m, _)| m == "PATCH")
+        .collect();
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    assert!(patches[0].1.ends_with("/registrations/amf-3gpp-access"));
     // Switch off: no accept.
     let mut ue2 = TestUe::new(2, 101);
     register(&mut w, &mut ue2);
     deregister(&mut w, &mut ue2, true);
     assert_eq!(w.contexts(), 0);
     assert_eq!(w.idle_contexts(), 2);
+    w.run();
+    assert_eq!(w.stats().purges, 2);
+}
+
+/// `uecm_purge` off: a deregistration leaves the UDM's registration as it was.
+#[test]
+fn without_uecm_purge_the_udm_is_not_told() {
+    let mut c = sim_cfg(false);
+    c.host.amf.uecm_purge = false;
+    let mut w = World::build(Sim::sharded(c));
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    deregister(&mut w, &mut ue, false);
+    w.run();
+    assert_eq!(w.stats().purges, 0);
+    assert!(w.calls().iter().all(|(m, _)| m != "PATCH"));
+    let reg = w.udm_record(&supi(1)).unwrap().registration.unwrap();
+    assert_eq!(reg.purge_flag, None);
 }
 
 /// Registers with a SUCI, deregisters, and does it again: the second registration
@@ -1445,6 +1483,23 @@ fn ul_sm(ue: &mut TestUe, message_type: u8, initial: bool) -> Vec<u8> {
 /// The 5GSM message of type `message_type` for session `psi`, and the UPLINK NAS TRANSPORT
 /// carrying it in an UL NAS TRANSPORT.
 fn ul_sm_for(ue: &mut TestUe, psi: u8, message_type: u8, initial: bool) -> (Vec<u8>, Vec<u8>) {
+    ul_sm_naming(
+        ue,
+        psi,
+        message_type,
+        initial,
+        initial.then_some("internet"),
+    )
+}
+
+/// [`ul_sm_for`] with the DNN the UL NAS TRANSPORT names, if any.
+fn ul_sm_naming(
+    ue: &mut TestUe,
+    psi: u8,
+    message_type: u8,
+    initial: bool,
+    dnn: Option<&str>,
+) -> (Vec<u8>, Vec<u8>) {
     let payload = vec![0x2e, psi, 1, message_type, 0xff];
     let ul = proto::nas::sm_ue::UlNasTransport {
         payload_container_type: proto::nas::sm_ue::PAYLOAD_N1_SM,
@@ -1452,7 +1507,7 @@ fn ul_sm_for(ue: &mut TestUe, psi: u8, message_type: u8, initial: bool) -> (Vec<
         pdu_session_id: Some(psi),
         request_type: initial.then_some(proto::nas::sm_ue::REQUEST_INITIAL),
         snssai: None,
-        dnn: initial.then(|| "internet".to_owned()),
+        dnn: dnn.map(str::to_owned),
     };
     let plain = ul.encode().unwrap();
     let p = ue
@@ -1705,8 +1760,9 @@ fn contexts_stay_visible_to_other_workers_in_the_locking_baseline() {
 
 /// In the locking baseline a registration takes the UE map's lock once per message or
 /// reply that touches the context: the INITIAL UE MESSAGE, the AUSF's two answers, the
-/// AUTHENTICATION RESPONSE, the SECURITY MODE COMPLETE, the UDM's two answers, the INITIAL
-/// CONTEXT SETUP RESPONSE and the REGISTRATION COMPLETE.
+/// AUTHENTICATION RESPONSE, the SECURITY MODE COMPLETE, the UDM's three answers (UECM,
+/// am-data, smf-select-data), the INITIAL CONTEXT SETUP RESPONSE and the REGISTRATION
+/// COMPLETE.
 #[test]
 fn a_registration_takes_the_ue_lock_once_per_message() {
     let mut w = locked(false);
@@ -1726,7 +1782,7 @@ fn a_registration_takes_the_ue_lock_once_per_message() {
         SecurityHeaderType::IntegrityProtectedAndCiphered,
     ));
     assert_eq!(w.stats().registrations, 1);
-    assert_eq!(acquisitions(&w, "ue_contexts"), 9);
+    assert_eq!(acquisitions(&w, "ue_contexts"), 10);
     assert_eq!(acquisitions(&w, "idle_ues"), 0);
 }
 
@@ -1865,6 +1921,33 @@ fn n1n2_to_amf<P: Placement>(w: &mut World<P>, req: SbiRequest) -> Option<http::
     let id = w.sim.sbi_request(0, sbi::NfType::Amf, req);
     w.run();
     w.sim.take_answer(id).map(|r| r.status)
+}
+
+/// TS 23.502 §4.3.2.2.1 step 2: a PDU session request without a DNN goes to the SMF with
+/// the subscribed default DNN of its slice, from the SMF selection subscription data the
+/// registration read; one that names a DNN keeps it.
+#[test]
+fn a_session_without_a_dnn_gets_the_subscribed_default() {
+    let mut w = sharded(false);
+    let mut ue = TestUe::new(1, 100);
+    register(&mut w, &mut ue);
+    let create_bodies = |w: &World<Sharded>| -> Vec<String> {
+        w.sim
+            .sbi_log()
+            .iter()
+            .filter(|e| e.path.ends_with("/sm-contexts"))
+            .map(|e| String::from_utf8_lossy(&e.request_body).into_owned())
+            .collect()
+    };
+    for (psi, dnn) in [(5u8, None), (6, Some("ims"))] {
+        let (up, _) = ul_sm_naming(&mut ue, psi, 0xc1, true, dnn);
+        w.ngap(&up);
+        w.run();
+    }
+    let bodies = create_bodies(&w);
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    assert!(bodies[0].contains(r#""dnn":"internet""#), "{}", bodies[0]);
+    assert!(bodies[1].contains(r#""dnn":"ims""#), "{}", bodies[1]);
 }
 
 /// TS 24.501 §5.4.5.2.5, §5.4.5.3.1 e): an Nsmf call that fails without an N1 SM message for

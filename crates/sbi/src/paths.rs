@@ -31,6 +31,14 @@ pub enum Route {
     AuthEvents,
     /// PUT `/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access` (Nudm_UECM_Registration).
     Amf3GppAccessRegistration,
+    /// GET the same (Nudm_UECM_Get, TS 29.503 §5.3.2.5.2).
+    Amf3GppAccessGet,
+    /// PATCH the same (Nudm_UECM_Update, TS 29.503 §5.3.2.4.2; the AMF's purge).
+    Amf3GppAccessUpdate,
+    /// POST `/nudm-sdm/v2/{ueId}/sdm-subscriptions` (Nudm_SDM_Subscribe, §5.2.2.3.2).
+    SdmSubscriptions,
+    /// DELETE `/nudm-sdm/v2/{ueId}/sdm-subscriptions/{subscriptionId}` (Nudm_SDM_Unsubscribe).
+    SdmSubscription,
     /// GET `/nudm-sdm/v2/{supi}/am-data`.
     AmData,
     /// GET `/nudm-sdm/v2/{supi}/smf-select-data`.
@@ -48,6 +56,10 @@ pub const ROUTES: &[Route] = &[
     Route::GenerateAuthData,
     Route::AuthEvents,
     Route::Amf3GppAccessRegistration,
+    Route::Amf3GppAccessGet,
+    Route::Amf3GppAccessUpdate,
+    Route::SdmSubscriptions,
+    Route::SdmSubscription,
     Route::AmData,
     Route::SmfSelectData,
     Route::Nssai,
@@ -66,9 +78,11 @@ impl Route {
                 "/nudm-ueau/v1/{supiOrSuci}/security-information/generate-auth-data"
             }
             Route::AuthEvents => "/nudm-ueau/v1/{supi}/auth-events",
-            Route::Amf3GppAccessRegistration => {
-                "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access"
-            }
+            Route::Amf3GppAccessRegistration
+            | Route::Amf3GppAccessGet
+            | Route::Amf3GppAccessUpdate => "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access",
+            Route::SdmSubscriptions => "/nudm-sdm/v2/{ueId}/sdm-subscriptions",
+            Route::SdmSubscription => "/nudm-sdm/v2/{ueId}/sdm-subscriptions/{subscriptionId}",
             Route::AmData => "/nudm-sdm/v2/{supi}/am-data",
             Route::SmfSelectData => "/nudm-sdm/v2/{supi}/smf-select-data",
             Route::Nssai => "/nudm-sdm/v2/{supi}/nssai",
@@ -79,9 +93,18 @@ impl Route {
     /// The HTTP method of the operation.
     pub fn method(self) -> Method {
         match self {
-            Route::UeAuthentications | Route::GenerateAuthData | Route::AuthEvents => Method::POST,
+            Route::UeAuthentications
+            | Route::GenerateAuthData
+            | Route::AuthEvents
+            | Route::SdmSubscriptions => Method::POST,
             Route::FiveGAkaConfirmation | Route::Amf3GppAccessRegistration => Method::PUT,
-            Route::AmData | Route::SmfSelectData | Route::Nssai | Route::SmData => Method::GET,
+            Route::Amf3GppAccessUpdate => Method::PATCH,
+            Route::SdmSubscription => Method::DELETE,
+            Route::Amf3GppAccessGet
+            | Route::AmData
+            | Route::SmfSelectData
+            | Route::Nssai
+            | Route::SmData => Method::GET,
         }
     }
 
@@ -130,6 +153,16 @@ pub mod build {
     pub fn amf_3gpp_access_registration(ue_id: &str) -> String {
         Route::Amf3GppAccessRegistration
             .path(&[ue_id])
+            .unwrap_or_default()
+    }
+    /// `/nudm-sdm/v2/{ueId}/sdm-subscriptions`.
+    pub fn sdm_subscriptions(ue_id: &str) -> String {
+        Route::SdmSubscriptions.path(&[ue_id]).unwrap_or_default()
+    }
+    /// `/nudm-sdm/v2/{ueId}/sdm-subscriptions/{subscriptionId}`.
+    pub fn sdm_subscription(ue_id: &str, subscription_id: &str) -> String {
+        Route::SdmSubscription
+            .path(&[ue_id, subscription_id])
             .unwrap_or_default()
     }
     /// `/nudm-sdm/v2/{supi}/am-data`.

@@ -44,12 +44,17 @@ pub enum Cause {
     InvalidSchemeOutput,
     /// 403: roaming not allowed (TS 29.503 UECM).
     RoamingNotAllowed,
+    /// 403: the AMF is not the registered one and may not change the registration
+    /// (TS 29.503 UECM).
+    InvalidGuami,
     /// 404: the subscriber does not exist (TS 29.509, TS 29.503).
     UserNotFound,
     /// 404: the resource (e.g. an authCtxId) does not exist (TS 29.509, TS 29.503).
     ContextNotFound,
     /// 404: the requested subscription data does not exist (TS 29.503 SDM).
     DataNotFound,
+    /// 404: no such SDM subscription (TS 29.503 SDM).
+    SubscriptionNotFound,
     /// 404: the URI matches no resource of the API (TS 29.500).
     ResourceUriStructureNotFound,
     /// 413: the body is larger than we accept. UNCERTAIN: TS 29.500 may define 413 by status
@@ -94,9 +99,11 @@ impl Cause {
             Cause::InvalidHnPublicKeyIdentifier => "INVALID_HN_PUBLIC_KEY_IDENTIFIER",
             Cause::InvalidSchemeOutput => "INVALID_SCHEME_OUTPUT",
             Cause::RoamingNotAllowed => "ROAMING_NOT_ALLOWED",
+            Cause::InvalidGuami => "INVALID_GUAMI",
             Cause::UserNotFound => "USER_NOT_FOUND",
             Cause::ContextNotFound => "CONTEXT_NOT_FOUND",
             Cause::DataNotFound => "DATA_NOT_FOUND",
+            Cause::SubscriptionNotFound => "SUBSCRIPTION_NOT_FOUND",
             Cause::ResourceUriStructureNotFound => "RESOURCE_URI_STRUCTURE_NOT_FOUND",
             Cause::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             Cause::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
@@ -128,9 +135,11 @@ impl Cause {
             Cause::InvalidHnPublicKeyIdentifier,
             Cause::InvalidSchemeOutput,
             Cause::RoamingNotAllowed,
+            Cause::InvalidGuami,
             Cause::UserNotFound,
             Cause::ContextNotFound,
             Cause::DataNotFound,
+            Cause::SubscriptionNotFound,
             Cause::ResourceUriStructureNotFound,
             Cause::PayloadTooLarge,
             Cause::UnsupportedMediaType,
@@ -165,10 +174,12 @@ impl Cause {
             | Cause::AuthenticationRejected
             | Cause::InvalidHnPublicKeyIdentifier
             | Cause::InvalidSchemeOutput
-            | Cause::RoamingNotAllowed => 403,
+            | Cause::RoamingNotAllowed
+            | Cause::InvalidGuami => 403,
             Cause::UserNotFound
             | Cause::ContextNotFound
             | Cause::DataNotFound
+            | Cause::SubscriptionNotFound
             | Cause::ResourceUriStructureNotFound => 404,
             Cause::PayloadTooLarge => 413,
             Cause::UnsupportedMediaType => 415,

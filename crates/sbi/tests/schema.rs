@@ -358,6 +358,49 @@ fn nudm_uecm_registration_validates() {
     response_schema(Route::Amf3GppAccessRegistration, "200").assert_valid(&body);
 }
 
+/// Nudm_UECM_Update's body (a merge patch) and Get's answer; Nudm_SDM_Subscribe's request
+/// and its 201.
+#[test]
+fn nudm_uecm_update_and_sdm_subscription_validate() {
+    if !openapi::present("nudm_uecm_update_and_sdm_subscription_validate") {
+        return;
+    }
+    let (file, op) = op_pointer(Route::Amf3GppAccessUpdate);
+    let patch = SchemaValidator::new(
+        file,
+        &format!("{op}/requestBody/content/application~1merge-patch+json/schema"),
+    );
+    let m = Amf3GppAccessRegistrationModification {
+        guami: guami(),
+        purge_flag: Some(true),
+        pei: None,
+        ims_vo_ps: None,
+    };
+    patch.assert_valid(&to_json(&m));
+    patch.assert_invalid(&json!({"purgeFlag": true}));
+    response_schema(Route::Amf3GppAccessGet, "200").assert_valid(&to_json(&amf_registration()));
+    let sub = SdmSubscription {
+        nf_instance_id: AMF_ID.to_owned(),
+        implicit_unsubscribe: Some(true),
+        expires: None,
+        callback_reference: "http://127.0.0.5:7777/namf-callback/v1/sdm-change".to_owned(),
+        amf_service_name: None,
+        monitored_resource_uris: vec![format!("http://127.0.0.12:7777/nudm-sdm/v2/{SUPI}/am-data")],
+        single_nssai: None,
+        dnn: None,
+        subscription_id: None,
+        immediate_report: None,
+        supported_features: None,
+    };
+    request_schema(Route::SdmSubscriptions).assert_valid(&to_json(&sub));
+    let created = SdmSubscription {
+        subscription_id: Some("1".to_owned()),
+        ..sub
+    };
+    response_schema(Route::SdmSubscriptions, "201").assert_valid(&to_json(&created));
+    request_schema(Route::SdmSubscriptions).assert_invalid(&json!({"nfInstanceId": AMF_ID}));
+}
+
 #[test]
 fn nudm_sdm_bodies_validate() {
     if !openapi::present("nudm_sdm_bodies_validate") {

@@ -31,12 +31,13 @@ use ids::{WorkerId, Workers};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use sbi::model::{
-    Amf3GppAccessRegistration, AuthEvent, AuthType, AuthenticationInfoRequest,
-    AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, HexBytes, ProblemDetails,
-    ResynchronizationInfo,
+    Amf3GppAccessRegistration, Amf3GppAccessRegistrationModification, AuthEvent, AuthType,
+    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, HexBytes,
+    ProblemDetails, ResynchronizationInfo, SdmSubscription,
 };
 use sbi::paths::{resolve, Route};
-use sbi::validate::{self, parse_valid, query, Checker};
+use sbi::problem::Cause;
+use sbi::validate::{self, parse_valid, parse_valid_patch, query, Checker};
 use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
@@ -55,10 +56,17 @@ const UDM_ROUTES: &[Route] = &[
     Route::GenerateAuthData,
     Route::AuthEvents,
     Route::Amf3GppAccessRegistration,
+    Route::Amf3GppAccessGet,
+    Route::Amf3GppAccessUpdate,
+    Route::SdmSubscriptions,
+    Route::SdmSubscription,
     Route::AmData,
     Route::SmfSelectData,
     Route::Nssai,
 ];
+
+/// SDM subscriptions kept per subscriber: a few NFs (its AMF, its SMFs) subscribe to one.
+pub const MAX_SDM_SUBSCRIPTIONS: usize = 16;
 
 /// How one UDM worker is set up.
 #[derive(Debug, Clone)]
@@ -88,6 +96,11 @@ pub struct UeRecord {
     pub last_auth_event: Option<AuthEvent>,
     /// Number of authentication results reported.
     pub auth_events: u64,
+    /// The NFs subscribed to changes of this subscriber's data (Nudm_SDM_Subscribe), by
+    /// subscription id.
+    pub sdm_subscriptions: Vec<(String, SdmSubscription)>,
+    /// The id of the next subscription.
+    pub next_subscription: u64,
 }
 
 /// A request handed from one UDM worker to the owner of its subscriber. Opaque: pass it to
@@ -152,6 +165,10 @@ crate::summed_counters! {
         pub misrouted: u64,
         /// Requests that waited for an SQN reservation to become durable.
         pub parked: u64,
+        /// Registrations an AMF marked purged (Nudm_UECM_Update with purgeFlag).
+        pub purges: u64,
+        /// SDM subscriptions created.
+        pub sdm_subscriptions: u64,
     }
 }
 
@@ -604,6 +621,97 @@ where
                 } else {
                     let location = format!("{}{}", self.cfg.api_root, req.path);
                     Ok(SbiResponse::created(&location, &reg))
+                }
+            }
+            // TS 29.503 §5.3.2.5.2 Nudm_UECM_Get.
+            Route::Amf3GppAccessGet => {
+                self.subscriber(supi)?;
+                let reg = self
+                    .ues
+                    .with(&supi.to_owned(), |r| r.and_then(|r| r.registration.clone()));
+                match reg {
+                    Some(reg) => Ok(SbiResponse::json(StatusCode::OK, &reg)),
+                    None => Err(ProblemDetails::context_not_found(
+                        "no AMF registration for 3GPP access",
+                    )),
+                }
+            }
+            // TS 29.503 §5.3.2.4.2 Nudm_UECM_Update: only the registered AMF (its GUAMI) may
+            // change its registration; the purge flag says it has dropped the UE's context
+            // (TS 23.502 §4.5.3).
+            Route::Amf3GppAccessUpdate => {
+                let m: Amf3GppAccessRegistrationModification = parse_valid_patch(req)?;
+                self.subscriber(supi)?;
+                self.ues.with(&supi.to_owned(), |r| {
+                    let Some(reg) = r.and_then(|r| r.registration.as_mut()) else {
+                        return Err(ProblemDetails::context_not_found(
+                            "no AMF registration for 3GPP access",
+                        ));
+                    };
+                    if reg.guami != m.guami {
+                        return Err(ProblemDetails::from_cause(
+                            Cause::InvalidGuami,
+                            "not the GUAMI of the registered AMF",
+                        ));
+                    }
+                    if let Some(p) = m.purge_flag {
+                        reg.purge_flag = Some(p);
+                    }
+                    if let Some(pei) = &m.pei {
+                        reg.pei = Some(pei.clone());
+                    }
+                    if let Some(v) = &m.ims_vo_ps {
+                        reg.ims_vo_ps = Some(v.clone());
+                    }
+                    Ok(())
+                })?;
+                if m.purge_flag == Some(true) {
+                    self.stats.purges += 1;
+                }
+                Ok(SbiResponse::no_content())
+            }
+            // TS 29.503 §5.2.2.3.2 Nudm_SDM_Subscribe: 201 with the subscription and its
+            // Location. The subscription is kept with the subscriber's record.
+            Route::SdmSubscriptions => {
+                let mut sub: SdmSubscription = parse_valid(req)?;
+                self.subscriber(supi)?;
+                let id = self
+                    .ues
+                    .with_or_insert(supi.to_owned(), UeRecord::default, |r, _| {
+                        r.next_subscription = r.next_subscription.wrapping_add(1);
+                        let id = r.next_subscription.to_string();
+                        sub.subscription_id = Some(id.clone());
+                        // An NF subscribing again with the same callback (after its restart,
+                        // say) replaces its subscription; and the list is bounded, the
+                        // oldest going first, so that no client can grow a record at will.
+                        r.sdm_subscriptions.retain(|(_, s)| {
+                            (&s.nf_instance_id, &s.callback_reference)
+                                != (&sub.nf_instance_id, &sub.callback_reference)
+                        });
+                        if r.sdm_subscriptions.len() >= MAX_SDM_SUBSCRIPTIONS {
+                            r.sdm_subscriptions.remove(0);
+                        }
+                        r.sdm_subscriptions.push((id.clone(), sub.clone()));
+                        id
+                    });
+                self.stats.sdm_subscriptions += 1;
+                let location = format!("{}{}/{id}", self.cfg.api_root, req.path);
+                Ok(SbiResponse::created(&location, &sub))
+            }
+            // TS 29.503 §5.2.2.4.2 Nudm_SDM_Unsubscribe.
+            Route::SdmSubscription => {
+                let id = req.path.rsplit('/').next().unwrap_or_default();
+                let removed = self.ues.with(&supi.to_owned(), |r| {
+                    let r = r?;
+                    let at = r.sdm_subscriptions.iter().position(|(i, _)| i == id)?;
+                    Some(r.sdm_subscriptions.remove(at))
+                });
+                match removed {
+                    Some(_) => Ok(SbiResponse::no_content()),
+                    None => Err(ProblemDetails::from_cause(
+                        Cause::SubscriptionNotFound,
+                        format!("no SDM subscription {id}"),
+                    )),
                 }
             }
             Route::AmData => {

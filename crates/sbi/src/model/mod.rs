@@ -28,8 +28,9 @@ pub use smf::{
     SubscribedDefaultQos,
 };
 pub use udm::{
-    AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthEvent, AuthType,
-    AuthenticationInfoRequest, AuthenticationInfoResult, AuthenticationVector, Av5gHeAka,
-    AvEapAkaPrime, DnnInfo, ImsVoPs, Nssai, ResynchronizationInfo, SmfSelectionSubscriptionData,
-    SnssaiInfo, AV_TYPE_5G_HE_AKA,
+    AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration,
+    Amf3GppAccessRegistrationModification, AuthEvent, AuthType, AuthenticationInfoRequest,
+    AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, AvEapAkaPrime, DnnInfo, ImsVoPs,
+    Nssai, ResynchronizationInfo, SdmSubscription, SmfSelectionSubscriptionData, SnssaiInfo,
+    AV_TYPE_5G_HE_AKA,
 };

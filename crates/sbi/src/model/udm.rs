@@ -242,6 +242,73 @@ pub struct Amf3GppAccessRegistration {
     pub re_registration_required: Option<bool>,
 }
 
+/// Body of PATCH `/{ueId}/registrations/amf-3gpp-access` (TS 29.503 §6.2.6.2.7
+/// `Amf3GppAccessRegistrationModification`, `application/merge-patch+json`): the members of
+/// the registration an AMF may change, the purge flag among them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Amf3GppAccessRegistrationModification {
+    /// The GUAMI of the AMF making the change: it must be the registered AMF's.
+    pub guami: Guami,
+    /// The AMF has purged the UE's context (TS 23.502 §4.5.3).
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purge_flag: Option<bool>,
+    /// Permanent Equipment Identifier.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pei: Option<String>,
+    /// IMS voice over PS.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ims_vo_ps: Option<ImsVoPs>,
+}
+
+/// Body of POST `/{ueId}/sdm-subscriptions` and of its 201 (TS 29.503 §6.1.6.2.3
+/// `SdmSubscription`): who is told of changes to which resources, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SdmSubscription {
+    /// The subscribing NF instance (UUID).
+    pub nf_instance_id: String,
+    /// Unsubscribe when the subscriber deregisters from that NF.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implicit_unsubscribe: Option<bool>,
+    /// When the subscription ends (RFC 3339 date-time).
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Where notifications go.
+    pub callback_reference: String,
+    /// Service name of the callback (an AMF's `namf-mt`, ...).
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amf_service_name: Option<String>,
+    /// The resources watched, at least one.
+    pub monitored_resource_uris: Vec<String>,
+    /// A slice the subscription is limited to.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub single_nssai: Option<Snssai>,
+    /// A DNN the subscription is limited to.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dnn: Option<String>,
+    /// Set by the UDM in the 201.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_id: Option<String>,
+    /// Report the current data at once.
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub immediate_report: Option<bool>,
+    /// Supported features bitmask (hex).
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supported_features: Option<String>,
+}
+
 /// Network slice subscription (TS 29.503 §6.1.6.2.2 `Nssai`); also the body of GET
 /// `/{supi}/nssai`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -299,6 +299,30 @@ pub fn parse_valid<T: DeserializeOwned + Serialize + Validate>(
     decode_valid(&req.body)
 }
 
+/// [`parse_valid`] for a PATCH: its body is a JSON merge patch (RFC 7386,
+/// `application/merge-patch+json`, TS 29.500 §6.3.2); plain JSON is taken too, as some
+/// consumers send it.
+#[allow(clippy::result_large_err)]
+pub fn parse_valid_patch<T: DeserializeOwned + Serialize + Validate>(
+    req: &SbiRequest,
+) -> Result<T, ProblemDetails> {
+    if let Some(ct) = &req.content_type {
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        if !(essence.eq_ignore_ascii_case(MERGE_PATCH_JSON)
+            || essence.eq_ignore_ascii_case(APPLICATION_JSON))
+        {
+            return Err(ProblemDetails::from_cause(
+                Cause::UnsupportedMediaType,
+                format!("content type {essence} is not {MERGE_PATCH_JSON}"),
+            ));
+        }
+    }
+    decode_valid(&req.body)
+}
+
+/// The media type of a JSON merge patch (RFC 7386).
+pub const MERGE_PATCH_JSON: &str = "application/merge-patch+json";
+
 /// Checks a path variable that must hold a SUPI (TS 29.571 `Supi`, TS 23.003 §2.2A): a wrong
 /// one is MANDATORY_IE_INCORRECT naming `{name}` (TS 29.500 Table 5.2.7.2-1 counts the
 /// variable part of the resource URI among the IEs).

@@ -5,10 +5,10 @@
 use super::rules;
 use super::{Checker, Validate};
 use crate::model::{
-    Amf3GppAccessRegistration, AuthEvent, AuthenticationInfo, AuthenticationInfoRequest,
-    ConfirmationData, Guami, N1MessageContainer, N1N2MessageTransferReqData, N2InfoContainer,
-    N2SmInformation, PlmnId, PlmnIdNid, SmContextCreateData, SmContextReleaseData,
-    SmContextUpdateData,
+    Amf3GppAccessRegistration, Amf3GppAccessRegistrationModification, AuthEvent,
+    AuthenticationInfo, AuthenticationInfoRequest, ConfirmationData, Guami, N1MessageContainer,
+    N1N2MessageTransferReqData, N2InfoContainer, N2SmInformation, PlmnId, PlmnIdNid,
+    SdmSubscription, SmContextCreateData, SmContextReleaseData, SmContextUpdateData,
 };
 
 /// Applies a string rule to the member being looked at.
@@ -150,6 +150,42 @@ impl Amf3GppAccessRegistration {
                 });
             }
         }
+    }
+}
+
+/// Nudm_UECM_Update (TS 29.503 §6.2.6.2.7): the GUAMI names the AMF asking.
+impl Validate for Amf3GppAccessRegistrationModification {
+    const MANDATORY: &'static [&'static str] = &["guami"];
+
+    fn validate(&self, c: &mut Checker) {
+        c.at("guami", |c| guami(c, &self.guami));
+        c.opt("pei", &self.pei, |c, p| rule(c, rules::pei(p)));
+    }
+}
+
+/// Nudm_SDM_Subscribe (TS 29.503 §6.1.6.2.3): who subscribes, where notifications go, and
+/// at least one resource watched.
+impl Validate for SdmSubscription {
+    const MANDATORY: &'static [&'static str] =
+        &["nfInstanceId", "callbackReference", "monitoredResourceUris"];
+
+    fn validate(&self, c: &mut Checker) {
+        c.at("nfInstanceId", |c| {
+            rule(c, rules::uuid(&self.nf_instance_id))
+        });
+        c.opt("expires", &self.expires, |c, t| {
+            rule(c, rules::date_time(t))
+        });
+        c.at("callbackReference", |c| {
+            rule(c, rules::callback_uri(&self.callback_reference))
+        });
+        c.at("monitoredResourceUris", |c| {
+            if self.monitored_resource_uris.is_empty() {
+                c.fail("at least one resource URI is needed (minItems 1)");
+            }
+        });
+        c.opt("dnn", &self.dnn, |c, d| rule(c, rules::dnn(d)));
+        supported_features(c, &self.supported_features);
     }
 }
 

@@ -72,7 +72,8 @@ use sbi::message::decode_json;
 use sbi::model::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration, AuthData5g, AuthResult,
     AuthenticationInfo, ConfirmationData, ConfirmationDataResponse, HexBytes, PlmnId,
-    ProblemDetails, RatType, ResynchronizationInfo, UeAuthenticationCtx,
+    ProblemDetails, RatType, ResynchronizationInfo, SmfSelectionSubscriptionData,
+    UeAuthenticationCtx,
 };
 use sbi::paths::build;
 use sbi::problem::GmmCause;
@@ -176,6 +177,9 @@ pub struct AmfConfig {
     pub overload: Option<OverloadConfig>,
     /// The UEs whose NGAP and NAS messages are logged (`--trace-supi`).
     pub trace: crate::trace::Trace,
+    /// Tell the UDM when a UE deregisters (Nudm_UECM_Update with purgeFlag, TS 23.502
+    /// §4.5.3), so that it knows the AMF no longer holds the UE.
+    pub uecm_purge: bool,
 }
 
 /// Contexts allowed beyond [`AmfConfig::max_ue_contexts`] for UEs being rejected (each
@@ -215,6 +219,7 @@ impl AmfConfig {
             t3346: Duration::from_secs(30),
             overload: Some(OverloadConfig::default()),
             trace: crate::trace::Trace::default(),
+            uecm_purge: true,
         }
     }
 
@@ -298,6 +303,10 @@ crate::summed_counters! {
         pub releases: u64,
         /// SBI replies for no outstanding call, or for a UE that moved on.
         pub stray_replies: u64,
+        /// UEs whose deregistration the UDM acknowledged (Nudm_UECM_Update, purgeFlag).
+        pub purges: u64,
+        /// Purges the UDM refused or never answered.
+        pub purge_failures: u64,
         /// Registrations rejected with #22 and T3346 because the worker was overloaded
         /// (TS 23.501 §5.19.5.2).
         pub congestion_rejects: u64,
@@ -319,12 +328,15 @@ enum CallKind {
     Confirmation,
     Uecm,
     Sdm,
+    SmfSelect,
     /// Nsmf CreateSMContext for PDU session `psi`.
     SmCreate(u8),
     /// Nsmf UpdateSMContext for PDU session `psi`.
     SmUpdate(u8),
     /// Nsmf ReleaseSMContext of a UE whose context is gone.
     SmRelease,
+    /// Nudm_UECM_Update with purgeFlag of a UE that deregistered.
+    UecmPurge,
     /// Nsmf ReleaseSMContext of an SM context created for a UE, or a PDU session, that was
     /// gone when the creation's answer came.
     SmOrphan,
@@ -371,6 +383,8 @@ struct Local {
     /// gone when the answer comes): the UE as its failure line names it, the association
     /// and the RAN-UE-NGAP-ID.
     releasing: HashMap<u64, (String, u32, u32)>,
+    /// Who each outstanding purge was for (the UE as its failure line names it).
+    purging: HashMap<u64, String>,
     /// The UE's 5GSM message each outstanding Nsmf call carries, sent back to the UE if the
     /// call fails without an answer for it (see [`session`]).
     sm_n1: HashMap<u64, Vec<u8>>,
@@ -434,6 +448,7 @@ where
                 next_call: 0,
                 calls: HashMap::new(),
                 releasing: HashMap::new(),
+                purging: HashMap::new(),
                 sm_n1: HashMap::new(),
                 supi_index: HashMap::new(),
                 stats: AmfStats::default(),
@@ -860,6 +875,7 @@ where
         ue.kamf = Some(kept.kamf.clone());
         ue.caps = kept.caps;
         ue.allowed_nssai = kept.allowed_nssai.clone();
+        ue.default_dnns = kept.default_dnns.clone();
         ue.registered = kept.registered;
         let mut sec = kept.sec;
         match sec.unprotect(octets, Direction::Uplink) {
@@ -958,6 +974,7 @@ where
             sec,
             caps,
             allowed_nssai,
+            default_dnns,
             mut registered,
             ..
         } = ue;
@@ -975,6 +992,7 @@ where
                     sec,
                     caps,
                     allowed_nssai,
+                    default_dnns,
                     registered,
                 },
             );
@@ -1028,6 +1046,7 @@ where
         match kind {
             // The UE context that asked is gone by design.
             CallKind::SmRelease => return l.on_sm_released(call_id, status, body),
+            CallKind::UecmPurge => return l.on_purged(call_id, status, body),
             CallKind::SmOrphan => return l.on_orphan_released(status),
             _ => {}
         }
@@ -1267,9 +1286,11 @@ impl Local {
             CallKind::Confirmation => self.on_confirmation(now, ue, status, body),
             CallKind::Uecm => self.on_uecm(now, ue, status, body),
             CallKind::Sdm => self.on_sdm(now, ue, status, body),
+            CallKind::SmfSelect => self.on_smf_select(now, ue, status, body),
             CallKind::SmCreate(_)
             | CallKind::SmUpdate(_)
             | CallKind::SmRelease
+            | CallKind::UecmPurge
             | CallKind::SmOrphan => {}
         }
     }
@@ -1440,6 +1461,7 @@ impl Local {
                     );
                 }
                 let park = ue.sec.is_some() && ue.guti.is_some();
+                self.uecm_purge(ue);
                 self.release(now, ue, NasCause::Deregister.into(), park);
             }
             NasMessage::FiveGmmStatus(s) => {
@@ -1779,12 +1801,7 @@ impl Local {
         let Some(supi) = ue.supi.clone() else {
             return self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived);
         };
-        let g = &self.cfg.guami;
-        let amf_id = (u32::from(g.amf_region_id) << 16)
-            | (u32::from(g.amf_set_id & 0x3ff) << 6)
-            | u32::from(g.amf_pointer & 0x3f);
-        let b = amf_id.to_be_bytes();
-        let Some(plmn) = PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str()) else {
+        let Some(guami) = self.sbi_guami() else {
             return self.registration_reject(now, ue, FiveGmmCause::ProtocolErrorUnspecified);
         };
         let body = Amf3GppAccessRegistration {
@@ -1801,10 +1818,7 @@ impl Local {
             pcscf_restoration_callback_uri: None,
             initial_registration_ind: Some(ue.initial),
             emergency_registration_ind: None,
-            guami: sbi::model::Guami {
-                plmn_id: plmn.into(),
-                amf_id: HexBytes([b[1], b[2], b[3]]),
-            },
+            guami,
             dr_flag: None,
             rat_type: RatType::Nr,
             urrp_indicator: None,
@@ -1822,6 +1836,79 @@ impl Local {
             Method::PUT,
             build::amf_3gpp_access_registration(&supi),
             &body,
+        );
+    }
+
+    /// This AMF's GUAMI as the SBI writes it (TS 29.571 `Guami`: the AMF id in 6 hex
+    /// digits).
+    fn sbi_guami(&self) -> Option<sbi::model::Guami> {
+        let g = &self.cfg.guami;
+        let amf_id = (u32::from(g.amf_region_id) << 16)
+            | (u32::from(g.amf_set_id & 0x3ff) << 6)
+            | u32::from(g.amf_pointer & 0x3f);
+        let b = amf_id.to_be_bytes();
+        let plmn = PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str())?;
+        Some(sbi::model::Guami {
+            plmn_id: plmn.into(),
+            amf_id: HexBytes([b[1], b[2], b[3]]),
+        })
+    }
+
+    /// A registered UE deregisters: the UDM is told that this AMF no longer serves it
+    /// (TS 23.502 §4.5.3, TS 29.503 §5.3.2.4.2), unless `uecm_purge` is off. The answer
+    /// comes after the UE context may have gone, so the call is the AMF's, not the UE's.
+    fn uecm_purge(&mut self, ue: &UeContext) {
+        let (true, Some(supi), Some(guami)) =
+            (self.cfg.uecm_purge, ue.supi.as_deref(), self.sbi_guami())
+        else {
+            return;
+        };
+        let body = sbi::model::Amf3GppAccessRegistrationModification {
+            guami,
+            purge_flag: Some(true),
+            pei: None,
+            ims_vo_ps: None,
+        };
+        let Ok(body) = serde_json::to_vec(&body) else {
+            return;
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.calls
+            .insert(call_id, (ue.amf_ue_ngap_id, CallKind::UecmPurge));
+        self.purging.insert(call_id, ue.who().to_owned());
+        self.emit(Action::Call {
+            call_id,
+            nf: NfType::Udm,
+            method: Method::PATCH,
+            path: build::amf_3gpp_access_registration(supi),
+            content_type: sbi::validate::MERGE_PATCH_JSON,
+            body: body.into(),
+        });
+    }
+
+    /// The UDM's answer to a purge: counted, and a failure gets the UE's failure line (the
+    /// UDM still takes this AMF for the UE's).
+    fn on_purged(&mut self, call_id: u64, status: StatusCode, body: &[u8]) {
+        let who = self
+            .purging
+            .remove(&call_id)
+            .unwrap_or_else(|| "unidentified".to_owned());
+        if status.is_success() {
+            self.stats.purges += 1;
+            return;
+        }
+        self.stats.purge_failures += 1;
+        let cause = decode_json::<ProblemDetails>(body)
+            .ok()
+            .and_then(|p| p.cause)
+            .unwrap_or_else(|| status.to_string());
+        tracing::info!(
+            ue = %who,
+            procedure = %"deregistration",
+            cause = %format_args!("Nudm_UECM_Update (purge) {cause}"),
+            peer = %"UDM",
+            "failure"
         );
     }
 
@@ -1892,6 +1979,48 @@ impl Local {
             return self.registration_reject(now, ue, FiveGmmCause::NoNetworkSlicesAvailable);
         }
         ue.allowed_nssai = allowed;
+        // TS 23.502 §4.2.2.2.2 step 14b: the SMF selection subscription data too, whose
+        // default DNNs complete a PDU session request that names none (§4.3.2.2.1).
+        let Some(supi) = ue.supi.clone() else {
+            return self.registration_reject(now, ue, FiveGmmCause::UeIdentityCannotBeDerived);
+        };
+        ue.state = UeState::WaitSmfSelect;
+        self.call(
+            ue,
+            CallKind::SmfSelect,
+            NfType::Udm,
+            Method::GET,
+            build::smf_select_data(&supi),
+            &(),
+        );
+    }
+
+    /// The SMF selection subscription data: its default DNN per slice kept. Optional data
+    /// (TS 29.503 §5.2.2.2.5): a UDM without it (404 DATA_NOT_FOUND, or another error)
+    /// leaves the DNN to the UE and the SMF, and the registration goes on.
+    fn on_smf_select(&mut self, now: Instant, ue: &mut UeContext, status: u16, body: &[u8]) {
+        ue.default_dnns.clear();
+        match decode_json::<SmfSelectionSubscriptionData>(body) {
+            Ok(sel) if status == 200 => {
+                for (key, info) in sel.subscribed_snssai_infos.into_iter().flatten() {
+                    let Some(snssai) = snssai_key(&key) else {
+                        continue;
+                    };
+                    let default = info
+                        .dnn_infos
+                        .iter()
+                        .find(|d| d.default_dnn_indicator == Some(true))
+                        .or_else(|| info.dnn_infos.first());
+                    if let Some(d) = default {
+                        ue.default_dnns.push((snssai, d.dnn.clone()));
+                    }
+                }
+            }
+            _ => debug!(
+                amf_ue_ngap_id = ue.amf_ue_ngap_id,
+                status, "no SMF selection subscription data"
+            ),
+        }
         self.accept(now, ue);
     }
 
@@ -2292,6 +2421,22 @@ fn path_of(uri: &str) -> &str {
         Some((_, rest)) => rest.find('/').and_then(|i| rest.get(i..)).unwrap_or("/"),
         None => uri,
     }
+}
+
+/// An S-NSSAI as the keys of `subscribedSnssaiInfos` write it (TS 29.503 §6.1.6.2.5): SST
+/// in decimal, then `-` and the SD in 6 hex digits when there is one.
+fn snssai_key(key: &str) -> Option<Snssai> {
+    let (sst, sd) = match key.split_once('-') {
+        Some((a, b)) => (a, Some(b)),
+        None => (key, None),
+    };
+    let sst: u8 = sst.parse().ok()?;
+    let sd = match sd {
+        Some(h) if h.len() == 6 => Some(u32::from_str_radix(h, 16).ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    Some(Snssai { sst, sd })
 }
 
 fn gmm(c: GmmCause) -> FiveGmmCause {

@@ -395,24 +395,28 @@ impl Local {
             .or_else(|| ue.allowed_nssai.first().copied())
             .unwrap_or(Snssai { sst: 1, sd: None });
         let g = &self.cfg.guami;
-        let amf_id = (u32::from(g.amf_region_id) << 16)
-            | (u32::from(g.amf_set_id & 0x3ff) << 6)
-            | u32::from(g.amf_pointer & 0x3f);
-        let b = amf_id.to_be_bytes();
-        let Some(plmn) = PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str()) else {
+        let (Some(plmn), Some(guami)) = (
+            PlmnId::new(&g.plmn.mcc_str(), &g.plmn.mnc_str()),
+            self.sbi_guami(),
+        ) else {
             self.sm_stats.dropped += 1;
             return;
         };
+        // TS 23.502 §4.3.2.2.1 step 2: without a DNN from the UE, the subscribed default
+        // for the slice, if the SMF selection data gave one.
+        let dnn = ul.dnn.clone().or_else(|| {
+            ue.default_dnns
+                .iter()
+                .find(|(s, _)| *s == snssai)
+                .map(|(_, d)| d.clone())
+        });
         let data = SmContextCreateData {
             supi: Some(supi.clone()),
             pdu_session_id: Some(psi),
-            dnn: ul.dnn.clone(),
+            dnn,
             s_nssai: Some(to_model_snssai(snssai)),
             serving_nf_id: self.cfg.instance_id.clone(),
-            guami: Some(sbi::model::Guami {
-                plmn_id: plmn.clone().into(),
-                amf_id: HexBytes([b[1], b[2], b[3]]),
-            }),
+            guami: Some(guami),
             serving_network: plmn.into(),
             request_type: Some("INITIAL_REQUEST".into()),
             n1_sm_msg: Some(RefToBinaryData::new(N1_ID)),

@@ -28,6 +28,8 @@ pub enum UeState {
     WaitUecm,
     /// Nudm_SDM_Get am-data sent.
     WaitSdm,
+    /// Nudm_SDM_Get smf-select-data sent.
+    WaitSmfSelect,
     /// INITIAL CONTEXT SETUP REQUEST with the REGISTRATION ACCEPT sent, T3550 running.
     WaitIcsResponse,
     /// INITIAL CONTEXT SETUP RESPONSE received, T3550 running.
@@ -97,6 +99,9 @@ pub struct UeContext {
     pub(crate) registration: Option<RegistrationRequest>,
     pub(crate) caps: Option<UeSecurityCapability>,
     pub(crate) allowed_nssai: Vec<Snssai>,
+    /// The default DNN of each subscribed S-NSSAI (SMF selection subscription data, TS
+    /// 29.503 §6.1.6.2.5), for a PDU session request that names none.
+    pub(crate) default_dnns: Vec<(Snssai, String)>,
     /// COUNT of the last verified uplink message (the KgNB input, TS 33.501 Annex A.9).
     pub(crate) last_ul_count: NasCount,
     /// The SBI call whose reply this UE waits for; any other reply is stale.
@@ -173,6 +178,7 @@ impl UeContext {
             registration: None,
             caps: None,
             allowed_nssai: Vec::new(),
+            default_dnns: Vec::new(),
             last_ul_count: NasCount::ZERO,
             pending_call: None,
             timer: None,
@@ -232,6 +238,14 @@ impl UeContext {
     pub fn allowed_nssai(&self) -> &[Snssai] {
         &self.allowed_nssai
     }
+
+    /// The subscribed default DNN of `snssai`, from the SMF selection subscription data.
+    pub fn default_dnn(&self, snssai: &Snssai) -> Option<&str> {
+        self.default_dnns
+            .iter()
+            .find(|(s, _)| s == snssai)
+            .map(|(_, d)| d.as_str())
+    }
 }
 
 /// What the AMF keeps of a UE without an N2 connection, under its 5G-TMSI, so that a
@@ -245,6 +259,7 @@ pub struct IdleUe {
     pub(crate) sec: NasSecurityContext,
     pub(crate) caps: Option<UeSecurityCapability>,
     pub(crate) allowed_nssai: Vec<Snssai>,
+    pub(crate) default_dnns: Vec<(Snssai, String)>,
     /// Still counted among the registered UEs (not deregistered before the release).
     pub(crate) registered: bool,
 }
