@@ -506,6 +506,75 @@ fn nudm_uecm_registration() {
     assert!(never_laxer::<Amf3GppAccessRegistration>(&s, &b) > 20);
 }
 
+fn purge() -> Value {
+    json!({"guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
+           "purgeFlag": true, "pei": "imei-490154203237518", "imsVoPs": "HOMOGENEOUS_SUPPORT"})
+}
+
+/// Nudm_UECM_Update's merge patch (TS 29.503 §6.2.6.2.7).
+#[test]
+fn nudm_uecm_update() {
+    if !openapi::present("nudm_uecm_update") {
+        return;
+    }
+    let s = SchemaValidator::open_component(UECM, "Amf3GppAccessRegistrationModification");
+    let b = purge();
+    corpus::<Amf3GppAccessRegistrationModification>(
+        &s,
+        &[
+            (b.clone(), Valid),
+            (drop(&b, "/purgeFlag"), Valid),
+            (drop(&b, "/guami"), Invalid("/guami")),
+            (
+                set(&b, "/guami/amfId", json!("xyz")),
+                Invalid("/guami/amfId"),
+            ),
+            (set(&b, "/purgeFlag", json!("yes")), Invalid("/purgeFlag")),
+        ],
+    );
+    assert!(never_laxer::<Amf3GppAccessRegistrationModification>(&s, &b) > 5);
+}
+
+fn sdm_subscription() -> Value {
+    json!({"nfInstanceId": NF_ID, "implicitUnsubscribe": true,
+           "expires": "2026-11-28T00:00:00Z",
+           "callbackReference": "http://127.0.0.5:7777/namf-callback/v1/sdm-change",
+           "monitoredResourceUris": [format!("http://127.0.0.12:7777/nudm-sdm/v2/{SUPI}/am-data")],
+           "dnn": "internet", "supportedFeatures": "0"})
+}
+
+/// Nudm_SDM_Subscribe's body (TS 29.503 §6.1.6.2.3).
+#[test]
+fn nudm_sdm_subscribe() {
+    if !openapi::present("nudm_sdm_subscribe") {
+        return;
+    }
+    let s = SchemaValidator::open_component(SDM, "SdmSubscription");
+    let b = sdm_subscription();
+    corpus::<SdmSubscription>(
+        &s,
+        &[
+            (b.clone(), Valid),
+            (drop(&b, "/expires"), Valid),
+            (drop(&b, "/nfInstanceId"), Invalid("/nfInstanceId")),
+            (
+                drop(&b, "/callbackReference"),
+                Invalid("/callbackReference"),
+            ),
+            (
+                drop(&b, "/monitoredResourceUris"),
+                Invalid("/monitoredResourceUris"),
+            ),
+            (
+                set(&b, "/nfInstanceId", json!("x")),
+                Stricter("/nfInstanceId", "OpenAPI format uuid"),
+            ),
+            (set(&b, "/expires", json!("soon")), Invalid("/expires")),
+        ],
+    );
+    assert!(never_laxer::<SdmSubscription>(&s, &b) > 10);
+}
+
 fn create() -> Value {
     json!({"supi": SUPI, "pduSessionId": 5, "dnn": "internet", "sNssai": {"sst": 1, "sd": "000001"},
            "servingNfId": NF_ID,
