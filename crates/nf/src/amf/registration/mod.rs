@@ -2407,12 +2407,17 @@ pub fn suci_string(s: &Suci) -> String {
 /// The path of an absolute URI (`http://host:port/path` → `/path`); a path stays as it is.
 /// The confirmation link as the call takes it: an absolute `http://` href whole (its
 /// authority names the AUSF instance holding the context, TS 29.509 §6.1.3.2.3.1), else
-/// its path.
+/// its path (also for an unspecified address, which names no instance).
 fn confirm_link(href: &str) -> &str {
-    if href.starts_with("http://") {
-        href
-    } else {
-        path_of(href)
+    let authority = href
+        .strip_prefix("http://")
+        .map(|rest| rest.split('/').next().unwrap_or_default());
+    match authority {
+        // An AUSF bound to every address (0.0.0.0, [::]) names no instance anyone can reach:
+        // the directory's address of the AUSF is the better guess.
+        Some(a) if a.starts_with("0.0.0.0") || a.starts_with("[::]") => path_of(href),
+        Some(_) => href,
+        None => path_of(href),
     }
 }
 

@@ -32,6 +32,14 @@ fn paths_of_links() {
     assert_eq!(path_of("https://h/x"), "/x");
     assert_eq!(path_of("http://h"), "/");
     assert_eq!(path_of("/already/a/path"), "/already/a/path");
+    // The confirmation follows the AUSF instance its link names, unless the link names none.
+    let c = "/nausf-auth/v1/ue-authentications/0-1/5g-aka-confirmation";
+    let at = |authority: &str| format!("http://{authority}{c}");
+    assert_eq!(confirm_link(&at("127.0.1.11:7777")), at("127.0.1.11:7777"));
+    assert_eq!(confirm_link(&at("0.0.0.0:7777")), c);
+    assert_eq!(confirm_link(&at("[::]:7777")), c);
+    assert_eq!(confirm_link(&format!("https://h{c}")), c);
+    assert_eq!(confirm_link(c), c);
 }
 
 #[test]
