@@ -108,11 +108,16 @@ impl ProvisioningArgs {
             .provisioning_token_file
             .as_ref()
             .or(cfg.token_file.as_ref());
+        // An unreadable file is named as the user gave it: flag (or its variable) or key.
+        let given = if self.provisioning_token_file.is_some() {
+            "--provisioning-token-file"
+        } else {
+            "provisioning.token_file"
+        };
         let token = match token_file {
             Some(f) => {
-                let t = std::fs::read_to_string(f).map_err(|e| {
-                    CliError::Usage(format!("--provisioning-token-file {}: {e}", f.display()))
-                })?;
+                let t = std::fs::read_to_string(f)
+                    .map_err(|e| CliError::Usage(format!("{given} {}: {e}", f.display())))?;
                 Some(t.trim().to_owned())
             }
             None => None,
@@ -517,6 +522,34 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// `[provisioning]` when no flag is given; a flag over it; an unreadable token file named
+    /// as it was given.
+    #[test]
+    fn the_provisioning_api_follows_the_configuration_under_its_flags() {
+        let none = ProvisioningArgs::default();
+        let mut cfg = steer5g_config::ProvisioningConfig::default();
+        assert!(none.resolve(&cfg).unwrap().is_some());
+        cfg.enabled = false;
+        assert!(none.resolve(&cfg).unwrap().is_none());
+        let flagged = ProvisioningArgs {
+            provisioning_addr: Some("127.0.0.1:7781".parse().unwrap()),
+            ..ProvisioningArgs::default()
+        };
+        let o = flagged.resolve(&cfg).unwrap().unwrap();
+        assert_eq!(o.tcp, Some("127.0.0.1:7781".parse().unwrap()));
+        cfg.enabled = true;
+        cfg.addr = Some("127.0.0.1:7782".parse().unwrap());
+        cfg.token_file = Some(PathBuf::from("/nonexistent/steer5g-token"));
+        let e = none.resolve(&cfg).unwrap_err().to_string();
+        assert!(e.contains("provisioning.token_file"), "{e}");
+        let named = ProvisioningArgs {
+            provisioning_token_file: Some(PathBuf::from("/nonexistent/other")),
+            ..ProvisioningArgs::default()
+        };
+        let e = named.resolve(&cfg).unwrap_err().to_string();
+        assert!(e.contains("--provisioning-token-file"), "{e}");
+    }
 
     #[test]
     fn durations_must_be_finite_and_non_negative() {
