@@ -49,22 +49,14 @@ impl SbiConfig {
         Duration::from_millis(u64::from(self.timeout_ms))
     }
 
-    /// `(nf, uri)` for each NF, with the key's name.
-    pub fn entries(&self) -> [(&'static str, &str); 4] {
-        [
-            ("amf", &self.amf),
-            ("smf", &self.smf),
-            ("ausf", &self.ausf),
-            ("udm", &self.udm),
-        ]
-    }
-
     fn validate(&self) -> Result<(), ConfigError> {
-        for (nf, uri) in self.entries() {
-            sbi_listen_addr(uri).map_err(|m| ConfigError::Invalid {
-                field: sbi_field(nf),
-                message: m,
-            })?;
+        for (field, uri) in [
+            ("sbi.amf", &self.amf),
+            ("sbi.smf", &self.smf),
+            ("sbi.ausf", &self.ausf),
+            ("sbi.udm", &self.udm),
+        ] {
+            sbi_listen_addr(uri).map_err(|m| invalid(field, m))?;
         }
         if !(100..=600_000).contains(&self.timeout_ms) {
             return Err(invalid("sbi.timeout_ms", "must be 100 to 600000"));
@@ -73,22 +65,14 @@ impl SbiConfig {
     }
 }
 
-fn sbi_field(nf: &str) -> &'static str {
-    match nf {
-        "amf" => "sbi.amf",
-        "smf" => "sbi.smf",
-        "ausf" => "sbi.ausf",
-        _ => "sbi.udm",
-    }
-}
-
-/// The address a base URI `http://IP:PORT` listens on: the SBI here is h2c on an address
-/// given as such (no name resolution, no TLS).
+/// The address a base URI `http://IP:PORT[/...]` listens on: the SBI here is h2c on an
+/// address given as such (no name resolution, no TLS). What the core binds and what the
+/// configuration accepts, read the same way.
 pub fn sbi_listen_addr(uri: &str) -> Result<SocketAddr, String> {
     let rest = uri
         .strip_prefix("http://")
         .ok_or_else(|| format!("{uri:?}: an http:// URI is needed (the SBI is h2c)"))?;
-    let host = rest.trim_end_matches('/');
+    let host = rest.split('/').next().unwrap_or_default();
     host.parse::<SocketAddr>()
         .map_err(|_| format!("{uri:?}: expected http://IP:PORT, e.g. http://127.0.0.12:7777"))
 }

@@ -1177,13 +1177,7 @@ fn listen_addr(dir: &StaticDirectory, nf: NfType) -> Result<SocketAddr, CoreErro
     let base = dir
         .base_uri(nf)
         .ok_or_else(|| CoreError::Config(format!("no {nf} in the directory")))?;
-    let hostport = base
-        .strip_prefix("http://")
-        .ok_or_else(|| CoreError::Config(format!("{nf} URI {base}: only http:// is served")))?;
-    let hostport = hostport.split('/').next().unwrap_or_default();
-    hostport
-        .parse::<SocketAddr>()
-        .map_err(|_| CoreError::Config(format!("{nf} URI {base}: not an IP address and port")))
+    steer5g_config::sbi_listen_addr(base).map_err(|m| CoreError::Config(format!("{nf} URI {m}")))
 }
 
 /// The listener group of `nf` on `addr`, one listener per worker (non-blocking, for

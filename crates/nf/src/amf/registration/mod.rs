@@ -383,8 +383,8 @@ struct Local {
     /// gone when the answer comes): the UE as its failure line names it, the association
     /// and the RAN-UE-NGAP-ID.
     releasing: HashMap<u64, (String, u32, u32)>,
-    /// Who each outstanding purge was for (the UE as its failure line names it).
-    purging: HashMap<u64, String>,
+    /// Who each outstanding purge was for, as in `releasing`.
+    purging: HashMap<u64, (String, u32, u32)>,
     /// The UE's 5GSM message each outstanding Nsmf call carries, sent back to the UE if the
     /// call fails without an answer for it (see [`session`]).
     sm_n1: HashMap<u64, Vec<u8>>,
@@ -1876,7 +1876,8 @@ impl Local {
         self.next_call = self.next_call.wrapping_add(1);
         self.calls
             .insert(call_id, (ue.amf_ue_ngap_id, CallKind::UecmPurge));
-        self.purging.insert(call_id, ue.who().to_owned());
+        self.purging
+            .insert(call_id, (ue.who().to_owned(), ue.assoc, ue.ran_ue_ngap_id));
         self.emit(Action::Call {
             call_id,
             nf: NfType::Udm,
@@ -1890,25 +1891,22 @@ impl Local {
     /// The UDM's answer to a purge: counted, and a failure gets the UE's failure line (the
     /// UDM still takes this AMF for the UE's).
     fn on_purged(&mut self, call_id: u64, status: StatusCode, body: &[u8]) {
-        let who = self
-            .purging
-            .remove(&call_id)
-            .unwrap_or_else(|| "unidentified".to_owned());
+        let who = self.purging.remove(&call_id);
         if status.is_success() {
             self.stats.purges += 1;
             return;
         }
         self.stats.purge_failures += 1;
-        let cause = decode_json::<ProblemDetails>(body)
-            .ok()
-            .and_then(|p| p.cause)
-            .unwrap_or_else(|| status.to_string());
+        let cause = answer_cause(status, body);
+        let (ue, assoc, ran_ue_ngap_id) = who.unwrap_or_else(|| ("unidentified".to_owned(), 0, 0));
         tracing::info!(
-            ue = %who,
+            ue = %ue,
+            assoc,
+            ran_ue_ngap_id,
             procedure = %"deregistration",
             cause = %format_args!("Nudm_UECM_Update (purge) {cause}"),
             peer = %"UDM",
-            "failure"
+            "UE procedure failed"
         );
     }
 
@@ -2003,9 +2001,10 @@ impl Local {
         match decode_json::<SmfSelectionSubscriptionData>(body) {
             Ok(sel) if status == 200 => {
                 for (key, info) in sel.subscribed_snssai_infos.into_iter().flatten() {
-                    let Some(snssai) = snssai_key(&key) else {
+                    let Some(snssai) = sbi::model::Snssai::from_key(&key) else {
                         continue;
                     };
+                    let snssai = session::from_model_snssai(&snssai);
                     let default = info
                         .dnn_infos
                         .iter()
@@ -2428,20 +2427,13 @@ fn path_of(uri: &str) -> &str {
     }
 }
 
-/// An S-NSSAI as the keys of `subscribedSnssaiInfos` write it (TS 29.503 §6.1.6.2.5): SST
-/// in decimal, then `-` and the SD in 6 hex digits when there is one.
-fn snssai_key(key: &str) -> Option<Snssai> {
-    let (sst, sd) = match key.split_once('-') {
-        Some((a, b)) => (a, Some(b)),
-        None => (key, None),
-    };
-    let sst: u8 = sst.parse().ok()?;
-    let sd = match sd {
-        Some(h) if h.len() == 6 => Some(u32::from_str_radix(h, 16).ok()?),
-        Some(_) => return None,
-        None => None,
-    };
-    Some(Snssai { sst, sd })
+/// What an error answer names as its cause: the problem's application cause, else the
+/// status.
+fn answer_cause(status: StatusCode, body: &[u8]) -> String {
+    decode_json::<ProblemDetails>(body)
+        .ok()
+        .and_then(|p| p.cause)
+        .unwrap_or_else(|| status.to_string())
 }
 
 fn gmm(c: GmmCause) -> FiveGmmCause {

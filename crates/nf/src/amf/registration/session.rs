@@ -180,7 +180,7 @@ fn to_model_snssai(s: Snssai) -> sbi::model::Snssai {
     }
 }
 
-fn from_model_snssai(s: &sbi::model::Snssai) -> Snssai {
+pub(super) fn from_model_snssai(s: &sbi::model::Snssai) -> Snssai {
     Snssai {
         sst: s.sst,
         sd: s.sd.map(|h| {
@@ -548,10 +548,7 @@ impl Local {
             return;
         }
         self.sm_stats.release_failures += 1;
-        let cause = decode_json::<ProblemDetails>(body)
-            .ok()
-            .and_then(|p| p.cause)
-            .unwrap_or_else(|| status.to_string());
+        let cause = super::answer_cause(status, body);
         let (ue, assoc, ran_ue_ngap_id) = who.unwrap_or_else(|| ("unidentified".to_owned(), 0, 0));
         // Its own callsite, not `log_failure`'s: the test that reads this line captures the
         // log with a thread-local subscriber, and a callsite other tests hit on other
