@@ -14,6 +14,7 @@ pkgs=(
   tshark tcpdump                        # captures checked against Wireshark's dissectors
   libusrsctp-dev                        # a real SCTP peer that no one here wrote
   valgrind                              # instruction counts
+  postgresql-15                         # the subscriber store's PostgreSQL backend, under test
   bpftrace                              # the probe checked against an independent tracer
   systemd                               # systemd-analyze verify of contrib/systemd
   git ca-certificates

@@ -40,6 +40,11 @@ fn thread_cpu_ns(task: &Path) -> Option<u64> {
 }
 
 /// Summed CPU time of this process's threads whose name starts with `prefix`.
+/// CPU time of process `pid` (its main thread: the PostgreSQL server's processes have one).
+pub(crate) fn process_cpu(pid: u32) -> Duration {
+    Duration::from_nanos(thread_cpu_ns(&Path::new("/proc").join(pid.to_string())).unwrap_or(0))
+}
+
 pub(crate) fn threads_cpu(prefix: &str) -> Duration {
     Duration::from_nanos(threads_sum(prefix, thread_cpu_ns))
 }
@@ -123,25 +128,33 @@ pub(crate) fn provision(
     cfg: &steer5g_config::Config,
     subscribers: &[store::Subscriber],
 ) -> Result<PathBuf, BenchError> {
-    use store::SubscriberStore as _;
     std::fs::create_dir_all(data_dir)
         .map_err(|e| BenchError::Failed(format!("{}: {e}", data_dir.display())))?;
-    {
-        let st = store::RedbStore::open_in(data_dir)
-            .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
-        if let Some(taken) = first_taken(&st, subscribers)? {
-            return Err(BenchError::Invalid(format!(
-                "{} already holds subscriber {taken}, in the range this run provisions \
-                 ({} from {}): its K, OPc and SQN would be overwritten; pick a free range \
-                 with --first-supi, or another --data-dir",
-                data_dir.display(),
-                subscribers.len(),
-                subscribers.first().map_or("", |s| s.supi.as_str()),
-            )));
-        }
-        st.put_batch(subscribers)
-            .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
+    let st = store::RedbStore::open_in(data_dir)
+        .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
+    provision_into(&st, data_dir, cfg, subscribers)
+}
+
+/// [`provision`] into the store `st` (the embedded file, or PostgreSQL); the key file still
+/// in `data_dir`.
+pub(crate) fn provision_into(
+    st: &dyn store::SubscriberStore,
+    data_dir: &Path,
+    cfg: &steer5g_config::Config,
+    subscribers: &[store::Subscriber],
+) -> Result<PathBuf, BenchError> {
+    if let Some(taken) = first_taken(st, subscribers)? {
+        return Err(BenchError::Invalid(format!(
+            "{} already holds subscriber {taken}, in the range this run provisions \
+             ({} from {}): its K, OPc and SQN would be overwritten; pick a free range \
+             with --first-supi, or another --data-dir",
+            data_dir.display(),
+            subscribers.len(),
+            subscribers.first().map_or("", |s| s.supi.as_str()),
+        )));
     }
+    st.put_batch(subscribers)
+        .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
     let key_file = cfg.hn_key_file(data_dir);
     store::hn_keys::load_or_create(&key_file, &mut rand::rngs::OsRng)
         .map_err(|e| BenchError::Failed(format!("home network keys: {e}")))?;

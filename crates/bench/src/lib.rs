@@ -24,6 +24,7 @@ mod sctp;
 mod sessions;
 mod soak;
 mod steering;
+mod storebench;
 mod sweep;
 mod sweepplot;
 mod upf;
@@ -42,6 +43,7 @@ pub use self::sctp::SctpArgs;
 pub use self::sessions::SessionsArgs;
 pub use self::soak::{SoakArgs, SoakUserPlane};
 pub use self::steering::SteeringArgs;
+pub use self::storebench::StoreArgs;
 pub use self::sweep::SweepArgs;
 pub use self::upf::UpfArgs;
 pub use self::usl::UslArgs;
@@ -88,6 +90,9 @@ pub enum Scenario {
     /// operation (by PID, from /proc) beside the driver's own, latency percentiles and
     /// failures by cause.
     Sbi(SbiArgs),
+    /// CPU per registration with the embedded store against PostgreSQL (the database
+    /// server's CPU included), and two core instances sharing one PostgreSQL against one.
+    Store(StoreArgs),
 }
 
 /// Runs `scenario`: its files, then its report on standard output, one JSON object with
@@ -105,6 +110,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Soak(a) => soak::run(json, a),
         Scenario::Overload(a) => overload::run(json, a),
         Scenario::Sbi(a) => sbiload::run(json, a),
+        Scenario::Store(a) => storebench::run(json, a),
     }
 }
 

@@ -428,7 +428,10 @@ pub(crate) fn parse_host_port(s: &str, default_port: u16) -> Result<SocketAddrV4
 
 /// `steer5g config`: the effective configuration.
 pub(crate) fn print_config(global: &Global, args: &ConfigArgs) -> Result<(), CliError> {
-    let cfg = load_config(global, &args.network, Some(&args.listen))?;
+    let mut cfg = load_config(global, &args.network, Some(&args.listen))?;
+    if let Some(url) = cfg.store.url.as_mut() {
+        *url = steer5g_config::services::redact_url(url);
+    }
     if global.json {
         crate::report::print_json(&cfg)?;
     } else {

@@ -59,6 +59,11 @@ pub(crate) struct CoreArgs {
     /// `store.data_dir`, ./steer5g-data].
     #[arg(long, env = "STEER5G_DATA_DIR", value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The subscriber store on PostgreSQL (`postgres://user@host:port/db`; a password from
+    /// PGPASSWORD), shared by several instances, instead of the file in --data-dir
+    /// [default: the configuration's `store.url`].
+    #[arg(long, env = "STEER5G_STORE", value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// Create the subscriber store and the home network keys in `--data-dir` when it has
     /// none. Without it a missing store is an error, so that a mistyped directory is not
     /// taken for a new, empty one.
@@ -270,6 +275,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     args.limits.apply(&mut cfg)?;
     crate::n2::listen_transports(&mut cfg, args.transport);
     let limit = crate::nf_cmd::duration_limit(args.duration)?;
+    crate::nf_cmd::store_url(args.store.as_deref(), &mut cfg)?;
     let data_dir = crate::nf_cmd::data_dir(args.data_dir.as_deref(), &cfg);
     let mut opts = CoreOptions::new(data_dir.clone());
     opts.set_config(cfg.clone());

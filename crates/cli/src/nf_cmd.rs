@@ -197,6 +197,11 @@ pub(crate) struct UdmArgs {
     /// `store.data_dir`, ./steer5g-data].
     #[arg(long, env = "STEER5G_DATA_DIR", value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The subscriber store on PostgreSQL (`postgres://user@host:port/db`; a password from
+    /// PGPASSWORD), shared by several instances, instead of the file in --data-dir
+    /// [default: the configuration's `store.url`].
+    #[arg(long, env = "STEER5G_STORE", value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// Create the subscriber store and the home network keys in `--data-dir` when it has
     /// none (otherwise a missing store is an error).
     #[arg(long)]
@@ -226,12 +231,26 @@ pub(crate) fn check_store(data_dir: &Path, init: bool, cfg: &Config) -> Result<(
         // Permission denied is said as such, not as a missing store.
         Err(e) => Err(CliError::Failed(format!("{}: {e}", path.display()))),
     };
-    if !present(&data_dir.join(store::STORE_FILE))? {
+    // A PostgreSQL store is created by its migrations; the key file is still local.
+    if cfg.store.url.is_none() && !present(&data_dir.join(store::STORE_FILE))? {
         return Err(hint("store", data_dir));
     }
     let keys = cfg.hn_key_file(data_dir);
     if !present(&keys)? {
         return Err(hint("home network key file", &keys));
+    }
+    Ok(())
+}
+
+/// `--store` (or `STEER5G_STORE`) over the configuration's `store.url`, checked.
+pub(crate) fn store_url(flag: Option<&str>, cfg: &mut Config) -> Result<(), CliError> {
+    if let Some(url) = flag {
+        if !store::pg::is_url(url) {
+            return Err(CliError::Usage(
+                "--store: expected postgres://USER@HOST:PORT/DB (or postgresql://)".to_owned(),
+            ));
+        }
+        cfg.store.url = Some(url.to_owned());
     }
     Ok(())
 }
@@ -465,6 +484,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     let mut cfg = crate::cli::load_config(global, &args.network, None)?;
     args.run.limits.apply(&mut cfg)?;
     let limit = duration_limit(args.run.duration)?;
+    store_url(args.store.as_deref(), &mut cfg)?;
     let data_dir = data_dir(args.data_dir.as_deref(), &cfg);
     check_store(&data_dir, args.init, &cfg)?;
     let provisioning = args.provisioning.resolve(&cfg.provisioning)?;

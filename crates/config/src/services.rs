@@ -200,6 +200,26 @@ impl UpfConfig {
 pub struct StoreConfig {
     /// The data directory: the store and the home network key file (`--data-dir`).
     pub data_dir: PathBuf,
+    /// The subscriber store on PostgreSQL (`postgres://user@host:port/db`, `--store`)
+    /// instead of the embedded file in the data directory; shared by several instances.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// A store URL fit for printing: a password in it (`user:password@`) becomes `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) if user_info.contains(':') => {
+            let user = user_info.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// DESIGN.md's default data directory.
@@ -209,6 +229,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            url: None,
         }
     }
 }
@@ -275,6 +296,15 @@ pub(crate) fn validate(c: &crate::Config) -> Result<(), ConfigError> {
     if c.store.data_dir.as_os_str().is_empty() {
         return Err(invalid("store.data_dir", "must name a directory"));
     }
+    if let Some(url) = &c.store.url {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            // The value is not echoed: it may hold a password.
+            return Err(invalid(
+                "store.url",
+                "expected postgres://USER@HOST:PORT/DB (or postgresql://)",
+            ));
+        }
+    }
     if c.log.filter.as_deref().is_some_and(|f| f.trim().is_empty()) {
         return Err(invalid("log.filter", "must not be empty"));
     }
@@ -286,6 +316,22 @@ pub(crate) fn validate(c: &crate::Config) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
     use crate::Config;
+
+    #[test]
+    fn a_password_in_the_store_url_is_not_printed() {
+        assert_eq!(
+            redact_url("postgres://udm:s3cret@db:5432/steer5g?sslmode=disable"),
+            "postgres://udm:***@db:5432/steer5g?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("postgres://udm@db/steer5g"),
+            "postgres://udm@db/steer5g"
+        );
+        assert_eq!(
+            redact_url("postgresql:///steer5g?host=/run/pg"),
+            "postgresql:///steer5g?host=/run/pg"
+        );
+    }
 
     #[test]
     fn defaults_are_the_loopback_plan() {

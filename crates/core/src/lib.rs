@@ -772,6 +772,8 @@ pub struct CoreHandle {
     locked: Option<Locked>,
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
+    /// This UDM instance's IND on a shared store, renewed while the core runs.
+    ind_lease: Option<store::IndLease>,
     listening: Listening,
     /// The N2 UDP group's steering program, kept for its counters.
     n2_steering: Option<steer_bpf::Steering>,
@@ -787,6 +789,10 @@ impl std::fmt::Debug for CoreHandle {
             .finish_non_exhaustive()
     }
 }
+
+/// How long this UDM instance's IND lease lasts without renewal: another instance may take
+/// the IND over only after a process has been gone (or cut off from the database) this long.
+const IND_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The core; see the crate docs.
 #[derive(Debug)]
@@ -844,11 +850,34 @@ impl Core {
         if let (Some(s), Some(u)) = (smf.as_mut(), upf.as_ref()) {
             s.upf = u.local_addr();
         }
+        let mut sqn_ind = None;
+        let mut ind_lease = None;
         let (store, hn) = if opts.nfs.udm {
             std::fs::create_dir_all(&opts.data_dir).map_err(|e| {
                 CoreError::Config(format!("data dir {}: {e}", opts.data_dir.display()))
             })?;
-            let store: Arc<dyn SubscriberStore> = Arc::new(RedbStore::open_in(&opts.data_dir)?);
+            let store: Arc<dyn SubscriberStore> = match opts.config.store.url.as_deref() {
+                Some(url) => {
+                    let pg = store::PgStore::connect(url)?;
+                    // Several UDM instances share this database: each issues SQNs with an
+                    // IND of its own (store::sqn), leased for as long as the process runs.
+                    let holder = format!(
+                        "{}:{}",
+                        opts.directory.base_uri(NfType::Udm).unwrap_or_default(),
+                        std::process::id()
+                    );
+                    let lease = pg.lease_ind(&holder, IND_LEASE)?;
+                    tracing::info!(
+                        target = pg.target(),
+                        ind = lease.ind(),
+                        "subscriber store on PostgreSQL"
+                    );
+                    sqn_ind = Some(lease.ind());
+                    ind_lease = Some(lease);
+                    Arc::new(pg)
+                }
+                None => Arc::new(RedbStore::open_in(&opts.data_dir)?),
+            };
             let (hn, _) = store::hn_keys::load_or_create(
                 &opts.config.hn_key_file(&opts.data_dir),
                 &mut rand::rngs::OsRng,
@@ -963,7 +992,7 @@ impl Core {
             None => None,
         };
         let (ready_tx, ready_rx) = mpsc::channel();
-        let host = nf_cfgs.host_config(&opts, store, sidf, smf.as_ref())?;
+        let host = nf_cfgs.host_config(&opts, store, sidf, sqn_ind, smf.as_ref())?;
         let shared = Arc::new(worker::Shared {
             host,
             limits: settings::NfSettings::host_limits(&opts),
@@ -1017,6 +1046,7 @@ impl Core {
             locked,
             shared,
             persister: Some(persister),
+            ind_lease,
             listening,
             n2_steering,
             metrics: metrics_server,
@@ -1085,6 +1115,8 @@ impl CoreHandle {
             Some(h) => h.join().unwrap_or(0),
             None => 0,
         };
+        // Every SQN claim has landed: the IND may go to another instance now.
+        drop(self.ind_lease.take());
         let upf = match self.upf.take().map(upf::service::UpfService::stop) {
             Some(Ok(r)) => Some(r),
             Some(Err(e)) => {

@@ -6,19 +6,24 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use store::sqn::PersistRequest;
-use store::SubscriberStore;
+use store::{StateWrite, SubscriberStore};
 
 use crate::worker::{Local, LocalTx};
 
 /// A write asked by one worker.
 #[derive(Debug)]
-pub(crate) struct Job {
-    pub(crate) worker: usize,
-    pub(crate) request: PersistRequest,
+pub(crate) enum Job {
+    /// An SQN claim; its outcome goes back to the worker.
+    Claim {
+        worker: usize,
+        request: PersistRequest,
+    },
+    /// The UDM's state, written behind; nothing goes back.
+    State(StateWrite),
 }
 
 /// Starts the persister; it ends when every sender of `jobs` is gone and returns how many
-/// writes it made.
+/// claims it made.
 pub(crate) fn spawn(
     store: Arc<dyn SubscriberStore>,
     jobs: Receiver<Job>,
@@ -28,40 +33,51 @@ pub(crate) fn spawn(
         .name("core-sqn".to_owned())
         .spawn(move || {
             let mut writes = 0u64;
-            let mut batch: Vec<Job> = Vec::new();
+            let mut claims: Vec<(usize, PersistRequest)> = Vec::new();
+            let mut states: Vec<StateWrite> = Vec::new();
             // Group commit: take every job already queued and write them in one durable
-            // transaction, so a burst of new subscribers costs one sync, not one each. The
-            // answers still go out only after the commit.
+            // transaction per kind, so a burst of new subscribers costs one sync, not one
+            // each. The answers still go out only after the commit. State writes keep their
+            // order (one queue, one thread).
             while let Ok(first) = jobs.recv() {
-                batch.push(first);
-                while batch.len() < MAX_BATCH {
-                    match jobs.try_recv() {
-                        Ok(j) => batch.push(j),
-                        Err(_) => break,
+                let mut next = Some(first);
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Claim { worker, request } => claims.push((worker, request)),
+                        Job::State(w) => states.push(w),
+                    }
+                    if claims.len() + states.len() < MAX_BATCH {
+                        next = jobs.try_recv().ok();
                     }
                 }
-                let entries: Vec<(&str, u64)> = batch
-                    .iter()
-                    .map(|j| (j.request.supi.as_str(), j.request.high_water))
-                    .collect();
-                let results = store.sqn_persist_batch(&entries);
+                if !states.is_empty() {
+                    if let Err(e) = store.udm_state_save(&states) {
+                        tracing::warn!(writes = states.len(), error = %e, "UDM state not saved");
+                    }
+                    states.clear();
+                }
+                if claims.is_empty() {
+                    continue;
+                }
+                let entries: Vec<&PersistRequest> = claims.iter().map(|(_, r)| r).collect();
+                let results = store.sqn_claim_batch(&entries);
                 drop(entries);
-                for (job, result) in batch.drain(..).zip(results) {
-                    let high_water = match result {
-                        Ok(hw) => {
+                for ((worker, request), result) in claims.drain(..).zip(results) {
+                    let claim = match result {
+                        Ok(c) => {
                             writes += 1;
-                            Some(hw)
+                            Some(c)
                         }
                         Err(e) => {
-                            tracing::warn!(supi = %job.request.supi, error = %e, "SQN write failed");
+                            tracing::warn!(supi = %request.supi, error = %e, "SQN write failed");
                             None
                         }
                     };
-                    if let Some(tx) = workers.get(job.worker) {
+                    if let Some(tx) = workers.get(worker) {
                         // A worker that is gone no longer needs the answer.
                         let _ = tx.send(Local::SqnDone {
-                            supi: job.request.supi,
-                            high_water,
+                            supi: request.supi,
+                            claim,
                         });
                     }
                 }

@@ -112,6 +112,7 @@ impl NfSettings {
         opts: &CoreOptions,
         store: Arc<dyn SubscriberStore>,
         hn_keys: SidfKeys,
+        sqn_ind: Option<u8>,
         smf: Option<&SmfOptions>,
     ) -> Result<HostConfig, CoreError> {
         let workers = Workers::new(opts.workers)
@@ -144,6 +145,7 @@ impl NfSettings {
                 serving_networks: vec![self.snn.clone()],
                 hn_keys,
                 rand_seed: self.rand_seed,
+                sqn_ind,
             },
             smf: smf.map(|o| SmfConfig {
                 worker: w0,

@@ -68,7 +68,7 @@ pub(crate) enum Local {
     /// An SQN write this worker asked for completed.
     SqnDone {
         supi: String,
-        high_water: Option<u64>,
+        claim: Option<store::sqn::Claim>,
     },
     /// The provisioning API changed a subscriber this worker's UDM owns.
     SubscriberChanged { supi: String },
@@ -440,17 +440,22 @@ impl<P: Placement> Worker<P> {
                 Output::SbiAnswer { server, response } => self.replies.answer(server, response),
                 Output::Pfcp { bytes, .. } => self.send_pfcp(&bytes),
                 Output::PersistSqn(request) => {
-                    let job = Job {
+                    let job = Job::Claim {
                         worker: self.id.index(),
                         request,
                     };
-                    if let Err(mpsc::SendError(job)) = self.persist.send(job) {
+                    if let Err(mpsc::SendError(Job::Claim { request, .. })) = self.persist.send(job)
+                    {
                         let done = Input::SqnDone {
-                            supi: job.request.supi,
-                            high_water: None,
+                            supi: request.supi,
+                            claim: None,
                         };
                         self.host.handle(Instant::now(), done);
                     }
+                }
+                // The persister is gone only when the core stops: the state is lost with it.
+                Output::SaveUdmState(write) => {
+                    let _ = self.persist.send(Job::State(write));
                 }
             }
         }
@@ -488,7 +493,7 @@ impl<P: Placement> Worker<P> {
                 server: self.replies.hold(reply),
             },
             Local::Reply { call, reply } => Input::SbiReply { call, reply },
-            Local::SqnDone { supi, high_water } => Input::SqnDone { supi, high_water },
+            Local::SqnDone { supi, claim } => Input::SqnDone { supi, claim },
             Local::SubscriberChanged { supi } => Input::SubscriberChanged { supi },
         };
         self.host.handle(now, input);

@@ -12,6 +12,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -1250,4 +1251,88 @@ fn malformed_members_are_refused_by_name() {
     r.query = Some("dnn=no%20such%20dnn".into());
     let r = net.udm(0, r);
     assert_eq!(named(&r), named_as("OPTIONAL_QUERY_PARAM_INCORRECT", "dnn"));
+}
+
+/// With a store that keeps the UDM's state (as PostgreSQL does), a UDM instance that never
+/// saw a UE (another instance served it, or it restarted) reads its AMF registration and
+/// last authentication result back: Nudm_UECM_Get answers it, Nudm_UECM_Update purges it, and
+/// the purge is written back for the next instance. With a store that keeps none, the
+/// second instance has nothing to answer.
+#[test]
+fn a_second_udm_instance_reads_the_uecm_registration_back() {
+    let shared = || {
+        let store = Arc::new(store::MemStore::keeping_udm_state());
+        for i in 1..=20 {
+            let s = store::Subscriber::new(&supi(i), K1, store::OpOrOpc::Opc(OPC1)).unwrap();
+            store.insert(&s).unwrap();
+        }
+        store
+    };
+    let instance = |store: &Arc<store::MemStore>| {
+        let mut c = sim_cfg(2);
+        c.host.store = store.clone();
+        Net::new(Sim::sharded(c))
+    };
+    let s = supi(14);
+    let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
+    let reg = serde_json::json!({
+        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
+        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
+        "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
+        "ratType": "NR"
+    })
+    .to_string();
+    let event = format!(
+        r#"{{"nfInstanceId":"7c5d4a2e-0000-4000-8000-000000000011","success":true,"timeStamp":"2026-11-27T09:00:00Z","authType":"5G_AKA","servingNetworkName":"{SNN}"}}"#
+    );
+    let purge =
+        r#"{"guami":{"plmnId":{"mcc":"001","mnc":"01"},"amfId":"020040"},"purgeFlag":true}"#;
+
+    let store = shared();
+    let mut first = instance(&store);
+    assert_eq!(
+        first.udm(0, req(Method::PUT, &path, &reg)).status,
+        StatusCode::CREATED
+    );
+    let r = first.udm(
+        0,
+        req(
+            Method::POST,
+            &format!("/nudm-ueau/v1/{s}/auth-events"),
+            &event,
+        ),
+    );
+    assert_eq!(r.status, StatusCode::CREATED);
+    let saved = store.udm_state(&s).unwrap();
+    assert!(saved.amf_registration.is_some() && saved.auth_event.is_some());
+
+    let mut second = instance(&store);
+    let r = second.udm(1, req(Method::GET, &path, ""));
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let got: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(got["guami"]["amfId"], "020040");
+    assert_eq!(second.udm_sum(|s| s.state_restores), 1);
+    let mut patch = req(Method::PATCH, &path, purge);
+    patch.content_type = Some("application/merge-patch+json".to_owned());
+    assert_eq!(second.udm(1, patch).status, StatusCode::NO_CONTENT);
+    let saved: serde_json::Value =
+        serde_json::from_str(&store.udm_state(&s).unwrap().amf_registration.unwrap()).unwrap();
+    assert_eq!(saved["purgeFlag"], true);
+    let owner = |net: &mut Net<nf::host::Sharded>| {
+        (0..2).find_map(|w| net.record(w, &s).and_then(|r| r.last_auth_event))
+    };
+    assert!(owner(&mut second).is_some_and(|e| e.success));
+
+    // A store that keeps nothing: the second instance does not know the UE.
+    let plain = store_with(20);
+    let mut first = instance(&plain);
+    assert_eq!(
+        first.udm(0, req(Method::PUT, &path, &reg)).status,
+        StatusCode::CREATED
+    );
+    let mut second = instance(&plain);
+    assert_eq!(
+        problem(&second.udm(1, req(Method::GET, &path, ""))),
+        rejected(404, "CONTEXT_NOT_FOUND")
+    );
 }

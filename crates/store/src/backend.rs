@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::sqn::{sqn_after, SqnError};
+use crate::sqn::{sqn_after, Claim, PersistRequest, SqnError, SQN_MAX};
 use crate::subscriber::{DecodeError, FieldError, Subscriber};
+use crate::udm_state::{StateField, StateWrite, UdmState};
 
 /// Why a store operation failed. Never carries K, OP or OPc.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +52,10 @@ pub enum StoreError {
     /// The engine failed (I/O, storage).
     #[error("store engine: {0}")]
     Backend(String),
+    /// The database server cannot be reached now (refused, restarting, connection lost):
+    /// a temporary condition, the next call tries again.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// The UDR's subscriber data, whatever holds it. Implemented by the embedded
@@ -64,6 +69,14 @@ pub enum StoreError {
 pub trait SubscriberStore: Send + Sync {
     /// The subscriber with this SUPI, if any.
     fn get(&self, supi: &str) -> Result<Option<Subscriber>, StoreError>;
+
+    /// The subscriber as a serving NF reads it, several times per procedure: possibly from a
+    /// cache, with every field at most a change notification old, except `sqn`, which may
+    /// be behind the stored counter (SQNs are claimed in the store, never issued from this
+    /// value: see [`crate::sqn`]). Tools and the provisioning API use [`Self::get`].
+    fn get_cached(&self, supi: &str) -> Result<Option<Subscriber>, StoreError> {
+        self.get(supi)
+    }
 
     /// Adds a new subscriber; [`StoreError::AlreadyExists`] if the SUPI is taken.
     fn insert(&self, sub: &Subscriber) -> Result<(), StoreError>;
@@ -102,19 +115,40 @@ pub trait SubscriberStore: Send + Sync {
     /// `max(stored, sqn)`, durably, and the result is returned.
     fn sqn_persist(&self, supi: &str, sqn: u64) -> Result<u64, StoreError>;
 
-    /// [`sqn_persist`](Self::sqn_persist) for many subscribers at once, one result per
-    /// entry in order. A backend makes it one durable write (group commit), so a burst of
-    /// new subscribers costs one sync instead of one each; the default writes one by one.
-    fn sqn_persist_batch(&self, batch: &[(&str, u64)]) -> Vec<Result<u64, StoreError>> {
+    /// Claims `count` vectors' worth of SQNs for one UDM shard, atomically and durably: the
+    /// counter becomes `max(stored, floor)` raised by `count` vectors, and the answer is the
+    /// range granted. No two claims ever overlap, even from several processes: the shard
+    /// issues only inside its claims (see [`crate::sqn`]).
+    fn sqn_claim(&self, supi: &str, floor: u64, count: u64) -> Result<Claim, StoreError>;
+
+    /// [`sqn_claim`](Self::sqn_claim) for many subscribers at once, one result per entry in
+    /// order. A backend makes it one durable write (group commit), so a burst of new
+    /// subscribers costs one sync instead of one each; the default claims one by one.
+    fn sqn_claim_batch(&self, batch: &[&PersistRequest]) -> Vec<Result<Claim, StoreError>> {
         batch
             .iter()
-            .map(|(supi, sqn)| self.sqn_persist(supi, *sqn))
+            .map(|p| self.sqn_claim(&p.supi, p.floor, p.count))
             .collect()
     }
 
-    /// Reserves `count` SQNs in one durable write: returns the stored SQN before and after;
-    /// the caller may issue the SQNs above the first up to the second.
-    fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError>;
+    /// Whether this store keeps the UDM's state ([`crate::udm_state`]): when it does, a UDM
+    /// writes its state behind and reads it back when its memory has none.
+    fn keeps_udm_state(&self) -> bool {
+        false
+    }
+
+    /// Applies `writes` in order, in one durable write; a write for a subscriber that is gone
+    /// is dropped. The default keeps nothing.
+    fn udm_state_save(&self, writes: &[StateWrite]) -> Result<(), StoreError> {
+        let _ = writes;
+        Ok(())
+    }
+
+    /// The state stored for `supi` (all `None` when there is none).
+    fn udm_state(&self, supi: &str) -> Result<UdmState, StoreError> {
+        let _ = supi;
+        Ok(UdmState::default())
+    }
 
     /// Visits every subscriber in SUPI order, a page at a time.
     fn for_each(
@@ -161,21 +195,40 @@ pub(crate) fn modified(
     Ok(sub)
 }
 
-/// The SQN after reserving `count` more above `stored`.
-pub(crate) fn reserved(supi: &str, stored: u64, count: u64) -> Result<u64, StoreError> {
-    sqn_after(stored, count).ok_or_else(|| StoreError::Sqn(SqnError::Exhausted(supi.to_string())))
+/// The claim of `count` vectors above `max(stored, floor)`.
+pub(crate) fn claim_above(
+    supi: &str,
+    stored: u64,
+    floor: u64,
+    count: u64,
+) -> Result<Claim, StoreError> {
+    let start = stored.max(floor.min(SQN_MAX));
+    let end = sqn_after(start, count)
+        .ok_or_else(|| StoreError::Sqn(SqnError::Exhausted(supi.to_string())))?;
+    Ok(Claim { start, end })
 }
 
 /// Subscribers in a map behind a mutex: no persistence. For tests and in-process demos.
 #[derive(Debug, Default)]
 pub struct MemStore {
     map: Mutex<BTreeMap<String, Subscriber>>,
+    /// The UDM's state, when this store keeps it (as a shared store would).
+    state: Option<Mutex<BTreeMap<String, UdmState>>>,
 }
 
 impl MemStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that also keeps the UDM's state, as PostgreSQL does: for tests of a
+    /// UDM that reads its state back.
+    pub fn keeping_udm_state() -> Self {
+        MemStore {
+            map: Mutex::default(),
+            state: Some(Mutex::default()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Subscriber>> {
@@ -231,7 +284,11 @@ impl SubscriberStore for MemStore {
     }
 
     fn delete(&self, supi: &str) -> Result<bool, StoreError> {
-        Ok(self.lock().remove(supi).is_some())
+        let existed = self.lock().remove(supi).is_some();
+        if let Some(state) = &self.state {
+            state.lock().unwrap_or_else(|e| e.into_inner()).remove(supi);
+        }
+        Ok(existed)
     }
 
     fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<Subscriber>, StoreError> {
@@ -255,17 +312,50 @@ impl SubscriberStore for MemStore {
         let s = m
             .get_mut(supi)
             .ok_or_else(|| StoreError::NotFound(supi.to_string()))?;
-        s.sqn = s.sqn.max(sqn.min(crate::sqn::SQN_MAX));
+        s.sqn = s.sqn.max(sqn.min(SQN_MAX));
         Ok(s.sqn)
     }
 
-    fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError> {
+    fn keeps_udm_state(&self) -> bool {
+        self.state.is_some()
+    }
+
+    fn udm_state_save(&self, writes: &[StateWrite]) -> Result<(), StoreError> {
+        let Some(state) = &self.state else {
+            return Ok(());
+        };
+        let known = self.lock();
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        for w in writes.iter().filter(|w| known.contains_key(&w.supi)) {
+            let e = st.entry(w.supi.clone()).or_default();
+            match w.field {
+                StateField::AmfRegistration => e.amf_registration = Some(w.body.clone()),
+                StateField::AuthEvent => e.auth_event = Some(w.body.clone()),
+            }
+        }
+        Ok(())
+    }
+
+    fn udm_state(&self, supi: &str) -> Result<UdmState, StoreError> {
+        Ok(self
+            .state
+            .as_ref()
+            .and_then(|s| {
+                s.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(supi)
+                    .cloned()
+            })
+            .unwrap_or_default())
+    }
+
+    fn sqn_claim(&self, supi: &str, floor: u64, count: u64) -> Result<Claim, StoreError> {
         let mut m = self.lock();
         let s = m
             .get_mut(supi)
             .ok_or_else(|| StoreError::NotFound(supi.to_string()))?;
-        let before = s.sqn;
-        s.sqn = reserved(supi, before, count)?;
-        Ok((before, s.sqn))
+        let claim = claim_above(supi, s.sqn, floor, count)?;
+        s.sqn = claim.end;
+        Ok(claim)
     }
 }

@@ -5,10 +5,9 @@
 //! # Shape
 //!
 //! [`SubscriberStore`] is the interface the UDM/UDR and the CLI use. It speaks only in
-//! [`Subscriber`] records and SUPIs, with no engine type or transaction handle in sight, so
-//! that a PostgreSQL backend can implement it later as a handful of SQL statements
-//! (`INSERT … ON CONFLICT … SET sqn = GREATEST(sqn, $1)` is the compare-and-max SQN update).
-//! [`MemStore`] implements it in memory for tests.
+//! [`Subscriber`] records and SUPIs, with no engine type or transaction handle in sight.
+//! [`RedbStore`] (embedded, the default) and [`PgStore`] (PostgreSQL, shared by several
+//! instances: [`pg`]) implement it; [`MemStore`] implements it in memory for tests.
 //!
 //! # Engine: redb
 //!
@@ -43,15 +42,20 @@ pub mod csv;
 pub mod generate;
 pub mod hn_keys;
 pub mod hn_public;
+pub mod pg;
+pub mod pg_server;
 pub mod record;
 pub mod redb_store;
 pub mod sqn;
 pub mod subscriber;
+pub mod udm_state;
 
 pub use backend::{MemStore, StoreError, SubscriberStore};
 pub use hn_keys::{HnKey, HnKeys, KeyFileError, Profile, HN_KEY_FILE};
 pub use hn_public::{HnPublicKey, HnPublicKeys};
+pub use pg::{IndLease, PgStore};
 pub use record::SubscriberRecord;
 pub use redb_store::{RedbStore, STORE_FILE};
 pub use sqn::{SqnError, SqnShard};
 pub use subscriber::{FieldError, OpOrOpc, Snssai, Subscriber};
+pub use udm_state::{StateField, StateWrite, UdmState};

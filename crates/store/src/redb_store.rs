@@ -10,8 +10,8 @@ use std::path::Path;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use crate::backend::{check, modified, reserved, StoreError, SubscriberStore};
-use crate::sqn::SQN_MAX;
+use crate::backend::{check, claim_above, modified, StoreError, SubscriberStore};
+use crate::sqn::{Claim, PersistRequest, SQN_MAX};
 use crate::subscriber::Subscriber;
 
 const SUBSCRIBERS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("subscribers");
@@ -69,12 +69,13 @@ impl RedbStore {
         Self::open(&data_dir.join(STORE_FILE))
     }
 
-    /// Reads the stored SQN, applies `f` (old → new), writes it back, all in one transaction.
-    fn update_sqn(
+    /// Reads the stored SQN, applies `f` (old → (answer, new)), writes it back, all in one
+    /// transaction.
+    fn update_sqn<T>(
         &self,
         supi: &str,
-        f: impl FnOnce(u64) -> Result<u64, StoreError>,
-    ) -> Result<(u64, u64), StoreError> {
+        f: impl FnOnce(u64) -> Result<(T, u64), StoreError>,
+    ) -> Result<T, StoreError> {
         let txn = self.db.begin_write().map_err(backend)?;
         let result = {
             let mut t = txn.open_table(SUBSCRIBERS).map_err(backend)?;
@@ -83,12 +84,13 @@ impl RedbStore {
                 None => return Err(StoreError::NotFound(supi.to_string())),
             };
             let before = sub.sqn;
-            sub.sqn = f(before)?;
-            if sub.sqn != before {
+            let (answer, after) = f(before)?;
+            if after != before {
+                sub.sqn = after;
                 t.insert(supi, sub.encode_value().as_slice())
                     .map_err(backend)?;
             }
-            (before, sub.sqn)
+            answer
         };
         txn.commit().map_err(backend)?;
         Ok(result)
@@ -228,27 +230,32 @@ impl SubscriberStore for RedbStore {
 
     fn sqn_persist(&self, supi: &str, sqn: u64) -> Result<u64, StoreError> {
         let want = sqn.min(SQN_MAX);
-        self.update_sqn(supi, |old| Ok(old.max(want)))
-            .map(|(_, after)| after)
+        self.update_sqn(supi, |old| {
+            let after = old.max(want);
+            Ok((after, after))
+        })
     }
 
-    fn sqn_reserve(&self, supi: &str, count: u64) -> Result<(u64, u64), StoreError> {
-        self.update_sqn(supi, |old| reserved(supi, old, count))
+    fn sqn_claim(&self, supi: &str, floor: u64, count: u64) -> Result<Claim, StoreError> {
+        self.update_sqn(supi, |old| {
+            let claim = claim_above(supi, old, floor, count)?;
+            Ok((claim, claim.end))
+        })
     }
 
-    fn sqn_persist_batch(&self, batch: &[(&str, u64)]) -> Vec<Result<u64, StoreError>> {
+    fn sqn_claim_batch(&self, batch: &[&PersistRequest]) -> Vec<Result<Claim, StoreError>> {
         // One write transaction, one commit (one sync) for the whole batch: the per-entry
         // outcome is known before the commit, and if the commit fails every entry fails,
-        // so no caller is ever told a SQN is stored when it is not.
-        let run = || -> Result<Vec<Result<u64, StoreError>>, StoreError> {
+        // so no caller is ever told a SQN is claimed when it is not.
+        let run = || -> Result<Vec<Result<Claim, StoreError>>, StoreError> {
             let txn = self.db.begin_write().map_err(backend)?;
             let mut out = Vec::with_capacity(batch.len());
             {
                 let mut t = txn.open_table(SUBSCRIBERS).map_err(backend)?;
-                for (supi, sqn) in batch {
-                    let want = (*sqn).min(SQN_MAX);
+                for p in batch {
+                    let supi = p.supi.as_str();
                     let found = t
-                        .get(*supi)
+                        .get(supi)
                         .map_err(backend)?
                         .map(|v| decode(supi, v.value()));
                     let mut sub = match found {
@@ -258,16 +265,19 @@ impl SubscriberStore for RedbStore {
                             continue;
                         }
                         None => {
-                            out.push(Err(StoreError::NotFound((*supi).to_string())));
+                            out.push(Err(StoreError::NotFound(supi.to_string())));
                             continue;
                         }
                     };
-                    if want > sub.sqn {
-                        sub.sqn = want;
-                        t.insert(*supi, sub.encode_value().as_slice())
-                            .map_err(backend)?;
+                    match claim_above(supi, sub.sqn, p.floor, p.count) {
+                        Ok(claim) => {
+                            sub.sqn = claim.end;
+                            t.insert(supi, sub.encode_value().as_slice())
+                                .map_err(backend)?;
+                            out.push(Ok(claim));
+                        }
+                        Err(e) => out.push(Err(e)),
                     }
-                    out.push(Ok(sub.sqn));
                 }
             }
             txn.commit().map_err(backend)?;

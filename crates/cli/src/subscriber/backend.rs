@@ -5,7 +5,7 @@
 
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use store::{RedbStore, StoreError, Subscriber, SubscriberRecord, SubscriberStore};
+use store::{StoreError, Subscriber, SubscriberRecord, SubscriberStore};
 
 use super::remote::{Answer, Remote};
 use crate::exit::CliError;
@@ -14,7 +14,8 @@ use crate::exit::CliError;
 const PAGE: usize = 4096;
 
 pub(super) enum Backend {
-    Local(RedbStore),
+    /// The embedded file, or PostgreSQL.
+    Local(Box<dyn SubscriberStore>),
     Remote(Remote),
 }
 

@@ -58,6 +58,11 @@ pub(crate) struct SubscriberArgs {
         value_name = "URL"
     )]
     api: Option<String>,
+    /// The subscriber store on PostgreSQL (`postgres://user@host:port/db`; a password from
+    /// PGPASSWORD) instead of the file in --data-dir [default: the configuration's
+    /// `store.url`].
+    #[arg(long, global = true, env = "STEER5G_STORE", value_name = "URL")]
+    store: Option<String>,
     /// File holding the API's bearer token (for --api).
     #[arg(
         long,
@@ -195,7 +200,8 @@ struct GenerateArgs {
 
 /// `steer5g subscriber`.
 pub(crate) fn run(global: &Global, args: &SubscriberArgs) -> Result<(), CliError> {
-    let cfg = crate::cli::file_and_env(global)?;
+    let mut cfg = crate::cli::file_and_env(global)?;
+    crate::nf_cmd::store_url(args.store.as_deref(), &mut cfg)?;
     let data_dir = crate::nf_cmd::data_dir(args.data_dir.as_deref(), &cfg);
     // The key file: `--hn-key-file`, else the configuration's `udm.hn_key_file` (by default
     // `hn-keys.toml` in the data directory).
@@ -260,8 +266,11 @@ impl Ctx<'_> {
         }
         create_private_dir(self.data_dir)?;
         self.ensure_keys()?;
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg);
+        }
         RedbStore::open_in(self.data_dir)
-            .map(Backend::Local)
+            .map(|s| Backend::Local(Box::new(s)))
             .map_err(|e| self.busy(e))
     }
 
@@ -269,6 +278,9 @@ impl Ctx<'_> {
     fn open_existing(&self) -> Result<Backend, CliError> {
         if let Some(r) = self.api()? {
             return Ok(Backend::Remote(r));
+        }
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg);
         }
         let path = self.data_dir.join(STORE_FILE);
         if !path.exists() {
@@ -278,8 +290,19 @@ impl Ctx<'_> {
             )));
         }
         RedbStore::open(&path)
-            .map(Backend::Local)
+            .map(|s| Backend::Local(Box::new(s)))
             .map_err(|e| self.busy(e))
+    }
+
+    /// The PostgreSQL store, when one is configured: shared with the running processes, so
+    /// written directly (their UDMs read every record from it).
+    fn postgres(&self) -> Result<Option<Backend>, CliError> {
+        let Some(url) = self.cfg.store.url.as_deref() else {
+            return Ok(None);
+        };
+        store::PgStore::connect(url)
+            .map(|s| Some(Backend::Local(Box::new(s))))
+            .map_err(store_err)
     }
 
     /// A store held by a process that serves no API here (`--no-provisioning`, or one

@@ -160,8 +160,8 @@ pub enum Hop {
     SqnDone {
         /// The subscriber.
         supi: String,
-        /// The high-water mark stored, `None` if the write failed.
-        high_water: Option<u64>,
+        /// The SQNs claimed, `None` if the claim failed.
+        claim: Option<store::sqn::Claim>,
     },
     /// A subscriber's stored record changed (the locked placement tells every worker: any of
     /// them may have parked a request for it).
@@ -221,13 +221,14 @@ pub enum Input<'a> {
     },
     /// A PFCP datagram from the UPF.
     Pfcp(&'a [u8]),
-    /// An SQN write this host asked for ([`Output::PersistSqn`]) completed: `high_water`
+    /// An SQN write this host asked for ([`Output::PersistSqn`]) completed: the SQNs
+    /// claimed
     /// stored, or `None` if it failed (or could not be asked).
     SqnDone {
         /// The subscriber.
         supi: String,
-        /// The high-water mark stored.
-        high_water: Option<u64>,
+        /// The SQNs claimed.
+        claim: Option<store::sqn::Claim>,
     },
     /// The provisioning API changed (or deleted) the stored record of a subscriber this
     /// worker owns ([`crate::udm::Udm::subscriber_changed`]).
@@ -300,4 +301,7 @@ pub enum Output {
     },
     /// Write this SQN high-water mark durably, then report [`Input::SqnDone`].
     PersistSqn(PersistRequest),
+    /// Write the UDM's state behind, in order with this host's other state writes; nothing
+    /// is reported back.
+    SaveUdmState(store::StateWrite),
 }

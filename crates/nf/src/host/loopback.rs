@@ -53,6 +53,7 @@ impl HostConfig {
                 serving_networks: vec![snn.to_owned()],
                 hn_keys,
                 rand_seed: Some(7),
+                sqn_ind: None,
             },
             smf: None,
             store,

@@ -249,16 +249,16 @@ impl<P: Placement> Host<P> {
                     smf.handle_pfcp(bytes);
                 }
             }
-            Input::SqnDone { supi, high_water } => {
+            Input::SqnDone { supi, claim } => {
                 if P::SHARES_SQN_DONE {
                     // Any worker may have parked a request behind this reservation.
                     let me = self.id;
                     for w in self.workers.iter().filter(|w| *w != me) {
                         let supi = supi.clone();
-                        self.hop(w, Hop::SqnDone { supi, high_water });
+                        self.hop(w, Hop::SqnDone { supi, claim });
                     }
                 }
-                self.nfs.sqn_done(&supi, high_water);
+                self.nfs.sqn_done(&supi, claim);
             }
             Input::SubscriberChanged { supi } => {
                 if P::SHARES_SQN_DONE {
@@ -459,7 +459,7 @@ impl<P: Placement> Host<P> {
                 }
             }
             Hop::Answer { tag, resp } => self.complete(now, tag, resp),
-            Hop::SqnDone { supi, high_water } => self.nfs.sqn_done(&supi, high_water),
+            Hop::SqnDone { supi, claim } => self.nfs.sqn_done(&supi, claim),
             Hop::SubscriberChanged { supi } => self.nfs.udm.subscriber_changed(&supi),
             Hop::Overload { from, start } => self.overload.push_back(OverloadSignal {
                 worker: from.0,

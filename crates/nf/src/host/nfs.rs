@@ -68,9 +68,9 @@ impl<P: Placement> Nfs<P> {
     }
 
     /// An SQN write completed (or failed).
-    pub(super) fn sqn_done(&mut self, supi: &str, high_water: Option<u64>) {
-        match high_water {
-            Some(hw) => self.udm.sqn_persisted(supi, hw),
+    pub(super) fn sqn_done(&mut self, supi: &str, claim: Option<store::sqn::Claim>) {
+        match claim {
+            Some(claim) => self.udm.sqn_claimed(supi, claim),
             None => self.udm.sqn_persist_failed(supi),
         }
     }

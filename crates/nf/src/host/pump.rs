@@ -138,6 +138,7 @@ impl<P: Placement> Host<P> {
                     },
                 );
             }
+            udm::Action::SaveState(w) => self.out.push_back(Output::SaveUdmState(w)),
             udm::Action::PersistSqn(p) => {
                 self.counters.sqn_writes += 1;
                 self.out.push_back(Output::PersistSqn(p));

@@ -48,6 +48,7 @@ fn kind(o: &Output) -> &'static str {
         Output::SbiAnswer { .. } => "sbi_answer",
         Output::Pfcp { .. } => "pfcp",
         Output::PersistSqn(_) => "persist_sqn",
+        Output::SaveUdmState(_) => "save_udm_state",
     }
 }
 
@@ -131,10 +132,10 @@ impl<P: Placement> Net<P> {
                             self.hosts[to.index()].handle(now, Input::Hop(hop))
                         }
                         Output::PersistSqn(p) => {
-                            let hw = self.store.sqn_persist(&p.supi, p.high_water).ok();
+                            let hw = self.store.sqn_claim(&p.supi, p.floor, p.count).ok();
                             let done = Input::SqnDone {
                                 supi: p.supi,
-                                high_water: hw,
+                                claim: hw,
                             };
                             self.hosts[i].handle(now, done);
                         }
@@ -569,7 +570,7 @@ fn the_locked_placement_tells_every_worker_of_an_sqn_write() {
             1,
             Input::SqnDone {
                 supi: supi(1),
-                high_water: Some(64),
+                claim: Some(store::sqn::Claim { start: 0, end: 64 }),
             },
         );
         net

@@ -42,8 +42,8 @@ use sbi::{SbiRequest, SbiResponse};
 use security::kdf::{self, ServingNetworkName};
 use security::milenage::Milenage;
 use security::{Amf, Auts, Opc, Rand, Sqn, K};
-use store::sqn::{PersistRequest, DEFAULT_BLOCK};
-use store::{SqnError, SqnShard, Subscriber, SubscriberStore};
+use store::sqn::{Claim, PersistRequest, DEFAULT_BLOCK};
+use store::{SqnError, SqnShard, StateField, StateWrite, StoreError, Subscriber, SubscriberStore};
 
 use crate::state::ContextMap;
 
@@ -85,6 +85,9 @@ pub struct UdmConfig {
     /// Seed of the RAND generator; `None` seeds from the operating system. A seed makes
     /// simulations reproducible and must not be used in production.
     pub rand_seed: Option<u64>,
+    /// The IND every SQN of this UDM instance carries, when several instances share the
+    /// store (see [`store::sqn`]); `None` keeps each subscriber's provisioned IND.
+    pub sqn_ind: Option<u8>,
 }
 
 /// What the UDM keeps per subscriber besides the SQN.
@@ -144,9 +147,12 @@ pub enum Action {
         /// What to hand over.
         request: Forwarded,
     },
-    /// Write this SQN high-water mark durably (`SubscriberStore::sqn_persist`), then call
-    /// [`Udm::sqn_persisted`] or [`Udm::sqn_persist_failed`].
+    /// Claim these SQNs in the store (`SubscriberStore::sqn_claim`), then call
+    /// [`Udm::sqn_claimed`] or [`Udm::sqn_persist_failed`].
     PersistSqn(PersistRequest),
+    /// Write this state behind, in order with the other writes of this UDM
+    /// (`SubscriberStore::udm_state_save`); only for a store that keeps it.
+    SaveState(StateWrite),
 }
 
 crate::summed_counters! {
@@ -169,6 +175,8 @@ crate::summed_counters! {
         pub purges: u64,
         /// SDM subscriptions created.
         pub sdm_subscriptions: u64,
+        /// AMF registrations or authentication results read back from the store.
+        pub state_restores: u64,
     }
 }
 
@@ -238,6 +246,61 @@ where
     /// The per-subscriber record, if any (for tests and the CLI).
     pub fn record(&mut self, supi: &str) -> Option<UeRecord> {
         self.ues.with(&supi.to_owned(), |r| r.cloned())
+    }
+
+    /// Hands `body` to the runtime to write behind, when the store keeps the UDM's state.
+    fn save(&mut self, supi: &str, field: StateField, body: &impl serde::Serialize) {
+        if !self.store.keeps_udm_state() {
+            return;
+        }
+        match serde_json::to_string(body) {
+            Ok(json) => self.actions.push_back(Action::SaveState(StateWrite {
+                supi: supi.to_owned(),
+                field,
+                body: json,
+            })),
+            Err(e) => tracing::warn!(%supi, error = %e, "UDM state not saved"),
+        }
+    }
+
+    /// Reads back the AMF registration and the last authentication result of a subscriber
+    /// this instance holds none for (it restarted, or another instance served the UE), when
+    /// the store keeps them. A read that fails leaves memory as it is: the answer is then
+    /// the one memory gives.
+    fn restore(&mut self, supi: &str) {
+        if !self.store.keeps_udm_state()
+            || self.ues.with(&supi.to_owned(), |r| {
+                r.is_some_and(|r| r.registration.is_some())
+            })
+        {
+            return;
+        }
+        let state = match self.store.udm_state(supi) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(%supi, error = %e, "UDM state not read back");
+                return;
+            }
+        };
+        let registration = state
+            .amf_registration
+            .and_then(|j| serde_json::from_str::<Amf3GppAccessRegistration>(&j).ok());
+        let event = state
+            .auth_event
+            .and_then(|j| serde_json::from_str::<AuthEvent>(&j).ok());
+        if registration.is_none() && event.is_none() {
+            return;
+        }
+        self.stats.state_restores += 1;
+        self.ues
+            .with_or_insert(supi.to_owned(), UeRecord::default, |r, _| {
+                if r.registration.is_none() {
+                    r.registration = registration;
+                }
+                if r.last_auth_event.is_none() {
+                    r.last_auth_event = event;
+                }
+            });
     }
 
     /// Whether requests for subscribers of other workers must go to them.
@@ -365,9 +428,15 @@ where
     // add an allocation.
     #[allow(clippy::result_large_err)]
     fn subscriber(&self, supi: &str) -> Result<Subscriber, ProblemDetails> {
-        match self.store.get(supi) {
+        match self.store.get_cached(supi) {
             Ok(Some(s)) => Ok(s),
             Ok(None) => Err(ProblemDetails::user_not_found(format!("{supi} unknown"))),
+            // The database behind the UDM is down or restarting: the UDR is this UDM's
+            // upstream (TS 29.503: 504 UPSTREAM_SERVER_ERROR), and the AMF's answer to the
+            // UE is a temporary one (#15, sbi::problem::to_5gmm_cause).
+            Err(e @ StoreError::Unavailable(_)) => Err(ProblemDetails::upstream_server_error(
+                format!("subscriber store: {e}"),
+            )),
             Err(e) => Err(ProblemDetails::unspecified_nf_failure(format!(
                 "subscriber store: {e}"
             ))),
@@ -375,8 +444,9 @@ where
     }
 
     fn with_shard<R>(&mut self, f: impl FnOnce(&mut SqnShard) -> R) -> R {
+        let ind = self.cfg.sqn_ind;
         self.sqn
-            .with_or_insert((), || SqnShard::new(DEFAULT_BLOCK), |s, _| f(s))
+            .with_or_insert((), || SqnShard::with_ind(DEFAULT_BLOCK, ind), |s, _| f(s))
     }
 
     /// Generate-auth-data at the owner: resynchronise if asked, then issue a vector.
@@ -509,11 +579,11 @@ where
         })
     }
 
-    /// The store has durably recorded `high_water` for `supi`: requests waiting for it go on.
-    /// In the locking baseline, report it to every worker (any of them may have parked a
-    /// request behind the reservation another one asked for).
-    pub fn sqn_persisted(&mut self, supi: &str, high_water: u64) {
-        self.with_shard(|s| s.persisted(supi, high_water));
+    /// The store granted `claim` for `supi`: requests waiting for it go on. In the locking
+    /// baseline, report it to every worker (any of them may have parked a request behind the
+    /// claim another one asked for).
+    pub fn sqn_claimed(&mut self, supi: &str, claim: Claim) {
+        self.with_shard(|s| s.claimed(supi, claim));
         for p in self.parked.remove(supi).unwrap_or_default() {
             self.issue(p, None);
         }
@@ -596,6 +666,7 @@ where
                         r.auth_events = r.auth_events.wrapping_add(1);
                         r.auth_events
                     });
+                self.save(supi, StateField::AuthEvent, &ev);
                 let location = format!("{}{}/{n}", self.cfg.api_root, req.path);
                 Ok(SbiResponse::created(&location, &ev))
             }
@@ -616,6 +687,7 @@ where
                         .with_or_insert(supi.to_owned(), UeRecord::default, |r, _| {
                             r.registration.replace(reg.clone()).is_some()
                         });
+                self.save(supi, StateField::AmfRegistration, &reg);
                 if replaced {
                     Ok(SbiResponse::json(StatusCode::OK, &reg))
                 } else {
@@ -626,6 +698,7 @@ where
             // TS 29.503 §5.3.2.5.2 Nudm_UECM_Get.
             Route::Amf3GppAccessGet => {
                 self.subscriber(supi)?;
+                self.restore(supi);
                 let reg = self
                     .ues
                     .with(&supi.to_owned(), |r| r.and_then(|r| r.registration.clone()));
@@ -642,7 +715,8 @@ where
             Route::Amf3GppAccessUpdate => {
                 let m: Amf3GppAccessRegistrationModification = parse_valid_patch(req)?;
                 self.subscriber(supi)?;
-                self.ues.with(&supi.to_owned(), |r| {
+                self.restore(supi);
+                let updated = self.ues.with(&supi.to_owned(), |r| {
                     let Some(reg) = r.and_then(|r| r.registration.as_mut()) else {
                         return Err(ProblemDetails::context_not_found(
                             "no AMF registration for 3GPP access",
@@ -663,8 +737,9 @@ where
                     if let Some(v) = &m.ims_vo_ps {
                         reg.ims_vo_ps = Some(v.clone());
                     }
-                    Ok(())
+                    Ok(reg.clone())
                 })?;
+                self.save(supi, StateField::AmfRegistration, &updated);
                 if m.purge_flag == Some(true) {
                     self.stats.purges += 1;
                 }

@@ -137,6 +137,9 @@ fn store_problem(e: &StoreError) -> ProblemDetails {
         StoreError::NotAllowed { .. } => {
             problem(403, Some("MODIFICATION_NOT_ALLOWED"), e.to_string())
         }
+        StoreError::Unavailable(_) => {
+            ProblemDetails::from_cause(Cause::UpstreamServerError, format!("store: {e}"))
+        }
         other => ProblemDetails::from_cause(Cause::SystemFailure, format!("store: {other}")),
     }
 }

@@ -104,7 +104,7 @@ enum Msg {
     SqnDone {
         to: usize,
         supi: String,
-        high_water: Option<u64>,
+        claim: Option<store::sqn::Claim>,
     },
 }
 
@@ -868,11 +868,9 @@ impl<P: Placement> Sim<P> {
                     h.handle(now, Input::Pfcp(&bytes));
                 }
             }
-            Msg::SqnDone {
-                to,
-                supi,
-                high_water,
-            } => self.hosts[to].handle(now, Input::SqnDone { supi, high_water }),
+            Msg::SqnDone { to, supi, claim } => {
+                self.hosts[to].handle(now, Input::SqnDone { supi, claim })
+            }
         }
     }
 
@@ -1003,16 +1001,20 @@ impl<P: Placement> Sim<P> {
                 None => {}
             },
             Output::Pfcp { bytes, .. } => self.send(Link::N4, None, Msg::N4Up { from: w, bytes }),
+            Output::SaveUdmState(w) => {
+                // Written behind: nothing comes back, a failure is the store's to log.
+                let _ = self.cfg.host.store.udm_state_save(std::slice::from_ref(&w));
+            }
             Output::PersistSqn(p) => {
                 use store::SubscriberStore;
-                let high_water = self.cfg.store.sqn_persist(&p.supi, p.high_water).ok();
+                let claim = self.cfg.store.sqn_claim(&p.supi, p.floor, p.count).ok();
                 self.send(
                     Link::Sqn,
                     None,
                     Msg::SqnDone {
                         to: w,
                         supi: p.supi,
-                        high_water,
+                        claim,
                     },
                 );
             }
@@ -1151,6 +1153,6 @@ fn describe(msg: &Msg) -> (String, u64) {
             format!("pfcp {} to {to}", bytes.get(1).copied().unwrap_or(0)),
             digest(bytes),
         ),
-        Msg::SqnDone { high_water, .. } => (format!("sqn done {high_water:?}"), 0),
+        Msg::SqnDone { claim, .. } => (format!("sqn done {claim:?}"), 0),
     }
 }
