@@ -7,7 +7,7 @@
 //! `--rounds` register + deregister cycles per UE after a warm-up:
 //! - `embedded`: one in-process core on the redb file;
 //! - `postgres`: the same core on a private PostgreSQL server (started by the bench, see
-//!   [`store::pg_server`]);
+//!   [`store_pg::server`]);
 //! - `postgres x2`: two in-process cores (each its own N2, AUSF and UDM addresses, its own
 //!   IND) sharing that server, the UEs split between them, both loads at once.
 //!
@@ -23,7 +23,7 @@ use clap::Args;
 use serde::Serialize;
 use steer5g_config::Transport as TransportKind;
 use steer5g_core::{Core, CoreHandle, SbiMode};
-use store::pg_server::PgServer;
+use store_pg::server::PgServer;
 
 use super::corecase::{
     core_options, gnb_identity, next_slot, per, process_cpu, provision_into, ran_config,
@@ -155,7 +155,7 @@ fn start_instance(
     .map_err(|e| BenchError::Invalid(format!("--ues {}: {e}", args.ues)))?;
     let key_file = match url {
         Some(url) => {
-            let pg = store::PgStore::connect(url)
+            let pg = store_pg::PgStore::connect(url)
                 .map_err(|e| BenchError::Failed(format!("subscriber store: {e}")))?;
             provision_into(&pg, dir, &cfg, &all)?
         }
@@ -405,7 +405,7 @@ pub(crate) fn run(json: bool, args: &StoreArgs) -> Result<(), BenchError> {
     if args.ues < 2 {
         return Err(BenchError::Invalid("--ues: at least 2".to_owned()));
     }
-    if !store::pg_server::available() {
+    if !store_pg::server::available() {
         return Err(BenchError::Failed(
             "PostgreSQL is not installed (Debian: postgresql-15; scripts/install-deps.sh)"
                 .to_owned(),

@@ -8,7 +8,7 @@ use std::process::Command;
 
 #[test]
 fn bench_store_smoke() {
-    if !store::pg_server::available() {
+    if !store_pg::server::available() {
         testkit::privilege::skip_missing_tool("PostgreSQL (postgresql-15)");
         return;
     }

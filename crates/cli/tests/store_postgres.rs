@@ -1,5 +1,5 @@
 //! The subscriber store on a real PostgreSQL server (a private one per test, see
-//! `testkit::postgres`): provisioned with `steer5g subscriber --store`, shared by two `core`
+//! `store_pg::server`): provisioned with `steer5g subscriber --store`, shared by two `core`
 //! processes whose UEs register at the same time. Every SQN the UEs received is read back
 //! from their logs: no SQN was handed out twice, and each (subscriber, IND) sequence
 //! increases, each core issuing with an IND of its own. Then the database goes away: the
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::{json_of, num, sqns_by_supi, steer5g, Scratch, STOP_TIMEOUT};
 use procs::{ran_cmd, start_core};
-use store::pg_server::PgServer;
+use store_pg::server::PgServer;
 use testkit::process::{run_timeout, ChildGuard, Finished};
 
 const UES: u64 = 6;
@@ -48,7 +48,7 @@ fn ran(csv: &str, dir: &str, amf: &str, count: u64, timeout_s: &str) -> ChildGua
 
 #[test]
 fn two_cores_share_one_postgres_store_without_reusing_an_sqn() {
-    if !store::pg_server::available() {
+    if !store_pg::server::available() {
         testkit::privilege::skip_missing_tool("PostgreSQL (postgresql-15)");
         return;
     }

@@ -773,7 +773,7 @@ pub struct CoreHandle {
     shared: Arc<worker::Shared>,
     persister: Option<JoinHandle<u64>>,
     /// This UDM instance's IND on a shared store, renewed while the core runs.
-    ind_lease: Option<store::IndLease>,
+    ind_lease: Option<store_pg::IndLease>,
     listening: Listening,
     /// The N2 UDP group's steering program, kept for its counters.
     n2_steering: Option<steer_bpf::Steering>,
@@ -858,7 +858,7 @@ impl Core {
             })?;
             let store: Arc<dyn SubscriberStore> = match opts.config.store.url.as_deref() {
                 Some(url) => {
-                    let pg = store::PgStore::connect(url)?;
+                    let pg = store_pg::PgStore::connect(url)?;
                     // Several UDM instances share this database: each issues SQNs with an
                     // IND of its own (store::sqn), leased for as long as the process runs.
                     let holder = format!(

@@ -170,8 +170,8 @@ pub trait SubscriberStore: Send + Sync {
     }
 }
 
-/// Checks a record before any write.
-pub(crate) fn check(sub: &Subscriber) -> Result<(), StoreError> {
+/// Checks a record before any write (every backend calls it).
+pub fn check(sub: &Subscriber) -> Result<(), StoreError> {
     sub.validate().map_err(|source| StoreError::Invalid {
         supi: sub.supi.chars().take(40).collect(),
         source,
@@ -179,7 +179,7 @@ pub(crate) fn check(sub: &Subscriber) -> Result<(), StoreError> {
 }
 
 /// Applies a [`SubscriberStore::modify`] edit to `old` and checks the result.
-pub(crate) fn modified(
+pub fn modified(
     old: Subscriber,
     change: &mut dyn FnMut(&mut Subscriber) -> Result<(), StoreError>,
 ) -> Result<Subscriber, StoreError> {
@@ -196,12 +196,7 @@ pub(crate) fn modified(
 }
 
 /// The claim of `count` vectors above `max(stored, floor)`.
-pub(crate) fn claim_above(
-    supi: &str,
-    stored: u64,
-    floor: u64,
-    count: u64,
-) -> Result<Claim, StoreError> {
+pub fn claim_above(supi: &str, stored: u64, floor: u64, count: u64) -> Result<Claim, StoreError> {
     let start = stored.max(floor.min(SQN_MAX));
     let end = sqn_after(start, count)
         .ok_or_else(|| StoreError::Sqn(SqnError::Exhausted(supi.to_string())))?;

@@ -6,8 +6,9 @@
 //!
 //! [`SubscriberStore`] is the interface the UDM/UDR and the CLI use. It speaks only in
 //! [`Subscriber`] records and SUPIs, with no engine type or transaction handle in sight.
-//! [`RedbStore`] (embedded, the default) and [`PgStore`] (PostgreSQL, shared by several
-//! instances: [`pg`]) implement it; [`MemStore`] implements it in memory for tests.
+//! [`RedbStore`] (embedded, the default) and `store_pg::PgStore` (PostgreSQL, shared by
+//! several instances, in a crate of its own so that the sans-IO NFs link no runtime)
+//! implement it; [`MemStore`] implements it in memory for tests.
 //!
 //! # Engine: redb
 //!
@@ -42,8 +43,6 @@ pub mod csv;
 pub mod generate;
 pub mod hn_keys;
 pub mod hn_public;
-pub mod pg;
-pub mod pg_server;
 pub mod record;
 pub mod redb_store;
 pub mod sqn;
@@ -53,7 +52,6 @@ pub mod udm_state;
 pub use backend::{MemStore, StoreError, SubscriberStore};
 pub use hn_keys::{HnKey, HnKeys, KeyFileError, Profile, HN_KEY_FILE};
 pub use hn_public::{HnPublicKey, HnPublicKeys};
-pub use pg::{IndLease, PgStore};
 pub use record::SubscriberRecord;
 pub use redb_store::{RedbStore, STORE_FILE};
 pub use sqn::{SqnError, SqnShard};

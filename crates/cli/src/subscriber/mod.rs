@@ -300,7 +300,7 @@ impl Ctx<'_> {
         let Some(url) = self.cfg.store.url.as_deref() else {
             return Ok(None);
         };
-        store::PgStore::connect(url)
+        store_pg::PgStore::connect(url)
             .map(|s| Some(Backend::Local(Box::new(s))))
             .map_err(store_err)
     }

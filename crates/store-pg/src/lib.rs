@@ -1,5 +1,5 @@
-//! The PostgreSQL backend: `--store postgres://…`, for several NF instances sharing one
-//! subscriber base.
+//! The subscriber store on PostgreSQL: `--store postgres://…`, for several NF instances
+//! sharing one subscriber base. [`server`] starts a private server for tests and benchmarks.
 //!
 //! # Connections
 //!
@@ -18,7 +18,7 @@
 //! SMF selection and slice data), with [`SubscriberStore::get_cached`]. Each thread keeps the
 //! records it read that way, so those reads cost a map lookup, not a round trip (`get`, which
 //! tools and the provisioning API use, always asks the database). A trigger notifies channel `steer5g_subscribers` of every
-//! change or deletion (migration 1); one listening connection per process collects the
+//! change or deletion (the first migration); one listening connection per process collects the
 //! SUPIs, and each thread drops them from its cache at its next read (one atomic load when
 //! nothing changed). A change thus reaches every instance within a notification's delay.
 //! When the listening connection is lost (the server restarted), every cache is dropped, as
@@ -33,9 +33,9 @@
 //!
 //! # SQN
 //!
-//! [`crate::SubscriberStore::sqn_claim`] is one `UPDATE … SET sqn = GREATEST(sqn, floor) +
+//! [`SubscriberStore::sqn_claim`] is one `UPDATE … SET sqn = GREATEST(sqn, floor) +
 //! step … RETURNING`: row-locked, so claims from any number of processes never overlap (see
-//! [`crate::sqn`]). Each UDM instance also takes an IND of its own with
+//! [`store::sqn`]). Each UDM instance also takes an IND of its own with
 //! [`PgStore::lease_ind`].
 
 use std::cell::RefCell;
@@ -50,10 +50,15 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
-use crate::backend::{check, claim_above, modified, StoreError, SubscriberStore};
-use crate::sqn::{Claim, PersistRequest, SQN_MAX};
-use crate::subscriber::{FieldError, OpOrOpc, Snssai, Subscriber};
-use crate::udm_state::{StateField, StateWrite, UdmState};
+use store::backend::{check, claim_above, modified};
+use store::sqn::{Claim, PersistRequest, SqnError, SQN_MAX};
+use store::subscriber::DecodeError;
+use store::{
+    FieldError, OpOrOpc, Snssai, StateField, StateWrite, StoreError, Subscriber, SubscriberStore,
+    UdmState,
+};
+
+pub mod server;
 
 /// The migrations, in order: (version, SQL).
 const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_subscribers.sql"))];
@@ -74,7 +79,7 @@ const CACHE_MAX: usize = 1 << 20;
 /// its whole cache.
 const CHANGES_MAX: usize = 1 << 14;
 
-/// The notification channel of the trigger (migration 1).
+/// The notification channel of the trigger (the first migration).
 const CHANNEL: &str = "steer5g_subscribers";
 
 static NEXT_STORE: AtomicU64 = AtomicU64::new(1);
@@ -662,7 +667,7 @@ fn subscriber(c: &Conn, row: &Row) -> Result<Subscriber, StoreError> {
     let supi: String = c.get(row, 0)?;
     let corrupt = |what: &'static str| StoreError::Corrupt {
         supi: supi.clone(),
-        source: crate::subscriber::DecodeError::Invalid(what),
+        source: DecodeError::Invalid(what),
     };
     let fixed = |v: Vec<u8>, what: &'static str| -> Result<[u8; 16], StoreError> {
         v.try_into().map_err(|_| corrupt(what))
@@ -759,7 +764,7 @@ fn write(c: &mut Conn, sql: &'static str, sub: &Subscriber) -> Result<u64, Store
 
 /// One claim, in the caller's transaction or on its own.
 fn claim(c: &mut Conn, supi: &str, floor: u64, count: u64) -> Result<Claim, StoreError> {
-    let exhausted = || StoreError::Sqn(crate::sqn::SqnError::Exhausted(supi.to_string()));
+    let exhausted = || StoreError::Sqn(SqnError::Exhausted(supi.to_string()));
     // The same arithmetic as the other backends (claim_above), in SQL.
     let step = claim_above(supi, 0, 0, count)?.end;
     let step_sql = i64::try_from(step).map_err(|_| exhausted())?;
