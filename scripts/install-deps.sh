@@ -15,6 +15,7 @@ pkgs=(
   libusrsctp-dev                        # a real SCTP peer that no one here wrote
   valgrind                              # instruction counts
   postgresql-15                         # the subscriber store's PostgreSQL backend, under test
+  yamllint                              # the Kubernetes manifests of contrib/k8s
   bpftrace                              # the probe checked against an independent tracer
   systemd                               # systemd-analyze verify of contrib/systemd
   git ca-certificates

@@ -743,23 +743,29 @@ const SAVE_STATE: &str = "INSERT INTO udm_state (supi, amf_registration, auth_ev
 const READ_STATE: &str =
     "SELECT amf_registration::text, auth_event::text FROM udm_state WHERE supi = $1";
 
+impl Columns {
+    /// `$1..$10` of [`INSERT`], [`UPSERT`] and [`UPDATE`], in [`GET`]'s column order.
+    // `&String`: a `&str` cannot become a `&dyn ToSql` (str is unsized).
+    #[allow(clippy::ptr_arg)]
+    fn params<'a>(&'a self, supi: &'a String) -> [&'a (dyn ToSql + Sync); 10] {
+        [
+            supi,
+            &self.k,
+            &self.op_kind,
+            &self.op_or_opc,
+            &self.amf,
+            &self.sqn,
+            &self.slices,
+            &self.dnns,
+            &self.ambr_ul,
+            &self.ambr_dl,
+        ]
+    }
+}
+
 fn write(c: &mut Conn, sql: &'static str, sub: &Subscriber) -> Result<u64, StoreError> {
     let v = columns(sub)?;
-    c.execute(
-        sql,
-        &[
-            &sub.supi,
-            &v.k,
-            &v.op_kind,
-            &v.op_or_opc,
-            &v.amf,
-            &v.sqn,
-            &v.slices,
-            &v.dnns,
-            &v.ambr_ul,
-            &v.ambr_dl,
-        ],
-    )
+    c.execute(sql, &v.params(&sub.supi))
 }
 
 /// One claim, in the caller's transaction or on its own.
@@ -808,18 +814,7 @@ impl SubscriberStore for PgStore {
         let v = columns(sub)?;
         self.with(|c| {
             let st = c.statement(INSERT).map_err(|e| c.err(&e))?;
-            let params: [&(dyn ToSql + Sync); 10] = [
-                &sub.supi,
-                &v.k,
-                &v.op_kind,
-                &v.op_or_opc,
-                &v.amf,
-                &v.sqn,
-                &v.slices,
-                &v.dnns,
-                &v.ambr_ul,
-                &v.ambr_dl,
-            ];
+            let params = v.params(&sub.supi);
             match block_on(c.client.execute(&st, &params)) {
                 Ok(_) => Ok(()),
                 Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
