@@ -592,10 +592,21 @@ fn pg_error(target: &str, e: &tokio_postgres::Error) -> StoreError {
             matches!(class, "08" | "57" | "53")
         }
     };
+    // The driver's message ("error connecting to server") without its cause ("Connection
+    // refused") tells an operator too little.
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
     if unavailable {
-        StoreError::Unavailable(format!("{target}: {e}"))
+        StoreError::Unavailable(format!("{target}: {text}"))
     } else {
-        StoreError::Backend(format!("{target}: {e}"))
+        StoreError::Backend(format!("{target}: {text}"))
     }
 }
 
