@@ -209,8 +209,12 @@ fn amf_killed_under_load_gnbs_set_up_again_and_sessions_are_re_owned() {
     // again, or, when the new AMF could not carry the accept to a UE whose registration
     // the loss cut short (N1N2 transfer refused), given back with the new one. Either way
     // none is left (`held_at_stop` above), and every one created was released.
+    // Which of the two ways each session takes depends on where the kill lands in its UE's
+    // registration (a run on 2026-11-27 saw all four given back through the refused N1N2
+    // transfer, none released as a duplicate), so only their sum is asserted; the duplicate
+    // path has a test of its own (`crates/nf/tests/smf.rs`
+    // `a_pdu_session_id_asked_for_again_replaces_the_old_session`).
     let smf = &r["smf"];
-    assert!(num(smf, "smf.duplicates_released") >= 1, "{all}");
     assert!(
         num(smf, "smf.duplicates_released") + num(smf, "smf.n1n2_failed") >= UES,
         "{all}"
