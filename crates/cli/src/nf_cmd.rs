@@ -245,7 +245,7 @@ pub(crate) fn check_store(data_dir: &Path, init: bool, cfg: &Config) -> Result<(
 /// `--store` (or `STEER5G_STORE`) over the configuration's `store.url`, checked.
 pub(crate) fn store_url(flag: Option<&str>, cfg: &mut Config) -> Result<(), CliError> {
     if let Some(url) = flag {
-        if !store_pg::is_url(url) {
+        if !steer5g_config::services::is_store_url(url) {
             return Err(CliError::Usage(
                 "--store: expected postgres://USER@HOST:PORT/DB (or postgresql://)".to_owned(),
             ));

@@ -157,7 +157,7 @@ fn every_command_flag_and_variable_is_one_steer5g_takes() {
             }
             // A store URL is PostgreSQL's, at the Service the manifests define, on its port.
             if let Some(url) = args.iter().skip_while(|a| *a != "--store").nth(1) {
-                assert!(store_pg::is_url(url), "{name}: {url}");
+                assert!(steer5g_config::services::is_store_url(url), "{name}: {url}");
                 let host_port = url
                     .split_once('@')
                     .map_or("", |(_, r)| r.split('/').next().unwrap_or(""));

@@ -206,6 +206,12 @@ pub struct StoreConfig {
     pub url: Option<String>,
 }
 
+/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`), the only kind
+/// `store.url` takes.
+pub fn is_store_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
 /// A store URL fit for printing: a password in it (`user:password@`) becomes `***`.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -297,7 +303,7 @@ pub(crate) fn validate(c: &crate::Config) -> Result<(), ConfigError> {
         return Err(invalid("store.data_dir", "must name a directory"));
     }
     if let Some(url) = &c.store.url {
-        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        if !is_store_url(url) {
             // The value is not echoed: it may hold a password.
             return Err(invalid(
                 "store.url",

@@ -847,18 +847,23 @@ fn unconfirmed_context_expires() {
     assert_eq!(problem(&r), rejected(404, "CONTEXT_NOT_FOUND"));
 }
 
-#[test]
-fn uecm_registration_and_sdm_reads() {
-    let mut net = sharded(1);
-    let s = supi(12);
-    let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
-    let reg = serde_json::json!({
+/// The Amf3GppAccessRegistration our AMF (GUAMI 001/01 020040) sends.
+fn amf_registration() -> String {
+    serde_json::json!({
         "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
         "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
         "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
         "ratType": "NR"
     })
-    .to_string();
+    .to_string()
+}
+
+#[test]
+fn uecm_registration_and_sdm_reads() {
+    let mut net = sharded(1);
+    let s = supi(12);
+    let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
+    let reg = amf_registration();
     let r = net.udm(0, req(Method::PUT, &path, &reg));
     assert_eq!(r.status, StatusCode::CREATED);
     assert!(r.location().unwrap().ends_with(&path));
@@ -1275,13 +1280,7 @@ fn a_second_udm_instance_reads_the_uecm_registration_back() {
     };
     let s = supi(14);
     let path = format!("/nudm-uecm/v1/{s}/registrations/amf-3gpp-access");
-    let reg = serde_json::json!({
-        "amfInstanceId": "7c5d4a2e-0000-4000-8000-000000000005",
-        "deregCallbackUri": "http://127.0.0.5:7777/namf-callback/v1/dereg",
-        "guami": {"plmnId": {"mcc": "001", "mnc": "01"}, "amfId": "020040"},
-        "ratType": "NR"
-    })
-    .to_string();
+    let reg = amf_registration();
     let event = format!(
         r#"{{"nfInstanceId":"7c5d4a2e-0000-4000-8000-000000000011","success":true,"timeStamp":"2026-11-27T09:00:00Z","authType":"5G_AKA","servingNetworkName":"{SNN}"}}"#
     );

@@ -50,8 +50,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
-use store::backend::{check, claim_above, modified};
-use store::sqn::{Claim, PersistRequest, SqnError, SQN_MAX};
+use store::backend::{check, modified};
+use store::sqn::{sqn_after, Claim, PersistRequest, SqnError, SQN_MAX};
 use store::subscriber::DecodeError;
 use store::{
     FieldError, OpOrOpc, Snssai, StateField, StateWrite, StoreError, Subscriber, SubscriberStore,
@@ -155,11 +155,6 @@ impl ThreadCache {
         }
         self.seen = log.base + log.supis.len() as u64;
     }
-}
-
-/// Whether `s` names a PostgreSQL store (`postgres://` or `postgresql://`).
-pub fn is_url(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 /// Subscribers in a PostgreSQL database.
@@ -281,7 +276,7 @@ impl PgStore {
 
     /// Takes an IND of its own for this UDM instance (TS 33.102 Annex C.1.2): the lowest value
     /// of 0..=31 no live instance holds, leased for `ttl` and renewed by a thread until the
-    /// lease is dropped. [`StoreError::NotAllowed`] when 32 instances hold one already.
+    /// lease is dropped. [`StoreError::Backend`] when 32 live instances hold one already.
     pub fn lease_ind(&self, holder: &str, ttl: Duration) -> Result<IndLease, StoreError> {
         let ttl_s = ttl.as_secs_f64().max(1.0);
         let ind = self.with(|c| {
@@ -296,10 +291,10 @@ impl PgStore {
                     &[&holder],
                 )?;
                 let Some(row) = row else {
-                    return Err(StoreError::NotAllowed {
-                        supi: String::new(),
-                        reason: "all 32 IND values are leased by live UDM instances".to_owned(),
-                    });
+                    return Err(StoreError::Backend(format!(
+                        "{}: all 32 IND values are leased by live UDM instances",
+                        c.target
+                    )));
                 };
                 let ind: i16 = c.get(&row, 0)?;
                 c.execute(
@@ -783,7 +778,7 @@ fn write(c: &mut Conn, sql: &'static str, sub: &Subscriber) -> Result<u64, Store
 fn claim(c: &mut Conn, supi: &str, floor: u64, count: u64) -> Result<Claim, StoreError> {
     let exhausted = || StoreError::Sqn(SqnError::Exhausted(supi.to_string()));
     // The same arithmetic as the other backends (claim_above), in SQL.
-    let step = claim_above(supi, 0, 0, count)?.end;
+    let step = sqn_after(0, count).ok_or_else(exhausted)?;
     let step_sql = i64::try_from(step).map_err(|_| exhausted())?;
     let last_start = i64::try_from(SQN_MAX - step).map_err(|_| exhausted())?;
     let floor_sql = i64::try_from(floor.min(SQN_MAX)).unwrap_or(0);
