@@ -48,6 +48,9 @@ pub(crate) enum Command {
     /// Run the SMF alone: Nsmf_PDUSession over h2c, PFCP to the UPF (--upf), calling the
     /// UDM and the AMF (N1N2MessageTransfer) over h2c.
     Smf(crate::smf_cmd::SmfArgs),
+    /// Run the NRF: NF registration and heartbeats, discovery, status notifications and
+    /// OAuth2 access tokens (TS 29.510), on 127.0.0.10:7777.
+    Nrf(crate::nrf_cmd::NrfArgs),
     /// Run the core: AMF, AUSF and UDM in one process
     Core(crate::core_cmd::CoreArgs),
     /// Run gNB emulators against an AMF: NG Setup, and with --subscribers the UE load

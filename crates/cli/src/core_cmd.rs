@@ -35,6 +35,8 @@ pub(crate) struct CoreArgs {
     pub(crate) network: NetworkArgs,
     #[command(flatten)]
     pub(crate) listen: N2ListenArgs,
+    #[command(flatten)]
+    pub(crate) nrf: crate::nrf_agent::NrfUseArgs,
     /// Worker threads, each with one shard of every NF.
     #[arg(long, default_value_t = 1, env = "STEER5G_WORKERS")]
     pub(crate) workers: u16,
@@ -321,7 +323,15 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     if let (Some(s), Some(a)) = (core.listening().smf, core.listening().amf) {
         tracing::info!("SBI listening: SMF {s}, AMF {a} (Nsmf, N1N2MessageTransfer)");
     }
+    let agent = match &args.nrf.nrf {
+        Some(_) => crate::nrf_agent::profiles_of(&core, args.workers, &cfg)
+            .and_then(|p| args.nrf.register(p))?,
+        None => None,
+    };
     crate::nf_cmd::wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     let report = crate::nf_cmd::stop(core)?;
     print_report(global, &report, args.state == StateArg::Locked)
 }

@@ -14,6 +14,8 @@ mod exit;
 mod lab_cmd;
 mod n2;
 mod nf_cmd;
+mod nrf_agent;
+mod nrf_cmd;
 mod probe_cmd;
 mod ran_cmd;
 mod report;
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
         Command::Ausf(args) => nf_cmd::run_ausf(&cli.global, args),
         Command::Udm(args) => nf_cmd::run_udm(&cli.global, args),
+        Command::Nrf(args) => nrf_cmd::run(&cli.global, args),
         Command::Smf(args) => smf_cmd::run(&cli.global, args),
         Command::Core(args) => core_cmd::run(&cli.global, args),
         Command::Ran(args) => ran_cmd::run(&cli.global, args),

@@ -47,6 +47,8 @@ pub(crate) struct NfRunArgs {
     pub(crate) metrics: MetricsArgs,
     #[command(flatten)]
     pub(crate) limits: crate::cli::LimitArgs,
+    #[command(flatten)]
+    pub(crate) nrf: crate::nrf_agent::NrfUseArgs,
     /// Log every NGAP, NAS, SBI and PFCP message of this subscriber (repeat for several),
     /// at INFO under `steer5g::trace`, secrets redacted.
     #[arg(long, value_name = "SUPI", value_parser = parse_trace_supi)]
@@ -344,6 +346,18 @@ pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<Core
     }
 }
 
+/// With `--nrf`, registers the NFs `core` hosts, announcing `--workers`.
+pub(crate) fn register(
+    run: &NfRunArgs,
+    core: &CoreHandle,
+    cfg: &Config,
+) -> Result<Option<crate::nrf_agent::Agent>, CliError> {
+    if run.nrf.nrf.is_none() {
+        return Ok(None);
+    }
+    crate::nrf_agent::profiles_of(core, run.workers, cfg).and_then(|p| run.nrf.register(p))
+}
+
 /// Stops the core and collects its counters.
 pub(crate) fn stop(core: CoreHandle) -> Result<CoreReport, CliError> {
     tracing::info!("stopping");
@@ -425,20 +439,29 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Ausf, format!("http://{a}"));
     }
-    if let Some(u) = &args.udm {
-        set_peer(&mut opts.directory, NfType::Udm, u)?;
+    match &args.udm {
+        Some(u) => set_peer(&mut opts.directory, NfType::Udm, u)?,
+        None => args
+            .run
+            .nrf
+            .discover(NfType::Ausf, &[NfType::Udm], &mut opts.directory)?,
     }
     let udm = opts
         .directory
         .base_uri(NfType::Udm)
         .unwrap_or_default()
         .to_owned();
+    let cfg = opts.config.clone();
     let core = start(opts, &args.run.metrics)?;
     let at = core.listening().ausf;
     if let Some(a) = at {
         tracing::info!("SBI listening: AUSF {a} (UDM at {udm})");
     }
+    let agent = register(&args.run, &core, &cfg)?;
     wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     let r = stop(core)?;
     let a = r.ausf_total();
     if global.json {
@@ -493,12 +516,17 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
         opts.directory.set(NfType::Udm, format!("http://{a}"));
     }
     opts.provisioning = provisioning;
+    let cfg = opts.config.clone();
     let core = start(opts, &args.run.metrics)?;
     let at = core.listening().udm;
     if let Some(a) = at {
         tracing::info!("SBI listening: UDM {a} (data dir {})", data_dir.display());
     }
+    let agent = register(&args.run, &core, &cfg)?;
     wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     let r = stop(core)?;
     let u = r.udm_total();
     let c = r.counters_total();

@@ -116,12 +116,18 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Smf, format!("http://{a}"));
     }
-    if let Some(u) = &args.amf {
-        nf_cmd::set_peer(&mut opts.directory, NfType::Amf, u)?;
+    let mut wanted = Vec::new();
+    match &args.amf {
+        Some(u) => nf_cmd::set_peer(&mut opts.directory, NfType::Amf, u)?,
+        None => wanted.push(NfType::Amf),
     }
-    if let Some(u) = &args.udm {
-        nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
+    match &args.udm {
+        Some(u) => nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?,
+        None => wanted.push(NfType::Udm),
     }
+    args.run
+        .nrf
+        .discover(NfType::Smf, &wanted, &mut opts.directory)?;
     let mut smf = SmfOptions {
         slices,
         // A new stamp even when killed and started again within a second, so that the UPF
@@ -155,12 +161,17 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         opts.directory.base_uri(NfType::Amf).unwrap_or("?"),
         opts.directory.base_uri(NfType::Udm).unwrap_or("?"),
     );
+    let cfg = opts.config.clone();
     let core = nf_cmd::start(opts, &args.run.metrics)?;
     let at = core.listening().smf;
     if let Some(a) = at {
         tracing::info!("SBI listening: SMF {a} ({peers})");
     }
+    let agent = nf_cmd::register(&args.run, &core, &cfg)?;
     nf_cmd::wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     let r = nf_cmd::stop(core)?;
     let s = r.smf_total();
     let c = r.counters_total();

@@ -603,14 +603,7 @@ pub fn udr_provisioning(data: &[u8]) {
     }
     let api = Provisioning::new(store);
     let [m, r, rest @ ..] = data else { return };
-    let method = [
-        http::Method::GET,
-        http::Method::POST,
-        http::Method::PUT,
-        http::Method::PATCH,
-        http::Method::DELETE,
-    ][usize::from(*m) % 5]
-        .clone();
+    let method = fuzz_method(*m);
     let resource = [
         String::new(),
         "/import".to_owned(),
@@ -621,13 +614,7 @@ pub fn udr_provisioning(data: &[u8]) {
         "/imsi-001010000000002".to_owned(),
     ][usize::from(*r) % 7]
         .clone();
-    let (query, body) = match rest.iter().position(|&b| b == 0xfe) {
-        Some(i) => (
-            Some(String::from_utf8_lossy(&rest[..i]).into_owned()),
-            &rest[i + 1..],
-        ),
-        None => (None, rest),
-    };
+    let (query, body) = query_and_body(rest);
     let req = sbi::SbiRequest {
         method,
         path: format!("{PREFIX}{resource}"),
@@ -662,5 +649,108 @@ pub fn udr_provisioning(data: &[u8]) {
         let k = "5a".repeat(16);
         let body = String::from_utf8_lossy(&out.response.body);
         assert!(!body.contains(&k), "K left without reveal");
+    }
+}
+
+/// The NRF's requests: NFRegister, NFUpdate, NFDeregister, subscriptions, discovery and the
+/// token endpoint, on arbitrary bodies and queries after a valid registration. Every answer
+/// is a status with a JSON body; a refusal changes no stored profile.
+pub fn nrf_request(data: &[u8]) {
+    use nf::nrf::{Nrf, NrfConfig, TokenIssuer, NNRF_DISC, NNRF_NFM, OAUTH2_TOKEN};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant, SystemTime};
+    const ID: &str = "11111111-1111-4111-8111-111111111111";
+    static KEY: OnceLock<Option<(String, String)>> = OnceLock::new();
+    let Some((private, public)) = KEY.get_or_init(|| sbi::oauth::generate_key_pair().ok()) else {
+        return;
+    };
+    let (Ok(signer), Ok(client)) = (
+        sbi::oauth::Signer::from_pem(private.as_bytes(), None),
+        sbi::oauth::PublicKey::from_pem(public.as_bytes()),
+    ) else {
+        return;
+    };
+    let issuer = TokenIssuer {
+        signer,
+        clients: [(ID.to_owned(), client)].into_iter().collect(),
+        lifetime_s: 60,
+    };
+    let mut nrf = Nrf::new(NrfConfig::default(), Some(issuer));
+    let (t0, wall) = (Instant::now(), SystemTime::now());
+    let profile = serde_json::json!({
+        "nfInstanceId": ID, "nfType": "AUSF", "nfStatus": "REGISTERED",
+        "ipv4Addresses": ["127.0.0.11"]
+    });
+    let put = sbi::SbiRequest {
+        method: http::Method::PUT,
+        path: format!("{NNRF_NFM}/nf-instances/{ID}"),
+        query: None,
+        body: bytes::Bytes::from(profile.to_string()),
+        content_type: Some("application/json".into()),
+    };
+    let headers = http::HeaderMap::new();
+    let _ = nrf.handle(t0, wall, &put, &headers);
+    let [m, r, rest @ ..] = data else { return };
+    let method = fuzz_method(*m);
+    let path = [
+        format!("{NNRF_NFM}/nf-instances/{ID}"),
+        format!("{NNRF_NFM}/nf-instances"),
+        format!("{NNRF_NFM}/subscriptions"),
+        format!("{NNRF_NFM}/subscriptions/00000001"),
+        format!("{NNRF_DISC}/nf-instances"),
+        OAUTH2_TOKEN.to_owned(),
+    ][usize::from(*r) % 6]
+        .clone();
+    let (query, body) = query_and_body(rest);
+    let content_type = [
+        "application/json",
+        "application/json-patch+json",
+        "application/x-www-form-urlencoded",
+    ][usize::from(*m >> 4) % 3];
+    let req = sbi::SbiRequest {
+        method,
+        path,
+        query,
+        body: bytes::Bytes::copy_from_slice(body),
+        content_type: Some(content_type.into()),
+    };
+    let before: Vec<_> = nrf.profiles().cloned().collect();
+    let out = nrf.handle(t0 + Duration::from_secs(1), wall, &req, &headers);
+    let status = out.status.as_u16();
+    assert!((200..600).contains(&status), "status {status}");
+    if !out.body.is_empty() {
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&out.body).is_ok(),
+            "an answer that is not JSON"
+        );
+    }
+    if status >= 400 {
+        let after: Vec<_> = nrf.profiles().cloned().collect();
+        assert_eq!(before, after, "a refused request changed a profile");
+    }
+    nrf.handle_timeout(t0 + Duration::from_secs(60));
+    while nrf.poll_notification().is_some() {}
+}
+
+/// The method a fuzz input's byte picks for an SBI request.
+fn fuzz_method(m: u8) -> http::Method {
+    [
+        http::Method::GET,
+        http::Method::POST,
+        http::Method::PUT,
+        http::Method::PATCH,
+        http::Method::DELETE,
+    ][usize::from(m) % 5]
+        .clone()
+}
+
+/// A fuzz input's query (the bytes before a 0xfe, if any) and body (the rest).
+fn query_and_body(rest: &[u8]) -> (Option<String>, &[u8]) {
+    match rest.iter().position(|&b| b == 0xfe) {
+        Some(i) => (
+            Some(String::from_utf8_lossy(&rest[..i]).into_owned()),
+            &rest[i + 1..],
+        ),
+        None => (None, rest),
     }
 }

@@ -23,7 +23,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, StatusCode, Uri};
+use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -285,6 +285,31 @@ impl SbiClient {
         content_type: &str,
         owner: Option<Owner>,
     ) -> Result<SbiResponse, SbiError> {
+        self.request_with(
+            agent,
+            method,
+            uri,
+            body,
+            content_type,
+            &HeaderMap::new(),
+            owner,
+        )
+        .await
+    }
+
+    /// [`SbiClient::request_as`] with `extra` headers, e.g. `Authorization` with an access
+    /// token, or the `3gpp-Sbi-Client-Credentials` of a token request.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn request_with(
+        &self,
+        agent: Option<&'static str>,
+        method: Method,
+        uri: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        extra: &HeaderMap,
+        owner: Option<Owner>,
+    ) -> Result<SbiResponse, SbiError> {
         let uri: Uri = uri
             .parse()
             .map_err(|_| SbiError::InvalidUri(uri.to_owned()))?;
@@ -324,6 +349,9 @@ impl SbiClient {
             }
             if let Some(a) = agent {
                 h.insert(header::USER_AGENT, HeaderValue::from_static(a));
+            }
+            for (k, v) in extra {
+                h.insert(k, v.clone());
             }
             r
         };

@@ -15,7 +15,9 @@
 //! - [`paths`]: resource URIs and a router with path variables.
 //! - [`validate`]: checks of request bodies, path variables and query parameters against the
 //!   OpenAPI rules and the 3GPP ranges, and the 400 problem that names what is wrong.
-//! - [`discovery`]: static NF directory (no NRF yet).
+//! - [`discovery`]: the static NF directory, and the one filled from NRF discovery.
+//! - [`oauth`]: the NRF's signed access tokens, their check by a server, and the client
+//!   credentials assertion of a token request.
 //! - [`pool`]: shard-aware source-port placement, so that each request reaches the server
 //!   worker owning its state through the server's `sk_reuseport` program.
 //!
@@ -27,6 +29,7 @@ pub mod discovery;
 pub mod message;
 pub mod model;
 pub mod multipart;
+pub mod oauth;
 pub mod paths;
 pub mod pool;
 pub mod problem;

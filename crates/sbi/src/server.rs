@@ -34,6 +34,18 @@ use crate::problem::PROBLEM_JSON;
 pub trait Handler: 'static {
     /// Answers one request.
     fn handle(&self, req: SbiRequest) -> impl Future<Output = SbiResponse>;
+
+    /// Answers one request whose headers the handler reads (the NRF's token endpoint reads
+    /// `3gpp-Sbi-Client-Credentials`). By default the headers are dropped: the NFs' requests
+    /// cross workers, and carry only what their procedures use.
+    fn handle_with_headers(
+        &self,
+        req: SbiRequest,
+        headers: &http::HeaderMap,
+    ) -> impl Future<Output = SbiResponse> {
+        let _ = headers;
+        self.handle(req)
+    }
 }
 
 impl<F, Fut> Handler for F
@@ -84,6 +96,7 @@ pub struct Server<H> {
     stats: Rc<ServerStats>,
     max_body: usize,
     max_streams: u32,
+    tokens: Option<Rc<crate::oauth::TokenPolicy>>,
 }
 
 /// SETTINGS_MAX_CONCURRENT_STREAMS a [`Server`] advertises unless told otherwise: many UEs'
@@ -99,7 +112,15 @@ impl<H: Handler> Server<H> {
             stats: Rc::new(ServerStats::default()),
             max_body: DEFAULT_MAX_BODY,
             max_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            tokens: None,
         }
+    }
+
+    /// Requires an NRF-issued access token on every request (TS 33.501 §13.4.1.1): a request
+    /// without a valid one is answered 401 or 403 (RFC 6750 §3) before the handler sees it.
+    pub fn require_tokens(mut self, policy: crate::oauth::TokenPolicy) -> Self {
+        self.tokens = Some(Rc::new(policy));
+        self
     }
 
     /// Sets SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §6.5.2), the streams a peer may have
@@ -149,11 +170,19 @@ impl<H: Handler> Server<H> {
             let handler = self.handler.clone();
             let stats = self.stats.clone();
             let max_body = self.max_body;
+            let tokens = self.tokens.clone();
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let handler = handler.clone();
                 let stats = stats.clone();
+                let tokens = tokens.clone();
                 async move {
                     stats.requests.set(stats.requests.get() + 1);
+                    if let Some(t) = &tokens {
+                        if let Err(d) = t.check(req.headers(), req.uri().path()) {
+                            tracing::warn!(target: "sbi::refusal", %peer, operation = %format_args!("{} {}", req.method(), mask_identities(req.uri().path())), ?d, "SBI request without a valid access token");
+                            return Ok::<_, Infallible>(into_http(d.response()));
+                        }
+                    }
                     Ok::<_, Infallible>(dispatch(&*handler, req, max_body, peer).await)
                 }
             });
@@ -206,7 +235,7 @@ async fn dispatch<H: Handler>(
         content_type,
     };
     let (method, path) = (sbi.method.clone(), sbi.path.clone());
-    let response = handler.handle(sbi).await;
+    let response = handler.handle_with_headers(sbi, &parts.headers).await;
     if response.status == StatusCode::BAD_REQUEST {
         log_refusal(peer, &method, &path, &response);
     }

@@ -529,3 +529,162 @@ fn yaml_examples_of_the_spec_decode_into_our_models() {
     let r: AuthenticationInfoResult = serde_json::from_value(raw.clone()).unwrap();
     assert_eq!(to_json(&r), raw);
 }
+
+const NFM: &str = "TS29510_Nnrf_NFManagement.yaml";
+const DISC: &str = "TS29510_Nnrf_NFDiscovery.yaml";
+const TOKEN: &str = "TS29510_Nnrf_AccessToken.yaml";
+
+/// The profile an NF registers: every member steer5g fills.
+fn nf_profile() -> NfProfile {
+    let svc = NfService {
+        service_instance_id: "1".into(),
+        service_name: "nausf-auth".into(),
+        versions: vec![NfServiceVersion {
+            api_version_in_uri: "v1".into(),
+            api_full_version: "1.0.0".into(),
+        }],
+        scheme: "http".into(),
+        nf_service_status: NF_REGISTERED.into(),
+        fqdn: None,
+        ip_end_points: Some(vec![IpEndPoint {
+            ipv4_address: Some("127.0.0.11".into()),
+            transport: Some("TCP".into()),
+            port: Some(7777),
+        }]),
+        api_prefix: None,
+        other: Default::default(),
+    };
+    let mut custom = serde_json::Map::new();
+    custom.insert(CUSTOM_WORKERS.into(), json!(2));
+    let slice = Snssai { sst: 1, sd: None };
+    NfProfile {
+        nf_instance_id: AUSF_ID.into(),
+        nf_type: "AUSF".into(),
+        nf_status: NF_REGISTERED.into(),
+        heart_beat_timer: Some(10),
+        plmn_list: Some(vec![PlmnId::new("001", "01").unwrap()]),
+        s_nssais: Some(vec![slice]),
+        fqdn: None,
+        ipv4_addresses: Some(vec!["127.0.0.11".into()]),
+        allowed_nf_types: Some(vec!["AMF".into()]),
+        priority: Some(1),
+        capacity: Some(100),
+        load: Some(0),
+        udm_info: None,
+        ausf_info: Some(SupiServingInfo {
+            group_id: None,
+            supi_ranges: Some(vec![SupiRange {
+                start: Some("001010000000000".into()),
+                end: Some("001010000009999".into()),
+                pattern: None,
+            }]),
+            routing_indicators: Some(vec!["0000".into()]),
+            other: Default::default(),
+        }),
+        amf_info: Some(AmfInfo {
+            amf_set_id: "001".into(),
+            amf_region_id: "02".into(),
+            guami_list: vec![guami()],
+            other: Default::default(),
+        }),
+        smf_info: Some(SmfInfo {
+            s_nssai_smf_info_list: vec![SnssaiDnnItem {
+                s_nssai: slice,
+                dnn_smf_info_list: Some(vec![DnnItem {
+                    dnn: "internet".into(),
+                }]),
+                dnn_upf_info_list: None,
+            }],
+            other: Default::default(),
+        }),
+        upf_info: Some(UpfInfo {
+            s_nssai_upf_info_list: vec![SnssaiDnnItem {
+                s_nssai: slice,
+                dnn_smf_info_list: None,
+                dnn_upf_info_list: Some(vec![DnnItem {
+                    dnn: "internet".into(),
+                }]),
+            }],
+            other: Default::default(),
+        }),
+        custom_info: Some(custom),
+        nf_services: Some(vec![svc]),
+        other: Default::default(),
+    }
+}
+
+#[test]
+fn nnrf_bodies_validate() {
+    if !openapi::present("nnrf_bodies_validate") {
+        return;
+    }
+    let p = to_json(&nf_profile());
+    // `ExtSnssai` (sNssais, smfInfo, upfInfo) is an allOf, which the closed validator cannot
+    // follow: the whole profile is checked open, and its parts without an ExtSnssai closed,
+    // so that a misspelt member still fails.
+    SchemaValidator::open_component(NFM, "NFProfile").assert_valid(&p);
+    let mut closed = p.clone();
+    for k in ["sNssais", "smfInfo", "upfInfo"] {
+        closed.as_object_mut().unwrap().remove(k);
+    }
+    SchemaValidator::component(NFM, "NFProfile").assert_valid(&closed);
+    let mut misspelt = closed.clone();
+    misspelt["ipv4Adresses"] = json!(["127.0.0.11"]);
+    SchemaValidator::component(NFM, "NFProfile").assert_invalid(&misspelt);
+    // The discovery answer's profile is NFDiscovery's NFProfile, without heartBeatTimer.
+    let mut d = p.clone();
+    d.as_object_mut().unwrap().remove("heartBeatTimer");
+    SchemaValidator::open_component(DISC, "SearchResult").assert_valid(&to_json(&SearchResult {
+        validity_period: 30,
+        nf_instances: vec![d],
+        ignored_query_params: Some(vec!["tai".into()]),
+    }));
+    let sub = SubscriptionData {
+        nf_status_notification_uri: "http://127.0.0.5:7777/nnrf-notify".into(),
+        req_nf_instance_id: Some(AMF_ID.into()),
+        subscr_cond: Some(json!({ "nfType": "AUSF" })),
+        subscription_id: Some("00000001".into()),
+        validity_time: Some("2026-11-28T12:00:00Z".into()),
+        req_notif_events: Some(vec![EVENT_PROFILE_CHANGED.into()]),
+        req_nf_type: Some("AMF".into()),
+    };
+    SchemaValidator::component(NFM, "SubscriptionData").assert_valid(&to_json(&sub));
+    let n = SchemaValidator::open_component(NFM, "NotificationData");
+    let notified = |profile: Value| NotificationData {
+        event: EVENT_PROFILE_CHANGED.into(),
+        nf_instance_uri: format!("http://127.0.0.10:7777/nnrf-nfm/v1/nf-instances/{AUSF_ID}"),
+        nf_profile: Some(profile),
+    };
+    // A notification does not tell who may discover the instance.
+    n.assert_invalid(&to_json(&notified(p.clone())));
+    n.assert_valid(&to_json(&notified(notified_profile(&p))));
+    n.assert_valid(&to_json(&NotificationData {
+        event: EVENT_DEREGISTERED.into(),
+        nf_instance_uri: format!("http://127.0.0.10:7777/nnrf-nfm/v1/nf-instances/{AUSF_ID}"),
+        nf_profile: None,
+    }));
+    // NF_REGISTERED needs the profile: the validator sees it missing.
+    n.assert_invalid(&json!({ "event": EVENT_REGISTERED, "nfInstanceUri": "http://x/y" }));
+    SchemaValidator::component(TOKEN, "AccessTokenRsp").assert_valid(&to_json(&AccessTokenRsp {
+        access_token: "a.b.c".into(),
+        token_type: "Bearer".into(),
+        expires_in: Some(3600),
+        scope: Some("nausf-auth".into()),
+    }));
+    SchemaValidator::component(TOKEN, "AccessTokenErr").assert_valid(&to_json(&AccessTokenErr {
+        error: "invalid_client".into(),
+        error_description: Some("no assertion".into()),
+    }));
+    let claims = sbi::oauth::AccessTokenClaims {
+        iss: "00000000-0000-4000-8000-00000000000a".into(),
+        sub: AMF_ID.into(),
+        aud: sbi::oauth::Audience::One("AUSF".into()),
+        scope: "nausf-auth".into(),
+        exp: 4_000_000_000,
+        iat: Some(3_999_990_000),
+    };
+    let mut c = to_json(&claims);
+    // `iat` is ours (RFC 7519); the 3GPP claims schema does not list it.
+    c.as_object_mut().unwrap().remove("iat");
+    SchemaValidator::component(TOKEN, "AccessTokenClaims").assert_valid(&c);
+}

@@ -82,16 +82,23 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     // The AMF keeps no subscriber data: no data dir.
     let mut opts = nf_cmd::options(&args.run, NfSet::AMF, PathBuf::new(), cfg.clone());
     opts.always_auth = args.always_auth;
-    if let Some(u) = &args.ausf {
-        nf_cmd::set_peer(&mut opts.directory, NfType::Ausf, u)?;
+    // A peer named by its flag is used as named; the others are discovered with --nrf.
+    let mut wanted = Vec::new();
+    match &args.ausf {
+        Some(u) => nf_cmd::set_peer(&mut opts.directory, NfType::Ausf, u)?,
+        None => wanted.push(NfType::Ausf),
     }
-    if let Some(u) = &args.udm {
-        nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?;
+    match &args.udm {
+        Some(u) => nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?,
+        None => wanted.push(NfType::Udm),
     }
     if let Some(u) = &args.smf {
         nf_cmd::set_peer(&mut opts.directory, NfType::Smf, u)?;
         opts.smf_sbi = steer5g_core::SbiMode::H2c;
     }
+    args.run
+        .nrf
+        .discover(NfType::Amf, &wanted, &mut opts.directory)?;
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Amf, format!("http://{a}"));
     }
@@ -121,7 +128,11 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         };
         tracing::info!("N2 listening: {what} ({peers})");
     }
+    let agent = nf_cmd::register(&args.run, &core, &cfg)?;
     nf_cmd::wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     let r = nf_cmd::stop(core)?;
     let reports = transport_reports(&r, &listening);
     let amf = r.amf_total();

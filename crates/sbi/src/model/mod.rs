@@ -8,6 +8,7 @@
 
 mod ausf;
 mod common;
+mod nrf;
 mod smf;
 mod udm;
 
@@ -18,6 +19,12 @@ pub use ausf::{
 pub use common::{
     Ambr, Guami, HexBytes, HexError, InvalidParam, Link, LinksValue, PlmnId, PlmnIdNid,
     ProblemDetails, RatType, Snssai,
+};
+pub use nrf::{
+    notified_profile, AccessTokenErr, AccessTokenRsp, AmfInfo, DnnItem, IpEndPoint, NfProfile,
+    NfService, NfServiceVersion, NotificationData, SearchResult, SmfInfo, SnssaiDnnItem,
+    SubscriptionData, SupiRange, SupiServingInfo, UpfInfo, CUSTOM_WORKERS, EVENT_DEREGISTERED,
+    EVENT_PROFILE_CHANGED, EVENT_REGISTERED, NF_REGISTERED, NF_SUSPENDED, NF_UNDISCOVERABLE,
 };
 pub use smf::{
     Arp, DnnConfiguration, N1MessageContainer, N1N2MessageTransferReqData,

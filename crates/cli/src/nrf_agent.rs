@@ -1,0 +1,485 @@
+//! An NF process's side of the NRF (`--nrf URI`): its peers found by Nnrf_NFDiscovery before
+//! it starts, and its profiles registered (NFRegister), kept alive by heartbeats (NFUpdate)
+//! on the period the NRF assigns, registered again when the NRF has forgotten them (404),
+//! and deregistered when the process stops.
+//!
+//! Profiles advertise the address each NF serves on, never 0.0.0.0, and the worker count
+//! (`customInfo.steer5gWorkers`) that the peers' shard-aware pools use.
+
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::Args;
+use http::{Method, StatusCode};
+use sbi::model::{
+    AmfInfo, DnnItem, Guami, HexBytes, IpEndPoint, NfProfile, NfService, NfServiceVersion, PlmnId,
+    PlmnIdNid, SearchResult, SmfInfo, Snssai, SnssaiDnnItem, CUSTOM_WORKERS, NF_REGISTERED,
+};
+use sbi::{ClientConfig, NfType, SbiClient, StaticDirectory};
+use serde_json::{json, Map};
+use steer5g_config::Config;
+
+use crate::exit::CliError;
+
+/// `--nrf`: where the NF registers and discovers.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct NrfUseArgs {
+    /// Register with the NRF at this base URI (e.g. http://127.0.0.10:7777) and find the
+    /// NFs this one calls through it (default: the static addresses of the configuration).
+    #[arg(long, value_name = "URI", env = "STEER5G_NRF")]
+    pub(crate) nrf: Option<String>,
+    /// How long to wait at start for the NRF to know every NF this one calls.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "nrf")]
+    pub(crate) nrf_wait: f64,
+}
+
+impl NrfUseArgs {
+    /// The NRF's base URI, checked.
+    fn uri(&self) -> Result<Option<String>, CliError> {
+        match &self.nrf {
+            None => Ok(None),
+            Some(u) if u.starts_with("http://") && u.len() > 7 => {
+                Ok(Some(u.trim_end_matches('/').to_owned()))
+            }
+            Some(u) => Err(CliError::Usage(format!(
+                "--nrf {u}: an http:// URI is needed (the SBI is h2c)"
+            ))),
+        }
+    }
+
+    /// Fills `dir` with the instances of `targets` the NRF knows, as `requester` sees them;
+    /// waits up to `--nrf-wait` for each type to have one. Without `--nrf`, nothing.
+    pub(crate) fn discover(
+        &self,
+        requester: NfType,
+        targets: &[NfType],
+        dir: &mut StaticDirectory,
+    ) -> Result<(), CliError> {
+        let Some(nrf) = self.uri()? else {
+            return Ok(());
+        };
+        let wait = Duration::try_from_secs_f64(self.nrf_wait)
+            .map_err(|_| CliError::Usage("--nrf-wait: a non-negative number".into()))?;
+        let rt = runtime()?;
+        let client = client();
+        let deadline = Instant::now() + wait;
+        for &t in targets {
+            let uri = format!(
+                "{nrf}/nnrf-disc/v1/nf-instances?target-nf-type={t}&requester-nf-type={requester}"
+            );
+            let found = loop {
+                let last = match rt.block_on(discover_once(&client, &uri)) {
+                    Ok(Some(p)) => break p,
+                    Ok(None) => format!("no {t} is registered"),
+                    Err(e) => e,
+                };
+                if Instant::now() >= deadline {
+                    return Err(CliError::Failed(format!(
+                        "NRF at {nrf}: {last} (after {:.0} s; start the {t} first, or raise --nrf-wait)",
+                        self.nrf_wait
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            };
+            let base = found.base_uri().ok_or_else(|| {
+                CliError::Failed(format!(
+                    "the {t} profile {} names no address",
+                    found.nf_instance_id
+                ))
+            })?;
+            tracing::info!(nf = %t, instance = %found.nf_instance_id, %base, workers = ?found.workers(), "discovered through the NRF");
+            dir.set(t, base);
+            if let Some(w) = found.workers() {
+                dir.set_workers(t, w);
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers `profiles` and keeps them alive until [`Agent::stop`]. Without `--nrf`,
+    /// `None`.
+    pub(crate) fn register(&self, profiles: Vec<NfProfile>) -> Result<Option<Agent>, CliError> {
+        let Some(nrf) = self.uri()? else {
+            return Ok(None);
+        };
+        Agent::start(nrf, profiles).map(Some)
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))
+}
+
+fn client() -> SbiClient {
+    SbiClient::new(ClientConfig {
+        timeout: Duration::from_secs(2),
+        ..ClientConfig::default()
+    })
+}
+
+/// The preferred registered instance of one discovery: lowest priority value, then highest
+/// capacity (TS 29.510 §6.1.6.2.2).
+async fn discover_once(client: &SbiClient, uri: &str) -> Result<Option<NfProfile>, String> {
+    let r = client
+        .request_as(
+            Some(AGENT),
+            Method::GET,
+            uri,
+            None,
+            "application/json",
+            None,
+        )
+        .await
+        .map_err(|e| format!("no answer ({e})"))?;
+    if r.status != StatusCode::OK {
+        return Err(format!("discovery answered {}", r.status));
+    }
+    let s: SearchResult =
+        serde_json::from_slice(&r.body).map_err(|e| format!("discovery answer: {e}"))?;
+    let mut found: Vec<NfProfile> = s
+        .nf_instances
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .filter(|p: &NfProfile| p.nf_status == NF_REGISTERED)
+        .collect();
+    found.sort_by_key(|p| {
+        (
+            p.priority.unwrap_or(u16::MAX),
+            std::cmp::Reverse(p.capacity.unwrap_or(0)),
+        )
+    });
+    Ok(found.into_iter().next())
+}
+
+/// The `User-Agent` of the agent's requests: the process's NFs register through it.
+const AGENT: &str = "steer5g-nrf-agent";
+
+/// Registrations kept alive by a thread of their own.
+pub(crate) struct Agent {
+    stop: mpsc::Sender<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Agent {
+    fn start(nrf: String, profiles: Vec<NfProfile>) -> Result<Agent, CliError> {
+        let (stop_tx, stop_rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("nrf-agent".into())
+            .spawn(move || {
+                let Ok(rt) = runtime() else {
+                    let _ = ready_tx.send(Err("cannot start a runtime".to_owned()));
+                    return;
+                };
+                rt.block_on(keep_alive(nrf, profiles, ready_tx, stop_rx));
+            })
+            .map_err(|e| CliError::Failed(format!("cannot start the NRF agent: {e}")))?;
+        match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(Agent {
+                stop: stop_tx,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(CliError::Failed(e))
+            }
+            Err(_) => Err(CliError::Failed(
+                "the NRF did not answer the registration within 10 s".into(),
+            )),
+        }
+    }
+
+    /// Deregisters the profiles (NFDeregister) and ends the thread.
+    pub(crate) fn stop(mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn instance_uri(nrf: &str, id: &str) -> String {
+    format!("{nrf}/nnrf-nfm/v1/nf-instances/{id}")
+}
+
+/// PUTs one profile; the heartbeat period the NRF assigned.
+async fn put(client: &SbiClient, nrf: &str, p: &NfProfile) -> Result<Duration, String> {
+    let body = serde_json::to_vec(p).map_err(|e| e.to_string())?;
+    let r = client
+        .request_as(
+            Some(AGENT),
+            Method::PUT,
+            &instance_uri(nrf, &p.nf_instance_id),
+            Some(Bytes::from(body)),
+            "application/json",
+            None,
+        )
+        .await
+        .map_err(|e| format!("NRF at {nrf}: no answer ({e})"))?;
+    if !r.status.is_success() {
+        return Err(format!(
+            "NRF at {nrf} refused the {} profile: {} {}",
+            p.nf_type,
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        ));
+    }
+    let stored: NfProfile = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+    tracing::info!(nf = %p.nf_type, instance = %p.nf_instance_id, %nrf, "registered with the NRF");
+    Ok(Duration::from_secs(u64::from(
+        stored.heart_beat_timer.unwrap_or(10).max(1),
+    )))
+}
+
+async fn keep_alive(
+    nrf: String,
+    profiles: Vec<NfProfile>,
+    ready: mpsc::Sender<Result<(), String>>,
+    stop: mpsc::Receiver<()>,
+) {
+    let client = client();
+    let mut period = Duration::from_secs(10);
+    for p in &profiles {
+        match put(&client, &nrf, p).await {
+            Ok(d) => period = period.min(d),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    }
+    let _ = ready.send(Ok(()));
+    let patch =
+        Bytes::from_static(br#"[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]"#);
+    // Heartbeats at half the period: a late one must not cost the registration.
+    let beat = period / 2;
+    let mut next = tokio::time::Instant::now() + beat;
+    loop {
+        while tokio::time::Instant::now() < next {
+            if stop.try_recv().is_ok() {
+                for p in &profiles {
+                    let uri = instance_uri(&nrf, &p.nf_instance_id);
+                    match client
+                        .request_as(
+                            Some(AGENT),
+                            Method::DELETE,
+                            &uri,
+                            None,
+                            "application/json",
+                            None,
+                        )
+                        .await
+                    {
+                        Ok(r) if r.status.is_success() => {
+                            tracing::info!(nf = %p.nf_type, instance = %p.nf_instance_id, "deregistered from the NRF")
+                        }
+                        Ok(r) => {
+                            tracing::warn!(nf = %p.nf_type, status = %r.status, "NRF refused the deregistration")
+                        }
+                        Err(e) => {
+                            tracing::warn!(nf = %p.nf_type, error = %e, "NRF did not answer the deregistration")
+                        }
+                    }
+                }
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        next += beat;
+        for p in &profiles {
+            let uri = instance_uri(&nrf, &p.nf_instance_id);
+            let r = client
+                .request_as(
+                    Some(AGENT),
+                    Method::PATCH,
+                    &uri,
+                    Some(patch.clone()),
+                    "application/json-patch+json",
+                    None,
+                )
+                .await;
+            match r {
+                Ok(r) if r.status.is_success() => {}
+                // The NRF forgot us (it restarted): register again (TS 29.510 §5.2.2.3.2).
+                Ok(r) if r.status == StatusCode::NOT_FOUND => {
+                    tracing::warn!(nf = %p.nf_type, "NRF no longer knows this instance: registering again");
+                    if let Err(e) = put(&client, &nrf, p).await {
+                        tracing::warn!(error = %e, "registration again failed");
+                    }
+                }
+                Ok(r) => tracing::warn!(nf = %p.nf_type, status = %r.status, "heartbeat refused"),
+                Err(e) => tracing::warn!(nf = %p.nf_type, error = %e, "heartbeat not answered"),
+            }
+        }
+    }
+}
+
+/// The services an NF type offers, as TS 29.510 names them.
+fn services(t: NfType) -> &'static [&'static str] {
+    match t {
+        NfType::Amf => &["namf-comm"],
+        NfType::Ausf => &["nausf-auth"],
+        NfType::Udm => &["nudm-ueau", "nudm-uecm", "nudm-sdm"],
+        NfType::Smf => &["nsmf-pdusession"],
+        _ => &[],
+    }
+}
+
+/// The profile of an NF of type `t` serving at `addr` with `workers` workers.
+pub(crate) fn profile(
+    t: NfType,
+    addr: SocketAddr,
+    workers: u16,
+    cfg: &Config,
+) -> Result<NfProfile, CliError> {
+    if addr.ip().is_unspecified() {
+        return Err(CliError::Usage(format!(
+            "the {t} listens on {addr}: a profile must name an address peers can reach, not 0.0.0.0"
+        )));
+    }
+    let ip = addr.ip().to_string();
+    let plmn = PlmnId {
+        mcc: cfg.plmn.mcc.clone(),
+        mnc: cfg.plmn.mnc.clone(),
+    };
+    let slices: Vec<Snssai> = cfg
+        .amf
+        .slices
+        .iter()
+        .map(|s| Snssai {
+            sst: s.sst,
+            sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
+        })
+        .collect();
+    let nf_services = services(t)
+        .iter()
+        .enumerate()
+        .map(|(i, name)| NfService {
+            service_instance_id: format!("{}", i + 1),
+            service_name: (*name).to_owned(),
+            versions: vec![NfServiceVersion {
+                api_version_in_uri: if *name == "nudm-sdm" { "v2" } else { "v1" }.into(),
+                api_full_version: "1.0.0".into(),
+            }],
+            scheme: "http".into(),
+            nf_service_status: NF_REGISTERED.into(),
+            fqdn: None,
+            ip_end_points: Some(vec![IpEndPoint {
+                ipv4_address: Some(ip.clone()),
+                transport: Some("TCP".into()),
+                port: Some(addr.port()),
+            }]),
+            api_prefix: None,
+            other: Map::new(),
+        })
+        .collect();
+    let mut custom = Map::new();
+    custom.insert(CUSTOM_WORKERS.into(), json!(workers));
+    let mut p = NfProfile {
+        nf_instance_id: uuid::Uuid::new_v4().to_string(),
+        nf_type: t.as_str().into(),
+        nf_status: NF_REGISTERED.into(),
+        heart_beat_timer: None,
+        plmn_list: Some(vec![plmn.clone()]),
+        s_nssais: (!slices.is_empty()).then(|| slices.clone()),
+        fqdn: None,
+        ipv4_addresses: Some(vec![ip]),
+        allowed_nf_types: None,
+        priority: None,
+        capacity: None,
+        load: None,
+        udm_info: None,
+        ausf_info: None,
+        amf_info: None,
+        smf_info: None,
+        upf_info: None,
+        custom_info: Some(custom),
+        nf_services: Some(nf_services),
+        other: Map::new(),
+    };
+    match t {
+        NfType::Amf => {
+            let a = &cfg.amf;
+            let id =
+                (u32::from(a.region_id) << 16) | (u32::from(a.set_id) << 6) | u32::from(a.pointer);
+            let amf_id: HexBytes<3> = format!("{id:06x}")
+                .parse()
+                .map_err(|_| CliError::Usage("amf: region, set and pointer out of range".into()))?;
+            p.amf_info = Some(AmfInfo {
+                amf_set_id: format!("{:03x}", a.set_id),
+                amf_region_id: format!("{:02x}", a.region_id),
+                guami_list: vec![Guami {
+                    plmn_id: PlmnIdNid {
+                        mcc: plmn.mcc,
+                        mnc: plmn.mnc,
+                        nid: None,
+                    },
+                    amf_id,
+                }],
+                other: Map::new(),
+            });
+        }
+        NfType::Smf if !slices.is_empty() => {
+            p.smf_info = Some(SmfInfo {
+                s_nssai_smf_info_list: slices
+                    .iter()
+                    .map(|s| SnssaiDnnItem {
+                        s_nssai: *s,
+                        dnn_smf_info_list: Some(
+                            cfg.smf
+                                .dnns
+                                .iter()
+                                .map(|d| DnnItem {
+                                    // `NAME=NET/LEN`: the DNN is the name.
+                                    dnn: d.split('=').next().unwrap_or(d).to_owned(),
+                                })
+                                .collect(),
+                        ),
+                        dnn_upf_info_list: None,
+                    })
+                    .collect(),
+                other: Map::new(),
+            });
+        }
+        _ => {}
+    }
+    Ok(p)
+}
+
+/// The profiles of the NFs `core` hosts, at the addresses it listens on: one instance per NF.
+pub(crate) fn profiles_of(
+    core: &steer5g_core::CoreHandle,
+    workers: u16,
+    cfg: &Config,
+) -> Result<Vec<NfProfile>, CliError> {
+    let l = core.listening();
+    let mut out = Vec::new();
+    // An AMF without a Namf listener still registers (AMF sets, GUAMI routing): its N2
+    // address, and no service.
+    if !l.n2.is_empty() || l.amf.is_some() {
+        let addr = l
+            .amf
+            .unwrap_or_else(|| SocketAddr::new(std::net::IpAddr::V4(cfg.n2.addr), 7777));
+        let mut p = profile(NfType::Amf, addr, workers, cfg)?;
+        if l.amf.is_none() {
+            p.nf_services = None;
+        }
+        out.push(p);
+    }
+    for (t, a) in [
+        (NfType::Ausf, l.ausf),
+        (NfType::Udm, l.udm),
+        (NfType::Smf, l.smf),
+    ] {
+        if let Some(a) = a {
+            out.push(profile(t, a, workers, cfg)?);
+        }
+    }
+    Ok(out)
+}
