@@ -313,6 +313,16 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     crate::nf_cmd::check_store(&data_dir, args.init, &cfg)?;
     opts.provisioning = args.provisioning.resolve(&cfg.provisioning)?;
     opts.trace_supis = args.trace_supi.clone();
+    args.nrf.apply_tokens(
+        &mut opts,
+        sbi::NfType::Amf,
+        &[
+            sbi::NfType::Amf,
+            sbi::NfType::Ausf,
+            sbi::NfType::Udm,
+            sbi::NfType::Smf,
+        ],
+    )?;
     let core = crate::nf_cmd::start(opts, &args.metrics)?;
     for (kind, addr) in &core.listening().n2 {
         tracing::info!("N2 listening: {kind} {addr}");

@@ -446,6 +446,9 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
             .nrf
             .discover(NfType::Ausf, &[NfType::Udm], &mut opts.directory)?,
     }
+    args.run
+        .nrf
+        .apply_tokens(&mut opts, NfType::Ausf, &[NfType::Ausf])?;
     let udm = opts
         .directory
         .base_uri(NfType::Udm)
@@ -516,6 +519,9 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
         opts.directory.set(NfType::Udm, format!("http://{a}"));
     }
     opts.provisioning = provisioning;
+    args.run
+        .nrf
+        .apply_tokens(&mut opts, NfType::Udm, &[NfType::Udm])?;
     let cfg = opts.config.clone();
     let core = start(opts, &args.run.metrics)?;
     let at = core.listening().udm;

@@ -7,6 +7,7 @@
 //! (`customInfo.steer5gWorkers`) that the peers' shard-aware pools use.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,6 +35,29 @@ pub(crate) struct NrfUseArgs {
     /// How long to wait at start for the NRF to know every NF this one calls.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "nrf")]
     pub(crate) nrf_wait: f64,
+    /// The NF instance ID this process registers (its first NF's, in `core`) and names in
+    /// its token requests [default: a fresh UUID per start].
+    #[arg(
+        long,
+        value_name = "UUID",
+        env = "STEER5G_NF_INSTANCE_ID",
+        requires = "nrf"
+    )]
+    pub(crate) nf_instance_id: Option<String>,
+    /// Private key (PEM, P-256) this instance proves itself to the NRF with: every SBI call
+    /// then carries an access token from the NRF (the NRF holds the public half in its
+    /// --client-keys). Needs --nf-instance-id.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "STEER5G_NRF_CLIENT_KEY",
+        requires = "nf_instance_id"
+    )]
+    pub(crate) nrf_client_key: Option<PathBuf>,
+    /// Require an access token signed by the NRF on every SBI request this process serves
+    /// (401/403 otherwise); FILE is the NRF's public key (its data dir's nrf-signing.pub.pem).
+    #[arg(long, value_name = "FILE", env = "STEER5G_REQUIRE_TOKENS")]
+    pub(crate) require_tokens: Option<PathBuf>,
 }
 
 impl NrfUseArgs {
@@ -100,12 +124,54 @@ impl NrfUseArgs {
     }
 
     /// Registers `profiles` and keeps them alive until [`Agent::stop`]. Without `--nrf`,
-    /// `None`.
-    pub(crate) fn register(&self, profiles: Vec<NfProfile>) -> Result<Option<Agent>, CliError> {
+    /// `None`. The first profile takes `--nf-instance-id`.
+    pub(crate) fn register(&self, mut profiles: Vec<NfProfile>) -> Result<Option<Agent>, CliError> {
         let Some(nrf) = self.uri()? else {
             return Ok(None);
         };
+        if let (Some(id), Some(first)) = (&self.nf_instance_id, profiles.first_mut()) {
+            first.nf_instance_id = id.clone();
+        }
         Agent::start(nrf, profiles).map(Some)
+    }
+
+    /// Sets the process's token options: its calls carry tokens (`--nrf-client-key`), its
+    /// listeners require them (`--require-tokens`). `primary` is the NF type the instance
+    /// ID is registered as; `served` the types whose tokens the listeners accept.
+    pub(crate) fn apply_tokens(
+        &self,
+        opts: &mut steer5g_core::CoreOptions,
+        primary: NfType,
+        served: &[NfType],
+    ) -> Result<(), CliError> {
+        if let Some(id) = &self.nf_instance_id {
+            sbi::validate::rules::uuid(id)
+                .map_err(|r| CliError::Usage(format!("--nf-instance-id {id}: {r}")))?;
+        }
+        if let (Some(key), Some(nrf)) = (&self.nrf_client_key, self.uri()?) {
+            let pem = std::fs::read(key)
+                .map_err(|e| CliError::Usage(format!("--nrf-client-key {}: {e}", key.display())))?;
+            let id = self.nf_instance_id.clone().unwrap_or_default();
+            let credentials = sbi::oauth::ClientCredentials::new(id, &pem)
+                .map_err(|e| CliError::Usage(format!("--nrf-client-key {}: {e}", key.display())))?;
+            opts.oauth_client = Some(steer5g_core::tokens::OauthClientOptions {
+                nrf,
+                credentials,
+                nf_type: primary,
+            });
+        }
+        if let Some(file) = &self.require_tokens {
+            let pem = std::fs::read(file).map_err(|e| {
+                CliError::Usage(format!("--require-tokens {}: {e}", file.display()))
+            })?;
+            let key = sbi::oauth::PublicKey::from_pem(&pem).map_err(|e| {
+                CliError::Usage(format!("--require-tokens {}: {e}", file.display()))
+            })?;
+            let mut audiences: Vec<String> = served.iter().map(|t| t.as_str().to_owned()).collect();
+            audiences.extend(self.nf_instance_id.clone());
+            opts.require_tokens = Some(sbi::oauth::TokenPolicy::new(key, audiences));
+        }
+        Ok(())
     }
 }
 
@@ -320,17 +386,6 @@ async fn keep_alive(
     }
 }
 
-/// The services an NF type offers, as TS 29.510 names them.
-fn services(t: NfType) -> &'static [&'static str] {
-    match t {
-        NfType::Amf => &["namf-comm"],
-        NfType::Ausf => &["nausf-auth"],
-        NfType::Udm => &["nudm-ueau", "nudm-uecm", "nudm-sdm"],
-        NfType::Smf => &["nsmf-pdusession"],
-        _ => &[],
-    }
-}
-
 /// The profile of an NF of type `t` serving at `addr` with `workers` workers.
 pub(crate) fn profile(
     t: NfType,
@@ -357,7 +412,8 @@ pub(crate) fn profile(
             sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
         })
         .collect();
-    let nf_services = services(t)
+    let nf_services = t
+        .service_names()
         .iter()
         .enumerate()
         .map(|(i, name)| NfService {

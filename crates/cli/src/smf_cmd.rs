@@ -128,6 +128,9 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     args.run
         .nrf
         .discover(NfType::Smf, &wanted, &mut opts.directory)?;
+    args.run
+        .nrf
+        .apply_tokens(&mut opts, NfType::Smf, &[NfType::Smf])?;
     let mut smf = SmfOptions {
         slices,
         // A new stamp even when killed and started again within a second, so that the UPF

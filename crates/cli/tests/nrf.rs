@@ -350,3 +350,128 @@ fn bad_input_gets_the_protocols_errors_and_tokens_open_a_guarded_server() {
     assert_eq!(num(&n, "tokens_refused"), 1, "{n}");
     assert_eq!(num(&n, "registrations"), 1, "{n}");
 }
+
+/// The UDM and the AUSF require tokens; the AUSF and the AMF get theirs from the NRF with a
+/// client credentials assertion. UEs register; an AMF without a key is refused by the AUSF.
+#[test]
+fn separate_nfs_call_each_other_with_tokens_from_the_nrf() {
+    const AMF: &str = "7c7c7c7c-1111-4222-8333-444455556666";
+    const AUSF: &str = "8d8d8d8d-1111-4222-8333-444455556666";
+    let scratch = Scratch::new("nrf-nf-tokens");
+    let (dir, csv) = provision(&scratch, 10);
+    let path = |p: &str| scratch.0.join(p).display().to_string();
+    let (nrf_dir, clients) = (path("nrf-data"), path("clients"));
+    std::fs::create_dir_all(&clients).unwrap();
+    for (id, name) in [(AMF, "amf"), (AUSF, "ausf")] {
+        let (private, public) = oauth::generate_key_pair().unwrap();
+        std::fs::write(format!("{clients}/{id}.pub.pem"), public).unwrap();
+        std::fs::write(path(&format!("{name}.pem")), private).unwrap();
+    }
+    let (amf_key, ausf_key) = (path("amf.pem"), path("ausf.pem"));
+    let nrf_uri = "http://127.0.0.227:7777";
+    let nrf = start(
+        &[
+            "nrf",
+            "--sbi-addr",
+            "127.0.0.227:7777",
+            "--data-dir",
+            &nrf_dir,
+            "--client-keys",
+            &clients,
+        ],
+        "NRF listening",
+    );
+    let nrf_public = format!("{nrf_dir}/nrf-signing.pub.pem");
+    let guarded = [
+        "--nrf",
+        nrf_uri,
+        "--no-metrics",
+        "--require-tokens",
+        &nrf_public,
+    ];
+    let mut args = vec!["udm", "--data-dir", &dir, "--sbi-addr", "127.0.0.228:7777"];
+    args.extend_from_slice(&guarded);
+    let udm = start(&args, "registered with the NRF");
+    let mut args = vec![
+        "ausf",
+        "--sbi-addr",
+        "127.0.0.229:7777",
+        "--nf-instance-id",
+        AUSF,
+        "--nrf-client-key",
+        &ausf_key,
+    ];
+    args.extend_from_slice(&guarded);
+    let ausf = start(&args, "registered with the NRF");
+    let amf = start(
+        &[
+            "amf",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            "127.0.0.230",
+            "--udp-port",
+            "19830",
+            "--nrf",
+            nrf_uri,
+            "--no-metrics",
+            "--nf-instance-id",
+            AMF,
+            "--nrf-client-key",
+            &amf_key,
+        ],
+        "registered with the NRF",
+    );
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.230:19830",
+        &["--local-addr", "127.0.0.230", "--ues", "5", "--count", "10"],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(num(&v, "procedures.registration.completed"), 10, "{v}");
+
+    // An AMF with no key sends no token: the AUSF refuses it, the UEs are rejected.
+    let rogue = start(
+        &[
+            "amf",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            "127.0.0.231",
+            "--udp-port",
+            "19831",
+            "--nrf",
+            nrf_uri,
+            "--no-metrics",
+        ],
+        "registered with the NRF",
+    );
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        "127.0.0.231:19831",
+        &["--local-addr", "127.0.0.231", "--ues", "2", "--count", "2"],
+        RUN_TIMEOUT,
+    );
+    assert_ne!(done.code(), Some(0), "{v}");
+    assert_eq!(num(&v, "procedures.registration.completed"), 0, "{v}");
+    assert!(
+        ausf.stderr_so_far()
+            .contains("without a valid access token"),
+        "{}",
+        ausf.stderr_so_far()
+    );
+    let r = stop("amf", rogue);
+    assert_eq!(num(&r, "registration.registrations"), 0, "{r}");
+    let a = stop("amf", amf);
+    assert_eq!(num(&a, "call_failures"), 0, "{a}");
+    let au = stop("ausf", ausf);
+    assert!(num(&au, "ausf.successes") >= 10, "{au}");
+    stop("udm", udm);
+    let n = stop("nrf", nrf);
+    // AMF → AUSF, AMF → UDM, AUSF → UDM: one token each, reused for every later call.
+    assert_eq!(num(&n, "tokens_granted"), 3, "{n}");
+    assert_eq!(num(&n, "tokens_refused"), 0, "{n}");
+}

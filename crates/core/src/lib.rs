@@ -64,6 +64,7 @@ mod n2;
 mod persist;
 pub mod provisioning;
 mod settings;
+pub mod tokens;
 mod worker;
 
 use std::net::{SocketAddr, SocketAddrV4};
@@ -229,6 +230,11 @@ pub struct CoreOptions {
     pub provisioning: Option<provisioning::ProvisioningOptions>,
     /// The SUPIs whose NGAP, NAS, SBI and PFCP messages are logged (`--trace-supi`).
     pub trace_supis: Vec<String>,
+    /// Attach an NRF-issued access token to every h2c call (TS 33.501 §13.4.1); `None`
+    /// sends none.
+    pub oauth_client: Option<tokens::OauthClientOptions>,
+    /// Require such a token on every request the h2c listeners read; `None` requires none.
+    pub require_tokens: Option<sbi::oauth::TokenPolicy>,
     /// Kernel steering of the SBI listener groups and the N2 UDP encapsulation group
     /// (`--require-bpf` is [`BpfPolicy::Require`]). Defaults to [`BpfPolicy::Require`] when
     /// the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting reaches
@@ -317,6 +323,8 @@ impl CoreOptions {
             metrics: None,
             provisioning: None,
             trace_supis: Vec::new(),
+            oauth_client: None,
+            require_tokens: None,
             sbi_pool: true,
             smf: None,
             smf_sbi: SbiMode::Inproc,
@@ -1002,6 +1010,8 @@ impl Core {
             n2_amf: nf_cfgs.n2.clone(),
             nfs: opts.nfs,
             short_connections: opts.short_connections,
+            oauth_client: opts.oauth_client.clone(),
+            require_tokens: opts.require_tokens.clone(),
             n2_config: opts.config.n2.clone(),
             n2_raw,
             n2_udp: Mutex::new(n2_udp_sockets),

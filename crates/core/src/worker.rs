@@ -102,6 +102,10 @@ pub(crate) struct Shared {
     pub(crate) n2_amf: AmfN2Config,
     pub(crate) nfs: NfSet,
     pub(crate) short_connections: bool,
+    /// How calls get their access tokens, if they carry any.
+    pub(crate) oauth_client: Option<crate::tokens::OauthClientOptions>,
+    /// What the h2c listeners require of a request's token, if anything.
+    pub(crate) require_tokens: Option<sbi::oauth::TokenPolicy>,
     pub(crate) n2_config: N2Config,
     /// Whether worker 0 opens the raw IP N2 socket.
     pub(crate) n2_raw: bool,
@@ -152,6 +156,8 @@ struct Worker<P: Placement> {
     rx: LocalRx,
     tx: LocalTx,
     client: Rc<SbiClient>,
+    /// This worker's access tokens, when calls carry them.
+    tokens: Option<Rc<crate::tokens::Tokens>>,
     replies: Replies,
     /// Hops that met a full queue, in order, sent again next turn; bounded.
     outbox: Outbox,
@@ -220,9 +226,14 @@ impl<P: Placement> Worker<P> {
             timeout: shared.host.sbi_timeouts.longest(),
             ..sbi::ClientConfig::default()
         }));
+        let tokens = shared
+            .oauth_client
+            .clone()
+            .map(|o| Rc::new(crate::tokens::Tokens::new(o)));
         Self {
             id: ctx.id,
             workers: ctx.workers,
+            tokens,
             mesh: ctx.mesh,
             stop: ctx.stop,
             host,
@@ -263,9 +274,12 @@ impl<P: Placement> Worker<P> {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
                     let tx = self.tx.clone();
-                    let server =
+                    let mut server =
                         sbi::Server::new(l, move |req| serve(tx.clone(), nf, steered, req))
                             .max_concurrent_streams(self.shared.sbi_max_streams);
+                    if let Some(p) = &self.shared.require_tokens {
+                        server = server.require_tokens(p.clone());
+                    }
                     tokio::task::spawn_local(server.run());
                 }
                 Err(e) => tracing::error!(worker = self.id.0, %nf, error = %e, "SBI listener"),

@@ -58,6 +58,19 @@ impl NfType {
             .find(|t| t.as_str().eq_ignore_ascii_case(s))
     }
 
+    /// The services an instance of this type offers, as TS 29.510 `ServiceName` spells them
+    /// (the NRF profile's `nfServices`, the scope of an access token for it).
+    pub fn service_names(self) -> &'static [&'static str] {
+        match self {
+            NfType::Amf => &["namf-comm"],
+            NfType::Ausf => &["nausf-auth"],
+            NfType::Udm => &["nudm-ueau", "nudm-uecm", "nudm-sdm"],
+            NfType::Udr => &["nudr-dr"],
+            NfType::Nrf => &["nnrf-nfm", "nnrf-disc"],
+            NfType::Smf => &["nsmf-pdusession"],
+        }
+    }
+
     /// The default SBI base URI of the loopback address plan.
     pub fn default_base_uri(self) -> &'static str {
         match self {

@@ -99,6 +99,9 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     args.run
         .nrf
         .discover(NfType::Amf, &wanted, &mut opts.directory)?;
+    args.run
+        .nrf
+        .apply_tokens(&mut opts, NfType::Amf, &[NfType::Amf])?;
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Amf, format!("http://{a}"));
     }

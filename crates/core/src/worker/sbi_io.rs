@@ -55,20 +55,39 @@ impl<P: Placement> Worker<P> {
         // own call and its PFCP retransmissions.
         let deadline = self.shared.host.call_timeout(c.nf);
         let client = self.client.clone();
+        let tokens = self.tokens.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
             let got = match uri {
                 Some(uri) => {
-                    let call = client.request_as(
-                        Some(c.call.user_agent()),
-                        c.method,
-                        &uri,
-                        (!c.body.is_empty()).then_some(c.body),
-                        c.content_type,
-                        c.owner,
-                    );
+                    let call = async {
+                        let mut extra = http::HeaderMap::new();
+                        if let Some(t) = &tokens {
+                            let v = t.bearer(c.nf).await?;
+                            extra.insert(http::header::AUTHORIZATION, v);
+                        }
+                        let r = client
+                            .request_with(
+                                Some(c.call.user_agent()),
+                                c.method,
+                                &uri,
+                                (!c.body.is_empty()).then_some(c.body),
+                                c.content_type,
+                                &extra,
+                                c.owner,
+                            )
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        // A refused token is fetched again for the next call.
+                        if r.status == http::StatusCode::UNAUTHORIZED {
+                            if let Some(t) = &tokens {
+                                t.forget(c.nf);
+                            }
+                        }
+                        Ok::<_, String>(r)
+                    };
                     match tokio::time::timeout(deadline, call).await {
-                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Ok(r) => r,
                         Err(_) => Err(format!("no answer within {deadline:?}")),
                     }
                 }

@@ -469,6 +469,7 @@ fn tokens_need_a_valid_assertion_and_a_producer_of_the_scope() {
     );
     let claims = policy
         .check(&h, "/nausf-auth/v1/ue-authentications")
+        .unwrap()
         .unwrap();
     assert_eq!(claims.sub, AMF_1);
     assert_eq!(claims.iss, NrfConfig::default().instance_id);
