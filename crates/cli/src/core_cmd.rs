@@ -335,7 +335,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
     }
     let agent = match &args.nrf.nrf {
         Some(_) => crate::nrf_agent::profiles_of(&core, args.workers, &cfg)
-            .and_then(|p| args.nrf.register(p))?,
+            .and_then(|p| args.nrf.register(p, None))?,
         None => None,
     };
     crate::nf_cmd::wait_for_stop(limit)?;

@@ -346,16 +346,24 @@ pub(crate) fn start(mut opts: CoreOptions, metrics: &MetricsArgs) -> Result<Core
     }
 }
 
-/// With `--nrf`, registers the NFs `core` hosts, announcing `--workers`.
+/// With `--nrf`, registers the NFs `core` hosts, announcing `--workers`, and keeps the
+/// instances of `targets` (the peers it discovered, as `requester`) current in its workers.
 pub(crate) fn register(
     run: &NfRunArgs,
     core: &CoreHandle,
     cfg: &Config,
+    requester: NfType,
+    targets: &[NfType],
 ) -> Result<Option<crate::nrf_agent::Agent>, CliError> {
     if run.nrf.nrf.is_none() {
         return Ok(None);
     }
-    crate::nrf_agent::profiles_of(core, run.workers, cfg).and_then(|p| run.nrf.register(p))
+    let watch = (!targets.is_empty()).then(|| crate::nrf_agent::Watch {
+        updater: core.peer_updater(),
+        requester,
+        targets: targets.to_vec(),
+    });
+    crate::nrf_agent::profiles_of(core, run.workers, cfg).and_then(|p| run.nrf.register(p, watch))
 }
 
 /// Stops the core and collects its counters.
@@ -439,13 +447,14 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
     if let Some(a) = args.sbi_addr {
         opts.directory.set(NfType::Ausf, format!("http://{a}"));
     }
-    match &args.udm {
-        Some(u) => set_peer(&mut opts.directory, NfType::Udm, u)?,
-        None => args
-            .run
-            .nrf
-            .discover(NfType::Ausf, &[NfType::Udm], &mut opts.directory)?,
-    }
+    let watched: &[NfType] = match &args.udm {
+        Some(u) => {
+            set_peer(&mut opts.directory, NfType::Udm, u)?;
+            &[]
+        }
+        None => &[NfType::Udm],
+    };
+    args.run.nrf.discover(NfType::Ausf, watched, &mut opts)?;
     args.run
         .nrf
         .apply_tokens(&mut opts, NfType::Ausf, &[NfType::Ausf])?;
@@ -460,7 +469,7 @@ pub(crate) fn run_ausf(global: &Global, args: &AusfArgs) -> Result<(), CliError>
     if let Some(a) = at {
         tracing::info!("SBI listening: AUSF {a} (UDM at {udm})");
     }
-    let agent = register(&args.run, &core, &cfg)?;
+    let agent = register(&args.run, &core, &cfg, NfType::Ausf, watched)?;
     wait_for_stop(limit)?;
     if let Some(a) = agent {
         a.stop();
@@ -528,7 +537,7 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
     if let Some(a) = at {
         tracing::info!("SBI listening: UDM {a} (data dir {})", data_dir.display());
     }
-    let agent = register(&args.run, &core, &cfg)?;
+    let agent = register(&args.run, &core, &cfg, NfType::Udm, &[])?;
     wait_for_stop(limit)?;
     if let Some(a) = agent {
         a.stop();

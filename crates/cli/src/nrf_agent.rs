@@ -19,7 +19,7 @@ use sbi::model::{
     AmfInfo, DnnItem, Guami, HexBytes, IpEndPoint, NfProfile, NfService, NfServiceVersion, PlmnId,
     PlmnIdNid, SearchResult, SmfInfo, Snssai, SnssaiDnnItem, CUSTOM_WORKERS, NF_REGISTERED,
 };
-use sbi::{ClientConfig, NfType, SbiClient, StaticDirectory};
+use sbi::{ClientConfig, NfType, SbiClient, SbiRequest, SbiResponse};
 use serde_json::{json, Map};
 use steer5g_config::Config;
 
@@ -74,13 +74,14 @@ impl NrfUseArgs {
         }
     }
 
-    /// Fills `dir` with the instances of `targets` the NRF knows, as `requester` sees them;
-    /// waits up to `--nrf-wait` for each type to have one. Without `--nrf`, nothing.
+    /// Fills `opts` with the instances of `targets` the NRF knows, as `requester` sees them
+    /// (the directory's address is the preferred one; calls fail over to the others); waits
+    /// up to `--nrf-wait` for each type to have one. Without `--nrf`, nothing.
     pub(crate) fn discover(
         &self,
         requester: NfType,
         targets: &[NfType],
-        dir: &mut StaticDirectory,
+        opts: &mut steer5g_core::CoreOptions,
     ) -> Result<(), CliError> {
         let Some(nrf) = self.uri()? else {
             return Ok(());
@@ -91,15 +92,13 @@ impl NrfUseArgs {
         let client = client();
         let deadline = Instant::now() + wait;
         for &t in targets {
-            let uri = format!(
-                "{nrf}/nnrf-disc/v1/nf-instances?target-nf-type={t}&requester-nf-type={requester}"
-            );
             let found = loop {
-                let last = match rt.block_on(discover_once(&client, &uri)) {
-                    Ok(Some(p)) => break p,
-                    Ok(None) => format!("no {t} is registered"),
-                    Err(e) => e,
-                };
+                let last =
+                    match rt.block_on(discover_once(&client, &search_uri(&nrf, t, requester))) {
+                        Ok(p) if !p.is_empty() => break p,
+                        Ok(_) => format!("no {t} is registered"),
+                        Err(e) => e,
+                    };
                 if Instant::now() >= deadline {
                     return Err(CliError::Failed(format!(
                         "NRF at {nrf}: {last} (after {:.0} s; start the {t} first, or raise --nrf-wait)",
@@ -108,31 +107,38 @@ impl NrfUseArgs {
                 }
                 std::thread::sleep(Duration::from_millis(200));
             };
-            let base = found.base_uri().ok_or_else(|| {
-                CliError::Failed(format!(
+            let bases = bases_of(&found);
+            let Some(first) = bases.first() else {
+                return Err(CliError::Failed(format!(
                     "the {t} profile {} names no address",
-                    found.nf_instance_id
-                ))
-            })?;
-            tracing::info!(nf = %t, instance = %found.nf_instance_id, %base, workers = ?found.workers(), "discovered through the NRF");
-            dir.set(t, base);
-            if let Some(w) = found.workers() {
-                dir.set_workers(t, w);
+                    found[0].nf_instance_id
+                )));
+            };
+            tracing::info!(nf = %t, instances = ?bases, workers = ?found[0].workers(), "discovered through the NRF");
+            opts.directory.set(t, first.clone());
+            if let Some(w) = found[0].workers() {
+                opts.directory.set_workers(t, w);
             }
+            opts.peers.insert(t, bases);
         }
         Ok(())
     }
 
-    /// Registers `profiles` and keeps them alive until [`Agent::stop`]. Without `--nrf`,
+    /// Registers `profiles` and keeps them alive until [`Agent::stop`]; with `watch`, also
+    /// follows the NRF's notifications about the peer types it names. Without `--nrf`,
     /// `None`. The first profile takes `--nf-instance-id`.
-    pub(crate) fn register(&self, mut profiles: Vec<NfProfile>) -> Result<Option<Agent>, CliError> {
+    pub(crate) fn register(
+        &self,
+        mut profiles: Vec<NfProfile>,
+        watch: Option<Watch>,
+    ) -> Result<Option<Agent>, CliError> {
         let Some(nrf) = self.uri()? else {
             return Ok(None);
         };
         if let (Some(id), Some(first)) = (&self.nf_instance_id, profiles.first_mut()) {
             first.nf_instance_id = id.clone();
         }
-        Agent::start(nrf, profiles).map(Some)
+        Agent::start(nrf, profiles, watch).map(Some)
     }
 
     /// Sets the process's token options: its calls carry tokens (`--nrf-client-key`), its
@@ -189,9 +195,9 @@ fn client() -> SbiClient {
     })
 }
 
-/// The preferred registered instance of one discovery: lowest priority value, then highest
-/// capacity (TS 29.510 §6.1.6.2.2).
-async fn discover_once(client: &SbiClient, uri: &str) -> Result<Option<NfProfile>, String> {
+/// The registered instances of one discovery, preferred first: lowest priority value, then
+/// highest capacity (TS 29.510 §6.1.6.2.2).
+async fn discover_once(client: &SbiClient, uri: &str) -> Result<Vec<NfProfile>, String> {
     let r = client
         .request_as(
             Some(AGENT),
@@ -220,21 +226,47 @@ async fn discover_once(client: &SbiClient, uri: &str) -> Result<Option<NfProfile
             std::cmp::Reverse(p.capacity.unwrap_or(0)),
         )
     });
-    Ok(found.into_iter().next())
+    Ok(found)
+}
+
+/// The discovery URI for `target` as `requester`.
+fn search_uri(nrf: &str, target: NfType, requester: NfType) -> String {
+    format!("{nrf}/nnrf-disc/v1/nf-instances?target-nf-type={target}&requester-nf-type={requester}")
+}
+
+/// The base URIs of `profiles`, in their order.
+fn bases_of(profiles: &[NfProfile]) -> Vec<String> {
+    profiles.iter().filter_map(NfProfile::base_uri).collect()
 }
 
 /// The `User-Agent` of the agent's requests: the process's NFs register through it.
 const AGENT: &str = "steer5g-nrf-agent";
 
+/// What a registered process watches: the peer types it calls, whose instances it keeps
+/// current in its workers from the NRF's notifications and from discovery again every
+/// validity period.
+pub(crate) struct Watch {
+    /// Replaces a type's instances in every worker.
+    pub(crate) updater: steer5g_core::PeerUpdater,
+    /// The NF type the process calls as.
+    pub(crate) requester: NfType,
+    /// The types it calls.
+    pub(crate) targets: Vec<NfType>,
+}
+
 /// Registrations kept alive by a thread of their own.
 pub(crate) struct Agent {
-    stop: mpsc::Sender<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Agent {
-    fn start(nrf: String, profiles: Vec<NfProfile>) -> Result<Agent, CliError> {
-        let (stop_tx, stop_rx) = mpsc::channel();
+    fn start(
+        nrf: String,
+        profiles: Vec<NfProfile>,
+        watch: Option<Watch>,
+    ) -> Result<Agent, CliError> {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("nrf-agent".into())
@@ -243,12 +275,13 @@ impl Agent {
                     let _ = ready_tx.send(Err("cannot start a runtime".to_owned()));
                     return;
                 };
-                rt.block_on(keep_alive(nrf, profiles, ready_tx, stop_rx));
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, keep_alive(nrf, profiles, watch, ready_tx, stop_rx));
             })
             .map_err(|e| CliError::Failed(format!("cannot start the NRF agent: {e}")))?;
         match ready_rx.recv_timeout(Duration::from_secs(10)) {
             Ok(Ok(())) => Ok(Agent {
-                stop: stop_tx,
+                stop: Some(stop_tx),
                 thread: Some(thread),
             }),
             Ok(Err(e)) => {
@@ -263,7 +296,9 @@ impl Agent {
 
     /// Deregisters the profiles (NFDeregister) and ends the thread.
     pub(crate) fn stop(mut self) {
-        let _ = self.stop.send(());
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -303,11 +338,85 @@ async fn put(client: &SbiClient, nrf: &str, p: &NfProfile) -> Result<Duration, S
     )))
 }
 
+/// Serves the NRF's notifications on an ephemeral port of `ip` and subscribes to the status
+/// of each target type; the receiver gets one item per notification.
+async fn subscribe(
+    client: &SbiClient,
+    nrf: &str,
+    ip: std::net::IpAddr,
+    me: &NfProfile,
+    w: &Watch,
+    subscriptions: &mut Vec<String>,
+) -> Result<tokio::sync::mpsc::UnboundedReceiver<()>, String> {
+    let listener = tokio::net::TcpListener::bind((ip, 0))
+        .await
+        .map_err(|e| format!("notification listener on {ip}: {e}"))?;
+    let at = listener.local_addr().map_err(|e| e.to_string())?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let server = sbi::Server::new(listener, move |req: SbiRequest| {
+        let tx = tx.clone();
+        async move {
+            match serde_json::from_slice::<sbi::model::NotificationData>(&req.body) {
+                Ok(n) => {
+                    tracing::info!(event = %n.event, instance = %n.nf_instance_id(), "NRF status notification");
+                    let _ = tx.send(());
+                    SbiResponse::no_content()
+                }
+                Err(_) => SbiResponse::problem(&sbi::ProblemDetails::invalid_msg_format(
+                    "not a NotificationData",
+                )),
+            }
+        }
+    });
+    tokio::task::spawn_local(server.run());
+    for t in &w.targets {
+        let body = json!({
+            "nfStatusNotificationUri": format!("http://{at}/nnrf-notify/v1/{}", me.nf_instance_id),
+            "reqNfInstanceId": me.nf_instance_id,
+            "reqNfType": w.requester.as_str(),
+            "subscrCond": { "nfType": t.as_str() },
+        });
+        let r = client
+            .request_as(
+                Some(AGENT),
+                Method::POST,
+                &format!("{nrf}/nnrf-nfm/v1/subscriptions"),
+                Some(Bytes::from(body.to_string())),
+                "application/json",
+                None,
+            )
+            .await
+            .map_err(|e| format!("NRF at {nrf}: no answer to the subscription ({e})"))?;
+        if r.status != StatusCode::CREATED {
+            return Err(format!(
+                "NRF at {nrf} refused the subscription to {t}: {}",
+                r.status
+            ));
+        }
+        subscriptions.extend(r.location().map(str::to_owned));
+    }
+    tracing::info!(targets = ?w.targets, notify = %at, "subscribed to the NRF's status notifications");
+    Ok(rx)
+}
+
+/// Discovers every target type again and hands the instances to the workers.
+async fn refresh(client: &SbiClient, nrf: &str, w: &Watch) {
+    for &t in &w.targets {
+        match discover_once(client, &search_uri(nrf, t, w.requester)).await {
+            Ok(found) => w.updater.set(t, bases_of(&found)),
+            Err(e) => {
+                tracing::warn!(nf = %t, error = %e, "discovery again failed; keeping the known instances")
+            }
+        }
+    }
+}
+
 async fn keep_alive(
     nrf: String,
     profiles: Vec<NfProfile>,
+    watch: Option<Watch>,
     ready: mpsc::Sender<Result<(), String>>,
-    stop: mpsc::Receiver<()>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let client = client();
     let mut period = Duration::from_secs(10);
@@ -320,69 +429,126 @@ async fn keep_alive(
             }
         }
     }
+    let mut notified = None;
+    let mut subscriptions = Vec::new();
+    if let (Some(w), Some(me)) = (&watch, profiles.first()) {
+        let ip = me
+            .ipv4_addresses
+            .as_ref()
+            .and_then(|a| a.first())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        match subscribe(&client, &nrf, ip, me, w, &mut subscriptions).await {
+            Ok(rx) => notified = Some(rx),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    }
     let _ = ready.send(Ok(()));
     let patch =
         Bytes::from_static(br#"[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]"#);
     // Heartbeats at half the period: a late one must not cost the registration.
-    let beat = period / 2;
-    let mut next = tokio::time::Instant::now() + beat;
+    let mut beat = tokio::time::interval(period / 2);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Discovery answers are good for their validity period; asked again at that pace.
+    let mut again = tokio::time::interval(VALIDITY);
+    again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        while tokio::time::Instant::now() < next {
-            if stop.try_recv().is_ok() {
+        let note = async {
+            match notified.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut stop => break,
+            Some(()) = note => {
+                if let Some(w) = &watch {
+                    refresh(&client, &nrf, w).await;
+                }
+            }
+            _ = again.tick() => {
+                if let Some(w) = &watch {
+                    refresh(&client, &nrf, w).await;
+                }
+            }
+            _ = beat.tick() => {
                 for p in &profiles {
-                    let uri = instance_uri(&nrf, &p.nf_instance_id);
-                    match client
-                        .request_as(
-                            Some(AGENT),
-                            Method::DELETE,
-                            &uri,
-                            None,
-                            "application/json",
-                            None,
-                        )
-                        .await
-                    {
-                        Ok(r) if r.status.is_success() => {
-                            tracing::info!(nf = %p.nf_type, instance = %p.nf_instance_id, "deregistered from the NRF")
-                        }
-                        Ok(r) => {
-                            tracing::warn!(nf = %p.nf_type, status = %r.status, "NRF refused the deregistration")
-                        }
-                        Err(e) => {
-                            tracing::warn!(nf = %p.nf_type, error = %e, "NRF did not answer the deregistration")
-                        }
-                    }
+                    heartbeat(&client, &nrf, p, &patch).await;
                 }
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        next += beat;
-        for p in &profiles {
-            let uri = instance_uri(&nrf, &p.nf_instance_id);
-            let r = client
-                .request_as(
-                    Some(AGENT),
-                    Method::PATCH,
-                    &uri,
-                    Some(patch.clone()),
-                    "application/json-patch+json",
-                    None,
-                )
-                .await;
-            match r {
-                Ok(r) if r.status.is_success() => {}
-                // The NRF forgot us (it restarted): register again (TS 29.510 §5.2.2.3.2).
-                Ok(r) if r.status == StatusCode::NOT_FOUND => {
-                    tracing::warn!(nf = %p.nf_type, "NRF no longer knows this instance: registering again");
-                    if let Err(e) = put(&client, &nrf, p).await {
-                        tracing::warn!(error = %e, "registration again failed");
-                    }
-                }
-                Ok(r) => tracing::warn!(nf = %p.nf_type, status = %r.status, "heartbeat refused"),
-                Err(e) => tracing::warn!(nf = %p.nf_type, error = %e, "heartbeat not answered"),
             }
         }
+    }
+    for uri in &subscriptions {
+        if let Err(e) = client
+            .request_as(
+                Some(AGENT),
+                Method::DELETE,
+                uri,
+                None,
+                "application/json",
+                None,
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "NRF did not answer the unsubscription");
+        }
+    }
+    for p in &profiles {
+        let uri = instance_uri(&nrf, &p.nf_instance_id);
+        match client
+            .request_as(
+                Some(AGENT),
+                Method::DELETE,
+                &uri,
+                None,
+                "application/json",
+                None,
+            )
+            .await
+        {
+            Ok(r) if r.status.is_success() => {
+                tracing::info!(nf = %p.nf_type, instance = %p.nf_instance_id, "deregistered from the NRF")
+            }
+            Ok(r) => {
+                tracing::warn!(nf = %p.nf_type, status = %r.status, "NRF refused the deregistration")
+            }
+            Err(e) => {
+                tracing::warn!(nf = %p.nf_type, error = %e, "NRF did not answer the deregistration")
+            }
+        }
+    }
+}
+
+/// How often the watched types are discovered again, at most: the NRF's default
+/// validityPeriod.
+const VALIDITY: Duration = Duration::from_secs(30);
+
+async fn heartbeat(client: &SbiClient, nrf: &str, p: &NfProfile, patch: &Bytes) {
+    let uri = instance_uri(nrf, &p.nf_instance_id);
+    let r = client
+        .request_as(
+            Some(AGENT),
+            Method::PATCH,
+            &uri,
+            Some(patch.clone()),
+            "application/json-patch+json",
+            None,
+        )
+        .await;
+    match r {
+        Ok(r) if r.status.is_success() => {}
+        // The NRF forgot us (it restarted): register again (TS 29.510 §5.2.2.3.2).
+        Ok(r) if r.status == StatusCode::NOT_FOUND => {
+            tracing::warn!(nf = %p.nf_type, "NRF no longer knows this instance: registering again");
+            if let Err(e) = put(client, nrf, p).await {
+                tracing::warn!(error = %e, "registration again failed");
+            }
+        }
+        Ok(r) => tracing::warn!(nf = %p.nf_type, status = %r.status, "heartbeat refused"),
+        Err(e) => tracing::warn!(nf = %p.nf_type, error = %e, "heartbeat not answered"),
     }
 }
 

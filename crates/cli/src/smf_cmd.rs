@@ -125,9 +125,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         Some(u) => nf_cmd::set_peer(&mut opts.directory, NfType::Udm, u)?,
         None => wanted.push(NfType::Udm),
     }
-    args.run
-        .nrf
-        .discover(NfType::Smf, &wanted, &mut opts.directory)?;
+    args.run.nrf.discover(NfType::Smf, &wanted, &mut opts)?;
     args.run
         .nrf
         .apply_tokens(&mut opts, NfType::Smf, &[NfType::Smf])?;
@@ -170,7 +168,7 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
     if let Some(a) = at {
         tracing::info!("SBI listening: SMF {a} ({peers})");
     }
-    let agent = nf_cmd::register(&args.run, &core, &cfg)?;
+    let agent = nf_cmd::register(&args.run, &core, &cfg, NfType::Smf, &wanted)?;
     nf_cmd::wait_for_stop(limit)?;
     if let Some(a) = agent {
         a.stop();

@@ -475,3 +475,99 @@ fn separate_nfs_call_each_other_with_tokens_from_the_nrf() {
     assert_eq!(num(&n, "tokens_granted"), 3, "{n}");
     assert_eq!(num(&n, "tokens_refused"), 0, "{n}");
 }
+
+/// Two AUSFs behind one NRF: the AMF calls the preferred one, passes over it when it is
+/// killed (the call fails over to the other, counted), and learns from the NRF's
+/// notifications when a third registers and the second leaves.
+#[test]
+fn calls_fail_over_to_another_instance_and_peers_follow_the_nrf() {
+    const AUSF_1: &str = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+    const AUSF_2: &str = "22222222-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+    const AUSF_3: &str = "33333333-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+    let scratch = Scratch::new("nrf-failover");
+    let (dir, csv) = provision(&scratch, 10);
+    let nrf_dir = scratch.0.join("nrf-data").display().to_string();
+    let nrf_uri = "http://127.0.0.232:7777";
+    // A long heartbeat: the dead AUSF stays registered, so the AMF must pass over it itself.
+    let nrf = start(
+        &[
+            "nrf",
+            "--sbi-addr",
+            "127.0.0.232:7777",
+            "--heartbeat",
+            "30",
+            "--data-dir",
+            &nrf_dir,
+        ],
+        "NRF listening",
+    );
+    let with_nrf = ["--nrf", nrf_uri, "--no-metrics"];
+    let mut args = vec!["udm", "--data-dir", &dir, "--sbi-addr", "127.0.0.233:7777"];
+    args.extend_from_slice(&with_nrf);
+    let udm = start(&args, "registered with the NRF");
+    let ausf = |addr: &str, id: &str| {
+        let mut args = vec!["ausf", "--sbi-addr", addr, "--nf-instance-id", id];
+        args.extend_from_slice(&with_nrf);
+        start(&args, "registered with the NRF")
+    };
+    let a1 = ausf("127.0.0.234:7777", AUSF_1);
+    let a2 = ausf("127.0.0.235:7777", AUSF_2);
+    let mut args = vec![
+        "amf",
+        "--transport",
+        "udp",
+        "--n2-addr",
+        "127.0.0.236",
+        "--udp-port",
+        "19836",
+    ];
+    args.extend_from_slice(&with_nrf);
+    let mut amf = start(&args, "subscribed to the NRF's status notifications");
+    let run = |n: &str| {
+        let (done, v) = load_run(
+            &csv,
+            &dir,
+            "127.0.0.236:19836",
+            &["--local-addr", "127.0.0.236", "--ues", "5", "--count", n],
+            RUN_TIMEOUT,
+        );
+        assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+        assert_eq!(
+            num(&v, "procedures.registration.completed"),
+            n.parse::<u64>().unwrap(),
+            "{v}"
+        );
+    };
+    run("10");
+    // The first AUSF dies; registrations go on through the second.
+    a1.stop("KILL", Duration::from_secs(10)).unwrap();
+    run("10");
+
+    // A third registers: the NRF tells the AMF, which takes it into its list.
+    let a3 = ausf("127.0.0.237:7777", AUSF_3);
+    amf.wait_for_stderr("127.0.0.237", Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}\n{}", amf.stderr_so_far()));
+    // The second leaves: deregistered, and dropped from the AMF's list.
+    let s2 = stop("ausf", a2);
+    assert!(
+        num(&s2, "ausf.successes") >= 1,
+        "the second served after the kill: {s2}"
+    );
+    run("10");
+    let a = stop("amf", amf);
+    assert!(num(&a, "counters.call_failovers") >= 1, "{a}");
+    assert_eq!(num(&a, "call_failures"), 0, "{a}");
+    assert_eq!(num(&a, "registration.registrations"), 30, "{a}");
+    let s3 = stop("ausf", a3);
+    assert!(
+        num(&s3, "ausf.successes") >= 1,
+        "the third served the last run: {s3}"
+    );
+    stop("udm", udm);
+    let n = stop("nrf", nrf);
+    // The AMF was told of the third's arrival and the second's leaving; only the killed
+    // AUSF, still subscribed to the UDM's status, can miss one.
+    assert!(num(&n, "notifications_delivered") >= 2, "{n}");
+    assert!(num(&n, "notifications_failed") <= 1, "{n}");
+    assert_eq!(num(&n, "subscriptions"), 5, "{n}");
+}

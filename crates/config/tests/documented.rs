@@ -8,9 +8,11 @@ use std::path::PathBuf;
 use steer5g_config::Config;
 
 fn docs(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs")
-        .join(name);
+    // The run's own manifest directory: a binary built in another checkout sharing the
+    // build cache would otherwise read that checkout's files.
+    let manifest =
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into());
+    let p = PathBuf::from(manifest).join("../../docs").join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

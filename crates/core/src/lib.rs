@@ -61,6 +61,7 @@
 
 mod metrics;
 mod n2;
+mod peers;
 mod persist;
 pub mod provisioning;
 mod settings;
@@ -235,6 +236,9 @@ pub struct CoreOptions {
     pub oauth_client: Option<tokens::OauthClientOptions>,
     /// Require such a token on every request the h2c listeners read; `None` requires none.
     pub require_tokens: Option<sbi::oauth::TokenPolicy>,
+    /// Every known instance of each peer NF type, in order of preference (NRF discovery):
+    /// calls fail over between them ([`peers`]). Empty: the directory's one address.
+    pub peers: std::collections::HashMap<NfType, Vec<String>>,
     /// Kernel steering of the SBI listener groups and the N2 UDP encapsulation group
     /// (`--require-bpf` is [`BpfPolicy::Require`]). Defaults to [`BpfPolicy::Require`] when
     /// the environment has `STEER5G_REQUIRE_BPF=1` (or `true`), so that CI's setting reaches
@@ -325,10 +329,38 @@ impl CoreOptions {
             trace_supis: Vec::new(),
             oauth_client: None,
             require_tokens: None,
+            peers: std::collections::HashMap::new(),
             sbi_pool: true,
             smf: None,
             smf_sbi: SbiMode::Inproc,
             upf: None,
+        }
+    }
+}
+
+/// Replaces the instances of a peer NF type in every worker of a running core.
+#[derive(Clone)]
+pub struct PeerUpdater {
+    locals: Vec<worker::LocalTx>,
+}
+
+impl std::fmt::Debug for PeerUpdater {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerUpdater")
+            .field("workers", &self.locals.len())
+            .finish()
+    }
+}
+
+impl PeerUpdater {
+    /// From now on, calls to `nf` go to `bases` (base URIs, in order of preference).
+    pub fn set(&self, nf: NfType, bases: Vec<String>) {
+        for tx in &self.locals {
+            // A worker that has stopped needs no update.
+            let _ = tx.send(worker::Local::Peers {
+                nf,
+                bases: bases.clone(),
+            });
         }
     }
 }
@@ -1012,6 +1044,7 @@ impl Core {
             short_connections: opts.short_connections,
             oauth_client: opts.oauth_client.clone(),
             require_tokens: opts.require_tokens.clone(),
+            peers: opts.peers.clone(),
             n2_config: opts.config.n2.clone(),
             n2_raw,
             n2_udp: Mutex::new(n2_udp_sockets),
@@ -1070,6 +1103,14 @@ impl CoreHandle {
     /// Where the core listens.
     pub fn listening(&self) -> &Listening {
         &self.listening
+    }
+
+    /// A handle that replaces the instances of a peer NF type in every worker (the NRF
+    /// agent's, on a status notification or a new discovery).
+    pub fn peer_updater(&self) -> PeerUpdater {
+        PeerUpdater {
+            locals: self.shared.locals.clone(),
+        }
     }
 
     /// The `/metrics` page as a scrape would see it now.

@@ -72,6 +72,8 @@ pub(crate) enum Local {
     },
     /// The provisioning API changed a subscriber this worker's UDM owns.
     SubscriberChanged { supi: String },
+    /// The instances of a peer NF type changed (NRF).
+    Peers { nf: NfType, bases: Vec<String> },
 }
 
 pub(crate) type LocalTx = tmpsc::UnboundedSender<Local>;
@@ -106,6 +108,8 @@ pub(crate) struct Shared {
     pub(crate) oauth_client: Option<crate::tokens::OauthClientOptions>,
     /// What the h2c listeners require of a request's token, if anything.
     pub(crate) require_tokens: Option<sbi::oauth::TokenPolicy>,
+    /// The peer instances every worker starts with.
+    pub(crate) peers: std::collections::HashMap<NfType, Vec<String>>,
     pub(crate) n2_config: N2Config,
     /// Whether worker 0 opens the raw IP N2 socket.
     pub(crate) n2_raw: bool,
@@ -158,6 +162,10 @@ struct Worker<P: Placement> {
     client: Rc<SbiClient>,
     /// This worker's access tokens, when calls carry them.
     tokens: Option<Rc<crate::tokens::Tokens>>,
+    /// The peer instances its calls go to, and which failed lately.
+    peers: Rc<std::cell::RefCell<crate::peers::Peers>>,
+    /// Calls sent to another instance after a transport failure.
+    failovers: Rc<std::cell::Cell<u64>>,
     replies: Replies,
     /// Hops that met a full queue, in order, sent again next turn; bounded.
     outbox: Outbox,
@@ -230,10 +238,15 @@ impl<P: Placement> Worker<P> {
             .oauth_client
             .clone()
             .map(|o| Rc::new(crate::tokens::Tokens::new(o)));
+        let peers = Rc::new(std::cell::RefCell::new(crate::peers::Peers::new(
+            shared.peers.clone(),
+        )));
         Self {
             id: ctx.id,
             workers: ctx.workers,
             tokens,
+            peers,
+            failovers: Rc::default(),
             mesh: ctx.mesh,
             stop: ctx.stop,
             host,
@@ -408,6 +421,10 @@ impl<P: Placement> Worker<P> {
         if client.retries != self.host.counters().call_retries {
             self.host.record_io(IoEvent::SbiRetries(client.retries));
         }
+        let failovers = self.failovers.get();
+        if failovers != self.host.counters().call_failovers {
+            self.host.record_io(IoEvent::SbiFailovers(failovers));
+        }
         self.shared
             .live
             .publish(self.id.index(), self.host.counters(), &self.wakes);
@@ -509,6 +526,11 @@ impl<P: Placement> Worker<P> {
             Local::Reply { call, reply } => Input::SbiReply { call, reply },
             Local::SqnDone { supi, claim } => Input::SqnDone { supi, claim },
             Local::SubscriberChanged { supi } => Input::SubscriberChanged { supi },
+            Local::Peers { nf, bases } => {
+                tracing::info!(worker = self.id.0, %nf, instances = ?bases, "peer instances");
+                self.peers.borrow_mut().set(nf, bases);
+                return;
+            }
         };
         self.host.handle(now, input);
     }

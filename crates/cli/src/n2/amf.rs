@@ -96,9 +96,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         nf_cmd::set_peer(&mut opts.directory, NfType::Smf, u)?;
         opts.smf_sbi = steer5g_core::SbiMode::H2c;
     }
-    args.run
-        .nrf
-        .discover(NfType::Amf, &wanted, &mut opts.directory)?;
+    args.run.nrf.discover(NfType::Amf, &wanted, &mut opts)?;
     args.run
         .nrf
         .apply_tokens(&mut opts, NfType::Amf, &[NfType::Amf])?;
@@ -131,7 +129,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
         };
         tracing::info!("N2 listening: {what} ({peers})");
     }
-    let agent = nf_cmd::register(&args.run, &core, &cfg)?;
+    let agent = nf_cmd::register(&args.run, &core, &cfg, NfType::Amf, &wanted)?;
     nf_cmd::wait_for_stop(limit)?;
     if let Some(a) = agent {
         a.stop();

@@ -2,6 +2,8 @@
 //! through a reply channel the host names by [`ServerToken`]) and the h2c calls of its
 //! host, each made by a task of its own.
 
+use std::time::Instant;
+
 use nf::host::{CallFailed, CallReply, Placement, SbiCall, ServerToken};
 use sbi::{NfType, ProblemDetails, SbiRequest, SbiResponse};
 use tokio::sync::oneshot;
@@ -47,51 +49,84 @@ impl<P: Placement> Worker<P> {
     /// An h2c call of the host, made by a task of its own; its outcome comes back on the
     /// local channel. Every call is answered (a transport failure as [`CallFailed`]).
     pub(super) fn call(&self, c: SbiCall) {
-        let uri = match &c.base {
-            Some(base) => Some(format!("{base}{}", c.path)),
-            None => self.shared.host.directory.uri(c.nf, &c.path),
+        // A call to one instance's resource goes there; any other may move to a second
+        // instance of the type if the first fails in transport (`crate::peers`).
+        let bases: Vec<String> = match &c.base {
+            Some(base) => vec![base.clone()],
+            None => {
+                let known = self.peers.borrow().candidates(c.nf, Instant::now(), 2);
+                if known.is_empty() {
+                    self.shared
+                        .host
+                        .directory
+                        .base_uri(c.nf)
+                        .map(|b| vec![b.to_owned()])
+                        .unwrap_or_default()
+                } else {
+                    known
+                }
+            }
         };
         // The host's timers nest (`nf::host::SbiTimeouts`): an Nsmf call outlasts the SMF's
         // own call and its PFCP retransmissions.
         let deadline = self.shared.host.call_timeout(c.nf);
         let client = self.client.clone();
         let tokens = self.tokens.clone();
+        let peers = self.peers.clone();
+        let failovers = self.failovers.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_local(async move {
-            let got = match uri {
-                Some(uri) => {
-                    let call = async {
-                        let mut extra = http::HeaderMap::new();
-                        if let Some(t) = &tokens {
-                            let v = t.bearer(c.nf).await?;
-                            extra.insert(http::header::AUTHORIZATION, v);
+            let attempt = |base: &str| {
+                let uri = format!("{base}{}", c.path);
+                let (client, tokens) = (&client, &tokens);
+                let (method, body) = (c.method.clone(), c.body.clone());
+                async move {
+                    let mut extra = http::HeaderMap::new();
+                    if let Some(t) = tokens {
+                        let v = t.bearer(c.nf).await?;
+                        extra.insert(http::header::AUTHORIZATION, v);
+                    }
+                    let r = client
+                        .request_with(
+                            Some(c.call.user_agent()),
+                            method,
+                            &uri,
+                            (!body.is_empty()).then_some(body),
+                            c.content_type,
+                            &extra,
+                            c.owner,
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    // A refused token is fetched again for the next call.
+                    if r.status == http::StatusCode::UNAUTHORIZED {
+                        if let Some(t) = tokens {
+                            t.forget(c.nf);
                         }
-                        let r = client
-                            .request_with(
-                                Some(c.call.user_agent()),
-                                c.method,
-                                &uri,
-                                (!c.body.is_empty()).then_some(c.body),
-                                c.content_type,
-                                &extra,
-                                c.owner,
-                            )
-                            .await
-                            .map_err(|e| e.to_string())?;
-                        // A refused token is fetched again for the next call.
-                        if r.status == http::StatusCode::UNAUTHORIZED {
-                            if let Some(t) = &tokens {
-                                t.forget(c.nf);
+                    }
+                    Ok::<_, String>(r)
+                }
+            };
+            let all = async {
+                let mut last = format!("no {} in the directory", c.nf);
+                for (i, base) in bases.iter().enumerate() {
+                    match attempt(base).await {
+                        Ok(r) => return Ok(r),
+                        Err(e) => {
+                            if i + 1 < bases.len() {
+                                peers.borrow_mut().failed(base, Instant::now());
+                                failovers.set(failovers.get() + 1);
+                                tracing::warn!(nf = %c.nf, from = %base, to = %bases[i + 1], error = %e, "SBI call failed over to another instance");
                             }
+                            last = e;
                         }
-                        Ok::<_, String>(r)
-                    };
-                    match tokio::time::timeout(deadline, call).await {
-                        Ok(r) => r,
-                        Err(_) => Err(format!("no answer within {deadline:?}")),
                     }
                 }
-                None => Err(format!("no {} in the directory", c.nf)),
+                Err(last)
+            };
+            let got = match tokio::time::timeout(deadline, all).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer within {deadline:?}")),
             };
             let reply = match got {
                 Ok(r) => {

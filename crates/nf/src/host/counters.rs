@@ -22,6 +22,8 @@ pub enum IoEvent {
     /// Requests the worker's h2c client has sent again so far because the server cannot
     /// have processed them ([`sbi::ClientStats::retries`]).
     SbiRetries(u64),
+    /// Calls the worker has sent to another instance of the same type so far.
+    SbiFailovers(u64),
     /// The worker's N2 SCTP endpoints so far: INITs refused with ABORT "Out of Resource"
     /// and DATA chunks dropped for want of room.
     N2Sctp {
@@ -67,6 +69,9 @@ crate::summed_counters! {
         /// (connection not set up, REFUSED_STREAM, GOAWAY below them: `sbi::retry`), within
         /// the call's deadline.
         pub call_retries: u64,
+        /// Calls sent again to another instance of the same NF type because the one chosen
+        /// failed in transport (the request named no instance's resource).
+        pub call_failovers: u64,
         /// SQN writes asked of the persister.
         pub sqn_writes: u64,
         /// Mesh sends that found the queue full and were retried.
@@ -157,6 +162,7 @@ impl WorkerCounters {
             IoEvent::PfcpSendFailed => self.pfcp_send_failed += 1,
             IoEvent::SbiStreamsRefused(total) => self.sbi_streams_refused = total,
             IoEvent::SbiRetries(total) => self.call_retries = total,
+            IoEvent::SbiFailovers(total) => self.call_failovers = total,
             IoEvent::N2Sctp {
                 associations_refused,
                 data_dropped,
@@ -291,6 +297,11 @@ impl WorkerCounters {
             "call_retries",
             "h2c requests sent again because the server cannot have processed them.",
             self.call_retries,
+        );
+        f(
+            "call_failovers",
+            "h2c calls sent again to another instance of the NF type after a transport failure.",
+            self.call_failovers,
         );
         f(
             "sqn_writes",

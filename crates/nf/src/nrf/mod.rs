@@ -480,6 +480,9 @@ impl Nrf {
         if let Some(i) = self.instances.remove(id) {
             tracing::info!(nf_instance_id = %id, nf_type = %i.profile.nf_type, "NF deregistered");
         }
+        // Its own subscriptions go with it: nobody is left to notify.
+        self.subscriptions
+            .retain(|_, s| s.data.req_nf_instance_id.as_deref() != Some(id));
         self.stats.deregistrations += 1;
         SbiResponse::no_content()
     }
