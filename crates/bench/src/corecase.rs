@@ -286,6 +286,8 @@ pub(crate) fn ran_config(
         gnb_id_base,
         timeout: Duration::from_secs_f64(timeout_s),
         connect_timeout: ran::load::recovery::DEFAULT_CONNECT_TIMEOUT,
+        amf_set: Vec::new(),
+        sctp: cfg.sctp,
     }
 }
 

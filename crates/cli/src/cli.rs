@@ -184,7 +184,9 @@ pub(crate) struct RanArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) gnbs: u32,
     /// The AMF: HOST[:PORT]; PORT is the UDP encapsulation port (udp) or the SCTP port (raw).
-    /// Default: the configuration's N2 address.
+    /// Several, comma-separated, are the AMFs of one AMF set: every gNB connects to each and
+    /// sends a returning UE to the AMF its 5G-GUTI names (another of the set if that one is
+    /// gone). Default: the configuration's N2 address.
     #[arg(long, env = "STEER5G_AMF")]
     pub(crate) amf: Option<String>,
     /// SCTP transport.

@@ -30,6 +30,8 @@ struct Target {
     cfg: Config,
     transport: TransportKind,
     amf: SocketAddrV4,
+    /// The other AMFs of its set.
+    amf_set: Vec<SocketAddrV4>,
     sctp_port: u16,
 }
 
@@ -40,10 +42,21 @@ fn target(global: &Global, args: &RanArgs) -> Result<Target, CliError> {
         TransportKind::Raw => cfg.n2.sctp_port,
         TransportKind::Udp => cfg.n2.udp_port,
     };
-    let amf = match &args.amf {
-        Some(s) => parse_host_port(s, default_port)?,
+    // `--amf A,B,...`: the first, then the other AMFs of its set.
+    let mut amfs = Vec::new();
+    for s in args
+        .amf
+        .iter()
+        .flat_map(|a| a.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        amfs.push(parse_host_port(s, default_port)?);
+    }
+    let amf = match amfs.first() {
+        Some(a) => *a,
         None => SocketAddrV4::new(cfg.n2.addr, default_port),
     };
+    let amf_set = amfs.get(1..).unwrap_or_default().to_vec();
     let sctp_port = match (transport, args.sctp_port) {
         (_, Some(p)) => p,
         (TransportKind::Raw, None) => amf.port(),
@@ -63,6 +76,7 @@ fn target(global: &Global, args: &RanArgs) -> Result<Target, CliError> {
         cfg,
         transport,
         amf,
+        amf_set,
         sctp_port,
     })
 }
@@ -79,6 +93,8 @@ fn ran_config(args: &RanArgs, t: &Target) -> Result<RanConfig, CliError> {
         gnb_id_base: args.gnb_id_base,
         timeout: Duration::from_secs_f64(args.timeout),
         connect_timeout: Duration::from_secs_f64(args.connect_timeout),
+        amf_set: t.amf_set.clone(),
+        sctp: t.cfg.sctp,
     })
 }
 

@@ -150,6 +150,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
                     "registration_rejects": amf.registration_rejects,
                     "authentication_rejects": amf.authentication_rejects,
                     "resyncs": amf.resyncs,
+                    "identifications": amf.identifications,
                     "deregistrations": amf.deregistrations,
                     "mac_failures": amf.mac_failures,
                     "retransmissions": amf.retransmissions,

@@ -122,6 +122,27 @@ pub struct RanConfig {
     /// How long to wait for an AMF that does not answer, at start and after losing it
     /// ([`recovery::DEFAULT_CONNECT_TIMEOUT`] by default), before giving up.
     pub connect_timeout: Duration,
+    /// The other AMFs of the AMF set (TS 23.501 §5.21.2): every gNB connects to each as
+    /// well, sends a UE that holds a 5G-GUTI to the AMF whose served GUAMI it names, and to
+    /// another AMF of the set when that one is gone.
+    pub amf_set: Vec<SocketAddrV4>,
+    /// The SCTP timers of the associations (the configuration's `[sctp]`).
+    pub sctp: steer5g_config::SctpTimers,
+}
+
+impl RanConfig {
+    /// Every AMF the gNBs connect to, [`RanConfig::amf`] first.
+    pub fn amfs(&self) -> Vec<SocketAddrV4> {
+        std::iter::once(self.amf)
+            .chain(self.amf_set.iter().copied())
+            .collect()
+    }
+
+    /// SCTP associations of the run: one per gNB and AMF.
+    pub fn associations(&self) -> u32 {
+        let amfs = u32::try_from(1 + self.amf_set.len()).unwrap_or(u32::MAX);
+        self.gnbs.saturating_mul(amfs)
+    }
 }
 
 /// Everything a load run needs.

@@ -46,6 +46,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 struct GnbSlot {
     gnb: Gnb,
     gnb_id: u32,
+    /// The AMF this association goes to (index into `Runner::remotes`).
+    amf: usize,
     assoc: Option<AssocId>,
     ues: Option<GnbUes>,
     ready: bool,
@@ -78,7 +80,10 @@ type HookTask = tokio::task::JoinHandle<Result<serde_json::Value, HookError>>;
 
 struct Runner {
     sock: SctpSocket,
-    remote: SocketAddr,
+    /// Each AMF's transport address, [`RanConfig::amf`] first.
+    remotes: Vec<SocketAddr>,
+    /// gNBs per AMF: association `gi` is gNB `gi % per_amf` towards AMF `gi / per_amf`.
+    per_amf: usize,
     gnbs: Vec<GnbSlot>,
     by_assoc: HashMap<AssocId, usize>,
     ues: Vec<UeSlot>,
@@ -127,7 +132,7 @@ pub(crate) async fn ng_setup(ran: &RanConfig) -> Result<SetupReport, LoadError> 
     let start = Instant::now();
     // One tick per gNB that finished NG Setup, either way; indicatif hides the bar when
     // standard error is not a terminal, so scripts and CI see only the report.
-    let progress = indicatif::ProgressBar::new(u64::from(ran.gnbs));
+    let progress = indicatif::ProgressBar::new(u64::from(ran.associations()));
     progress.set_style(
         indicatif::ProgressStyle::with_template("NG Setup {bar:40} {pos}/{len} gNBs {elapsed}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -153,7 +158,7 @@ pub(crate) async fn ng_setup(ran: &RanConfig) -> Result<SetupReport, LoadError> 
         transport: ran.transport.to_string(),
         amf: amf_label(ran),
         local: local.to_string(),
-        gnbs: ran.gnbs,
+        gnbs: ran.associations(),
         ng_setup_ok: latencies.len() as u32,
         ng_setup_failed: failures.len() as u32,
         failures,
@@ -258,7 +263,7 @@ pub(crate) async fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         && runs_not_started == 0
         && r.stats.runs_failed == 0
         && !r.user_plane_failed
-        && ng_setup_ok == ran.gnbs;
+        && ng_setup_ok == ran.associations();
     let (kind, concurrency, rate) = match config.load {
         Load::Closed { concurrency } => ("closed", Some(concurrency), None),
         Load::Open { rate, .. } => ("open", None, Some(rate)),
@@ -283,9 +288,9 @@ pub(crate) async fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         amf: amf_label(ran),
         local: local.to_string(),
         subscribers: r.ues.len(),
-        gnbs: ran.gnbs,
+        gnbs: ran.associations(),
         ng_setup_ok,
-        ng_setup_failed: ran.gnbs - ng_setup_ok,
+        ng_setup_failed: ran.associations() - ng_setup_ok,
         runs_started: r.sched.started(),
         runs_ok: r.stats.runs_ok,
         runs_failed: r.stats.runs_failed,
@@ -319,19 +324,26 @@ impl Runner {
         config: Option<&LoadConfig>,
     ) -> Result<Self, LoadError> {
         check_gnbs(ran.gnbs)?;
-        let (sock, remote) = gnb_socket(ran.transport, ran.amf, ran.local_addr)?;
+        let (sock, remote) = gnb_socket(ran.transport, ran.amf, ran.local_addr, &ran.sctp)?;
+        let mut remotes = vec![remote];
+        remotes.extend(ran.amf_set.iter().map(|a| match ran.transport {
+            TransportKind::Raw => SocketAddr::V4(std::net::SocketAddrV4::new(*a.ip(), 0)),
+            TransportKind::Udp => SocketAddr::V4(*a),
+        }));
         let local = sock.transport().local();
         let n3 = match config.and_then(|c| c.sessions.gnb_n3) {
             Some(a) => a,
             None if !local.ip().is_unspecified() => *local.ip(),
             None => ran.local_addr.unwrap_or(Ipv4Addr::LOCALHOST),
         };
-        let mut gnbs = Vec::with_capacity(ran.gnbs as usize);
-        for i in 0..ran.gnbs {
+        check_gnbs(ran.associations())?;
+        let mut gnbs = Vec::with_capacity(ran.associations() as usize);
+        for (amf, i) in (0..remotes.len()).flat_map(|a| (0..ran.gnbs).map(move |i| (a, i))) {
             let (gnb_id, gnb) = ran.identity.gnb(ran.gnb_id_base, i)?;
             gnbs.push(GnbSlot {
                 gnb,
                 gnb_id,
+                amf,
                 assoc: None,
                 ues: None,
                 ready: false,
@@ -358,7 +370,8 @@ impl Runner {
         let subscribers = ues.len();
         Ok(Runner {
             sock,
-            remote,
+            remotes,
+            per_amf: ran.gnbs as usize,
             gnbs,
             by_assoc: HashMap::new(),
             by_key: HashMap::new(),
@@ -402,10 +415,16 @@ impl Runner {
             if let Some(g) = self.gnbs.get_mut(i) {
                 g.started = now;
             }
+            let remote = self
+                .gnbs
+                .get(i)
+                .and_then(|g| self.remotes.get(g.amf))
+                .copied()
+                .unwrap_or(self.remotes[0]);
             match self
                 .sock
                 .endpoint_mut()
-                .connect(now, self.remote, local_port, ran.sctp_port)
+                .connect(now, remote, local_port, ran.sctp_port)
             {
                 Ok(id) => {
                     if let Some(g) = self.gnbs.get_mut(i) {
@@ -631,6 +650,31 @@ impl Runner {
     }
 
     fn send_step(&mut self, sub: usize, step: Step) -> Result<(), String> {
+        // A step that opens a new N2 connection with the UE's 5G-S-TMSI goes to the AMF it
+        // names, or another of its set (a new RRC connection's AMF selection, TS 38.300
+        // §9.2.1); the old connection's state on the previous association is over.
+        let opens = {
+            let u = self.ues.get(sub).ok_or("no such UE")?;
+            let connected = self
+                .gnbs
+                .get(u.gnb)
+                .and_then(|g| g.ues.as_ref())
+                .is_some_and(|gu| gu.amf_ue_ngap_id(u.key).is_some());
+            match step {
+                Step::Register(k) => k != RegistrationKind::Initial,
+                Step::Deregister => !connected,
+                _ => false,
+            }
+        };
+        if opens {
+            if let Some(u) = self.ues.get(sub) {
+                let (gnb, key) = (u.gnb, u.key);
+                if let Some(gu) = self.gnbs.get_mut(gnb).and_then(|g| g.ues.as_mut()) {
+                    gu.forget(key);
+                }
+            }
+            self.place(sub);
+        }
         let u = self.ues.get_mut(sub).ok_or("no such UE")?;
         let g = self.gnbs.get_mut(u.gnb).ok_or("no such gNB")?;
         if !g.ready {

@@ -91,6 +91,7 @@ pub(crate) fn gnb_socket(
     transport: TransportKind,
     amf: SocketAddrV4,
     local_addr: Option<Ipv4Addr>,
+    timers: &steer5g_config::SctpTimers,
 ) -> Result<(SctpSocket, SocketAddr), LoadError> {
     let local_ip = match local_addr {
         Some(a) => a,
@@ -107,7 +108,16 @@ pub(crate) fn gnb_socket(
         ),
     };
     let mut cfg = endpoint_config(None);
-    cfg.association.heartbeat_interval = GNB_HEARTBEAT;
+    // The configuration's [sctp] timers, as the AMF's side takes them: they decide how soon
+    // a gNB finds an AMF that vanished without a word (killed) by its retransmissions.
+    let (rto_initial, rto_min, rto_max) = timers.rto();
+    cfg.association.rto_initial = rto_initial;
+    cfg.association.rto_min = rto_min;
+    cfg.association.rto_max = rto_max;
+    cfg.association.max_init_retransmits = timers.max_init_retransmits;
+    cfg.association.association_max_retrans = timers.association_max_retrans;
+    cfg.association.path_max_retrans = timers.path_max_retrans;
+    cfg.association.heartbeat_interval = GNB_HEARTBEAT.min(timers.heartbeat_interval());
     Ok((SctpSocket::new(t, Endpoint::new(cfg)), remote))
 }
 

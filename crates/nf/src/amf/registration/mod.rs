@@ -285,6 +285,9 @@ crate::summed_counters! {
         pub authentication_rejects: u64,
         /// Resynchronisations asked of the AUSF.
         pub resyncs: u64,
+        /// IDENTITY REQUESTs for the SUCI: a registration with a 5G-GUTI this AMF has no
+        /// context for (another AMF's, or one it lost).
+        pub identifications: u64,
         /// Deregistrations.
         pub deregistrations: u64,
         /// Protected uplink NAS messages discarded for a MAC that does not verify.
@@ -1522,6 +1525,7 @@ impl Local {
 
     /// IDENTITY REQUEST for the SUCI (TS 24.501 §5.4.3.2), T3570.
     fn identify(&mut self, now: Instant, ue: &mut UeContext) {
+        self.stats.identifications += 1;
         ue.state = UeState::WaitIdentity;
         let m = NasMessage::IdentityRequest(IdentityRequest {
             identity_type: IdentityType::Suci,

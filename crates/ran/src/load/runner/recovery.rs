@@ -41,7 +41,7 @@ pub(super) struct Recovering {
 impl Recovering {
     pub(super) fn new(ran: &RanConfig, amf: String) -> Self {
         Recovering {
-            links: vec![Link::Up; ran.gnbs as usize],
+            links: vec![Link::Up; ran.associations() as usize],
             outages: Outages::default(),
             identity: ran.identity.clone(),
             gnb_id_base: ran.gnb_id_base,
@@ -132,9 +132,19 @@ impl Runner {
         self.gnbs.iter().any(|g| g.ready)
     }
 
-    /// Puts UE `sub` on a set-up gNB if its own is down (its next run starts there).
+    /// Puts UE `sub` where its next run starts: a UE with a 5G-GUTI goes to the AMF whose
+    /// served GUAMI it names, else to another AMF of the same set (TS 23.501 §5.21.2.1:
+    /// an AMF of the set takes over the UEs of one that is gone), preferring its own gNB;
+    /// otherwise it stays on its gNB's association, or moves to a set-up one if that is
+    /// down.
     pub(super) fn place(&mut self, sub: usize) {
         let Some(u) = self.ues.get(sub) else { return };
+        if let Some(gi) = u.ue.guti().and_then(|g| self.by_guami(u.gnb, g)) {
+            if let Some(u) = self.ues.get_mut(sub) {
+                u.gnb = gi;
+            }
+            return;
+        }
         if self.gnbs.get(u.gnb).is_some_and(|g| g.ready) {
             return;
         }
@@ -148,6 +158,33 @@ impl Runner {
                 u.gnb = gi;
             }
         }
+    }
+
+    /// The set-up association for a UE of gNB association `from` holding `guti`: one to the
+    /// AMF that allocated it, else one to an AMF of its set; the same gNB first.
+    fn by_guami(&self, from: usize, guti: &proto::nas::Guti) -> Option<usize> {
+        let per = self.per_amf.max(1);
+        let own = from % per;
+        let serves = |gi: usize, pointer: bool| {
+            self.gnbs.get(gi).is_some_and(|g| {
+                g.ready
+                    && matches!(g.gnb.state(), crate::gnb::GnbState::Ready { guamis, .. }
+                    if guamis.iter().any(|q| {
+                        q.amf_region_id == guti.amf_region
+                            && q.amf_set_id == guti.amf_set
+                            && (!pointer || q.amf_pointer == guti.amf_pointer)
+                    }))
+            })
+        };
+        let order: Vec<usize> = (0..self.gnbs.len())
+            .filter(|gi| gi % per == own)
+            .chain((0..self.gnbs.len()).filter(|gi| gi % per != own))
+            .collect();
+        order
+            .iter()
+            .copied()
+            .find(|&gi| serves(gi, true))
+            .or_else(|| order.iter().copied().find(|&gi| serves(gi, false)))
     }
 
     /// The association of set-up gNB `gi` went down (`cause`): its UEs fail now and it
@@ -230,7 +267,8 @@ impl Runner {
     /// A new association for gNB `gi`, with a fresh gNB state for its NG Setup.
     fn reconnect(&mut self, gi: usize, now: Instant) {
         let key = gi as u32;
-        let gnb = self.recovery.identity.gnb(self.recovery.gnb_id_base, key);
+        let index = (gi % self.per_amf.max(1)) as u32;
+        let gnb = self.recovery.identity.gnb(self.recovery.gnb_id_base, index);
         let Some(g) = self.gnbs.get_mut(gi) else {
             return;
         };
@@ -251,12 +289,12 @@ impl Runner {
         g.started = now;
         g.failed = false;
         let local_port = LOCAL_PORT_BASE.saturating_add(gi as u16);
-        match self.sock.endpoint_mut().connect(
-            now,
-            self.remote,
-            local_port,
-            self.recovery.sctp_port,
-        ) {
+        let remote = self.remotes.get(g.amf).copied().unwrap_or(self.remotes[0]);
+        match self
+            .sock
+            .endpoint_mut()
+            .connect(now, remote, local_port, self.recovery.sctp_port)
+        {
             Ok(id) => {
                 g.assoc = Some(id);
                 self.by_assoc.insert(id, gi);

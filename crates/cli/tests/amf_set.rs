@@ -1,0 +1,171 @@
+//! Two AMFs of one AMF set (the same region and set ID, AMF Pointers 1 and 2) as separate
+//! processes sharing an AUSF and a UDM; `steer5g ran --amf A,B` connects every gNB to both,
+//! sends each returning UE to the AMF its 5G-GUTI names, and, when one AMF is killed under
+//! load, to the other AMF of the set, where the UE registers again. Addresses 127.0.0.240-244.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod procs;
+
+use std::time::Duration;
+
+use common::{json_of, num, steer5g};
+use procs::{load_run, provision, ran_cmd, start_json, stop_nf as stop};
+use testkit::process::ChildGuard;
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+const AMFS: &str = "127.0.0.242:19842,127.0.0.243:19843";
+
+/// `steer5g amf` on `ip`:`port` with AMF Pointer `pointer`, calling the AUSF and UDM of the
+/// test.
+fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
+    let mut cmd = steer5g(
+        None,
+        &[
+            "amf",
+            "--json",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            ip,
+            "--udp-port",
+            port,
+            "--ausf",
+            "http://127.0.0.241:7777",
+            "--udm",
+            "http://127.0.0.240:7777",
+            "--no-metrics",
+        ],
+    );
+    cmd.env("STEER5G_AMF_POINTER", pointer);
+    let mut child = ChildGuard::spawn(&mut cmd).unwrap();
+    if let Err(e) = child.wait_for_stderr("N2 listening", Duration::from_secs(20)) {
+        panic!("amf {ip}: {e}\n{}", child.stderr_so_far());
+    }
+    child
+}
+
+#[test]
+fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies() {
+    let scratch = common::Scratch::new("amf-set");
+    let (dir, csv) = provision(&scratch, 10);
+    let udm = start_json(
+        &[
+            "udm",
+            "--data-dir",
+            &dir,
+            "--sbi-addr",
+            "127.0.0.240:7777",
+            "--no-metrics",
+        ],
+        "SBI listening",
+    );
+    let ausf = start_json(
+        &[
+            "ausf",
+            "--sbi-addr",
+            "127.0.0.241:7777",
+            "--udm",
+            "http://127.0.0.240:7777",
+            "--no-metrics",
+        ],
+        "SBI listening",
+    );
+    let amf1 = amf("127.0.0.242", "19842", "1");
+    let amf2 = amf("127.0.0.243", "19843", "2");
+
+    // Each run registers with a SUCI, deregisters, comes back with the 5G-GUTI (a mobility
+    // registration on a new N2 connection) and deregisters: the return must reach the AMF
+    // that holds the 5G-GUTI, so neither AMF ever asks a UE for its identity.
+    let (done, v) = load_run(
+        &csv,
+        &dir,
+        AMFS,
+        &[
+            "--local-addr",
+            "127.0.0.244",
+            "--ues",
+            "5",
+            "--count",
+            "30",
+            "--procedure",
+            "reregister",
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    assert_eq!(num(&v, "ng_setup_ok"), 2, "one association per AMF: {v}");
+    assert_eq!(num(&v, "procedures.registration.completed"), 30, "{v}");
+    assert_eq!(num(&v, "procedures.reregistration.completed"), 30, "{v}");
+    let (r1, r2) = (stop("amf", amf1), stop("amf", amf2));
+    for r in [&r1, &r2] {
+        assert!(
+            num(r, "registration.registrations") >= 10,
+            "both AMFs serve: {r}"
+        );
+        assert_eq!(num(r, "registration.identifications"), 0, "{r}");
+    }
+
+    let amf1 = amf("127.0.0.242", "19842", "1");
+    let amf2 = amf("127.0.0.243", "19843", "2");
+    // Under load, the first AMF dies: its UEs go to the second and register there again.
+    // Short SCTP timers ([sctp] of the configuration) let the gNBs find the dead AMF by
+    // their retransmissions within a second instead of RFC 9260's minute.
+    let mut cmd = ran_cmd(
+        None,
+        &csv,
+        &dir,
+        AMFS,
+        &[
+            "--local-addr",
+            "127.0.0.244",
+            "--ues",
+            "4",
+            "--count",
+            "300",
+            "--procedure",
+            "reregister",
+            "--connect-timeout",
+            "60",
+        ],
+    );
+    for (k, v) in [
+        ("STEER5G_SCTP_RTO_INITIAL_MS", "200"),
+        ("STEER5G_SCTP_RTO_MIN_MS", "200"),
+        ("STEER5G_SCTP_RTO_MAX_MS", "400"),
+        ("STEER5G_SCTP_ASSOCIATION_MAX_RETRANS", "2"),
+        ("STEER5G_SCTP_PATH_MAX_RETRANS", "2"),
+    ] {
+        cmd.env(k, v);
+    }
+    let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        ran.is_running(),
+        "the run ended before the kill: {}",
+        ran.stderr_so_far()
+    );
+    amf1.stop("KILL", Duration::from_secs(10)).unwrap();
+    let done = ran.wait_timeout(RUN_TIMEOUT).unwrap();
+    let v = json_of(&done);
+    let a2 = stop("amf", amf2);
+    let au = stop("ausf", ausf);
+    stop("udm", udm);
+
+    let (ok, failed) = (num(&v, "runs_ok"), num(&v, "runs_failed"));
+    assert_eq!(ok + failed, 300, "{v}");
+    // Only the runs in flight at the first AMF when it died fail, as "AMF lost".
+    assert!(failed <= 4, "{v}");
+    let causes = v["failures"].as_object().unwrap();
+    assert!(causes.keys().all(|k| k.ends_with(": AMF lost")), "{v}");
+    let lost: u64 = causes.values().filter_map(serde_json::Value::as_u64).sum();
+    assert_eq!(lost, failed, "{v}");
+    assert_eq!(v["outages"].as_array().map(Vec::len), Some(1), "{v}");
+    // The run went on well after the loss, every later run through the second AMF: the
+    // first's UEs failed the run in flight ("AMF lost") and registered again there.
+    let lost_at = v["outages"][0]["started_at_s"].as_f64().unwrap();
+    assert!(v["elapsed_s"].as_f64().unwrap() > lost_at + 0.3, "{v}");
+    assert!(num(&a2, "registration.registrations") > 200, "{a2}");
+    assert_eq!(num(&a2, "registration.registration_rejects"), 0, "{a2}");
+    assert_eq!(num(&au, "ausf.failures"), 0, "{au}");
+}
