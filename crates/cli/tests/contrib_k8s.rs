@@ -179,9 +179,49 @@ fn every_command_flag_and_variable_is_one_steer5g_takes() {
                     "{name}: no PGPASSWORD"
                 );
             }
+            // An NRF URL names the NRF's Service of the manifests, on its port.
+            if let Some(url) = args.iter().skip_while(|a| *a != "--nrf").nth(1) {
+                let (host, port) = url
+                    .strip_prefix("http://")
+                    .and_then(|r| r.split_once(':'))
+                    .unwrap_or_else(|| panic!("{name}: --nrf {url}"));
+                let svc = kind(&docs, "Service")
+                    .into_iter()
+                    .find(|v| s(&v["metadata"]["name"]) == host)
+                    .unwrap_or_else(|| panic!("{name}: no Service {host}"));
+                assert!(
+                    seq(&svc["spec"]["ports"]).iter().any(|p| p["port"]
+                        .as_u64()
+                        .map(|n| n.to_string())
+                        .as_deref()
+                        == Some(port)),
+                    "{name}: Service {host} has no port {port}"
+                );
+                let nrf = pods(&docs)
+                    .into_iter()
+                    .find(|(_, p)| {
+                        seq(&p["containers"])
+                            .iter()
+                            .any(|c| seq(&c["args"]).first().map(s) == Some("nrf"))
+                    })
+                    .unwrap_or_else(|| panic!("{name}: no NRF workload"));
+                let nrf_args: Vec<String> = seq(&seq(&nrf.1["containers"])[0]["args"])
+                    .iter()
+                    .map(|a| s(a).to_owned())
+                    .collect();
+                let listen = nrf_args
+                    .iter()
+                    .skip_while(|a| *a != "--sbi-addr")
+                    .nth(1)
+                    .unwrap();
+                assert!(
+                    listen.ends_with(&format!(":{port}")),
+                    "the NRF listens on {listen}"
+                );
+            }
         }
     }
-    assert!(checked >= 2, "the core and the import job");
+    assert!(checked >= 3, "the NRF, the core and the import job");
 }
 
 #[test]
