@@ -169,9 +169,10 @@ pub(crate) struct AmfArgs {
     /// PDU sessions find no SMF.
     #[arg(long, value_name = "URI")]
     pub(crate) smf: Option<String>,
-    /// Where the AMF serves Namf_Communication for the SMF, with --smf (default: the
-    /// configuration's `sbi.amf`, 127.0.0.5:7777).
-    #[arg(long, value_name = "ADDR:PORT", requires = "smf")]
+    /// Where the AMF serves Namf_Communication for the SMF and its callbacks for the UDM
+    /// (deregistration notifications) [default: the configuration's `sbi.amf` if set, else
+    /// port 7777 of the N2 address].
+    #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) sbi_addr: Option<std::net::SocketAddr>,
 }
 

@@ -553,6 +553,8 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
             "udm": {
                 "vectors": u.vectors,
                 "resyncs": u.resyncs,
+                "dereg_notifications": u.dereg_notifications,
+                "dereg_notification_failures": u.dereg_notification_failures,
                 "resync_failures": u.resync_failures,
                 "suci_hops": u.suci_hops,
                 "misrouted": u.misrouted,

@@ -153,6 +153,9 @@ impl NrfUseArgs {
         if let Some(id) = &self.nf_instance_id {
             sbi::validate::rules::uuid(id)
                 .map_err(|r| CliError::Usage(format!("--nf-instance-id {id}: {r}")))?;
+            if primary == NfType::Amf {
+                opts.amf_instance_id = Some(id.clone());
+            }
         }
         if let (Some(key), Some(nrf)) = (&self.nrf_client_key, self.uri()?) {
             let pem = std::fs::read(key)
@@ -689,6 +692,10 @@ pub(crate) fn profiles_of(
             .amf
             .unwrap_or_else(|| SocketAddr::new(std::net::IpAddr::V4(cfg.n2.addr), 7777));
         let mut p = profile(NfType::Amf, addr, workers, cfg)?;
+        // The AMF's instance ID at the NRF is the one it names to the UDM.
+        if let Ok((guami, _, _)) = steer5g_core::identity(cfg) {
+            p.nf_instance_id = steer5g_core::amf_instance_id(&guami);
+        }
         if l.amf.is_none() {
             p.nf_services = None;
         }

@@ -14,6 +14,8 @@ use procs::{load_run, provision, ran_cmd, start_json, stop_nf as stop};
 use testkit::process::ChildGuard;
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// The AMF's wait for a UE CONTEXT RELEASE COMPLETE (`nf::amf::registration::RELEASE_GUARD`).
+const RELEASE_GUARD: Duration = Duration::from_secs(5);
 const AMFS: &str = "127.0.0.242:19842,127.0.0.243:19843";
 
 /// `steer5g amf` on `ip`:`port` with AMF Pointer `pointer`, calling the AUSF and UDM of the
@@ -168,4 +170,107 @@ fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies(
     assert!(num(&a2, "registration.registrations") > 200, "{a2}");
     assert_eq!(num(&a2, "registration.registration_rejects"), 0, "{a2}");
     assert_eq!(num(&au, "ausf.failures"), 0, "{au}");
+}
+
+/// TS 23.502 §4.2.2.2.2 step 14: UEs registered at one AMF register at another; the UDM,
+/// seeing the registration of a new AMF, sends the first a deregistration notification to
+/// the `deregCallbackUri` it registered, and the first drops the UE contexts.
+#[test]
+fn a_second_amf_taking_ues_over_makes_the_udm_tell_the_first() {
+    let scratch = common::Scratch::new("amf-takeover");
+    let (dir, csv) = provision(&scratch, 6);
+    let udm = start_json(
+        &[
+            "udm",
+            "--data-dir",
+            &dir,
+            "--sbi-addr",
+            "127.0.0.245:7777",
+            "--no-metrics",
+        ],
+        "SBI listening",
+    );
+    let ausf = start_json(
+        &[
+            "ausf",
+            "--sbi-addr",
+            "127.0.0.246:7777",
+            "--udm",
+            "http://127.0.0.245:7777",
+            "--no-metrics",
+        ],
+        "SBI listening",
+    );
+    let peers = [
+        "--ausf",
+        "http://127.0.0.246:7777",
+        "--udm",
+        "http://127.0.0.245:7777",
+    ];
+    let amf = |ip: &str, port: &str, pointer: &str| {
+        let mut args = vec![
+            "amf",
+            "--json",
+            "--transport",
+            "udp",
+            "--n2-addr",
+            ip,
+            "--udp-port",
+            port,
+            "--no-metrics",
+        ];
+        args.extend_from_slice(&peers);
+        let mut cmd = steer5g(None, &args);
+        cmd.env("STEER5G_AMF_POINTER", pointer);
+        let mut child = ChildGuard::spawn(&mut cmd).unwrap();
+        child
+            .wait_for_stderr("SBI listening: AMF", Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}\n{}", child.stderr_so_far()));
+        child
+    };
+    let first = amf("127.0.0.247", "19847", "1");
+    let second = amf("127.0.0.248", "19848", "2");
+    // Registered at the first, and left registered.
+    let run = |at: &str| {
+        let (done, v) = load_run(
+            &csv,
+            &dir,
+            at,
+            &[
+                "--local-addr",
+                "127.0.0.249",
+                "--ues",
+                "3",
+                "--count",
+                "6",
+                "--procedure",
+                "register",
+            ],
+            RUN_TIMEOUT,
+        );
+        assert_eq!(done.code(), Some(0), "{v}\n{}", done.stderr);
+    };
+    run("127.0.0.247:19847");
+    run("127.0.0.248:19848");
+    // The first AMF sent UE CONTEXT RELEASE COMMANDs to gNBs that have gone (the first run
+    // ended): its contexts go when the release guard runs out.
+    std::thread::sleep(RELEASE_GUARD + Duration::from_millis(500));
+    let f = stop("amf", first);
+    let s = stop("amf", second);
+    let u = stop("udm", udm);
+    stop("ausf", ausf);
+    assert_eq!(num(&u, "udm.dereg_notifications"), 6, "{u}");
+    assert_eq!(num(&u, "udm.dereg_notification_failures"), 0, "{u}");
+    assert_eq!(num(&f, "registration.dereg_notifications"), 6, "{f}");
+    assert_eq!(
+        num(&f, "held_at_stop.amf_idle") + num(&f, "held_at_stop.amf_ues"),
+        0,
+        "{f}"
+    );
+    assert_eq!(num(&s, "registration.dereg_notifications"), 0, "{s}");
+    assert_eq!(
+        num(&s, "held_at_stop.amf_idle") + num(&s, "held_at_stop.amf_ues"),
+        6,
+        "{s}"
+    );
 }

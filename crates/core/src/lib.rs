@@ -236,6 +236,9 @@ pub struct CoreOptions {
     pub oauth_client: Option<tokens::OauthClientOptions>,
     /// Require such a token on every request the h2c listeners read; `None` requires none.
     pub require_tokens: Option<sbi::oauth::TokenPolicy>,
+    /// The AMF's NF instance ID (`--nf-instance-id`); `None`: [`amf_instance_id`] of its
+    /// GUAMI.
+    pub amf_instance_id: Option<String>,
     /// Every known instance of each peer NF type, in order of preference (NRF discovery):
     /// calls fail over between them ([`peers`]). Empty: the directory's one address.
     pub peers: std::collections::HashMap<NfType, Vec<String>>,
@@ -330,6 +333,7 @@ impl CoreOptions {
             oauth_client: None,
             require_tokens: None,
             peers: std::collections::HashMap::new(),
+            amf_instance_id: None,
             sbi_pool: true,
             smf: None,
             smf_sbi: SbiMode::Inproc,
@@ -955,9 +959,12 @@ impl Core {
             for nf in [NfType::Ausf, NfType::Udm, NfType::Smf, NfType::Amf] {
                 let serve = match nf {
                     NfType::Smf => sm_h2c && opts.smf.is_some(),
-                    // Namf_Communication: what the AMF serves is N1N2MessageTransfer, for
-                    // the SMF.
-                    NfType::Amf => sm_h2c && opts.nfs.amf,
+                    // Namf_Communication: N1N2MessageTransfer, for the SMF; and the AMF's
+                    // callbacks, for a UDM in another process (its deregistration
+                    // notifications, TS 29.503 §5.3.2.2.3).
+                    NfType::Amf => {
+                        opts.nfs.amf && (sm_h2c || (opts.sbi == SbiMode::H2c && !opts.nfs.udm))
+                    }
                     _ => opts.sbi == SbiMode::H2c && opts.nfs.hosts(nf),
                 };
                 if !serve {
@@ -1362,6 +1369,20 @@ pub(crate) fn amf_n2_config(cfg: &Config) -> Result<AmfN2Config, CoreError> {
         tacs,
         relative_capacity: cfg.amf.relative_capacity,
     })
+}
+
+/// The AMF's NF instance ID (its `amfInstanceId` at the UDM) when none is given: a UUID
+/// that holds its GUAMI (PLMN and AMF ID), so that the AMFs of one set, which differ by
+/// their AMF Pointer, differ here too and the UDM tells them apart.
+pub fn amf_instance_id(guami: &Guami) -> String {
+    let amf_id = (u32::from(guami.amf_region_id) << 16)
+        | (u32::from(guami.amf_set_id) << 6)
+        | u32::from(guami.amf_pointer);
+    let mnc = format!("{:f<3}", guami.plmn.mnc_str());
+    format!(
+        "00000000-0000-4000-8000-{}{mnc}{amf_id:06x}",
+        guami.plmn.mcc_str()
+    )
 }
 
 /// GUAMI, TACs and S-NSSAIs from the configuration, checked (a bad value is

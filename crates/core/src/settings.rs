@@ -60,6 +60,10 @@ impl NfSettings {
         let (guami, tacs, slices) = crate::identity(&opts.config)?;
         let mut amf = AmfConfig::new(WorkerId(0), workers);
         amf.guami = guami;
+        amf.instance_id = opts
+            .amf_instance_id
+            .clone()
+            .unwrap_or_else(|| crate::amf_instance_id(&guami));
         amf.tais = crate::tais(&guami, &tacs);
         amf.slices = slices;
         amf.always_auth = opts.always_auth;
@@ -165,6 +169,7 @@ impl NfSettings {
             store,
             sbi: opts.sbi,
             smf_sbi: opts.smf_sbi,
+            hosts_amf: opts.nfs.amf,
             sbi_pool: opts.sbi_pool,
             directory: opts.directory.clone(),
             pfcp: pfcp_timers(&opts.config),

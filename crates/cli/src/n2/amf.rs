@@ -100,8 +100,19 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
     args.run
         .nrf
         .apply_tokens(&mut opts, NfType::Amf, &[NfType::Amf])?;
-    if let Some(a) = args.sbi_addr {
-        opts.directory.set(NfType::Amf, format!("http://{a}"));
+    // Where the AMF serves Namf and its callbacks: the flag's address, else port 7777 of its
+    // N2 address (the address plan gives each NF one address), unless that is 0.0.0.0.
+    match args.sbi_addr {
+        Some(a) => {
+            opts.directory.set(NfType::Amf, format!("http://{a}"));
+        }
+        None if !cfg.n2.addr.is_unspecified()
+            && cfg.sbi.amf == steer5g_config::SbiConfig::default().amf =>
+        {
+            opts.directory
+                .set(NfType::Amf, format!("http://{}:7777", cfg.n2.addr));
+        }
+        None => {}
     }
     let mut peers = format!(
         "AUSF at {}, UDM at {}",
@@ -151,6 +162,7 @@ pub(crate) fn run(global: &Global, args: &AmfArgs) -> Result<(), CliError> {
                     "authentication_rejects": amf.authentication_rejects,
                     "resyncs": amf.resyncs,
                     "identifications": amf.identifications,
+                    "dereg_notifications": amf.dereg_notifications,
                     "deregistrations": amf.deregistrations,
                     "mac_failures": amf.mac_failures,
                     "retransmissions": amf.retransmissions,

@@ -48,6 +48,8 @@ pub struct HostConfig {
     pub sbi: SbiMode,
     /// How the AMF and the SMF talk (Nsmf_PDUSession, Namf_Communication).
     pub smf_sbi: SbiMode,
+    /// Whether this process serves the AMF (a call to an AMF is in-process only then).
+    pub hosts_amf: bool,
     /// Shard-aware h2c calls: each on the connection of the server worker owning it, where
     /// the placement allows ([`super::Placement::SHARD_AWARE_CALLS`]).
     pub sbi_pool: bool,

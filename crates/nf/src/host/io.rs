@@ -42,6 +42,7 @@ pub(super) enum Caller {
     Amf,
     Ausf,
     Smf,
+    Udm,
 }
 
 impl Caller {
@@ -51,6 +52,7 @@ impl Caller {
             Caller::Amf => "AMF",
             Caller::Ausf => "AUSF",
             Caller::Smf => "SMF",
+            Caller::Udm => "UDM",
         }
     }
 }

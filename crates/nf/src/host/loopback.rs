@@ -59,6 +59,7 @@ impl HostConfig {
             store,
             sbi: SbiMode::Inproc,
             smf_sbi: SbiMode::Inproc,
+            hosts_amf: true,
             sbi_pool: true,
             directory: StaticDirectory::new(),
             pfcp: Retransmission::default(),

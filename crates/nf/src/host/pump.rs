@@ -139,6 +139,16 @@ impl<P: Placement> Host<P> {
                 );
             }
             udm::Action::SaveState(w) => self.out.push_back(Output::SaveUdmState(w)),
+            udm::Action::Notify { call_id, uri, body } => self.call(
+                now,
+                Caller::Udm,
+                call_id,
+                sbi::NfType::Amf,
+                http::Method::POST,
+                uri,
+                sbi::multipart::JSON,
+                body,
+            ),
             udm::Action::PersistSqn(p) => {
                 self.counters.sqn_writes += 1;
                 self.out.push_back(Output::PersistSqn(p));

@@ -114,6 +114,7 @@ impl<P: Placement> Host<P> {
                     smf.handle_reply(call.id, r.status, &r.body);
                 }
             }
+            Caller::Udm => nfs.udm.handle_reply(call.id, r.status),
         }
     }
 
@@ -170,7 +171,7 @@ impl<P: Placement> Host<P> {
         match nf {
             NfType::Ausf => self.nfs.ausf.handle_request(now, tag, req),
             NfType::Udm => self.nfs.udm.handle_request(tag, req),
-            NfType::Amf => self.nfs.amf.handle_request(tag, req),
+            NfType::Amf => self.nfs.amf.handle_request(now, tag, req),
             _ => {
                 if let Some(smf) = self.nfs.smf.as_mut() {
                     smf.handle_request(tag, req);
@@ -220,6 +221,9 @@ impl<P: Placement> Host<P> {
                     smf.handle_reply(call_id, resp.status, &resp.body);
                 }
             }
+            Some(Origin::Call(Caller::Udm, call_id)) => {
+                self.nfs.udm.handle_reply(call_id, resp.status)
+            }
             Some(Origin::Remote { from, tag }) => {
                 self.counters.sbi_answers_relayed += 1;
                 self.hop(from, Hop::Answer { tag, resp });
@@ -250,7 +254,15 @@ impl<P: Placement> Host<P> {
         if let Some(supi) = &traced {
             tracing::info!(target: TARGET, %supi, "SBI {} → {} {} {} {}", caller.name(), nf, method, path, redact_json(&body));
         }
-        if self.cfg.mode(nf) == SbiMode::Inproc {
+        // In process only when this process hosts the NF and the call names no other
+        // instance (a UDM's notification to an AMF callback of another process goes over
+        // h2c even where the AMF is in-process here).
+        let local = self.cfg.mode(nf) == SbiMode::Inproc
+            && (nf != NfType::Amf || self.cfg.hosts_amf)
+            && base
+                .as_deref()
+                .is_none_or(|b| self.cfg.directory.base_uri(nf) == Some(b));
+        if local {
             let (path, query) = match path.split_once('?') {
                 Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
                 None => (path, None),

@@ -153,6 +153,16 @@ pub enum Action {
     /// Write this state behind, in order with the other writes of this UDM
     /// (`SubscriberStore::udm_state_save`); only for a store that keeps it.
     SaveState(StateWrite),
+    /// POST `body` (JSON) to `uri`, an AMF's callback, and report the status with
+    /// [`Udm::handle_reply`] under `call_id`.
+    Notify {
+        /// Names the call.
+        call_id: u64,
+        /// The absolute callback URI.
+        uri: String,
+        /// The JSON body.
+        body: bytes::Bytes,
+    },
 }
 
 crate::summed_counters! {
@@ -163,6 +173,11 @@ crate::summed_counters! {
         pub vectors: u64,
         /// Resynchronisations accepted (AUTS verified).
         pub resyncs: u64,
+        /// Nudm_UECM_DeregistrationNotifications sent to an AMF whose registration another
+        /// AMF replaced (TS 23.502 §4.2.2.2.2 step 14), and answered 2xx.
+        pub dereg_notifications: u64,
+        /// Those the old AMF refused or never answered.
+        pub dereg_notification_failures: u64,
         /// AUTS refused (MAC-S wrong).
         pub resync_failures: u64,
         /// SUCIs deconcealed whose owner was another worker: one hop each.
@@ -196,6 +211,8 @@ pub struct Udm<M, Q> {
     sqn: Q,
     rng: StdRng,
     actions: VecDeque<Action>,
+    /// Names the next notification call.
+    next_call: u64,
     parked: HashMap<String, Vec<Parked>>,
     stats: UdmStats,
 }
@@ -228,6 +245,7 @@ where
             sqn,
             rng,
             actions: VecDeque::new(),
+            next_call: 1,
             parked: HashMap::new(),
             stats: UdmStats::default(),
         }
@@ -301,6 +319,34 @@ where
                     r.last_auth_event = event;
                 }
             });
+    }
+
+    /// Nudm_UECM_DeregistrationNotification (TS 29.503 §5.3.2.2.3) to `uri`.
+    fn notify_dereg(&mut self, uri: &str, reason: &str) {
+        let body = sbi::model::DeregistrationData {
+            dereg_reason: reason.to_owned(),
+            access_type: "3GPP_ACCESS".to_owned(),
+        };
+        let Ok(json) = sbi::message::to_json(&body) else {
+            return;
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.actions.push_back(Action::Notify {
+            call_id,
+            uri: uri.to_owned(),
+            body: bytes::Bytes::from(json),
+        });
+    }
+
+    /// The old AMF's answer to a deregistration notification.
+    pub fn handle_reply(&mut self, call_id: u64, status: http::StatusCode) {
+        if status.is_success() {
+            self.stats.dereg_notifications += 1;
+        } else {
+            self.stats.dereg_notification_failures += 1;
+            tracing::warn!(call_id, %status, "deregistration notification refused or unanswered");
+        }
     }
 
     /// Whether requests for subscribers of other workers must go to them.
@@ -682,12 +728,27 @@ where
                     ));
                 }
                 self.subscriber(supi)?;
-                let replaced =
-                    self.ues
-                        .with_or_insert(supi.to_owned(), UeRecord::default, |r, _| {
-                            r.registration.replace(reg.clone()).is_some()
-                        });
+                // The registration this one replaces may have been made at another instance.
+                self.restore(supi);
+                let old = self
+                    .ues
+                    .with_or_insert(supi.to_owned(), UeRecord::default, |r, _| {
+                        r.registration.replace(reg.clone())
+                    });
                 self.save(supi, StateField::AmfRegistration, &reg);
+                let replaced = old.is_some();
+                // TS 23.502 §4.2.2.2.2 step 14: another AMF now serves the UE; the old one,
+                // unless it already purged the UE, is told to drop its context.
+                if let Some(old) = old.filter(|o| {
+                    o.amf_instance_id != reg.amf_instance_id && o.purge_flag != Some(true)
+                }) {
+                    let reason = if reg.initial_registration_ind == Some(true) {
+                        sbi::model::DEREG_UE_INITIAL_REGISTRATION
+                    } else {
+                        sbi::model::DEREG_UE_REGISTRATION_AREA_CHANGE
+                    };
+                    self.notify_dereg(&old.dereg_callback_uri, reason);
+                }
                 if replaced {
                     Ok(SbiResponse::json(StatusCode::OK, &reg))
                 } else {

@@ -421,6 +421,25 @@ impl SmfSelectionSubscriptionData {
     }
 }
 
+/// Body of the UDM's Nudm_UECM_DeregistrationNotification to an AMF's `deregCallbackUri`
+/// (TS 29.503 §6.2.6.2.3 `DeregistrationData`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeregistrationData {
+    /// `UE_INITIAL_REGISTRATION`, `UE_REGISTRATION_AREA_CHANGE`, `SUBSCRIPTION_WITHDRAWN`,
+    /// ... (open enumeration).
+    pub dereg_reason: String,
+    /// `3GPP_ACCESS` or `NON_3GPP_ACCESS`.
+    pub access_type: String,
+}
+
+/// `DeregistrationReason` values the UDM sends.
+pub const DEREG_UE_INITIAL_REGISTRATION: &str = "UE_INITIAL_REGISTRATION";
+/// Another AMF registered the UE for a mobility or periodic registration.
+pub const DEREG_UE_REGISTRATION_AREA_CHANGE: &str = "UE_REGISTRATION_AREA_CHANGE";
+/// The operator withdrew the subscription.
+pub const DEREG_SUBSCRIPTION_WITHDRAWN: &str = "SUBSCRIPTION_WITHDRAWN";
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

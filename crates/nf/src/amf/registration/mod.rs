@@ -288,6 +288,9 @@ crate::summed_counters! {
         /// IDENTITY REQUESTs for the SUCI: a registration with a 5G-GUTI this AMF has no
         /// context for (another AMF's, or one it lost).
         pub identifications: u64,
+        /// UE contexts dropped on the UDM's deregistration notification (another AMF took
+        /// the UE, or the subscription was withdrawn).
+        pub dereg_notifications: u64,
         /// Deregistrations.
         pub deregistrations: u64,
         /// Protected uplink NAS messages discarded for a MAC that does not verify.
@@ -394,6 +397,9 @@ struct Local {
     /// SUPI → AMF-UE-NGAP-ID of the UEs with PDU sessions this worker set up, so an
     /// N1N2MessageTransfer naming the SUPI finds its UE (see [`session`]).
     supi_index: HashMap<String, u64>,
+    /// SUPI → AMF-UE-NGAP-ID of the registered UEs with an N2 connection here, so that the
+    /// UDM's deregistration notification (which names the SUPI) finds its UE.
+    connected_supi: HashMap<String, u64>,
     stats: AmfStats,
     sm_stats: session::SessionStats,
     /// The TS 28.552 measurements.
@@ -454,6 +460,7 @@ where
                 purging: HashMap::new(),
                 sm_n1: HashMap::new(),
                 supi_index: HashMap::new(),
+                connected_supi: HashMap::new(),
                 stats: AmfStats::default(),
                 sm_stats: session::SessionStats::default(),
                 pm: Pm::default(),
@@ -963,6 +970,11 @@ where
     /// registration with the 5G-GUTI needs is kept if asked for.
     fn finish_release(&mut self, mut ue: UeContext) {
         self.local.stats.releases += 1;
+        if let Some(supi) = &ue.supi {
+            if self.local.connected_supi.get(supi) == Some(&ue.amf_ue_ngap_id) {
+                self.local.connected_supi.remove(supi);
+            }
+        }
         self.local.uncount(&ue);
         self.local.release_sm_contexts(&mut ue);
         self.flush();
@@ -1449,6 +1461,9 @@ impl Local {
                 ue.park = true;
                 self.stats.registrations += 1;
                 self.set_registered(ue, true);
+                if let Some(supi) = &ue.supi {
+                    self.connected_supi.insert(supi.clone(), ue.amf_ue_ngap_id);
+                }
             }
             NasMessage::DeregistrationRequestUeOriginating(d) => {
                 // §5.5.2.2.2: accept unless switched off, then release the N2 connection.
@@ -1815,8 +1830,9 @@ impl Local {
             pei: None,
             ims_vo_ps: None,
             dereg_callback_uri: format!(
-                "{}/namf-callback/v1/{supi}/dereg-notify",
-                self.cfg.api_root
+                "{}{}{supi}/dereg-notify",
+                self.cfg.api_root,
+                session::CALLBACKS
             ),
             amf_service_name_dereg: None,
             pcscf_restoration_callback_uri: None,

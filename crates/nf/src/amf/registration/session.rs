@@ -28,6 +28,8 @@
 //!   N1N2MessageTransfer to set up a session the UE context does not hold is refused, and
 //!   the SMF then releases it itself.
 
+use std::time::Instant;
+
 use http::{Method, StatusCode};
 use proto::ids::Snssai;
 use proto::nas::sm_ue::{
@@ -197,6 +199,18 @@ fn n1n2_supi(path: &str) -> Option<&str> {
         .filter(|s| !s.contains('/'))
 }
 
+/// The prefix of the callback URIs the AMF gives its peers (TS 29.518 leaves their form to
+/// the AMF).
+pub(super) const CALLBACKS: &str = "/namf-callback/v1/";
+
+/// The SUPI of a Nudm_UECM_DeregistrationNotification path,
+/// `/namf-callback/v1/{supi}/dereg-notify` (the `deregCallbackUri` the AMF registers).
+fn dereg_notify_supi(path: &str) -> Option<&str> {
+    path.strip_prefix(CALLBACKS)
+        .and_then(|r| r.strip_suffix("/dereg-notify"))
+        .filter(|s| !s.is_empty() && !s.contains('/'))
+}
+
 /// Checks an N1N2MessageTransfer's N1 SM message against its JSON (TS 29.518 §6.1.6.2.1):
 /// a 5GSM message whose header names the body's PDU session (TS 24.007 §11.2.3.1b), and,
 /// where it carries an S-NSSAI (a PDU SESSION ESTABLISHMENT ACCEPT, TS 24.501 §8.3.2), the
@@ -265,17 +279,74 @@ where
     /// the path does not say which worker holds the UE, so a runtime whose transfers can
     /// land on any worker, h2c from a remote SMF, asks the others in turn).
     pub fn holds_n1n2_target(&self, path: &str) -> bool {
-        match n1n2_supi(path) {
-            Some(supi) => self.local.supi_index.contains_key(supi),
-            None => true,
+        match (n1n2_supi(path), dereg_notify_supi(path)) {
+            (Some(supi), _) => self.local.supi_index.contains_key(supi),
+            (None, Some(supi)) => {
+                self.local.connected_supi.contains_key(supi)
+                    || self.local.supi_index.contains_key(supi)
+                    || self.idle_supi.contains_key(supi)
+            }
+            (None, None) => true,
         }
     }
 
     /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
-    /// §5.2.2.3.1) is the one served.
-    pub fn handle_request(&mut self, req_id: u64, req: SbiRequest) {
-        self.on_request(req_id, req);
+    /// §5.2.2.3.1), and the UDM's deregistration notification to the `deregCallbackUri`.
+    pub fn handle_request(&mut self, now: Instant, req_id: u64, req: SbiRequest) {
+        match dereg_notify_supi(&req.path).map(str::to_owned) {
+            Some(supi) => self.on_dereg_notify(now, req_id, &supi, &req),
+            None => self.on_request(req_id, req),
+        }
         self.flush();
+    }
+
+    /// Nudm_UECM_DeregistrationNotification (TS 29.503 §5.3.2.2.3): another AMF took the UE
+    /// (TS 23.502 §4.2.2.2.2 step 14) or the subscription was withdrawn. The UE context
+    /// goes: a connected UE's N2 connection is released, an idle context dropped. 204, or
+    /// 404 CONTEXT_NOT_FOUND when this AMF holds none for the SUPI.
+    fn on_dereg_notify(&mut self, now: Instant, req_id: u64, supi: &str, req: &SbiRequest) {
+        let l = &mut self.local;
+        if req.method != Method::POST {
+            return l.respond(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+        }
+        let data: sbi::model::DeregistrationData = match sbi::parse_json(req) {
+            Ok(d) => d,
+            Err(p) => return l.respond(req_id, p),
+        };
+        let id = l
+            .connected_supi
+            .get(supi)
+            .or_else(|| l.supi_index.get(supi))
+            .copied();
+        let connected = match id {
+            Some(id) => self.ues.with(&id, |u| {
+                let ue = u?;
+                l.release(now, ue, proto::ngap::NasCause::Deregister.into(), false);
+                Some(l.take())
+            }),
+            None => None,
+        };
+        let idle = self.idle_supi.contains_key(supi);
+        if connected.is_none() && !idle {
+            return self.local.respond(
+                req_id,
+                ProblemDetails::context_not_found(format!("no UE context {supi}")),
+            );
+        }
+        if let Some(effects) = connected {
+            self.apply(effects);
+        }
+        self.forget_idle(supi);
+        let l = &mut self.local;
+        l.stats.dereg_notifications += 1;
+        tracing::info!(%supi, reason = %data.dereg_reason, "UDM deregistration notification: UE context dropped");
+        l.emit(Action::Respond {
+            req_id,
+            response: SbiResponse::no_content(),
+        });
     }
 
     fn on_request(&mut self, req_id: u64, req: SbiRequest) {
@@ -1028,6 +1099,7 @@ mod tests {
     fn n1n2_for_an_unknown_ue_is_context_not_found() {
         let mut a = amf();
         a.handle_request(
+            Instant::now(),
             7,
             request(
                 Method::POST,
@@ -1049,13 +1121,19 @@ mod tests {
     fn other_paths_and_methods_are_refused() {
         let mut a = amf();
         a.handle_request(
+            Instant::now(),
             1,
             request(Method::POST, "/namf-comm/v1/ue-contexts/x/y/n1-n2-messages"),
         );
         assert_eq!(answer(&mut a), (1, StatusCode::NOT_FOUND));
-        a.handle_request(2, request(Method::POST, "/namf-comm/v1/subscriptions"));
+        a.handle_request(
+            Instant::now(),
+            2,
+            request(Method::POST, "/namf-comm/v1/subscriptions"),
+        );
         assert_eq!(answer(&mut a), (2, StatusCode::NOT_FOUND));
         a.handle_request(
+            Instant::now(),
             3,
             request(
                 Method::GET,
@@ -1232,11 +1310,13 @@ mod tests {
         let mut a = amf_with_session();
         let incorrect = |p: &str| ("MANDATORY_IE_INCORRECT".to_owned(), vec![p.to_owned()]);
         a.handle_request(
+            Instant::now(),
             1,
             transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(6), vec![1]),
         );
         assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
         a.handle_request(
+            Instant::now(),
             2,
             transfer(json("PDU_RES_SETUP_REQ", 5, 6), release_command(5), vec![1]),
         );
@@ -1245,6 +1325,7 @@ mod tests {
             incorrect("/n2InfoContainer/smInfo/pduSessionId")
         );
         a.handle_request(
+            Instant::now(),
             3,
             transfer(json("PDU_RES_SETUP_REQ", 0, 0), release_command(0), vec![1]),
         );
@@ -1255,13 +1336,14 @@ mod tests {
             ["/n2InfoContainer/smInfo/pduSessionId", "/pduSessionId"]
         );
         a.handle_request(
+            Instant::now(),
             4,
             transfer(json("PDU_RES_SETUP_REQ", 5, 5), vec![0x7e, 5], vec![1]),
         );
         assert_eq!(refusal(&mut a), incorrect("/n1MessageContainer"));
         let mut q = transfer(json("PDU_RES_SETUP_REQ", 5, 5), release_command(5), vec![1]);
         q.query = Some("x=1".into());
-        a.handle_request(5, q);
+        a.handle_request(Instant::now(), 5, q);
         assert_eq!(
             refusal(&mut a),
             ("INVALID_QUERY_PARAM".to_owned(), vec!["x".to_owned()])
@@ -1301,6 +1383,7 @@ mod tests {
             }
         });
         a.handle_request(
+            Instant::now(),
             1,
             transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(2), vec![1]),
         );
@@ -1313,6 +1396,7 @@ mod tests {
         );
         assert_eq!(a.session_stats().setup_requests, 0);
         a.handle_request(
+            Instant::now(),
             2,
             transfer(json("PDU_RES_SETUP_REQ", 5, 5), accept(1), vec![1]),
         );
@@ -1326,6 +1410,7 @@ mod tests {
     fn n1n2_release_command_goes_to_the_gnb() {
         let mut a = amf_with_session();
         a.handle_request(
+            Instant::now(),
             9,
             transfer(
                 json("PDU_RES_REL_CMD", 5, 5),
@@ -1347,6 +1432,7 @@ mod tests {
         // A release for a session the UE does not have is not found.
         a.ues.insert(1, ue);
         a.handle_request(
+            Instant::now(),
             10,
             transfer(json("PDU_RES_REL_CMD", 6, 6), release_command(6), vec![7]),
         );
