@@ -555,6 +555,8 @@ pub(crate) fn run_udm(global: &Global, args: &UdmArgs) -> Result<(), CliError> {
                 "resyncs": u.resyncs,
                 "dereg_notifications": u.dereg_notifications,
                 "dereg_notification_failures": u.dereg_notification_failures,
+                "sdm_notifications": u.sdm_notifications,
+                "sdm_notification_failures": u.sdm_notification_failures,
                 "resync_failures": u.resync_failures,
                 "suci_hops": u.suci_hops,
                 "misrouted": u.misrouted,

@@ -252,6 +252,22 @@ fn a_second_amf_taking_ues_over_makes_the_udm_tell_the_first() {
     };
     run("127.0.0.247:19847");
     run("127.0.0.248:19848");
+    // The operator changes the subscribers (imported again) and withdraws one: the UDM
+    // notifies the AMF that subscribed to their data, and tells it to drop the withdrawn.
+    let provision = |args: &[&str]| {
+        let done = testkit::process::run_timeout(&mut steer5g(None, args), RUN_TIMEOUT).unwrap();
+        assert_eq!(done.code(), Some(0), "{args:?}: {}", done.stderr);
+    };
+    provision(&["subscriber", "import", "--data-dir", &dir, &csv]);
+    provision(&[
+        "subscriber",
+        "delete",
+        "--data-dir",
+        &dir,
+        "--supi",
+        "imsi-001010000000001",
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
     // The first AMF sent UE CONTEXT RELEASE COMMANDs to gNBs that have gone (the first run
     // ended): its contexts go when the release guard runs out.
     std::thread::sleep(RELEASE_GUARD + Duration::from_millis(500));
@@ -259,18 +275,20 @@ fn a_second_amf_taking_ues_over_makes_the_udm_tell_the_first() {
     let s = stop("amf", second);
     let u = stop("udm", udm);
     stop("ausf", ausf);
-    assert_eq!(num(&u, "udm.dereg_notifications"), 6, "{u}");
+    // Six taken over, one withdrawn.
+    assert_eq!(num(&u, "udm.dereg_notifications"), 7, "{u}");
     assert_eq!(num(&u, "udm.dereg_notification_failures"), 0, "{u}");
     assert_eq!(num(&f, "registration.dereg_notifications"), 6, "{f}");
-    assert_eq!(
-        num(&f, "held_at_stop.amf_idle") + num(&f, "held_at_stop.amf_ues"),
-        0,
-        "{f}"
-    );
-    assert_eq!(num(&s, "registration.dereg_notifications"), 0, "{s}");
-    assert_eq!(
-        num(&s, "held_at_stop.amf_idle") + num(&s, "held_at_stop.amf_ues"),
-        6,
-        "{s}"
-    );
+    let held =
+        |r: &serde_json::Value| num(r, "held_at_stop.amf_idle") + num(r, "held_at_stop.amf_ues");
+    assert_eq!(held(&f), 0, "{f}");
+    assert_eq!(num(&s, "registration.dereg_notifications"), 1, "{s}");
+    // Both AMFs subscribed; the first's subscriptions went with its registrations
+    // (implicitUnsubscribe), so the change reached the second only.
+    assert_eq!(num(&f, "registration.sdm_subscriptions"), 6, "{f}");
+    assert_eq!(num(&s, "registration.sdm_subscriptions"), 6, "{s}");
+    assert_eq!(num(&u, "udm.sdm_notifications"), 6, "{u}");
+    assert_eq!(num(&u, "udm.sdm_notification_failures"), 0, "{u}");
+    assert_eq!(num(&s, "registration.sdm_notifications"), 6, "{s}");
+    assert_eq!(num(&f, "registration.sdm_notifications"), 0, "{f}");
 }

@@ -264,6 +264,9 @@ pub struct AmfConfig {
     /// Tell the UDM when a UE deregisters (Nudm_UECM_Update with purgeFlag, TS 23.502
     /// §4.5.3).
     pub uecm_purge: bool,
+    /// Subscribe to changes of a registering UE's access and mobility data at the UDM
+    /// (Nudm_SDM_Subscribe, TS 23.502 §4.2.2.2.2 step 14c).
+    pub sdm_subscribe: bool,
 }
 
 /// Names `amf.nas_integrity` accepts.
@@ -370,6 +373,7 @@ impl Default for AmfConfig {
             nas_integrity: ["nia2", "nia1", "nia3"].map(String::from).to_vec(),
             nas_ciphering: ["nea2", "nea1", "nea3", "nea0"].map(String::from).to_vec(),
             uecm_purge: true,
+            sdm_subscribe: true,
         }
     }
 }

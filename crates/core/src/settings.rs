@@ -68,6 +68,7 @@ impl NfSettings {
         amf.slices = slices;
         amf.always_auth = opts.always_auth;
         amf.uecm_purge = opts.config.amf.uecm_purge;
+        amf.sdm_subscribe = opts.config.amf.sdm_subscribe;
         if !opts.integrity.is_empty() {
             amf.integrity = opts.integrity.clone();
         }

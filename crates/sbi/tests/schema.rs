@@ -688,3 +688,29 @@ fn nnrf_bodies_validate() {
     c.as_object_mut().unwrap().remove("iat");
     SchemaValidator::component(TOKEN, "AccessTokenClaims").assert_valid(&c);
 }
+
+#[test]
+fn udm_notification_bodies_validate() {
+    if !openapi::present("udm_notification_bodies_validate") {
+        return;
+    }
+    SchemaValidator::component(UECM, "DeregistrationData").assert_valid(&to_json(
+        &DeregistrationData {
+            dereg_reason: DEREG_UE_INITIAL_REGISTRATION.into(),
+            access_type: Some("3GPP_ACCESS".into()),
+        },
+    ));
+    SchemaValidator::component(UECM, "DeregistrationData")
+        .assert_invalid(&json!({ "accessType": "3GPP_ACCESS" }));
+    SchemaValidator::component(SDM, "ModificationNotification").assert_valid(&to_json(
+        &ModificationNotification {
+            notify_items: vec![NotifyItem {
+                resource_id: format!("/nudm-sdm/v2/{SUPI}/am-data"),
+                changes: vec![ChangeItem {
+                    op: "REPLACE".into(),
+                    path: "/".into(),
+                }],
+            }],
+        },
+    ));
+}

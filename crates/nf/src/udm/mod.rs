@@ -68,6 +68,13 @@ const UDM_ROUTES: &[Route] = &[
 /// SDM subscriptions kept per subscriber: a few NFs (its AMF, its SMFs) subscribe to one.
 pub const MAX_SDM_SUBSCRIPTIONS: usize = 16;
 
+/// What a notification the UDM sends is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Notice {
+    Deregistration,
+    Sdm,
+}
+
 /// How one UDM worker is set up.
 #[derive(Debug, Clone)]
 pub struct UdmConfig {
@@ -178,6 +185,10 @@ crate::summed_counters! {
         pub dereg_notifications: u64,
         /// Those the old AMF refused or never answered.
         pub dereg_notification_failures: u64,
+        /// Nudm_SDM_Notifications answered 2xx (a subscriber changed under a subscription).
+        pub sdm_notifications: u64,
+        /// Those refused or never answered.
+        pub sdm_notification_failures: u64,
         /// AUTS refused (MAC-S wrong).
         pub resync_failures: u64,
         /// SUCIs deconcealed whose owner was another worker: one hop each.
@@ -213,6 +224,8 @@ pub struct Udm<M, Q> {
     actions: VecDeque<Action>,
     /// Names the next notification call.
     next_call: u64,
+    /// What each outstanding notification is, by call.
+    notices: std::collections::HashMap<u64, Notice>,
     parked: HashMap<String, Vec<Parked>>,
     stats: UdmStats,
 }
@@ -246,6 +259,7 @@ where
             rng,
             actions: VecDeque::new(),
             next_call: 1,
+            notices: std::collections::HashMap::new(),
             parked: HashMap::new(),
             stats: UdmStats::default(),
         }
@@ -325,13 +339,54 @@ where
     fn notify_dereg(&mut self, uri: &str, reason: &str) {
         let body = sbi::model::DeregistrationData {
             dereg_reason: reason.to_owned(),
-            access_type: "3GPP_ACCESS".to_owned(),
+            access_type: Some("3GPP_ACCESS".to_owned()),
         };
-        let Ok(json) = sbi::message::to_json(&body) else {
+        self.notify(uri, &body, Notice::Deregistration);
+    }
+
+    /// Drops the SDM subscriptions to `supi` that `nf_instance_id` made with
+    /// `implicitUnsubscribe`: that NF no longer serves the UE (TS 29.503 §6.1.6.2.3).
+    fn implicit_unsubscribe(&mut self, supi: &str, nf_instance_id: &str) {
+        self.ues.with(&supi.to_owned(), |r| {
+            if let Some(r) = r {
+                r.sdm_subscriptions.retain(|(_, s)| {
+                    !(s.nf_instance_id == nf_instance_id && s.implicit_unsubscribe == Some(true))
+                });
+            }
+        });
+    }
+
+    /// Nudm_SDM_Notification (TS 29.503 §5.2.2.3.5) to every subscription to `supi`'s data:
+    /// the provisioning API changed the subscriber.
+    fn notify_sdm(&mut self, supi: &str) {
+        let subs = self.ues.with(&supi.to_owned(), |r| {
+            r.map(|r| r.sdm_subscriptions.clone()).unwrap_or_default()
+        });
+        for (_, sub) in subs {
+            let body = sbi::model::ModificationNotification {
+                notify_items: sub
+                    .monitored_resource_uris
+                    .iter()
+                    .map(|uri| sbi::model::NotifyItem {
+                        resource_id: uri.clone(),
+                        changes: vec![sbi::model::ChangeItem {
+                            op: "REPLACE".to_owned(),
+                            path: "/".to_owned(),
+                        }],
+                    })
+                    .collect(),
+            };
+            self.notify(&sub.callback_reference, &body, Notice::Sdm);
+        }
+    }
+
+    fn notify(&mut self, uri: &str, body: &impl serde::Serialize, kind: Notice) {
+        let Ok(json) = sbi::message::to_json(body) else {
             return;
         };
         let call_id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1);
+        self.notices.insert(call_id, kind);
         self.actions.push_back(Action::Notify {
             call_id,
             uri: uri.to_owned(),
@@ -339,13 +394,21 @@ where
         });
     }
 
-    /// The old AMF's answer to a deregistration notification.
+    /// The answer to a notification this UDM sent.
     pub fn handle_reply(&mut self, call_id: u64, status: http::StatusCode) {
-        if status.is_success() {
-            self.stats.dereg_notifications += 1;
-        } else {
-            self.stats.dereg_notification_failures += 1;
-            tracing::warn!(call_id, %status, "deregistration notification refused or unanswered");
+        let kind = self
+            .notices
+            .remove(&call_id)
+            .unwrap_or(Notice::Deregistration);
+        let ok = status.is_success();
+        match (kind, ok) {
+            (Notice::Deregistration, true) => self.stats.dereg_notifications += 1,
+            (Notice::Deregistration, false) => self.stats.dereg_notification_failures += 1,
+            (Notice::Sdm, true) => self.stats.sdm_notifications += 1,
+            (Notice::Sdm, false) => self.stats.sdm_notification_failures += 1,
+        }
+        if !ok {
+            tracing::warn!(call_id, %status, notice = ?kind, "notification refused or unanswered");
         }
     }
 
@@ -658,6 +721,7 @@ where
         let parked = self.parked.remove(supi).unwrap_or_default();
         match self.subscriber(supi) {
             Ok(sub) => {
+                self.notify_sdm(supi);
                 for p in parked {
                     let stored = sub.sqn;
                     let sub = sub.clone();
@@ -673,7 +737,19 @@ where
             }
             Err(prob) => {
                 if prob.http_status() == StatusCode::NOT_FOUND.as_u16() {
-                    self.ues.remove(&supi.to_owned());
+                    // The subscription is withdrawn: the AMF serving the UE is told to
+                    // deregister it (TS 23.502 §4.2.2.3.3, TS 29.503 §5.3.2.2.3).
+                    let registered = self
+                        .ues
+                        .remove(&supi.to_owned())
+                        .and_then(|r| r.registration)
+                        .filter(|r| r.purge_flag != Some(true));
+                    if let Some(reg) = registered {
+                        self.notify_dereg(
+                            &reg.dereg_callback_uri,
+                            sbi::model::DEREG_SUBSCRIPTION_WITHDRAWN,
+                        );
+                    }
                 }
                 for p in parked {
                     self.problem(p.req_id, prob.clone());
@@ -748,6 +824,7 @@ where
                         sbi::model::DEREG_UE_REGISTRATION_AREA_CHANGE
                     };
                     self.notify_dereg(&old.dereg_callback_uri, reason);
+                    self.implicit_unsubscribe(supi, &old.amf_instance_id);
                 }
                 if replaced {
                     Ok(SbiResponse::json(StatusCode::OK, &reg))
@@ -803,6 +880,7 @@ where
                 self.save(supi, StateField::AmfRegistration, &updated);
                 if m.purge_flag == Some(true) {
                     self.stats.purges += 1;
+                    self.implicit_unsubscribe(supi, &updated.amf_instance_id);
                 }
                 Ok(SbiResponse::no_content())
             }

@@ -37,8 +37,9 @@ pub use smf::{
 pub use udm::{
     AccessAndMobilitySubscriptionData, Amf3GppAccessRegistration,
     Amf3GppAccessRegistrationModification, AuthEvent, AuthType, AuthenticationInfoRequest,
-    AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, AvEapAkaPrime, DeregistrationData,
-    DnnInfo, ImsVoPs, Nssai, ResynchronizationInfo, SdmSubscription, SmfSelectionSubscriptionData,
-    SnssaiInfo, AV_TYPE_5G_HE_AKA, DEREG_SUBSCRIPTION_WITHDRAWN, DEREG_UE_INITIAL_REGISTRATION,
+    AuthenticationInfoResult, AuthenticationVector, Av5gHeAka, AvEapAkaPrime, ChangeItem,
+    DeregistrationData, DnnInfo, ImsVoPs, ModificationNotification, NotifyItem, Nssai,
+    ResynchronizationInfo, SdmSubscription, SmfSelectionSubscriptionData, SnssaiInfo,
+    AV_TYPE_5G_HE_AKA, DEREG_SUBSCRIPTION_WITHDRAWN, DEREG_UE_INITIAL_REGISTRATION,
     DEREG_UE_REGISTRATION_AREA_CHANGE,
 };

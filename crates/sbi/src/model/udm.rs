@@ -421,6 +421,34 @@ impl SmfSelectionSubscriptionData {
     }
 }
 
+/// Body of the UDM's Nudm_SDM_Notification to an SDM subscription's `callbackReference`
+/// (TS 29.503 §6.1.6.2.5 `ModificationNotification`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModificationNotification {
+    /// What changed, per resource.
+    pub notify_items: Vec<NotifyItem>,
+}
+
+/// One changed resource (TS 29.571 `NotifyItem`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotifyItem {
+    /// The resource's URI, as subscribed (`monitoredResourceUris`).
+    pub resource_id: String,
+    /// The changes.
+    pub changes: Vec<ChangeItem>,
+}
+
+/// One change (TS 29.571 `ChangeItem`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeItem {
+    /// `ADD`, `MOVE`, `REMOVE` or `REPLACE`.
+    pub op: String,
+    /// JSON pointer into the resource.
+    pub path: String,
+}
+
 /// Body of the UDM's Nudm_UECM_DeregistrationNotification to an AMF's `deregCallbackUri`
 /// (TS 29.503 §6.2.6.2.3 `DeregistrationData`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -429,8 +457,10 @@ pub struct DeregistrationData {
     /// `UE_INITIAL_REGISTRATION`, `UE_REGISTRATION_AREA_CHANGE`, `SUBSCRIPTION_WITHDRAWN`,
     /// ... (open enumeration).
     pub dereg_reason: String,
-    /// `3GPP_ACCESS` or `NON_3GPP_ACCESS`.
-    pub access_type: String,
+    /// `3GPP_ACCESS` or `NON_3GPP_ACCESS` (optional since Rel-17).
+    #[serde(default, deserialize_with = "not_null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_type: Option<String>,
 }
 
 /// `DeregistrationReason` values the UDM sends.

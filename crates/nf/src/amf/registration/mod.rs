@@ -180,6 +180,9 @@ pub struct AmfConfig {
     /// Tell the UDM when a UE deregisters (Nudm_UECM_Update with purgeFlag, TS 23.502
     /// §4.5.3), so that it knows the AMF no longer holds the UE.
     pub uecm_purge: bool,
+    /// Subscribe to changes of a registering UE's access and mobility data (Nudm_SDM_
+    /// Subscribe, TS 23.502 §4.2.2.2.2 step 14c), with the `sdm-notify` callback.
+    pub sdm_subscribe: bool,
 }
 
 /// Contexts allowed beyond [`AmfConfig::max_ue_contexts`] for UEs being rejected (each
@@ -220,6 +223,7 @@ impl AmfConfig {
             overload: Some(OverloadConfig::default()),
             trace: crate::trace::Trace::default(),
             uecm_purge: true,
+            sdm_subscribe: true,
         }
     }
 
@@ -291,6 +295,12 @@ crate::summed_counters! {
         /// UE contexts dropped on the UDM's deregistration notification (another AMF took
         /// the UE, or the subscription was withdrawn).
         pub dereg_notifications: u64,
+        /// SDM subscriptions the UDM accepted.
+        pub sdm_subscriptions: u64,
+        /// SDM subscriptions it refused or never answered.
+        pub sdm_subscription_failures: u64,
+        /// The UDM's notifications of a changed subscription, each dropping the kept copy.
+        pub sdm_notifications: u64,
         /// Deregistrations.
         pub deregistrations: u64,
         /// Protected uplink NAS messages discarded for a MAC that does not verify.
@@ -343,6 +353,8 @@ enum CallKind {
     SmRelease,
     /// Nudm_UECM_Update with purgeFlag of a UE that deregistered.
     UecmPurge,
+    /// Nudm_SDM_Subscribe for a registering UE; the registration does not wait for it.
+    SdmSubscribe,
     /// Nsmf ReleaseSMContext of an SM context created for a UE, or a PDU session, that was
     /// gone when the creation's answer came.
     SmOrphan,
@@ -1062,6 +1074,7 @@ where
             // The UE context that asked is gone by design.
             CallKind::SmRelease => return l.on_sm_released(call_id, status, body),
             CallKind::UecmPurge => return l.on_purged(call_id, status, body),
+            CallKind::SdmSubscribe => return l.on_sdm_subscribed(status),
             CallKind::SmOrphan => return l.on_orphan_released(status),
             _ => {}
         }
@@ -1306,6 +1319,7 @@ impl Local {
             | CallKind::SmUpdate(_)
             | CallKind::SmRelease
             | CallKind::UecmPurge
+            | CallKind::SdmSubscribe
             | CallKind::SmOrphan => {}
         }
     }
@@ -2040,7 +2054,58 @@ impl Local {
                 status, "no SMF selection subscription data"
             ),
         }
+        self.sdm_subscribe(ue);
         self.accept(now, ue);
+    }
+
+    /// Nudm_SDM_Subscribe (TS 29.503 §5.2.2.3.2) to the UE's access and mobility data,
+    /// notified at `namf-callback/v1/{supi}/sdm-notify`; the registration goes on meanwhile.
+    fn sdm_subscribe(&mut self, ue: &UeContext) {
+        let (true, Some(supi)) = (self.cfg.sdm_subscribe, ue.supi.as_deref()) else {
+            return;
+        };
+        let body = sbi::model::SdmSubscription {
+            nf_instance_id: self.cfg.instance_id.clone(),
+            implicit_unsubscribe: Some(true),
+            expires: None,
+            callback_reference: format!(
+                "{}{}{supi}/sdm-notify",
+                self.cfg.api_root,
+                session::CALLBACKS
+            ),
+            amf_service_name: None,
+            monitored_resource_uris: vec![build::am_data(supi)],
+            single_nssai: None,
+            dnn: None,
+            subscription_id: None,
+            immediate_report: None,
+            supported_features: None,
+        };
+        let Ok(body) = serde_json::to_vec(&body) else {
+            return;
+        };
+        let call_id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        self.calls
+            .insert(call_id, (ue.amf_ue_ngap_id, CallKind::SdmSubscribe));
+        self.emit(Action::Call {
+            call_id,
+            nf: NfType::Udm,
+            method: Method::POST,
+            path: build::sdm_subscriptions(supi),
+            content_type: sbi::multipart::JSON,
+            body: body.into(),
+        });
+    }
+
+    /// The UDM's answer to an SDM subscription: counted.
+    fn on_sdm_subscribed(&mut self, status: StatusCode) {
+        if status.is_success() {
+            self.stats.sdm_subscriptions += 1;
+        } else {
+            self.stats.sdm_subscription_failures += 1;
+            debug!(%status, "Nudm_SDM_Subscribe refused");
+        }
     }
 
     // ---- accept / reject ----

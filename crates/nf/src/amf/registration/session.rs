@@ -203,12 +203,26 @@ fn n1n2_supi(path: &str) -> Option<&str> {
 /// the AMF).
 pub(super) const CALLBACKS: &str = "/namf-callback/v1/";
 
-/// The SUPI of a Nudm_UECM_DeregistrationNotification path,
-/// `/namf-callback/v1/{supi}/dereg-notify` (the `deregCallbackUri` the AMF registers).
-fn dereg_notify_supi(path: &str) -> Option<&str> {
-    path.strip_prefix(CALLBACKS)
-        .and_then(|r| r.strip_suffix("/dereg-notify"))
-        .filter(|s| !s.is_empty() && !s.contains('/'))
+/// A UE's callback the AMF serves for the UDM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UeCallback {
+    /// `deregCallbackUri`: Nudm_UECM_DeregistrationNotification.
+    Deregistration,
+    /// An SDM subscription's `callbackReference`: Nudm_SDM_Notification.
+    SdmChange,
+}
+
+/// The SUPI and kind of a UE callback path, `/namf-callback/v1/{supi}/dereg-notify` or
+/// `/namf-callback/v1/{supi}/sdm-notify`.
+fn ue_callback(path: &str) -> Option<(&str, UeCallback)> {
+    let rest = path.strip_prefix(CALLBACKS)?;
+    let (supi, kind) = rest.split_once('/')?;
+    let kind = match kind {
+        "dereg-notify" => UeCallback::Deregistration,
+        "sdm-notify" => UeCallback::SdmChange,
+        _ => return None,
+    };
+    (!supi.is_empty()).then_some((supi, kind))
 }
 
 /// Checks an N1N2MessageTransfer's N1 SM message against its JSON (TS 29.518 §6.1.6.2.1):
@@ -279,9 +293,9 @@ where
     /// the path does not say which worker holds the UE, so a runtime whose transfers can
     /// land on any worker, h2c from a remote SMF, asks the others in turn).
     pub fn holds_n1n2_target(&self, path: &str) -> bool {
-        match (n1n2_supi(path), dereg_notify_supi(path)) {
+        match (n1n2_supi(path), ue_callback(path)) {
             (Some(supi), _) => self.local.supi_index.contains_key(supi),
-            (None, Some(supi)) => {
+            (None, Some((supi, _))) => {
                 self.local.connected_supi.contains_key(supi)
                     || self.local.supi_index.contains_key(supi)
                     || self.idle_supi.contains_key(supi)
@@ -293,11 +307,49 @@ where
     /// An SBI request to the AMF: Namf_Communication N1N2MessageTransfer (TS 29.518
     /// §5.2.2.3.1), and the UDM's deregistration notification to the `deregCallbackUri`.
     pub fn handle_request(&mut self, now: Instant, req_id: u64, req: SbiRequest) {
-        match dereg_notify_supi(&req.path).map(str::to_owned) {
-            Some(supi) => self.on_dereg_notify(now, req_id, &supi, &req),
+        match ue_callback(&req.path).map(|(s, k)| (s.to_owned(), k)) {
+            Some((supi, UeCallback::Deregistration)) => {
+                self.on_dereg_notify(now, req_id, &supi, &req)
+            }
+            Some((supi, UeCallback::SdmChange)) => self.on_sdm_notify(req_id, &supi, &req),
             None => self.on_request(req_id, req),
         }
         self.flush();
+    }
+
+    /// Nudm_SDM_Notification (TS 29.503 §5.2.2.3.5): the UE's subscription data changed at
+    /// the UDM. A context kept for a UE without an N2 connection is dropped, so that its next
+    /// registration reads the new data; a connected UE keeps what its registration read until
+    /// it registers again. 204, or 404 CONTEXT_NOT_FOUND for a SUPI this AMF holds nothing
+    /// for.
+    fn on_sdm_notify(&mut self, req_id: u64, supi: &str, req: &SbiRequest) {
+        let l = &mut self.local;
+        if req.method != Method::POST {
+            return l.respond(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+        }
+        let data: sbi::model::ModificationNotification = match sbi::parse_json(req) {
+            Ok(d) => d,
+            Err(p) => return l.respond(req_id, p),
+        };
+        let connected = l.connected_supi.contains_key(supi) || l.supi_index.contains_key(supi);
+        let idle = self.idle_supi.contains_key(supi);
+        if !connected && !idle {
+            return self.local.respond(
+                req_id,
+                ProblemDetails::context_not_found(format!("no UE context {supi}")),
+            );
+        }
+        self.forget_idle(supi);
+        let l = &mut self.local;
+        l.stats.sdm_notifications += 1;
+        tracing::info!(%supi, items = data.notify_items.len(), "UDM subscription data changed");
+        l.emit(Action::Respond {
+            req_id,
+            response: SbiResponse::no_content(),
+        });
     }
 
     /// Nudm_UECM_DeregistrationNotification (TS 29.503 §5.3.2.2.3): another AMF took the UE
