@@ -18,9 +18,9 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const RELEASE_GUARD: Duration = Duration::from_secs(5);
 const AMFS: &str = "127.0.0.242:19842,127.0.0.243:19843";
 
-/// `steer5g amf` on `ip`:`port` with AMF Pointer `pointer`, calling the AUSF and UDM of the
-/// test.
-fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
+/// `steer5g amf --json` on `ip`:`port` with AMF Pointer `pointer`, calling the AUSF and UDM
+/// at `ausf` and `udm`, started once it listens for N2 and its callbacks.
+fn amf_at(ip: &str, port: &str, pointer: &str, ausf: &str, udm: &str) -> ChildGuard {
     let mut cmd = steer5g(
         None,
         &[
@@ -33,9 +33,9 @@ fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
             "--udp-port",
             port,
             "--ausf",
-            "http://127.0.0.241:7777",
+            ausf,
             "--udm",
-            "http://127.0.0.240:7777",
+            udm,
             "--no-metrics",
         ],
     );
@@ -45,6 +45,17 @@ fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
         panic!("amf {ip}: {e}\n{}", child.stderr_so_far());
     }
     child
+}
+
+/// An AMF of the first test.
+fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
+    amf_at(
+        ip,
+        port,
+        pointer,
+        "http://127.0.0.241:7777",
+        "http://127.0.0.240:7777",
+    )
 }
 
 #[test]
@@ -131,15 +142,7 @@ fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies(
             "60",
         ],
     );
-    for (k, v) in [
-        ("STEER5G_SCTP_RTO_INITIAL_MS", "200"),
-        ("STEER5G_SCTP_RTO_MIN_MS", "200"),
-        ("STEER5G_SCTP_RTO_MAX_MS", "400"),
-        ("STEER5G_SCTP_ASSOCIATION_MAX_RETRANS", "2"),
-        ("STEER5G_SCTP_PATH_MAX_RETRANS", "2"),
-    ] {
-        cmd.env(k, v);
-    }
+    procs::short_sctp_timers(&mut cmd);
     let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     assert!(
@@ -201,32 +204,14 @@ fn a_second_amf_taking_ues_over_makes_the_udm_tell_the_first() {
         ],
         "SBI listening",
     );
-    let peers = [
-        "--ausf",
-        "http://127.0.0.246:7777",
-        "--udm",
-        "http://127.0.0.245:7777",
-    ];
     let amf = |ip: &str, port: &str, pointer: &str| {
-        let mut args = vec![
-            "amf",
-            "--json",
-            "--transport",
-            "udp",
-            "--n2-addr",
+        amf_at(
             ip,
-            "--udp-port",
             port,
-            "--no-metrics",
-        ];
-        args.extend_from_slice(&peers);
-        let mut cmd = steer5g(None, &args);
-        cmd.env("STEER5G_AMF_POINTER", pointer);
-        let mut child = ChildGuard::spawn(&mut cmd).unwrap();
-        child
-            .wait_for_stderr("SBI listening: AMF", Duration::from_secs(20))
-            .unwrap_or_else(|e| panic!("{e}\n{}", child.stderr_so_far()));
-        child
+            pointer,
+            "http://127.0.0.246:7777",
+            "http://127.0.0.245:7777",
+        )
     };
     let first = amf("127.0.0.247", "19847", "1");
     let second = amf("127.0.0.248", "19848", "2");

@@ -182,16 +182,8 @@ fn one_instance_of_each_nf_killed_under_load_loses_no_sqn_and_no_subscriber() {
             "60",
         ],
     );
-    for (k, v) in [
-        ("RUST_LOG", "warn,steer5g::sqn=debug"),
-        ("STEER5G_SCTP_RTO_INITIAL_MS", "200"),
-        ("STEER5G_SCTP_RTO_MIN_MS", "200"),
-        ("STEER5G_SCTP_RTO_MAX_MS", "400"),
-        ("STEER5G_SCTP_ASSOCIATION_MAX_RETRANS", "2"),
-        ("STEER5G_SCTP_PATH_MAX_RETRANS", "2"),
-    ] {
-        cmd.env(k, v);
-    }
+    cmd.env("RUST_LOG", "warn,steer5g::sqn=debug");
+    procs::short_sctp_timers(&mut cmd);
     let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     assert!(

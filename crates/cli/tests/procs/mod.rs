@@ -173,3 +173,18 @@ pub fn without_caps() -> Command {
     c.args(["--bounding-set", "-all", "--inh-caps", "-all", bin()]);
     c
 }
+
+/// Short SCTP timers for a `ran` (its `[sctp]` configuration): a gNB finds an AMF that was
+/// killed by its retransmissions within a second instead of RFC 9260's minute.
+#[allow(dead_code)]
+pub fn short_sctp_timers(cmd: &mut Command) {
+    for (k, v) in [
+        ("STEER5G_SCTP_RTO_INITIAL_MS", "200"),
+        ("STEER5G_SCTP_RTO_MIN_MS", "200"),
+        ("STEER5G_SCTP_RTO_MAX_MS", "400"),
+        ("STEER5G_SCTP_ASSOCIATION_MAX_RETRANS", "2"),
+        ("STEER5G_SCTP_PATH_MAX_RETRANS", "2"),
+    ] {
+        cmd.env(k, v);
+    }
+}

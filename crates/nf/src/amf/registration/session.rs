@@ -323,17 +323,13 @@ where
     /// it registers again. 204, or 404 CONTEXT_NOT_FOUND for a SUPI this AMF holds nothing
     /// for.
     fn on_sdm_notify(&mut self, req_id: u64, supi: &str, req: &SbiRequest) {
-        let l = &mut self.local;
-        if req.method != Method::POST {
-            return l.respond(
-                req_id,
-                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
-            );
-        }
-        let data: sbi::model::ModificationNotification = match sbi::parse_json(req) {
-            Ok(d) => d,
-            Err(p) => return l.respond(req_id, p),
+        let Some(data) = self
+            .local
+            .callback_body::<sbi::model::ModificationNotification>(req_id, req)
+        else {
+            return;
         };
+        let l = &mut self.local;
         let connected = l.connected_supi.contains_key(supi) || l.supi_index.contains_key(supi);
         let idle = self.idle_supi.contains_key(supi);
         if !connected && !idle {
@@ -357,17 +353,13 @@ where
     /// goes: a connected UE's N2 connection is released, an idle context dropped. 204, or
     /// 404 CONTEXT_NOT_FOUND when this AMF holds none for the SUPI.
     fn on_dereg_notify(&mut self, now: Instant, req_id: u64, supi: &str, req: &SbiRequest) {
-        let l = &mut self.local;
-        if req.method != Method::POST {
-            return l.respond(
-                req_id,
-                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
-            );
-        }
-        let data: sbi::model::DeregistrationData = match sbi::parse_json(req) {
-            Ok(d) => d,
-            Err(p) => return l.respond(req_id, p),
+        let Some(data) = self
+            .local
+            .callback_body::<sbi::model::DeregistrationData>(req_id, req)
+        else {
+            return;
         };
+        let l = &mut self.local;
         let id = l
             .connected_supi
             .get(supi)
@@ -456,6 +448,29 @@ where
 }
 
 impl Local {
+    /// The JSON body of a POST to one of the AMF's callbacks, or `None` once the request is
+    /// answered with its problem (405 for another method, 400/415 for the body).
+    fn callback_body<T: serde::de::DeserializeOwned>(
+        &mut self,
+        req_id: u64,
+        req: &SbiRequest,
+    ) -> Option<T> {
+        if req.method != Method::POST {
+            self.respond(
+                req_id,
+                ProblemDetails::method_not_allowed(req.method.as_str(), &req.path),
+            );
+            return None;
+        }
+        match sbi::parse_json(req) {
+            Ok(d) => Some(d),
+            Err(p) => {
+                self.respond(req_id, p);
+                None
+            }
+        }
+    }
+
     /// UL NAS TRANSPORT from a UE (TS 24.501 §5.4.5.2.2): `plain` is the verified 5GMM
     /// message.
     pub(super) fn on_ul_nas_transport(&mut self, ue: &mut UeContext, plain: &[u8]) {
