@@ -207,7 +207,14 @@ pub(crate) struct CaseAddrs {
 
 impl CaseAddrs {
     pub(crate) fn new(net: u8, slot: u8) -> Self {
+        // The case's core takes the STEER5G_<SECTION>_<KEY> variables as every command does
+        // (`STEER5G_AMF_SDM_SUBSCRIBE=false` measures a registration without the SDM
+        // subscription); its addresses are the case's whatever they say.
         let mut cfg = Config::default();
+        if let Err(e) = cfg.apply_env(std::env::vars()) {
+            tracing::warn!(error = %e, "environment not applied to the bench's configuration");
+            cfg = Config::default();
+        }
         cfg.n2.addr = Ipv4Addr::new(127, 0, net, slot);
         cfg.n2.transports = vec![TransportKind::Udp];
         let at =
