@@ -17,7 +17,8 @@ use clap::Args;
 use http::{Method, StatusCode};
 use sbi::model::{
     AmfInfo, DnnItem, Guami, HexBytes, IpEndPoint, NfProfile, NfService, NfServiceVersion, PlmnId,
-    PlmnIdNid, SearchResult, SmfInfo, Snssai, SnssaiDnnItem, CUSTOM_WORKERS, NF_REGISTERED,
+    PlmnIdNid, SearchResult, SmfInfo, Snssai, SnssaiDnnItem, UpfInfo, CUSTOM_WORKERS,
+    NF_REGISTERED,
 };
 use sbi::{ClientConfig, NfType, SbiClient, SbiRequest, SbiResponse};
 use serde_json::{json, Map};
@@ -711,4 +712,136 @@ pub(crate) fn profiles_of(
         }
     }
     Ok(out)
+}
+
+/// The vendor-specific member of a UPF profile's `customInfo` holding its PFCP port, when it
+/// is not 8805 (TS 29.244 §4.2.2).
+const CUSTOM_PFCP_PORT: &str = "steer5gPfcpPort";
+
+/// The profile of a UPF whose PFCP (N4) endpoint is `pfcp`: its address, and per slice of the
+/// configuration the DNNs the SMF serves there (TS 29.510 `UpfInfo`), for the SMF's selection.
+pub(crate) fn upf_profile(pfcp: SocketAddr, cfg: &Config) -> Result<NfProfile, CliError> {
+    if pfcp.ip().is_unspecified() {
+        return Err(CliError::Usage(format!(
+            "the UPF serves PFCP on {pfcp}: a profile must name an address the SMF can reach, not 0.0.0.0"
+        )));
+    }
+    let slices: Vec<Snssai> = cfg
+        .amf
+        .slices
+        .iter()
+        .map(|s| Snssai {
+            sst: s.sst,
+            sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
+        })
+        .collect();
+    let dnns: Vec<DnnItem> = cfg
+        .smf
+        .dnns
+        .iter()
+        .map(|d| DnnItem {
+            dnn: d.split('=').next().unwrap_or(d).to_owned(),
+        })
+        .collect();
+    let mut custom = Map::new();
+    if pfcp.port() != 8805 {
+        custom.insert(CUSTOM_PFCP_PORT.into(), json!(pfcp.port()));
+    }
+    Ok(NfProfile {
+        nf_instance_id: uuid::Uuid::new_v4().to_string(),
+        nf_type: "UPF".into(),
+        nf_status: NF_REGISTERED.into(),
+        heart_beat_timer: None,
+        plmn_list: Some(vec![PlmnId {
+            mcc: cfg.plmn.mcc.clone(),
+            mnc: cfg.plmn.mnc.clone(),
+        }]),
+        s_nssais: (!slices.is_empty()).then(|| slices.clone()),
+        fqdn: None,
+        ipv4_addresses: Some(vec![pfcp.ip().to_string()]),
+        allowed_nf_types: Some(vec!["SMF".into()]),
+        priority: None,
+        capacity: None,
+        load: None,
+        udm_info: None,
+        ausf_info: None,
+        amf_info: None,
+        smf_info: None,
+        upf_info: (!slices.is_empty() && !dnns.is_empty()).then(|| UpfInfo {
+            s_nssai_upf_info_list: slices
+                .iter()
+                .map(|s| SnssaiDnnItem {
+                    s_nssai: *s,
+                    dnn_smf_info_list: None,
+                    dnn_upf_info_list: Some(dnns.clone()),
+                })
+                .collect(),
+            other: Map::new(),
+        }),
+        custom_info: (!custom.is_empty()).then_some(custom),
+        nf_services: None,
+        other: Map::new(),
+    })
+}
+
+impl NrfUseArgs {
+    /// An NRF user for a process that only registers (the UPF).
+    pub(crate) fn registering(nrf: String) -> Self {
+        NrfUseArgs {
+            nrf: Some(nrf),
+            nrf_wait: 10.0,
+            ..NrfUseArgs::default()
+        }
+    }
+
+    /// The PFCP address of the UPF the NRF offers an SMF for `dnn` (TS 23.501 §6.3.3: UPF
+    /// selection by the SMF), waiting up to `--nrf-wait` for one. Without `--nrf`, `None`.
+    pub(crate) fn discover_upf(&self, dnn: Option<&str>) -> Result<Option<SocketAddr>, CliError> {
+        let Some(nrf) = self.uri()? else {
+            return Ok(None);
+        };
+        let wait = Duration::try_from_secs_f64(self.nrf_wait)
+            .map_err(|_| CliError::Usage("--nrf-wait: a non-negative number".into()))?;
+        let mut uri =
+            format!("{nrf}/nnrf-disc/v1/nf-instances?target-nf-type=UPF&requester-nf-type=SMF");
+        if let Some(d) = dnn {
+            uri.push_str(&format!("&dnn={d}"));
+        }
+        let rt = runtime()?;
+        let client = client();
+        let deadline = Instant::now() + wait;
+        loop {
+            let last = match rt.block_on(discover_once(&client, &uri)) {
+                Ok(found) => {
+                    let at = found.iter().find_map(|p| {
+                        let ip: std::net::IpAddr =
+                            p.ipv4_addresses.as_ref()?.first()?.parse().ok()?;
+                        let port = p
+                            .custom_info
+                            .as_ref()
+                            .and_then(|c| c.get(CUSTOM_PFCP_PORT))
+                            .and_then(serde_json::Value::as_u64)
+                            .and_then(|n| u16::try_from(n).ok())
+                            .unwrap_or(8805);
+                        Some(SocketAddr::new(ip, port))
+                    });
+                    match at {
+                        Some(a) => {
+                            tracing::info!(upf = %a, "UPF selected through the NRF");
+                            return Ok(Some(a));
+                        }
+                        None => "no UPF is registered".to_owned(),
+                    }
+                }
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(CliError::Failed(format!(
+                    "NRF at {nrf}: {last} (after {:.0} s; start the UPF first, or raise --nrf-wait)",
+                    self.nrf_wait
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }

@@ -25,7 +25,8 @@ pub(crate) struct SmfArgs {
     /// Where the SMF listens for h2c (default: the configuration's `sbi.smf`, 127.0.0.4:7777).
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) sbi_addr: Option<SocketAddr>,
-    /// The UPF's PFCP address [default: the configuration's `smf.upf`, 127.0.0.7:8805].
+    /// The UPF's PFCP address [default: with --nrf, the UPF the NRF offers for the first
+    /// DNN; else the configuration's `smf.upf`, 127.0.0.7:8805].
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) upf: Option<SocketAddr>,
     /// The address every worker's PFCP socket binds and advertises in its CP F-SEID
@@ -136,8 +137,14 @@ pub(crate) fn run(global: &Global, args: &SmfArgs) -> Result<(), CliError> {
         recovery_time_stamp: Some(upf::service::fresh_recovery_time_stamp()),
         ..configured(&opts.config)?
     };
-    if let Some(u) = args.upf {
-        smf.upf = u;
+    match args.upf {
+        Some(u) => smf.upf = u,
+        None => {
+            let dnn = smf.dnns.first().map(|d| d.dnn.clone());
+            if let Some(u) = args.run.nrf.discover_upf(dnn.as_deref())? {
+                smf.upf = u;
+            }
+        }
     }
     if let Some(h) = args.pfcp_heartbeat {
         smf.heartbeat = pfcp_heartbeat(h)?;

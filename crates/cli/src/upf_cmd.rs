@@ -45,6 +45,10 @@ pub(crate) enum DatapathArg {
 /// settled by [`UpfArgs::settle`]: the flag, else the configuration.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct UpfArgs {
+    /// Register with the NRF at this base URI (e.g. http://127.0.0.10:7777), as a UPF
+    /// profile (its PFCP address, slices and DNNs) that SMFs select through discovery.
+    #[arg(long, value_name = "URI", env = "STEER5G_NRF")]
+    pub(crate) nrf: Option<String>,
     /// PFCP (N4) address to serve [default: the configuration's `upf.pfcp_addr`,
     /// 127.0.0.7:8805].
     #[arg(long = "pfcp", value_name = "ADDR:PORT")]
@@ -457,7 +461,18 @@ pub(crate) fn run(global: &Global, args: &UpfArgs) -> Result<(), CliError> {
         svc.local_addr(),
         args.n3,
     );
+    let agent = match &args.nrf {
+        Some(nrf) => {
+            let cfg = crate::cli::file_and_env(global)?;
+            let profile = crate::nrf_agent::upf_profile(svc.local_addr(), &cfg)?;
+            crate::nrf_agent::NrfUseArgs::registering(nrf.clone()).register(vec![profile], None)?
+        }
+        None => None,
+    };
     wait_for_stop(limit)?;
+    if let Some(a) = agent {
+        a.stop();
+    }
     if let Some(m) = metrics {
         m.stop();
     }

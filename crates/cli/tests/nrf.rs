@@ -571,3 +571,80 @@ fn calls_fail_over_to_another_instance_and_peers_follow_the_nrf() {
     assert!(num(&n, "notifications_failed") <= 1, "{n}");
     assert_eq!(num(&n, "subscriptions"), 5, "{n}");
 }
+
+/// The UPF registers a UPF profile (its PFCP address and port, slices and DNNs, discoverable
+/// by SMFs only); an SMF given no `--upf` selects it through the NRF and sets up its PFCP
+/// association with it. Addresses 127.0.0.250-254.
+#[test]
+fn the_smf_selects_the_upf_the_nrf_offers() {
+    let scratch = Scratch::new("nrf-upf");
+    let nrf_dir = scratch.0.join("nrf-data").display().to_string();
+    let nrf_uri = "http://127.0.0.250:7777";
+    let nrf = start(
+        &[
+            "nrf",
+            "--sbi-addr",
+            "127.0.0.250:7777",
+            "--data-dir",
+            &nrf_dir,
+        ],
+        "NRF listening",
+    );
+    let upf = start(
+        &[
+            "upf",
+            "--datapath",
+            "none",
+            "--pfcp",
+            "127.0.0.251:18805",
+            "--nrf",
+            nrf_uri,
+        ],
+        "registered with the NRF",
+    );
+    let find = |requester: &str| {
+        let r = call(
+            Method::GET,
+            &format!(
+                "{nrf_uri}/nnrf-disc/v1/nf-instances?target-nf-type=UPF&requester-nf-type={requester}&dnn=internet"
+            ),
+            None,
+            "application/json",
+            &HeaderMap::new(),
+        );
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        v["nfInstances"].as_array().unwrap().clone()
+    };
+    let upfs = find("SMF");
+    assert_eq!(upfs.len(), 1);
+    assert_eq!(upfs[0]["ipv4Addresses"][0], "127.0.0.251");
+    assert_eq!(upfs[0]["customInfo"]["steer5gPfcpPort"], 18805);
+    assert!(find("AMF").is_empty(), "only SMFs may discover the UPF");
+
+    let smf = start(
+        &[
+            "smf",
+            "--sbi-addr",
+            "127.0.0.252:7777",
+            "--amf",
+            "http://127.0.0.253:7777",
+            "--udm",
+            "http://127.0.0.254:7777",
+            "--nrf",
+            nrf_uri,
+            "--no-metrics",
+        ],
+        "registered with the NRF",
+    );
+    assert!(smf.stderr_so_far().contains("UPF selected through the NRF"));
+    wait_until(
+        "the SMF's PFCP association",
+        Duration::from_secs(10),
+        || smf.stderr_so_far().contains("127.0.0.251:18805"),
+    );
+    stop("smf", smf);
+    let u = stop("upf", upf);
+    assert!(num(&u, "associations.setup") >= 1, "{u}");
+    let n = stop("nrf", nrf);
+    assert_eq!(num(&n, "registrations"), 2, "{n}");
+}

@@ -283,6 +283,9 @@ impl<P: Placement> Worker<P> {
             }
         }
         self.open_pfcp();
+        // The PFCP Association Setup Request the SMF queued goes now, not at the first
+        // wake-up (the heartbeat timer's, seconds later).
+        self.perform();
         for (nf, l, steered) in listeners {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
