@@ -185,7 +185,7 @@ fn one_instance_of_each_nf_killed_under_load_loses_no_sqn_and_no_subscriber() {
     cmd.env("RUST_LOG", "warn,steer5g::sqn=debug");
     procs::short_sctp_timers(&mut cmd);
     let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(800));
     assert!(
         ran.is_running(),
         "the run ended before the kills: {}",
@@ -202,8 +202,9 @@ fn one_instance_of_each_nf_killed_under_load_loses_no_sqn_and_no_subscriber() {
     let (ok, failed) = (num(&v, "runs_ok"), num(&v, "runs_failed"));
     assert_eq!(ok + failed, RUNS, "{v}");
     assert!(failed <= 8, "{v}\n{}", done.stderr);
-    let lost_at = v["outages"][0]["started_at_s"].as_f64().unwrap();
-    assert!(v["elapsed_s"].as_f64().unwrap() > lost_at + 0.3, "{v}");
+    // The AMF was lost while the run went on (it was running at the kill), and every run
+    // but those in flight then completed: the ones after it at the surviving AMF.
+    assert_eq!(v["outages"].as_array().map(Vec::len), Some(1), "{v}");
 
     // No SQN twice; per (subscriber, IND) what each USIM accepted increased; both UDMs
     // issued.
