@@ -87,27 +87,12 @@ impl NrfUseArgs {
         let Some(nrf) = self.uri()? else {
             return Ok(());
         };
-        let wait = Duration::try_from_secs_f64(self.nrf_wait)
-            .map_err(|_| CliError::Usage("--nrf-wait: a non-negative number".into()))?;
-        let rt = runtime()?;
-        let client = client();
-        let deadline = Instant::now() + wait;
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let wait = self.waiter(&nrf)?;
         for &t in targets {
-            let found = loop {
-                let last =
-                    match rt.block_on(discover_once(&client, &search_uri(&nrf, t, requester))) {
-                        Ok(p) if !p.is_empty() => break p,
-                        Ok(_) => format!("no {t} is registered"),
-                        Err(e) => e,
-                    };
-                if Instant::now() >= deadline {
-                    return Err(CliError::Failed(format!(
-                        "NRF at {nrf}: {last} (after {:.0} s; start the {t} first, or raise --nrf-wait)",
-                        self.nrf_wait
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            };
+            let found = wait.until_found(&search_uri(&nrf, t, requester), &t.to_string())?;
             let bases = bases_of(&found);
             let Some(first) = bases.first() else {
                 return Err(CliError::Failed(format!(
@@ -800,45 +785,71 @@ impl NrfUseArgs {
         let Some(nrf) = self.uri()? else {
             return Ok(None);
         };
-        let wait = Duration::try_from_secs_f64(self.nrf_wait)
-            .map_err(|_| CliError::Usage("--nrf-wait: a non-negative number".into()))?;
         let mut uri =
             format!("{nrf}/nnrf-disc/v1/nf-instances?target-nf-type=UPF&requester-nf-type=SMF");
         if let Some(d) = dnn {
             uri.push_str(&format!("&dnn={d}"));
         }
-        let rt = runtime()?;
-        let client = client();
-        let deadline = Instant::now() + wait;
+        let found = self.waiter(&nrf)?.until_found(&uri, "UPF")?;
+        let at = found.iter().find_map(|p| {
+            let ip: std::net::IpAddr = p.ipv4_addresses.as_ref()?.first()?.parse().ok()?;
+            let port = p
+                .custom_info
+                .as_ref()
+                .and_then(|c| c.get(CUSTOM_PFCP_PORT))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+                .unwrap_or(8805);
+            Some(SocketAddr::new(ip, port))
+        });
+        match at {
+            Some(a) => {
+                tracing::info!(upf = %a, "UPF selected through the NRF");
+                Ok(Some(a))
+            }
+            None => Err(CliError::Failed(format!(
+                "NRF at {nrf}: no UPF profile names an IPv4 address"
+            ))),
+        }
+    }
+
+    /// Discovery that waits up to `--nrf-wait` for an answer with instances.
+    fn waiter(&self, nrf: &str) -> Result<Waiter, CliError> {
+        let wait = Duration::try_from_secs_f64(self.nrf_wait)
+            .map_err(|_| CliError::Usage("--nrf-wait: a non-negative number".into()))?;
+        Ok(Waiter {
+            rt: runtime()?,
+            client: client(),
+            nrf: nrf.to_owned(),
+            deadline: Instant::now() + wait,
+            wait_s: self.nrf_wait,
+        })
+    }
+}
+
+/// Discovery requests at start, sharing one deadline.
+struct Waiter {
+    rt: tokio::runtime::Runtime,
+    client: SbiClient,
+    nrf: String,
+    deadline: Instant,
+    wait_s: f64,
+}
+
+impl Waiter {
+    /// The registered instances `uri` finds, asked again every 200 ms until there is one;
+    /// past the deadline, the error names `what` and the last answer.
+    fn until_found(&self, uri: &str, what: &str) -> Result<Vec<NfProfile>, CliError> {
         loop {
-            let last = match rt.block_on(discover_once(&client, &uri)) {
-                Ok(found) => {
-                    let at = found.iter().find_map(|p| {
-                        let ip: std::net::IpAddr =
-                            p.ipv4_addresses.as_ref()?.first()?.parse().ok()?;
-                        let port = p
-                            .custom_info
-                            .as_ref()
-                            .and_then(|c| c.get(CUSTOM_PFCP_PORT))
-                            .and_then(serde_json::Value::as_u64)
-                            .and_then(|n| u16::try_from(n).ok())
-                            .unwrap_or(8805);
-                        Some(SocketAddr::new(ip, port))
-                    });
-                    match at {
-                        Some(a) => {
-                            tracing::info!(upf = %a, "UPF selected through the NRF");
-                            return Ok(Some(a));
-                        }
-                        None => "no UPF is registered".to_owned(),
-                    }
-                }
+            let last = match self.rt.block_on(discover_once(&self.client, uri)) {
+                Ok(p) if !p.is_empty() => return Ok(p),
+                Ok(_) => format!("no {what} is registered"),
                 Err(e) => e,
             };
-            if Instant::now() >= deadline {
+            if Instant::now() >= self.deadline {
                 return Err(CliError::Failed(format!(
-                    "NRF at {nrf}: {last} (after {:.0} s; start the UPF first, or raise --nrf-wait)",
-                    self.nrf_wait
+                    "NRF at {}: {last} (after {:.0} s; start the {what} first, or raise --nrf-wait)",
+                    self.nrf, self.wait_s
                 )));
             }
             std::thread::sleep(Duration::from_millis(200));

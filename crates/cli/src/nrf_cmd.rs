@@ -95,7 +95,10 @@ fn signing_key(dir: &Path) -> Result<Signer, CliError> {
                 .map_err(|e| CliError::Failed(format!("{}: {e}", dir.display())))?;
             let (private, public) =
                 sbi::oauth::generate_key_pair().map_err(|e| CliError::Failed(e.to_string()))?;
-            write_private(&path, private.as_bytes())?;
+            use std::io::Write as _;
+            crate::subscriber::create_secret_file(&path, false)?
+                .write_all(private.as_bytes())
+                .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
             let pub_path = dir.join(SIGNING_PUBLIC_KEY);
             std::fs::write(&pub_path, public)
                 .map_err(|e| CliError::Failed(format!("{}: {e}", pub_path.display())))?;
@@ -106,20 +109,6 @@ fn signing_key(dir: &Path) -> Result<Signer, CliError> {
     };
     Signer::from_pem(&pem, Some("nrf".into()))
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
-}
-
-/// Writes a private key readable by its owner only.
-pub(crate) fn write_private(path: &Path, pem: &[u8]) -> Result<(), CliError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-    f.write_all(pem)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))
 }
 
 /// The consumers' public keys: `<nfInstanceId>.pub.pem` files of `dir`.

@@ -58,17 +58,17 @@ fn amf(ip: &str, port: &str, pointer: &str) -> ChildGuard {
     )
 }
 
-#[test]
-fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies() {
-    let scratch = common::Scratch::new("amf-set");
-    let (dir, csv) = provision(&scratch, 10);
+/// A UDM (store in `dir`) on `udm_ip` and an AUSF on `ausf_ip` calling it, port 7777 each.
+fn udm_and_ausf(dir: &str, udm_ip: &str, ausf_ip: &str) -> (ChildGuard, ChildGuard) {
+    let (udm_addr, ausf_addr) = (format!("{udm_ip}:7777"), format!("{ausf_ip}:7777"));
+    let udm_uri = format!("http://{udm_addr}");
     let udm = start_json(
         &[
             "udm",
             "--data-dir",
-            &dir,
+            dir,
             "--sbi-addr",
-            "127.0.0.240:7777",
+            &udm_addr,
             "--no-metrics",
         ],
         "SBI listening",
@@ -77,13 +77,21 @@ fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies(
         &[
             "ausf",
             "--sbi-addr",
-            "127.0.0.241:7777",
+            &ausf_addr,
             "--udm",
-            "http://127.0.0.240:7777",
+            &udm_uri,
             "--no-metrics",
         ],
         "SBI listening",
     );
+    (udm, ausf)
+}
+
+#[test]
+fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies() {
+    let scratch = common::Scratch::new("amf-set");
+    let (dir, csv) = provision(&scratch, 10);
+    let (udm, ausf) = udm_and_ausf(&dir, "127.0.0.240", "127.0.0.241");
     let amf1 = amf("127.0.0.242", "19842", "1");
     let amf2 = amf("127.0.0.243", "19843", "2");
 
@@ -143,15 +151,7 @@ fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies(
         ],
     );
     procs::short_sctp_timers(&mut cmd);
-    let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
-    std::thread::sleep(Duration::from_millis(600));
-    assert!(
-        ran.is_running(),
-        "the run ended before the kill: {}",
-        ran.stderr_so_far()
-    );
-    amf1.stop("KILL", Duration::from_secs(10)).unwrap();
-    let done = ran.wait_timeout(RUN_TIMEOUT).unwrap();
+    let done = procs::run_and_kill(&mut cmd, Duration::from_millis(600), vec![amf1]);
     let v = json_of(&done);
     let a2 = stop("amf", amf2);
     let au = stop("ausf", ausf);
@@ -180,28 +180,7 @@ fn returning_ues_follow_their_guami_and_move_within_the_set_when_their_amf_dies(
 fn a_second_amf_taking_ues_over_makes_the_udm_tell_the_first() {
     let scratch = common::Scratch::new("amf-takeover");
     let (dir, csv) = provision(&scratch, 6);
-    let udm = start_json(
-        &[
-            "udm",
-            "--data-dir",
-            &dir,
-            "--sbi-addr",
-            "127.0.0.245:7777",
-            "--no-metrics",
-        ],
-        "SBI listening",
-    );
-    let ausf = start_json(
-        &[
-            "ausf",
-            "--sbi-addr",
-            "127.0.0.246:7777",
-            "--udm",
-            "http://127.0.0.245:7777",
-            "--no-metrics",
-        ],
-        "SBI listening",
-    );
+    let (udm, ausf) = udm_and_ausf(&dir, "127.0.0.245", "127.0.0.246");
     let amf = |ip: &str, port: &str, pointer: &str| {
         amf_at(
             ip,

@@ -3,16 +3,17 @@
 //! CSV and SVG written; bad usage exits 2 before anything runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Command;
 
 #[test]
 fn bench_sessions_smoke() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
-        .args([
+    let v = common::bench_json(
+        &[
             "bench",
             "sessions",
-            "--json",
             "--ues",
             "6",
             "--pdu-sessions",
@@ -25,26 +26,10 @@ fn bench_sessions_smoke() {
             "4",
             "--gnbs",
             "2",
-            "--out",
-        ])
-        .arg(out_dir.path())
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run steer5g bench sessions");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        out_dir.path(),
     );
-    assert_eq!(
-        stdout.lines().count(),
-        1,
-        "--json prints one line: {stdout}"
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
     assert_eq!(v["scenario"], "sessions");
-    assert_eq!(v["ok"], true);
     let cases = v["cases"].as_array().unwrap();
     let labels: Vec<&str> = cases.iter().map(|c| c["case"].as_str().unwrap()).collect();
     assert_eq!(

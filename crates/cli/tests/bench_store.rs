@@ -4,7 +4,7 @@
 //! SVG written.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
+mod common;
 
 #[test]
 fn bench_store_smoke() {
@@ -13,11 +13,10 @@ fn bench_store_smoke() {
         return;
     }
     let out_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_steer5g"))
-        .args([
+    let v = common::bench_json(
+        &[
             "bench",
             "store",
-            "--json",
             "--ues",
             "8",
             "--rounds",
@@ -26,26 +25,10 @@ fn bench_store_smoke() {
             "2",
             "--concurrency",
             "4",
-            "--out",
-        ])
-        .arg(out_dir.path())
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run steer5g bench store");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        out_dir.path(),
     );
-    assert_eq!(
-        stdout.lines().count(),
-        1,
-        "--json prints one line: {stdout}"
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
     assert_eq!(v["scenario"], "store");
-    assert_eq!(v["ok"], true);
     let cases = v["cases"].as_array().unwrap();
     let labels: Vec<&str> = cases.iter().map(|c| c["case"].as_str().unwrap()).collect();
     assert_eq!(labels, ["embedded", "postgres", "postgres x2"]);

@@ -106,6 +106,22 @@ fn yamllint_passes() {
     );
 }
 
+/// The manifests define a Service `host` with port `port` (a URL a workload of `name` uses).
+fn assert_service_port(docs: &[(String, Value)], name: &str, host: &str, port: &str) {
+    let svc = kind(docs, "Service")
+        .into_iter()
+        .find(|v| s(&v["metadata"]["name"]) == host)
+        .unwrap_or_else(|| panic!("{name}: no Service {host}"));
+    assert!(
+        seq(&svc["spec"]["ports"]).iter().any(|p| p["port"]
+            .as_u64()
+            .map(|n| n.to_string())
+            .as_deref()
+            == Some(port)),
+        "{name}: Service {host} has no port {port}"
+    );
+}
+
 #[test]
 fn every_command_flag_and_variable_is_one_steer5g_takes() {
     let docs = documents();
@@ -162,18 +178,7 @@ fn every_command_flag_and_variable_is_one_steer5g_takes() {
                     .split_once('@')
                     .map_or("", |(_, r)| r.split('/').next().unwrap_or(""));
                 let (host, port) = host_port.split_once(':').unwrap();
-                let svc = kind(&docs, "Service")
-                    .into_iter()
-                    .find(|v| s(&v["metadata"]["name"]) == host)
-                    .unwrap_or_else(|| panic!("{name}: no Service {host}"));
-                assert!(
-                    seq(&svc["spec"]["ports"]).iter().any(|p| p["port"]
-                        .as_u64()
-                        .map(|n| n.to_string())
-                        .as_deref()
-                        == Some(port)),
-                    "{name}: Service {host} has no port {port}"
-                );
+                assert_service_port(&docs, &name, host, port);
                 assert!(
                     env.iter().any(|e| e == "PGPASSWORD"),
                     "{name}: no PGPASSWORD"
@@ -185,18 +190,7 @@ fn every_command_flag_and_variable_is_one_steer5g_takes() {
                     .strip_prefix("http://")
                     .and_then(|r| r.split_once(':'))
                     .unwrap_or_else(|| panic!("{name}: --nrf {url}"));
-                let svc = kind(&docs, "Service")
-                    .into_iter()
-                    .find(|v| s(&v["metadata"]["name"]) == host)
-                    .unwrap_or_else(|| panic!("{name}: no Service {host}"));
-                assert!(
-                    seq(&svc["spec"]["ports"]).iter().any(|p| p["port"]
-                        .as_u64()
-                        .map(|n| n.to_string())
-                        .as_deref()
-                        == Some(port)),
-                    "{name}: Service {host} has no port {port}"
-                );
+                assert_service_port(&docs, &name, host, port);
                 let nrf = pods(&docs)
                     .into_iter()
                     .find(|(_, p)| {

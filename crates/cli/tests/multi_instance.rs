@@ -184,17 +184,11 @@ fn one_instance_of_each_nf_killed_under_load_loses_no_sqn_and_no_subscriber() {
     );
     cmd.env("RUST_LOG", "warn,steer5g::sqn=debug");
     procs::short_sctp_timers(&mut cmd);
-    let mut ran = ChildGuard::spawn(&mut cmd).unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    assert!(
-        ran.is_running(),
-        "the run ended before the kills: {}",
-        ran.stderr_so_far()
+    let done = procs::run_and_kill(
+        &mut cmd,
+        Duration::from_millis(800),
+        vec![udm_1, ausf_1, amf_1],
     );
-    for child in [udm_1, ausf_1, amf_1] {
-        child.stop("KILL", Duration::from_secs(10)).unwrap();
-    }
-    let done = ran.wait_timeout(RUN).unwrap();
     let v = json_of(&done);
 
     // The survivors served what followed; only procedures whose state died with an

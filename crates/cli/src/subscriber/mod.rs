@@ -503,7 +503,7 @@ fn import(ctx: &Ctx<'_>, a: &ImportArgs) -> Result<(), CliError> {
 }
 
 /// Creates `path` for writing, mode 0600 (it holds keys); refuses to overwrite unless `force`.
-fn create_secret_file(path: &Path, force: bool) -> Result<std::fs::File, CliError> {
+pub(crate) fn create_secret_file(path: &Path, force: bool) -> Result<std::fs::File, CliError> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
     if force {

@@ -291,3 +291,30 @@ pub fn strip_ansi(text: &str) -> String {
     }
     out
 }
+
+/// `steer5g bench ARGS --json --out OUT` (logs at warn): it succeeds, prints exactly one line
+/// of JSON, and reports `ok`; the report.
+pub fn bench_json(args: &[&str], out: &std::path::Path) -> Value {
+    let done = Command::new(bin())
+        .args(args)
+        .arg("--json")
+        .arg("--out")
+        .arg(out)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap_or_else(|e| panic!("steer5g {args:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        done.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "--json prints one line: {stdout}"
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["ok"], true, "{v}");
+    v
+}

@@ -188,3 +188,22 @@ pub fn short_sctp_timers(cmd: &mut Command) {
         cmd.env(k, v);
     }
 }
+
+/// Starts `ran`, SIGKILLs `victims` `after` into its run (asserting it is still running
+/// then), and waits for it to finish.
+#[allow(dead_code)]
+pub fn run_and_kill(ran: &mut Command, after: Duration, victims: Vec<ChildGuard>) -> Finished {
+    let mut ran = ChildGuard::spawn(ran).unwrap_or_else(|e| panic!("ran: {e}"));
+    std::thread::sleep(after);
+    assert!(
+        ran.is_running(),
+        "the run ended before the kill: {}",
+        ran.stderr_so_far()
+    );
+    for v in victims {
+        v.stop("KILL", Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("kill: {e}"));
+    }
+    ran.wait_timeout(Duration::from_secs(180))
+        .unwrap_or_else(|e| panic!("ran: {e}"))
+}
