@@ -163,28 +163,15 @@ impl Runner {
     /// The set-up association for a UE of gNB association `from` holding `guti`: one to the
     /// AMF that allocated it, else one to an AMF of its set; the same gNB first.
     fn by_guami(&self, from: usize, guti: &proto::nas::Guti) -> Option<usize> {
-        let per = self.per_amf.max(1);
-        let own = from % per;
-        let serves = |gi: usize, pointer: bool| {
-            self.gnbs.get(gi).is_some_and(|g| {
-                g.ready
-                    && matches!(g.gnb.state(), crate::gnb::GnbState::Ready { guamis, .. }
-                    if guamis.iter().any(|q| {
-                        q.amf_region_id == guti.amf_region
-                            && q.amf_set_id == guti.amf_set
-                            && (!pointer || q.amf_pointer == guti.amf_pointer)
-                    }))
-            })
-        };
-        let order: Vec<usize> = (0..self.gnbs.len())
-            .filter(|gi| gi % per == own)
-            .chain((0..self.gnbs.len()).filter(|gi| gi % per != own))
-            .collect();
-        order
+        let served: Vec<Option<&[proto::ids::Guami]>> = self
+            .gnbs
             .iter()
-            .copied()
-            .find(|&gi| serves(gi, true))
-            .or_else(|| order.iter().copied().find(|&gi| serves(gi, false)))
+            .map(|g| match g.gnb.state() {
+                crate::gnb::GnbState::Ready { guamis, .. } if g.ready => Some(guamis.as_slice()),
+                _ => None,
+            })
+            .collect();
+        pick_by_guami(&served, self.per_amf, from, guti)
     }
 
     /// The association of set-up gNB `gi` went down (`cause`): its UEs fail now and it
@@ -370,5 +357,79 @@ impl Runner {
             }
         }
         self.drain_gnb(gi);
+    }
+}
+
+/// TS 23.501 §5.21.2: among associations (`served[gi]`: the GUAMIs of a set-up association,
+/// `None` for one that is down; association `gi` belongs to gNB `gi % per_amf`), the one a UE
+/// of association `from` holding `guti` goes to: the AMF that allocated the 5G-GUTI (region,
+/// set and pointer), else another AMF of its set (region and set); the same gNB first.
+fn pick_by_guami(
+    served: &[Option<&[proto::ids::Guami]>],
+    per_amf: usize,
+    from: usize,
+    guti: &proto::nas::Guti,
+) -> Option<usize> {
+    let per = per_amf.max(1);
+    let own = from % per;
+    let serves = |gi: usize, pointer: bool| {
+        served.get(gi).copied().flatten().is_some_and(|guamis| {
+            guamis.iter().any(|q| {
+                q.amf_region_id == guti.amf_region
+                    && q.amf_set_id == guti.amf_set
+                    && (!pointer || q.amf_pointer == guti.amf_pointer)
+            })
+        })
+    };
+    let order: Vec<usize> = (0..served.len())
+        .filter(|gi| gi % per == own)
+        .chain((0..served.len()).filter(|gi| gi % per != own))
+        .collect();
+    order
+        .iter()
+        .copied()
+        .find(|&gi| serves(gi, true))
+        .or_else(|| order.iter().copied().find(|&gi| serves(gi, false)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::pick_by_guami;
+    use proto::ids::{Guami, Plmn};
+    use proto::nas::Guti;
+
+    #[test]
+    fn a_returning_ue_goes_to_its_amf_then_to_its_set() {
+        let plmn = Plmn::new("001", "01").unwrap();
+        let amf = |set: u16, pointer: u8| Guami::new(plmn, 2, set, pointer).unwrap();
+        let (a1, a2, other) = ([amf(1, 1)], [amf(1, 2)], [amf(7, 1)]);
+        let guti = Guti {
+            plmn,
+            amf_region: 2,
+            amf_set: 1,
+            amf_pointer: 2,
+            tmsi: 0x0100_0001,
+        };
+        // Two gNBs per AMF: associations 0, 1 to AMF 1; 2, 3 to AMF 2; 4, 5 to another set.
+        let all: Vec<Option<&[Guami]>> = vec![
+            Some(&a1[..]),
+            Some(&a1[..]),
+            Some(&a2[..]),
+            Some(&a2[..]),
+            Some(&other[..]),
+            Some(&other[..]),
+        ];
+        // Its own AMF (pointer 2), on the UE's own gNB (1, as association 1 is).
+        assert_eq!(pick_by_guami(&all, 2, 1, &guti), Some(3));
+        assert_eq!(pick_by_guami(&all, 2, 0, &guti), Some(2));
+        // That AMF gone: another of the set, never another set.
+        let mut down = all.clone();
+        down[2] = None;
+        down[3] = None;
+        assert_eq!(pick_by_guami(&down, 2, 1, &guti), Some(1));
+        down[0] = None;
+        down[1] = None;
+        assert_eq!(pick_by_guami(&down, 2, 1, &guti), None);
     }
 }
