@@ -267,7 +267,8 @@ impl<P: Placement> World<P> {
             add_fields!(t, n.amf;
                 ues_created, registrations, registration_rejects, authentication_rejects, resyncs,
                 deregistrations, mac_failures, unprotected_discarded, statuses, error_indications,
-                retransmissions, aborted, releases, stray_replies, purges, purge_failures
+                retransmissions, aborted, releases, stray_replies, purges, purge_failures,
+                identifications
             );
         }
         t
@@ -1249,6 +1250,7 @@ fn malformed_initial_registration_is_rejected_and_released() {
         panic!("no IDENTITY REQUEST")
     };
     assert_eq!(i.identity_type, proto::nas::IdentityType::Suci);
+    assert_eq!(w.stats().identifications, 1);
     w.ngap(
         &stranger.plain(NasMessage::IdentityResponse(proto::nas::IdentityResponse {
             mobile_identity: MobileIdentity::Suci(stranger.suci()),
