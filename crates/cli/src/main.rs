@@ -70,6 +70,18 @@ fn main() -> ExitCode {
         _ => "info",
     };
     init_logging(&cli.global, default_filter);
+    if matches!(
+        cli.command,
+        Command::Amf(_)
+            | Command::Ausf(_)
+            | Command::Udm(_)
+            | Command::Nrf(_)
+            | Command::Smf(_)
+            | Command::Core(_)
+            | Command::Upf(_)
+    ) {
+        nf_cmd::catch_stop_signals();
+    }
     let result = match &cli.command {
         Command::Amf(args) => n2::amf::run(&cli.global, args),
         Command::Ausf(args) => nf_cmd::run_ausf(&cli.global, args),

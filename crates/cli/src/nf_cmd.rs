@@ -372,15 +372,65 @@ pub(crate) fn stop(core: CoreHandle) -> Result<CoreReport, CliError> {
     Ok(core.stop()?)
 }
 
-/// Blocks until SIGINT, SIGTERM, or `limit`.
+/// SIGINT and SIGTERM, watched from the start of a serving command ([`catch_stop_signals`])
+/// so that one arriving while the process starts (after a test or a supervisor saw its ready
+/// line, before [`wait_for_stop`]) stops it in order instead of killing it.
+struct StopSignals {
+    rt: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+static CAUGHT: std::sync::Mutex<Option<StopSignals>> = std::sync::Mutex::new(None);
+
+impl StopSignals {
+    fn install() -> Result<Self, CliError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+        let (term, int) = {
+            let _in = rt.enter();
+            let watch = |k: SignalKind, name: &str| {
+                signal(k).map_err(|e| CliError::Failed(format!("cannot watch {name}: {e}")))
+            };
+            (
+                watch(SignalKind::terminate(), "SIGTERM")?,
+                watch(SignalKind::interrupt(), "SIGINT")?,
+            )
+        };
+        Ok(StopSignals { rt, term, int })
+    }
+}
+
+/// Starts watching SIGINT and SIGTERM for a later [`wait_for_stop`]; called first thing by
+/// the commands that serve until stopped.
+pub(crate) fn catch_stop_signals() {
+    match StopSignals::install() {
+        Ok(s) => {
+            if let Ok(mut c) = CAUGHT.lock() {
+                *c = Some(s);
+            }
+        }
+        // wait_for_stop installs them itself, later.
+        Err(e) => tracing::debug!(error = %e, "stop signals not watched at start"),
+    }
+}
+
+/// Blocks until SIGINT, SIGTERM (also one received since [`catch_stop_signals`]), or
+/// `limit`.
 pub(crate) fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    let caught = CAUGHT.lock().ok().and_then(|mut c| c.take());
+    let StopSignals {
+        rt,
+        mut term,
+        mut int,
+    } = match caught {
+        Some(s) => s,
+        None => StopSignals::install()?,
+    };
     rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| CliError::Failed(format!("cannot watch SIGTERM: {e}")))?;
         let sleep = async {
             match limit {
                 Some(d) => tokio::time::sleep(d).await,
@@ -388,12 +438,12 @@ pub(crate) fn wait_for_stop(limit: Option<Duration>) -> Result<(), CliError> {
             }
         };
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
             _ = sleep => {}
         }
-        Ok::<(), CliError>(())
-    })
+    });
+    Ok(())
 }
 
 /// The delivery and runtime counters every NF process reports.
