@@ -546,10 +546,9 @@ fn summarise(r: &CoreReport) -> (AmfSummary, CoreSummary) {
     let a = r.amf_total();
     let c = r.counters_total();
     let io = sctp_io::IoStats {
-        wakeups: 0,
         packets_in: r.n2.packets_in,
         packets_out: r.n2.packets_out,
-        send_errors: 0,
+        ..sctp_io::IoStats::default()
     };
     (
         AmfSummary {

@@ -48,6 +48,11 @@ pub(crate) struct CoreArgs {
     /// at the configuration's `sbi.smf` (127.0.0.4:7777) and `sbi.amf` (127.0.0.5:7777).
     #[arg(long, value_enum)]
     pub(crate) sbi: Option<SbiArg>,
+    /// With `--sbi inproc`: serve the AUSF and the UDM over h2c as well, at the
+    /// configuration's `sbi.ausf` and `sbi.udm`, for NFs of other processes (an AMF elsewhere,
+    /// `steer5g bench sbi`), while the NFs of this process keep calling each other in-process.
+    #[arg(long)]
+    pub(crate) serve_sbi: bool,
     /// Open a new SBI connection per request.
     #[arg(long)]
     pub(crate) short_connections: bool,
@@ -291,6 +296,7 @@ pub(crate) fn run(global: &Global, args: &CoreArgs) -> Result<(), CliError> {
         Some(SbiArg::H2c) | None => SbiMode::H2c,
         Some(SbiArg::Inproc) => SbiMode::Inproc,
     };
+    opts.serve_sbi = args.serve_sbi;
     if args.sbi == Some(SbiArg::H2c) && (args.smf || args.upf_inproc) {
         opts.smf_sbi = SbiMode::H2c;
     }
@@ -376,6 +382,7 @@ fn print_report(global: &Global, r: &CoreReport, locked: bool) -> Result<(), Cli
             },
             "n2_packets_in": r.n2.packets_in,
             "n2_packets_out": r.n2.packets_out,
+            "n2_send_calls": r.n2.send_calls,
             "n2_associations": r.n2.associations,
             "n2_associations_per_worker": r.n2.workers.iter().map(|w| w.associations).collect::<Vec<_>>(),
             "counters": bench::live::live_counters(r),

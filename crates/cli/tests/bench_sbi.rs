@@ -8,10 +8,11 @@ mod common;
 mod procs;
 
 use common::nfs::{Addrs, Net, Nf};
-use common::{json_of, steer5g, Scratch};
+use common::{json_of, steer5g, Scratch, LISTEN_TIMEOUT, STOP_TIMEOUT};
 use procs::provision;
 use serde_json::Value;
 use std::time::Duration;
+use testkit::process::ChildGuard;
 
 const BASE: u8 = 200;
 const RUN: Duration = Duration::from_secs(120);
@@ -157,4 +158,79 @@ fn every_operation_succeeds_and_failures_are_named() {
 
     let reports = net.stop();
     assert!(reports.contains_key("ausf"));
+}
+
+/// `core --sbi inproc --serve-sbi`: the driver's 5G-AKA arrives over h2c, and the AUSF's
+/// call to the UDM stays in the process (no h2c call, every hop to the UDM local), which is
+/// what the core's exit report shows.
+#[test]
+fn a_core_serving_its_sbi_keeps_its_own_hops_in_process() {
+    let scratch = Scratch::new("bench-sbi-serve");
+    let (dir, csv) = provision(&scratch, 20);
+    let a = Addrs::new(64, 20_064);
+    let (ausf_sbi, udm_sbi, amf_ip) = (a.sbi(Nf::Ausf), a.sbi(Nf::Udm), a.ip(Nf::Amf));
+    let (ausf_uri, udm_uri) = (a.uri(Nf::Ausf), a.uri(Nf::Udm));
+    let mut cmd = steer5g(
+        None,
+        &[
+            "--json",
+            "core",
+            "--sbi",
+            "inproc",
+            "--serve-sbi",
+            "--workers",
+            "1",
+            "--data-dir",
+            &dir,
+            "--n2-addr",
+            &amf_ip,
+            "--udp-port",
+            "20064",
+            "--no-metrics",
+            "--no-provisioning",
+        ],
+    );
+    cmd.env("STEER5G_SBI_AUSF", &ausf_uri)
+        .env("STEER5G_SBI_UDM", &udm_uri);
+    let mut core = ChildGuard::spawn(&mut cmd).unwrap();
+    core.wait_for_stderr(
+        &format!("SBI listening: AUSF {ausf_sbi}, UDM {udm_sbi}"),
+        LISTEN_TIMEOUT,
+    )
+    .unwrap_or_else(|e| panic!("core did not serve its SBI: {e}"));
+    let pid = core.pid().to_string();
+    let out = scratch.0.join("out").display().to_string();
+    let (code, v, err) = bench(&[
+        "--ausf",
+        &ausf_uri,
+        "--target-pid",
+        &pid,
+        "--subscribers",
+        &csv,
+        "--duration",
+        "1",
+        "--warmup",
+        "0.2",
+        "--connections",
+        "2",
+        "--streams",
+        "4",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ok = case(&v)["ok"].as_u64().unwrap();
+    assert!(ok > 10, "{v}");
+    assert_eq!(case(&v)["failed"], 0, "{v}");
+
+    let done = core.stop("INT", STOP_TIMEOUT).unwrap();
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let r = json_of(&done)["counters"].clone();
+    // Two requests per 5G-AKA came in over h2c (the POST and the confirmation PUT); the
+    // AUSF's calls to the UDM (at least generate-auth-data per AKA) went without a socket:
+    // no h2c call, and more requests handled locally than were read from connections.
+    let served = r["sbi_served"].as_u64().unwrap_or_else(|| panic!("{r}"));
+    assert!(served >= 2 * ok, "{r}");
+    assert_eq!(r["h2c_calls"], 0, "{r}");
+    assert!(r["sbi_local"].as_u64().unwrap() >= served + ok, "{r}");
 }

@@ -188,6 +188,10 @@ pub struct CoreOptions {
     pub state: StateMode,
     /// h2c or in-process SBI.
     pub sbi: SbiMode,
+    /// With [`SbiMode::Inproc`], serve the hosted AUSF and UDM over h2c too, for NFs of
+    /// other processes (an AMF elsewhere, a load driver), while the hosted NFs keep calling
+    /// each other in-process. With [`SbiMode::H2c`] they are served anyway.
+    pub serve_sbi: bool,
     /// h2c clients open a connection per request.
     pub short_connections: bool,
     /// Holds the subscriber store and the home network key file.
@@ -318,6 +322,7 @@ impl CoreOptions {
             pin: false,
             state: StateMode::Sharded,
             sbi: SbiMode::H2c,
+            serve_sbi: false,
             short_connections: false,
             data_dir,
             config: Config::default(),
@@ -570,6 +575,8 @@ pub struct N2Report {
     pub packets_in: u64,
     /// Packets sent.
     pub packets_out: u64,
+    /// System calls that sent them (one `sendmmsg` carries the packets of one flush).
+    pub send_calls: u64,
     /// Associations that came up, over every worker.
     pub associations: u64,
     /// Each worker with an N2 socket, in worker order.
@@ -614,6 +621,7 @@ impl N2Report {
             for (kind, s) in &w.io {
                 r.packets_in += s.packets_in;
                 r.packets_out += s.packets_out;
+                r.send_calls += s.send_calls;
                 match r.io.iter_mut().find(|(k, _)| k == kind) {
                     Some((_, t)) => n2::add_io_stats(t, s),
                     None => r.io.push((*kind, *s)),
@@ -965,7 +973,7 @@ impl Core {
                     NfType::Amf => {
                         opts.nfs.amf && (sm_h2c || (opts.sbi == SbiMode::H2c && !opts.nfs.udm))
                     }
-                    _ => opts.sbi == SbiMode::H2c && opts.nfs.hosts(nf),
+                    _ => (opts.sbi == SbiMode::H2c || opts.serve_sbi) && opts.nfs.hosts(nf),
                 };
                 if !serve {
                     continue;

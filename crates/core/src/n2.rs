@@ -528,5 +528,6 @@ pub(crate) fn add_io_stats(t: &mut sctp_io::IoStats, o: &sctp_io::IoStats) {
     t.wakeups += o.wakeups;
     t.packets_in += o.packets_in;
     t.packets_out += o.packets_out;
+    t.send_calls += o.send_calls;
     t.send_errors += o.send_errors;
 }

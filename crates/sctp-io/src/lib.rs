@@ -20,8 +20,9 @@
 //! # }
 //! ```
 
+mod mmsg;
 mod socket;
 pub mod transport;
 
 pub use socket::{IoStats, SctpSocket};
-pub use transport::{BindError, Kind, Transport};
+pub use transport::{BatchSent, BindError, Kind, Transport};

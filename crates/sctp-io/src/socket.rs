@@ -1,11 +1,12 @@
 //! [`SctpSocket`]: one sans-IO endpoint on one transport socket.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Instant;
 
-use sctp::Endpoint;
+use sctp::{Endpoint, Transmit};
 
-use crate::transport::Transport;
+use crate::transport::{is_fatal, Transport};
 
 /// Packets read per wake-up before the endpoint's output is flushed: enough to amortise the
 /// wake-up, small enough that SACKs and replies are not held back for long.
@@ -23,6 +24,8 @@ pub struct IoStats {
     pub packets_in: u64,
     /// Packets written to the socket.
     pub packets_out: u64,
+    /// System calls that wrote them (`sendto`, or `sendmmsg` for several).
+    pub send_calls: u64,
     /// Writes the kernel refused (an nftables drop on output, no route...): SCTP treats them
     /// as lost and retransmits.
     pub send_errors: u64,
@@ -33,6 +36,8 @@ pub struct SctpSocket {
     transport: Transport,
     endpoint: Endpoint,
     buf: Vec<u8>,
+    /// The packets of one flush, kept between flushes for their capacity.
+    pending: Vec<Transmit>,
     stats: IoStats,
 }
 
@@ -53,6 +58,7 @@ impl SctpSocket {
             transport,
             endpoint,
             buf: vec![0; RECV_BUFFER],
+            pending: Vec::new(),
             stats: IoStats::default(),
         }
     }
@@ -77,21 +83,43 @@ impl SctpSocket {
         self.stats
     }
 
-    /// Sends every packet the endpoint has ready.
+    /// Sends every packet the endpoint has ready, all of them in one `sendmmsg` where the
+    /// socket takes them (a flush after a batch of reads holds a packet per association
+    /// that had something to say).
     pub async fn flush(&mut self) -> io::Result<()> {
         let now = Instant::now();
+        self.pending.clear();
         while let Some(t) = self.endpoint.poll_transmit(now) {
-            match self.transport.send(t.remote, &t.packet).await {
-                Ok(()) => self.stats.packets_out += 1,
-                Err(e) if is_fatal(&e) => return Err(e),
-                Err(e) => {
-                    // The packet is lost; SCTP's retransmission recovers it like any loss.
-                    self.stats.send_errors += 1;
-                    tracing::debug!(remote = %t.remote, error = %e, "SCTP packet not sent");
+            self.pending.push(t);
+        }
+        match self.pending.as_slice() {
+            [] => Ok(()),
+            [t] => match self.transport.send(t.remote, &t.packet).await {
+                Ok(()) => {
+                    self.stats.packets_out += 1;
+                    self.stats.send_calls += 1;
+                    Ok(())
                 }
+                Err(e) if is_fatal(&e) => Err(e),
+                Err(e) => {
+                    self.stats.send_calls += 1;
+                    self.stats.send_errors += 1;
+                    lost(t.remote, &e);
+                    Ok(())
+                }
+            },
+            many => {
+                let batch: Vec<(SocketAddr, &[u8])> = many
+                    .iter()
+                    .map(|t| (t.remote, t.packet.as_slice()))
+                    .collect();
+                let done = self.transport.send_batch(&batch, lost).await?;
+                self.stats.packets_out += done.sent as u64;
+                self.stats.send_errors += done.failed as u64;
+                self.stats.send_calls += done.calls as u64;
+                Ok(())
             }
         }
-        Ok(())
     }
 
     /// One turn of the loop: flush pending output, wait for packets, an SCTP timer or
@@ -131,7 +159,93 @@ impl SctpSocket {
     }
 }
 
-/// Send errors that mean the socket itself is broken, as opposed to one lost packet.
-fn is_fatal(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EBADF) | Some(libc::ENOTSOCK))
+/// A packet the kernel refused is lost; SCTP's retransmission recovers it like any loss.
+fn lost(remote: SocketAddr, e: &io::Error) {
+    tracing::debug!(%remote, error = %e, "SCTP packet not sent");
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use sctp::{EndpointConfig, Event};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::time::Duration;
+
+    const ASSOCS: u16 = 8;
+
+    /// Drives both sockets until `done` says so, within a bound.
+    async fn until(
+        a: &mut SctpSocket,
+        b: &mut SctpSocket,
+        mut done: impl FnMut(&mut SctpSocket, &mut SctpSocket) -> bool,
+    ) {
+        for _ in 0..200 {
+            if done(a, b) {
+                return;
+            }
+            let at = Some(Instant::now() + Duration::from_millis(5));
+            a.drive(at).await.unwrap();
+            b.drive(at).await.unwrap();
+        }
+        panic!("not done within 200 turns");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn one_flush_for_several_associations_is_one_system_call() {
+        let lo = Ipv4Addr::LOCALHOST;
+        let server_cfg = EndpointConfig {
+            listen_port: Some(38_412),
+            ..EndpointConfig::default()
+        };
+        let mut server = SctpSocket::new(
+            Transport::bind_udp(SocketAddrV4::new(lo, 0)).unwrap(),
+            Endpoint::new(server_cfg),
+        );
+        let mut client = SctpSocket::new(
+            Transport::bind_udp(SocketAddrV4::new(lo, 0)).unwrap(),
+            Endpoint::new(EndpointConfig::default()),
+        );
+        let to = SocketAddr::V4(server.transport().local());
+        let ids: Vec<_> = (0..ASSOCS)
+            .map(|i| {
+                client
+                    .endpoint_mut()
+                    .connect(Instant::now(), to, 40_000 + i, 38_412)
+                    .unwrap()
+            })
+            .collect();
+        let mut up = 0;
+        until(&mut client, &mut server, |c, _| {
+            while let Some((_, e)) = c.endpoint_mut().poll_event() {
+                up += u16::from(matches!(e, Event::Connected { .. }));
+            }
+            up == ASSOCS
+        })
+        .await;
+
+        // Let the handshake's SACKs settle, then one message per association in one flush.
+        until(&mut client, &mut server, |_, _| true).await;
+        let before = client.io_stats();
+        for &id in &ids {
+            client
+                .endpoint_mut()
+                .send(id, 0, 60, false, bytes::Bytes::from_static(b"ngap"))
+                .unwrap();
+        }
+        client.flush().await.unwrap();
+        let after = client.io_stats();
+        assert_eq!(after.packets_out - before.packets_out, u64::from(ASSOCS));
+        assert_eq!(after.send_calls - before.send_calls, 1, "{after:?}");
+        assert_eq!(after.send_errors, 0);
+
+        let mut got = 0;
+        until(&mut server, &mut client, |s, _| {
+            while let Some((_, e)) = s.endpoint_mut().poll_event() {
+                got += u16::from(matches!(e, Event::Message(_)));
+            }
+            got == ASSOCS
+        })
+        .await;
+    }
 }

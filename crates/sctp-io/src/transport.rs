@@ -8,10 +8,14 @@
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::os::fd::AsRawFd;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
+
+use crate::mmsg::send_to_many;
 
 /// IANA protocol number of SCTP.
 pub const IPPROTO_SCTP: i32 = 132;
@@ -256,6 +260,93 @@ impl Transport {
             },
         }
     }
+}
+
+/// What one [`Transport::send_batch`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchSent {
+    /// Packets the kernel took.
+    pub sent: usize,
+    /// Packets it refused (each reported to the caller's `failed`).
+    pub failed: usize,
+    /// `sendmmsg` calls made, waits for socket space not counted.
+    pub calls: usize,
+}
+
+impl Transport {
+    /// Sends every packet of `packets`, in order, `sendmmsg` taking up to 64 per system call;
+    /// waits for socket space when the buffer is full. A packet the kernel refuses (an
+    /// nftables drop on output, no route, an ICMP error queued by an earlier datagram) is
+    /// handed to `failed` and skipped, as a lost packet is; only an error that means the
+    /// socket itself is broken ends the batch with `Err`.
+    pub async fn send_batch(
+        &self,
+        packets: &[(SocketAddr, &[u8])],
+        mut failed: impl FnMut(SocketAddr, &io::Error),
+    ) -> io::Result<BatchSent> {
+        let raw = matches!(self.inner, Inner::Raw(_));
+        let batch: Vec<(SockAddr, &[u8])> = packets
+            .iter()
+            .map(|&(remote, pkt)| {
+                // Raw IP: the kernel builds the IPv4 header; a port means nothing there.
+                let dst = if raw {
+                    SocketAddr::new(remote.ip(), 0)
+                } else {
+                    remote
+                };
+                (SockAddr::from(dst), pkt)
+            })
+            .collect();
+        let mut done = BatchSent::default();
+        let mut at = 0;
+        while let Some(rest) = batch.get(at..).filter(|r| !r.is_empty()) {
+            let r = match &self.inner {
+                Inner::Raw(fd) => {
+                    let mut guard = fd.writable().await?;
+                    match guard.try_io(|inner| send_to_many(inner.as_raw_fd(), rest)) {
+                        Ok(r) => r,
+                        Err(_would_block) => continue,
+                    }
+                }
+                Inner::Udp(sock) => {
+                    match sock.try_io(Interest::WRITABLE, || send_to_many(sock.as_raw_fd(), rest)) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            sock.writable().await?;
+                            continue;
+                        }
+                        r => r,
+                    }
+                }
+            };
+            done.calls += 1;
+            match r {
+                Ok(n) if n > 0 => {
+                    done.sent += n;
+                    at += n;
+                }
+                Err(e) if is_fatal(&e) => return Err(e),
+                other => {
+                    // `sendmmsg` reports the error of the first datagram it could not send
+                    // (0 sent and no error cannot happen for a non-empty batch; it is
+                    // treated the same, so that the loop always moves on).
+                    let e = other
+                        .err()
+                        .unwrap_or_else(|| io::Error::other("no datagram sent"));
+                    if let Some(&(remote, _)) = packets.get(at) {
+                        failed(remote, &e);
+                    }
+                    done.failed += 1;
+                    at += 1;
+                }
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// Send errors that mean the socket itself is broken, as opposed to one lost packet.
+pub(crate) fn is_fatal(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EBADF) | Some(libc::ENOTSOCK))
 }
 
 /// Registers the raw socket with the runtime's reactor.
