@@ -16,7 +16,12 @@
 //! `--packet-size N --json` prints exactly one line with the seven keys the scripts read,
 //! then `afxdp_pps` and `afxdp_ns_per_packet`;
 //! otherwise the whole report goes to `DIR/upf.json`, `DIR/upf.csv` and `DIR/upf_*.svg`.
+//!
+//! `--rates LIST` runs the offered-load sweep of reference 004 instead ([`rates`]).
 
+mod rates;
+
+use std::collections::BTreeMap;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -92,9 +97,9 @@ pub(crate) enum DirectionArg {
 }
 
 /// A user-plane path under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
-enum PathKind {
+pub(crate) enum PathKind {
     /// The XDP fast path.
     Xdp,
     /// The sockets/TUN user-space path.
@@ -149,6 +154,16 @@ pub struct UpfArgs {
     /// CPU figures then carry the probe's own cost.
     #[arg(long)]
     pub(crate) probe: bool,
+    /// Offered-load sweep (reference 004 §IV-V): paced steps at these packets/s (`10k`,
+    /// `1.5m`, `max`) on each of `--paths`, one size (`--packet-size`, default 128) and
+    /// direction (default uplink), the receive-path probe attached to the UPF's namespace
+    /// at every step: stage time per packet, packets per NAPI poll, and drops by place
+    /// against the offered rate (upf-rates.json, .csv, .svg).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub(crate) rates: Option<Vec<String>>,
+    /// The paths of `--rates` (default tun,xdp).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub(crate) paths: Option<Vec<PathKind>>,
     /// `--duration`, `--warmup`, `--out`.
     #[command(flatten)]
     pub(crate) sweep: SweepArgs,
@@ -183,6 +198,15 @@ pub(crate) struct CaseReport {
     /// delivered.
     #[serde(skip_serializing_if = "Option::is_none")]
     receive_path: Option<Vec<StageShare>>,
+    /// With `--probe`: packets dropped in the UPF's namespace, by kfree_skb reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_drops: Option<BTreeMap<String, u64>>,
+    /// With `--probe`: packets per NAPI poll in the UPF's namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packets_per_poll: Option<f64>,
+    /// With `--rates`: the rate asked of the generator (packets/s; none: as fast as it can).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_pps: Option<u64>,
 }
 
 /// One receive-path stage's share of a delivered packet.
@@ -279,6 +303,12 @@ fn need_root() -> Result<(), BenchError> {
 pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
     args.sweep
         .only("upf", &[Axis::Duration, Axis::Warmup, Axis::Out])?;
+    if let Some(rates) = &args.rates {
+        return rates::run(json, args, rates);
+    }
+    if args.paths.is_some() {
+        return Err(BenchError::Invalid("--paths goes with --rates".to_owned()));
+    }
     let sizes: Vec<usize> = match args.packet_size {
         Some(n) if (64..=1400).contains(&n) => vec![n],
         Some(n) => {
@@ -326,6 +356,7 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
         warmup,
         latency_samples: args.latency_samples,
         probe: args.probe,
+        rate: None,
     };
     // Every size and direction per path (the bare redirect ceiling first), then the growth
     // with sessions at 128 B; one lab per path, made when its first case comes.
@@ -469,6 +500,8 @@ struct CaseCfg {
     warmup: Duration,
     latency_samples: u32,
     probe: bool,
+    /// Paced packets/s of the measured traffic; `None` sends as fast as one socket can.
+    rate: Option<u64>,
 }
 
 /// The datapath attached in a lab.
@@ -722,10 +755,10 @@ impl Lab {
         };
         let gen = {
             let (stop, sent, pace) = (stop_gen.clone(), sent.clone(), pace.clone());
-            let samples = cfg.latency_samples;
+            let (samples, rate) = (cfg.latency_samples, cfg.rate);
             thread::Builder::new()
                 .name("upf-gen".to_owned())
-                .spawn(move || gen_loop(&tx, frames, epoch, &stop, &sent, &pace, samples))
+                .spawn(move || gen_loop(&tx, frames, epoch, &stop, &sent, &pace, samples, rate))
                 .map_err(|e| failed("thread", e))?
         };
 
@@ -780,6 +813,9 @@ impl Lab {
             p1.2.saturating_sub(p0.2),
         );
         let (ns, runs) = (p1.3.saturating_sub(p0.3), p1.4.saturating_sub(p0.4));
+        let probe_report = probe0.zip(probe1).map(|(a, b)| {
+            probe::report::build(&a, &b, probe::Filter::default(), &Default::default())
+        });
         if delivered == 0 {
             return Err(BenchError::Failed(format!(
                 "{} {} {size} B: nothing arrived at the sink",
@@ -827,9 +863,15 @@ impl Lab {
             path_passed: passed,
             path_dropped: dropped,
             latency_us: latency,
-            receive_path: probe0
-                .zip(probe1)
-                .map(|(a, b)| receive_path(&a, &b, delivered)),
+            receive_path: probe_report.as_ref().map(|r| receive_path(r, delivered)),
+            kernel_drops: probe_report.as_ref().map(|r| {
+                r.drops
+                    .iter()
+                    .map(|d| (d.reason.clone(), d.count))
+                    .collect()
+            }),
+            packets_per_poll: probe_report.as_ref().map(|r| r.napi.packets_per_poll),
+            target_pps: cfg.rate,
         })
     }
 
@@ -851,8 +893,7 @@ impl Lab {
 
 /// The probe's stages over one window, per packet delivered; stages that saw nothing are
 /// left out.
-fn receive_path(a: &probe::Reading, b: &probe::Reading, delivered: u64) -> Vec<StageShare> {
-    let r = probe::report::build(a, b, probe::Filter::default(), &Default::default());
+fn receive_path(r: &probe::Report, delivered: u64) -> Vec<StageShare> {
     let n = delivered.max(1) as f64;
     r.stages
         .iter()
@@ -912,8 +953,10 @@ fn read_stamp(p: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(t))
 }
 
-/// Blasts the frames round-robin until `pace`, then sends `samples` paced stamped frames
-/// and returns once `stop` is set (or the count bound is hit).
+/// Sends the frames round-robin until `pace` (as fast as it can, or at `rate` packets/s),
+/// then sends `samples` paced stamped frames and returns once `stop` is set (or the count
+/// bound is hit).
+#[allow(clippy::too_many_arguments)]
 fn gen_loop(
     tx: &UdpSocket,
     mut frames: Vec<(Vec<u8>, SocketAddrV4)>,
@@ -922,11 +965,22 @@ fn gen_loop(
     sent: &AtomicU64,
     pace: &AtomicBool,
     samples: u32,
+    rate: Option<u64>,
 ) -> std::io::Result<()> {
     let n = frames.len().max(1);
     let mut i = 0usize;
     let mut count = 0u64;
+    let start = Instant::now();
     while !pace.load(Ordering::Relaxed) && count < MAX_PACKETS {
+        if let Some(r) = rate {
+            // Behind the schedule: send; ahead of it: a short sleep (bursts of at most
+            // rate × ~60 µs, the sleep's granularity).
+            let due = (start.elapsed().as_secs_f64() * r as f64) as u64;
+            if count >= due {
+                thread::sleep(Duration::from_micros(50));
+                continue;
+            }
+        }
         let (f, to) = &mut frames[i % n];
         stamp(f, now_ns(epoch));
         // A full queue (ENOBUFS) is load, not failure.
@@ -1249,6 +1303,9 @@ mod tests {
             path_dropped: 0,
             latency_us: None,
             receive_path: None,
+            kernel_drops: None,
+            packets_per_poll: None,
+            target_pps: None,
         };
         let cases = vec![
             case(PathKind::Ceiling, 3.0, 10.0),

@@ -146,3 +146,71 @@ fn the_probe_shows_which_path_the_packets_took() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_offered_load_sweep_paces_each_step_and_profiles_it() {
+    let out = steer5g(&["bench", "upf", "--rates", "fast"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = steer5g(&["bench", "upf", "--paths", "tun"]);
+    assert_eq!(out.status.code(), Some(2));
+    if !privilege::require("bench upf --rates") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = steer5g(&[
+        "--json",
+        "bench",
+        "upf",
+        "--rates",
+        "2k,max",
+        "--paths",
+        "tun",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["scenario"], "upf-rates", "{v}");
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{v}");
+    let offered = |s: &Value| s["sent"].as_f64().unwrap() / s["elapsed_s"].as_f64().unwrap();
+    // The paced step offers what it was asked (the sleep granularity allows some slack),
+    // and the unpaced one more.
+    let paced = &steps[0];
+    assert_eq!(paced["target_pps"], 2000, "{paced}");
+    let o = offered(paced);
+    assert!((1500.0..=2500.0).contains(&o), "offered {o}/s: {paced}");
+    assert!(offered(&steps[1]) > o, "{v}");
+    assert!(steps[1].get("target_pps").is_none(), "{v}");
+    // At 2k/s nothing is lost, and the probe saw each packet go through the stack twice
+    // (the GTP-U datagram, then the inner packet on the TUN device).
+    assert!(paced["received"].as_u64().unwrap() > 0, "{paced}");
+    let rx = paced["receive_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "netif_receive_skb")
+        .map(|s| s["per_packet"].as_f64().unwrap())
+        .unwrap_or(0.0);
+    assert!(rx >= 1.5, "netif_receive_skb per packet {rx}: {paced}");
+    assert!(paced["packets_per_poll"].as_f64().unwrap() > 0.0, "{paced}");
+    assert!(paced["kernel_drops"].is_object(), "{paced}");
+    assert_eq!(
+        v["interface"].as_str().map(|s| s.contains("veth")),
+        Some(true)
+    );
+    for f in [
+        "upf-rates.json",
+        "upf-rates.csv",
+        "upf-rates-stages.csv",
+        "upf-rates-stages-tun-uplink.svg",
+        "upf-rates-delivery.svg",
+    ] {
+        assert!(dir.path().join(f).exists(), "{f} not written");
+    }
+}
