@@ -63,6 +63,13 @@ fn a_short_run_keeps_its_budget_and_writes_its_report_and_plots() {
     assert!(v["elapsed_s"].as_f64().unwrap() <= BUDGET_S);
     assert_eq!(v["budget_s"], BUDGET_S);
     assert_eq!(v["worker_counts"], serde_json::json!([1, 2]));
+    let phases: Vec<&str> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["registration", "echo", "steering"]);
     let m = &v["machine"];
     assert!(m["nproc"].as_u64().unwrap() >= 1);
     assert!(m["kernel"].is_string() && m.get("cpu").is_some(), "{m}");

@@ -12,7 +12,7 @@
 //!    and at share 0.25 over the worker counts, from which the USL projection to 16 and 64
 //!    cores is made with σ and κ measured separately ([`crate::usl::model`]);
 //! 3. the steering cost per message of every path at the largest worker count (at least
-//!    2), after a pilot that gives the cost of a message.
+//!    2), after a pilot of every case that gives the slowest one's cost per message.
 //!
 //! The budget is split by [`budget::plan`]; each phase ends at a fixed point of the budget
 //! whatever the phase before it took, and a case that would not fit what is left of its
@@ -51,11 +51,10 @@ const PILOT_WARMUP_UES: u64 = 10;
 /// How much slower than the in-process SBI a first h2c case is assumed to be, before one
 /// is measured (2-2.5× the core CPU in docs/PERFORMANCE.md).
 const H2C_SLOWER: f64 = 3.0;
-/// Messages of the steering pilot, its path, and how much slower than it the slowest path
-/// (SCTP in user space) may be.
+/// Messages per case of the steering pilot, which runs every case of the phase; the cases
+/// are then sized by the slowest per message (25× the fastest here), with this margin.
 const STEERING_PILOT_MESSAGES: u64 = 2_000;
-const STEERING_PILOT_PATH: &str = "one-hop-tcp";
-const STEERING_SLOWER: f64 = 4.0;
+const STEERING_MARGIN: f64 = 1.5;
 /// Steering: messages per system call, message size and SCTP messages per packet.
 const STEERING_BATCH: usize = 8;
 const STEERING_SIZE: usize = 64;
@@ -127,6 +126,8 @@ pub(crate) struct ScaleReport {
     pub(crate) max_workers: u16,
     pub(crate) worker_counts: Vec<u16>,
     pub(crate) plan: Plan,
+    /// When each phase ended against when the plan said it must.
+    pub(crate) timeline: Vec<PhaseEnd>,
     pub(crate) registration: Option<RegistrationPhase>,
     /// The echo lock-share crossover at the largest worker count.
     pub(crate) echo: Option<lockecho::SweepReport>,
@@ -140,6 +141,14 @@ pub(crate) struct ScaleReport {
     pub(crate) failures: Vec<String>,
     pub(crate) files: Vec<String>,
     pub(crate) ok: bool,
+}
+
+/// A phase's end, seconds from the start of the run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PhaseEnd {
+    pub(crate) phase: &'static str,
+    pub(crate) ended_s: f64,
+    pub(crate) planned_end_s: f64,
 }
 
 /// The checked arguments.
@@ -303,9 +312,20 @@ pub(crate) fn run(json: bool, args: &ScaleArgs) -> Result<(), BenchError> {
     let echo_end = reg_end + plan.echo.total_s;
     let steering_end = echo_end + plan.steering.total_s;
 
+    let mut timeline = Vec::new();
+    let mut ended = |phase: &'static str, planned_end_s: f64| {
+        timeline.push(PhaseEnd {
+            phase,
+            ended_s: clock.elapsed_s(),
+            planned_end_s,
+        })
+    };
     let registration = registration_phase(&m, &clock, reg_end, &mut notes);
+    ended("registration", reg_end);
     let (echo, usl) = echo_phase(&m, &clock, echo_end, &machine, &mut notes);
+    ended("echo", echo_end);
     let steering = steering_phase(&m, &clock, steering_end, &mut notes);
+    ended("steering", steering_end);
     clock.bar.finish_and_clear();
 
     let elapsed_s = clock.elapsed_s();
@@ -328,6 +348,7 @@ pub(crate) fn run(json: bool, args: &ScaleArgs) -> Result<(), BenchError> {
         max_workers: m.max,
         worker_counts: m.counts.clone(),
         plan,
+        timeline,
         registration,
         echo,
         usl,
@@ -639,7 +660,7 @@ fn steering_phase(
     notes: &mut Notes,
 ) -> Option<SteeringReport> {
     let cases = m.steering_paths.len() + 2 * STEERING_SCTP_K.len();
-    // The pilot may take what one case may.
+    // The pilot (every case, a few messages each) may take what one case may.
     let per_case = clock.left_until(end_s) / (cases + 1) as f64;
     if per_case < budget::MIN_STEERING_CASE_S {
         notes
@@ -647,41 +668,52 @@ fn steering_phase(
             .push("steering: no time left in its phase".into());
         return None;
     }
+    let paths: Vec<String> = m.steering_paths.iter().map(|p| (*p).to_string()).collect();
     let t0 = Instant::now();
     let pilot = clock.step("steering pilot", || {
         steering::measure(&steering_args(
             m.steering_workers,
             STEERING_PILOT_MESSAGES,
-            vec![STEERING_PILOT_PATH.into()],
-            Vec::new(),
+            paths.clone(),
+            STEERING_SCTP_K.to_vec(),
             per_case * 4.0,
         ))
     });
     let pilot_wall = t0.elapsed().as_secs_f64();
-    let (window_s, messages) = match pilot.as_ref().map(|p| p.cases.first()) {
-        Ok(Some(c)) if c.messages > 0 => (c.elapsed_s, c.messages),
-        Ok(_) => {
-            notes
-                .failures
-                .push("steering pilot: no case measured".into());
-            return None;
-        }
+    let pilot = match pilot {
+        Ok(p) => p,
         Err(e) => {
             notes.failures.push(format!("steering pilot: {e}"));
             return None;
         }
     };
+    // Every case's window, per message and in all: the slowest sizes the cases, and the
+    // rest of the pilot's wall time is what a case costs besides its messages.
+    let windows: Vec<(f64, u64)> = pilot
+        .cases
+        .iter()
+        .map(|c| (c.elapsed_s, c.messages))
+        .chain(pilot.sctp.iter().map(|c| (c.elapsed_s, c.messages)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    if windows.is_empty() {
+        notes
+            .failures
+            .push("steering pilot: no case measured".into());
+        return None;
+    }
+    let slowest = windows
+        .iter()
+        .map(|&(s, n)| s / n as f64)
+        .fold(0.0f64, f64::max);
+    let fixed =
+        (pilot_wall - windows.iter().map(|w| w.0).sum::<f64>()).max(0.0) / windows.len() as f64;
     let per_case = clock.left_until(end_s) / cases as f64;
-    let messages = budget::steering_messages(
-        per_case,
-        (pilot_wall - window_s).max(0.0),
-        window_s / messages as f64,
-        STEERING_SLOWER,
-    );
+    let messages = budget::steering_messages(per_case, fixed, slowest, STEERING_MARGIN);
     let args = steering_args(
         m.steering_workers,
         messages,
-        m.steering_paths.iter().map(|p| (*p).to_string()).collect(),
+        paths,
         STEERING_SCTP_K.to_vec(),
         // A stuck case ends at the phase's end rather than at the command's.
         clock.left_until(end_s).max(1.0),

@@ -147,6 +147,17 @@ pub(crate) fn table(r: &ScaleReport) -> String {
         r.machine.build,
         r.machine.loadavg.as_deref().unwrap_or("unknown")
     );
+    let ends: Vec<String> = r
+        .timeline
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.0} s (plan {:.0})",
+                p.phase, p.ended_s, p.planned_end_s
+            )
+        })
+        .collect();
+    let _ = writeln!(s, "phases ended: {}", ends.join(", "));
     if let Some(reg) = &r.registration {
         let _ = writeln!(s);
         let _ = writeln!(
