@@ -44,7 +44,7 @@ pub(crate) const WARMUP_UE_SHARE: f64 = 0.1;
 /// Bounds on a registration case's UEs: below the minimum the rate means nothing, above
 /// the maximum a case only takes longer to say the same.
 pub(crate) const MIN_UES: u64 = 20;
-pub(crate) const MAX_UES: u64 = 20_000;
+pub(crate) const MAX_UES: u64 = 100_000;
 /// Bounds on a steering case's messages.
 pub(crate) const MIN_MESSAGES: u64 = 2_000;
 pub(crate) const MAX_MESSAGES: u64 = 2_000_000;
