@@ -8,7 +8,7 @@ pkgs=(
   gcc g++ make clang llvm pkg-config    # C peers, BPF programs, AWS-LC
   openssl                               # `openssl speed`, the reference figure of the benches
   bpftool                               # vmlinux.h for the sockmap program (CO-RE)
-  libelf-dev zlib1g-dev libbpf-dev      # libbpf-rs
+  libelf-dev zlib1g-dev libbpf-dev      # libbpf-rs; libelf.a and libz.a for the static link
   iproute2 nftables ethtool             # namespaces, loss injection, offloads
   procps                                # sysctl in the lab namespaces, kill in the process tests
   tshark tcpdump                        # captures checked against Wireshark's dissectors

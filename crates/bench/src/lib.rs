@@ -20,6 +20,7 @@ mod rebalance;
 mod registration;
 mod regplot;
 mod sbiload;
+mod scale;
 mod sctp;
 mod sessions;
 mod soak;
@@ -39,6 +40,7 @@ pub use self::overload::OverloadArgs;
 pub use self::rebalance::RebalanceArgs;
 pub use self::registration::RegistrationCmd;
 pub use self::sbiload::SbiArgs;
+pub use self::scale::ScaleArgs;
 pub use self::sctp::SctpArgs;
 pub use self::sessions::SessionsArgs;
 pub use self::soak::{SoakArgs, SoakUserPlane};
@@ -61,6 +63,11 @@ pub enum Scenario {
     /// sharded (steered to the key's owner, no lock) vs locked (one mutex), to find the
     /// lock share where sharding wins.
     Echo(LockEchoArgs),
+    /// The multi-core figures in one command within `--budget-s`: registrations/s and CPU
+    /// per registration against workers (sharded and locked, inproc and h2c), the echo
+    /// lock-share crossover with its USL projection to 16 and 64 cores, and the steering
+    /// cost per message; one report with the machine, and the plots (the scaling kit).
+    Scale(ScaleArgs),
     /// Universal Scalability Law projection of the echo server to 16 and 64 cores from
     /// contention (lock wait share) and coherency (cross-core hand-off cost) measured here.
     Usl(UslArgs),
@@ -103,6 +110,7 @@ pub fn run(json: bool, scenario: &Scenario) -> Result<(), BenchError> {
         Scenario::Registration(a) => registration::run_cmd(json, a),
         Scenario::Echo(a) => lockecho::run(json, a),
         Scenario::Usl(a) => usl::run(json, a),
+        Scenario::Scale(a) => scale::run(json, a),
         Scenario::Rebalance(a) => rebalance::run(json, a),
         Scenario::Steering(a) => steering::run(json, a),
         Scenario::Upf(a) => upf::run(json, a),

@@ -180,7 +180,7 @@ fn connections_label(c: BenchConnections) -> &'static str {
     }
 }
 
-fn sbi_label(s: BenchSbi) -> &'static str {
+pub(crate) fn sbi_label(s: BenchSbi) -> &'static str {
     match s {
         BenchSbi::Inproc => "inproc",
         BenchSbi::H2c => "h2c",
@@ -332,7 +332,22 @@ struct Outcome {
 
 /// Runs one case: fresh data directory, core, warm-up, measured run, core stopped.
 fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, BenchError> {
-    run_case_rt(case, args, slot, false)
+    run_case_rt(case, args, CASE_NET, slot, false)
+}
+
+/// The first octet pair of the registration cases' loopback addresses (127.0.15-17.x).
+const CASE_NET: u8 = 15;
+
+/// One case measured on its own, on loopback addresses 127.0.`net`..`net + 2`.x of its own:
+/// for `bench scale`, which sizes each case's UEs to what is left of its budget.
+pub(crate) fn measure_case(
+    case: Case,
+    args: &RegistrationArgs,
+    net: u8,
+    floor: &CryptoFloor,
+) -> Result<CaseReport, BenchError> {
+    let o = run_case_rt(case, args, net, next_slot(), false)?;
+    Ok(case_report(case, args.ues, &o, floor))
 }
 
 /// [`run_case`], with `realtime`: the core's threads are created SCHED_FIFO (they inherit
@@ -342,12 +357,13 @@ fn run_case(case: Case, args: &RegistrationArgs, slot: u8) -> Result<Outcome, Be
 fn run_case_rt(
     case: Case,
     args: &RegistrationArgs,
+    net: u8,
     slot: u8,
     realtime: bool,
 ) -> Result<Outcome, BenchError> {
     use super::lockecho::{RealtimeGuard, REALTIME_CLIENT, REALTIME_WORKER};
     let temp = crate::corecase::temp_data_dir("bench-reg")?;
-    let CaseAddrs { cfg, ausf, udm } = CaseAddrs::new(15, slot);
+    let CaseAddrs { cfg, ausf, udm } = CaseAddrs::new(net, slot);
     let total = args.ues.saturating_add(args.warmup_ues);
     let (mut subscribers, key_file) = provision_range(temp.path(), &cfg, total, args.ues)?;
     let (suci, suci_label) = suci_scheme(case.suci, &key_file)?;
@@ -528,7 +544,7 @@ impl sweep::Round for CaseReport {
 }
 
 /// Ratios between cases that differ in exactly one setting.
-fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
+pub(crate) fn comparisons(cases: &[CaseReport]) -> Vec<Comparison> {
     let short = |c: &CaseReport| {
         if c.connections == "short" {
             " short"
@@ -691,7 +707,7 @@ pub(crate) fn measure_rt(
         }
         let case = *v.case;
         let outcome = if realtime {
-            run_case_rt(case, args, next_slot(), true)
+            run_case_rt(case, args, CASE_NET, next_slot(), true)
         } else {
             run_case(case, args, next_slot())
         }?;

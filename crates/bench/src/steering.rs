@@ -1740,6 +1740,35 @@ fn finish(bar: &ProgressBar, r: &Result<Outcome, BenchError>) {
 
 /// `steer5g bench steering`.
 pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
+    let report = measure(args)?;
+    let meets_target = report.meets_target;
+    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
+    out.json("steering.json", &report)?;
+    out.text("steering.csv", cases_csv(&report))?;
+    out.text("steering-sctp.csv", sctp_csv(&report))?;
+    out.plot("steering.svg", |p| plot(p, &report))?;
+    if json {
+        crate::print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+        println!(
+            "wrote steering.json, steering.csv, steering-sctp.csv and steering.svg in {}",
+            out.dir().display()
+        );
+    }
+    if meets_target {
+        Ok(())
+    } else {
+        Err(BenchError::Failed(format!(
+            "target missed: a steered path is not {TARGET_RATIO}x cheaper per message than one-hop \
+             at every batch (met at {:?})",
+            report.met_at_batches
+        )))
+    }
+}
+
+/// Checks the arguments and measures every case (no output but the progress bars).
+pub(crate) fn measure(args: &SteeringArgs) -> Result<SteeringReport, BenchError> {
     args.sweep
         .only("steering", &[Axis::Workers, Axis::Rounds, Axis::Out])?;
     let workers = args.sweep.one_worker()?;
@@ -1804,7 +1833,6 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
     if args.realtime {
         super::lockecho::probe_realtime()?;
     }
-    let mut out = Out::create(&args.sweep.out_or("bench-results"))?;
     let machine = sweep::machine();
     let msgs = Messages::new(args.messages, args.size);
     let case_args = |batch: usize| CaseArgs {
@@ -1959,31 +1987,10 @@ pub(crate) fn run(json: bool, args: &SteeringArgs) -> Result<(), BenchError> {
         meets_target,
         met_at_batches,
     };
-    out.json("steering.json", &report)?;
-    out.text("steering.csv", cases_csv(&report))?;
-    out.text("steering-sctp.csv", sctp_csv(&report))?;
-    out.plot("steering.svg", |p| plot(p, &report))?;
-    if json {
-        crate::print_json(&report)?;
-    } else {
-        print!("{}", table(&report));
-        println!(
-            "wrote steering.json, steering.csv, steering-sctp.csv and steering.svg in {}",
-            out.dir().display()
-        );
-    }
-    if meets_target {
-        Ok(())
-    } else {
-        Err(BenchError::Failed(format!(
-            "target missed: a steered path is not {TARGET_RATIO}x cheaper per message than one-hop \
-             at every batch (met at {:?})",
-            report.met_at_batches
-        )))
-    }
+    Ok(report)
 }
 
-fn cases_csv(r: &SteeringReport) -> String {
+pub(crate) fn cases_csv(r: &SteeringReport) -> String {
     let mut out = String::from(
         "case,transport,batch,messages,elapsed_s,msgs_per_s,cpu_ns_per_msg,sender_cpu_ns_per_msg,\
          workers_cpu_ns_per_msg,system_cpu_ns_per_msg,kernel_steered,handed_off,client_steered,\
@@ -2017,7 +2024,7 @@ fn cases_csv(r: &SteeringReport) -> String {
     out
 }
 
-fn sctp_csv(r: &SteeringReport) -> String {
+pub(crate) fn sctp_csv(r: &SteeringReport) -> String {
     let mut out = String::from(
         "k,mode,messages,packets,msgs_per_packet,msgs_per_s,workers_cpu_ns_per_msg,\
          sender_cpu_ns_per_msg,handed_off\n",
@@ -2039,7 +2046,7 @@ fn sctp_csv(r: &SteeringReport) -> String {
     out
 }
 
-fn table(r: &SteeringReport) -> String {
+pub(crate) fn table(r: &SteeringReport) -> String {
     use std::fmt::Write;
     let s = &r.settings;
     let mut out = String::new();
@@ -2145,7 +2152,7 @@ fn table(r: &SteeringReport) -> String {
 
 /// steering.svg: CPU ns per message of every path (left), and SCTP reader CPU per message,
 /// local vs hand-off, by K (right).
-fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
+pub(crate) fn plot(path: &Path, r: &SteeringReport) -> Result<(), String> {
     use super::plot::{above, bars, finish, legend, line, svg_err, svg_root, Slots};
     use plotters::prelude::*;
 

@@ -280,7 +280,8 @@ pub(crate) struct UslReport {
     pub(crate) projected_ratio: Vec<(u16, f64)>,
 }
 
-const LABEL: &str = "PROJECTION: Universal Scalability Law with contention and coherency \
+pub(crate) const LABEL: &str =
+    "PROJECTION: Universal Scalability Law with contention and coherency \
                      measured on this machine at 1..N workers; not a measurement at 16 or 64 cores";
 
 /// Builds one design's projection from its measured points.
@@ -328,47 +329,19 @@ pub(crate) fn project(
     })
 }
 
-/// `steer5g bench usl`.
-pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
-    args.sweep.only(
-        "usl",
-        &[
-            Axis::Workers,
-            Axis::Duration,
-            Axis::Warmup,
-            Axis::Rounds,
-            Axis::Out,
-        ],
-    )?;
-    let workers: Vec<u16> = if args.sweep.workers.is_empty() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let max = args
-            .max_workers
-            .unwrap_or_else(|| u16::try_from(cores).unwrap_or(u16::MAX));
-        if max == 0 || max > 64 {
-            return Err(BenchError::Invalid("--max-workers must be 1..=64".into()));
-        }
-        (1..=max).collect()
-    } else {
-        args.sweep.workers(64)?
-    };
-    let max = workers.iter().copied().max().unwrap_or(1);
-    if !(args.lock_share.is_finite() && (0.0..=1.0).contains(&args.lock_share)) {
-        return Err(BenchError::Invalid(
-            "--lock-share must be between 0 and 1".into(),
-        ));
-    }
-    let settings = Settings::from_args(&args.settings, &args.sweep)?;
-    let machine = Machine::probe();
-    lockecho::warn_about(&machine, max);
-    let handoff = measure_handoff()?;
-    tracing::info!(
-        one_way_ns = handoff.one_way_ns,
-        cross_core = handoff.cross_core,
-        "hand-off cost measured"
-    );
-    let points: Vec<(u16, f64)> = workers.iter().map(|&n| (n, args.lock_share)).collect();
-    let measured = lockecho::measure_points(&points, &settings)?;
+/// What [`model`] makes.
+#[derive(Debug, Clone)]
+pub(crate) struct Model {
+    /// Locked first, then sharded.
+    pub(crate) projections: Vec<Projection>,
+    /// Projected sharded / locked at each of [`PROJECT_TO`].
+    pub(crate) projected_ratio: Vec<(u16, f64)>,
+}
+
+/// Both designs' models from echo points measured at one lock share over 1..N workers (the
+/// first point is the one-worker one) and a measured hand-off: the projections, locked
+/// first, and the projected sharded / locked at each of [`PROJECT_TO`].
+pub(crate) fn model(measured: &[PointReport], handoff: &Handoff) -> Result<Model, BenchError> {
     let one = measured
         .first()
         .ok_or_else(|| BenchError::Failed("nothing measured".into()))?;
@@ -459,6 +432,57 @@ pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
             (l > 0.0).then(|| (c, s / l))
         })
         .collect();
+    Ok(Model {
+        projections,
+        projected_ratio,
+    })
+}
+
+/// `steer5g bench usl`.
+pub(crate) fn run(json: bool, args: &UslArgs) -> Result<(), BenchError> {
+    args.sweep.only(
+        "usl",
+        &[
+            Axis::Workers,
+            Axis::Duration,
+            Axis::Warmup,
+            Axis::Rounds,
+            Axis::Out,
+        ],
+    )?;
+    let workers: Vec<u16> = if args.sweep.workers.is_empty() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let max = args
+            .max_workers
+            .unwrap_or_else(|| u16::try_from(cores).unwrap_or(u16::MAX));
+        if max == 0 || max > 64 {
+            return Err(BenchError::Invalid("--max-workers must be 1..=64".into()));
+        }
+        (1..=max).collect()
+    } else {
+        args.sweep.workers(64)?
+    };
+    let max = workers.iter().copied().max().unwrap_or(1);
+    if !(args.lock_share.is_finite() && (0.0..=1.0).contains(&args.lock_share)) {
+        return Err(BenchError::Invalid(
+            "--lock-share must be between 0 and 1".into(),
+        ));
+    }
+    let settings = Settings::from_args(&args.settings, &args.sweep)?;
+    let machine = Machine::probe();
+    lockecho::warn_about(&machine, max);
+    let handoff = measure_handoff()?;
+    tracing::info!(
+        one_way_ns = handoff.one_way_ns,
+        cross_core = handoff.cross_core,
+        "hand-off cost measured"
+    );
+    let points: Vec<(u16, f64)> = workers.iter().map(|&n| (n, args.lock_share)).collect();
+    let measured = lockecho::measure_points(&points, &settings)?;
+    let Model {
+        projections,
+        projected_ratio,
+    } = model(&measured, &handoff)?;
     let report = UslReport {
         scenario: "usl-projection",
         label: LABEL,
@@ -536,7 +560,7 @@ fn table(r: &UslReport) -> String {
     s
 }
 
-fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
+pub(crate) fn write_svg(path: &std::path::Path, r: &UslReport) -> Result<(), String> {
     use super::plot::{finish, line, svg_err, svg_root};
     use plotters::prelude::*;
     const COLORS: [RGBColor; 2] = [RGBColor(120, 120, 120), RGBColor(31, 119, 180)];

@@ -12,7 +12,7 @@
 
 mod client;
 pub(crate) mod mmsg;
-mod plot;
+pub(crate) mod plot;
 mod server;
 pub(crate) mod work;
 
@@ -761,7 +761,7 @@ fn split(per_worker: &[u64]) -> String {
         .join("/")
 }
 
-fn csv(r: &SweepReport) -> String {
+pub(crate) fn csv(r: &SweepReport) -> String {
     let mut s = String::from(
         "workers,lock_share,work_us,variant,sharded_rps,locked_rps,ratio,\
          locked_wait_share,locked_held_share,sharded_cpu_us_per_req,locked_cpu_us_per_req,\
