@@ -814,7 +814,9 @@ impl Lab {
         );
         let (ns, runs) = (p1.3.saturating_sub(p0.3), p1.4.saturating_sub(p0.4));
         let probe_report = probe0.zip(probe1).map(|(a, b)| {
-            probe::report::build(&a, &b, probe::Filter::default(), &Default::default())
+            // Drop reasons by their kernel names (SOCKET_RCVBUFF, ...), read from BTF.
+            let names = probe::drop_reason_names();
+            probe::report::build(&a, &b, probe::Filter::default(), &names)
         });
         if delivered == 0 {
             return Err(BenchError::Failed(format!(
