@@ -161,6 +161,14 @@ pub struct UpfArgs {
     /// against the offered rate (upf-rates.json, .csv, .svg).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub(crate) rates: Option<Vec<String>>,
+    /// Receive buffer of the TUN path's N3 socket, bytes; 0 keeps the kernel's default
+    /// (the product's default is 4 MiB: `upf::userspace::DEFAULT_N3_RECV_BUFFER`).
+    #[arg(long, value_name = "BYTES", default_value_t = upf::userspace::DEFAULT_N3_RECV_BUFFER)]
+    pub(crate) n3_rcvbuf: usize,
+    /// Turn GRO on or off on the UPF's veths (N3, N6) before measuring; on a veth that also
+    /// turns NAPI on or off for its receive side. Default: as the namespace made them (off).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub(crate) veth_gro: Option<bool>,
     /// The paths of `--rates` (default tun,xdp).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub(crate) paths: Option<Vec<PathKind>>,
@@ -388,7 +396,7 @@ pub(crate) fn run(json: bool, args: &UpfArgs) -> Result<(), BenchError> {
             if lab.as_ref().map(|(p, _)| *p) != Some(path) {
                 // The previous path's lab goes before the next one is made.
                 lab = None;
-                lab = Some((path, Lab::new(path, sessions0)?));
+                lab = Some((path, Lab::new(path, sessions0, &LabTuning::of(args))?));
             }
             let Some((_, l)) = lab.as_mut() else {
                 return Err(BenchError::Failed("no lab".into()));
@@ -495,6 +503,47 @@ fn lines_of(cases: &[CaseReport], sessions: u32) -> Vec<Line> {
     out
 }
 
+/// What a lab changes in the kernel's or the sockets' defaults (receive-path tunings).
+#[derive(Debug, Clone, Copy)]
+struct LabTuning {
+    n3_recv_buffer: usize,
+    veth_gro: Option<bool>,
+}
+
+impl LabTuning {
+    fn of(args: &UpfArgs) -> Self {
+        LabTuning {
+            n3_recv_buffer: args.n3_rcvbuf,
+            veth_gro: args.veth_gro,
+        }
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: on or off")),
+    }
+}
+
+/// `ethtool -K IFACE gro on|off` inside `ns`.
+fn set_gro(ns: &str, iface: &str, on: bool) -> Result<(), BenchError> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "ethtool", "-K", iface, "gro"])
+        .arg(if on { "on" } else { "off" })
+        .output()
+        .map_err(|e| failed("ethtool (Debian package ethtool)", e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(failed(
+            &format!("ethtool -K {iface} gro"),
+            String::from_utf8_lossy(&out.stderr).trim(),
+        ))
+    }
+}
+
 struct CaseCfg {
     duration: Duration,
     warmup: Duration,
@@ -536,11 +585,19 @@ fn gnb_teid(i: u32) -> u32 {
 }
 
 impl Lab {
-    fn new(path: PathKind, sessions: u32) -> Result<Self, BenchError> {
+    fn new(path: PathKind, sessions: u32, tune: &LabTuning) -> Result<Self, BenchError> {
         let bed =
             Testbed::new(&format!("bu{}", path.label())).map_err(|e| failed("namespaces", e))?;
         bed.attach_peer_pass().map_err(|e| failed("xdp_pass", e))?;
         let upf_ns = bed.ns(Host::Upf).to_owned();
+        if let Some(on) = tune.veth_gro {
+            // On a veth, GRO on also turns NAPI on for its receive side (without XDP the
+            // veth otherwise hands every packet to the per-CPU backlog one by one).
+            for iface in [&bed.n3_upf, &bed.n6_upf] {
+                set_gro(&upf_ns, iface, on)?;
+            }
+        }
+        let n3_recv_buffer = tune.n3_recv_buffer;
         let dp = match path {
             PathKind::Xdp => Attached::Xdp(
                 XdpDatapath::attach(&XdpOptions {
@@ -557,6 +614,7 @@ impl Lab {
                     n3_addr: N3_UPF,
                     tun_name: "upftun0".to_owned(),
                     ue_pool: (UE_POOL, UE_POOL_LEN),
+                    n3_recv_buffer,
                 })
                 .map_err(|e| failed("tun datapath", e))?,
             ),

@@ -175,6 +175,7 @@ fn tun_options(args: &UpfArgs) -> Result<upf::userspace::TunOptions, CliError> {
         n3_addr: n3_ip(args)?,
         tun_name: args.tun_name.clone(),
         ue_pool: args.ue_pool,
+        n3_recv_buffer: upf::userspace::DEFAULT_N3_RECV_BUFFER,
     })
 }
 

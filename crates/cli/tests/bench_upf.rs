@@ -153,6 +153,8 @@ fn the_offered_load_sweep_paces_each_step_and_profiles_it() {
     assert_eq!(out.status.code(), Some(2));
     let out = steer5g(&["bench", "upf", "--paths", "tun"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = steer5g(&["bench", "upf", "--rates", "1k", "--veth-gro", "maybe"]);
+    assert_eq!(out.status.code(), Some(2));
     if !privilege::require("bench upf --rates") {
         return;
     }

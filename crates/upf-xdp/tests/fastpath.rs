@@ -562,6 +562,7 @@ fn fragmented_g_pdus_reach_the_dn_through_the_path_behind() {
         n3_addr: N3_UPF,
         tun_name: "upftun0".to_owned(),
         ue_pool: (UE_POOL, UE_POOL_LEN),
+        n3_recv_buffer: upf::userspace::DEFAULT_N3_RECV_BUFFER,
     })
     .unwrap();
     let mut t = Tiered::new(dp, tun, "xdp+tun");

@@ -121,6 +121,7 @@ fn lab_on(tag: &str, tun: bool) -> Option<Lab> {
             n3_addr: N3_UPF,
             tun_name: "upfqos0".to_owned(),
             ue_pool: (UE_POOL, UE_POOL_LEN),
+            n3_recv_buffer: upf::userspace::DEFAULT_N3_RECV_BUFFER,
         })
         .unwrap();
         let dp = Arc::new(Mutex::new(dp));

@@ -31,6 +31,7 @@ fn bed(tag: &str) -> Option<Bed> {
         n3_addr: N3_UPF,
         tun_name: "upftun0".to_owned(),
         ue_pool: (UE_POOL, UE_POOL_LEN),
+        n3_recv_buffer: upf::userspace::DEFAULT_N3_RECV_BUFFER,
     })
     .unwrap();
     Some(Rig::new(bed, dp, DN_PORT).unwrap())

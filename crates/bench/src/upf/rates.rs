@@ -33,6 +33,10 @@ struct RatesReport {
     interface: &'static str,
     packet_size: usize,
     sessions: u32,
+    /// The TUN path's N3 receive buffer asked for, bytes (0: the kernel's default).
+    n3_recv_buffer: usize,
+    /// GRO (and with it NAPI) on the UPF's veths, if the run set it.
+    veth_gro: Option<bool>,
     duration_s: f64,
     warmup_s: f64,
     /// Highest packets/s the generator offered, per path and direction.
@@ -98,7 +102,7 @@ pub(super) fn run(json: bool, args: &UpfArgs, rates: &[String]) -> Result<(), Be
             let &(path, dir, rate) = v.case;
             if lab.as_ref().map(|(p, _)| *p) != Some(path) {
                 lab = None;
-                lab = Some((path, Lab::new(path, sessions)?));
+                lab = Some((path, Lab::new(path, sessions, &LabTuning::of(args))?));
             }
             let Some((_, l)) = lab.as_mut() else {
                 return Err(BenchError::Failed("no lab".into()));
@@ -138,6 +142,8 @@ pub(super) fn run(json: bool, args: &UpfArgs, rates: &[String]) -> Result<(), Be
         interface: INTERFACE,
         packet_size: size,
         sessions,
+        n3_recv_buffer: args.n3_rcvbuf,
+        veth_gro: args.veth_gro,
         duration_s: duration.as_secs_f64(),
         warmup_s: warmup.as_secs_f64(),
         highest_offered_pps: highest,

@@ -21,5 +21,5 @@ pub mod testbed;
 pub mod tiered;
 pub mod tun;
 
-pub use path::{TunDatapath, TunOptions, GTPU_PORT};
+pub use path::{TunDatapath, TunOptions, DEFAULT_N3_RECV_BUFFER, GTPU_PORT};
 pub use rules::{TunCounters, TunReason};

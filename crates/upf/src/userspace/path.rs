@@ -31,6 +31,37 @@ pub struct TunOptions {
     pub tun_name: String,
     /// The UE pool routed into the TUN device (address, prefix length).
     pub ue_pool: (Ipv4Addr, u8),
+    /// Receive buffer of the N3 socket, bytes ([`DEFAULT_N3_RECV_BUFFER`]); 0 keeps the
+    /// kernel's default (`net.core.rmem_default`).
+    pub n3_recv_buffer: usize,
+}
+
+/// The N3 socket's receive buffer unless told otherwise. The kernel's default (208 KiB)
+/// holds ~1400 G-PDUs of 128 B; a packet thread descheduled for a few milliseconds while
+/// the generator keeps sending overflows it. Measured with `steer5g bench upf --rates
+/// ... --paths tun --n3-rcvbuf 0|4194304` (docs/PERFORMANCE.md, "Which receive-path
+/// tunings pay on our NFs?").
+pub const DEFAULT_N3_RECV_BUFFER: usize = 4 << 20;
+
+/// Asks for `bytes` of receive buffer: past `net.core.rmem_max` when privileged
+/// (`SO_RCVBUFFORCE`, CAP_NET_ADMIN, which the TUN device needs anyway), capped there
+/// otherwise. A socket that keeps a smaller buffer still works, so failures are logged.
+fn size_recv_buffer(sock: &UdpSocket, bytes: usize) {
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt};
+    if setsockopt(sock, sockopt::RcvBufForce, &bytes).is_err() {
+        if let Err(e) = setsockopt(sock, sockopt::RcvBuf, &bytes) {
+            tracing::warn!(error = %e, "N3 socket: SO_RCVBUF");
+        }
+    }
+    // The kernel reports twice what it granted (its bookkeeping included).
+    let got = getsockopt(sock, sockopt::RcvBuf).unwrap_or(0) / 2;
+    if got < bytes {
+        tracing::warn!(
+            granted = got,
+            asked = bytes,
+            "N3 socket: receive buffer capped by net.core.rmem_max (no CAP_NET_ADMIN)"
+        );
+    }
 }
 
 /// The sockets/TUN datapath. Dropping it stops the packet thread and removes the device.
@@ -53,6 +84,9 @@ impl TunDatapath {
             sock.set_nonblocking(true)?;
             Ok((tun, sock))
         })??;
+        if opts.n3_recv_buffer > 0 {
+            size_recv_buffer(&sock, opts.n3_recv_buffer);
+        }
         super::tun::ip(ns, &["link", "set", &opts.tun_name, "up"])?;
         let pool = format!("{}/{}", opts.ue_pool.0, opts.ue_pool.1);
         super::tun::ip(ns, &["route", "replace", &pool, "dev", &opts.tun_name])?;

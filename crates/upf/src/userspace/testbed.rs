@@ -245,6 +245,7 @@ impl Testbed {
             n3_addr: N3_UPF,
             tun_name: "upftun0".to_owned(),
             ue_pool: (UE_POOL, UE_POOL_LEN),
+            n3_recv_buffer: super::DEFAULT_N3_RECV_BUFFER,
         }
     }
 
