@@ -148,6 +148,21 @@ where
     Ok(())
 }
 
+/// [`line`] 2 wide with a dot at each measured point: a series of a few measured steps
+/// (sizes, rates), where the dots say which points were measured.
+pub(crate) fn line_with_points<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: impl Into<String>,
+) -> Result<(), String> {
+    line(chart, pts.clone(), color, 2, label, 16)?;
+    chart
+        .draw_series(pts.iter().map(|pt| Circle::new(*pt, 3, color.filled())))
+        .map_err(svg_err)?;
+    Ok(())
+}
+
 /// The x axis of a bar chart: one slot 100 wide per name, each labelled at its middle.
 pub(crate) struct Slots {
     names: Vec<String>,

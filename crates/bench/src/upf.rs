@@ -42,7 +42,7 @@ use upf_afxdp::{AfXdpDatapath, AfXdpOptions};
 use upf_xdp::{Ceiling, XdpDatapath, XdpOptions};
 
 use super::machine::Machine;
-use super::plot::{finish, line, svg_err, svg_root};
+use super::plot::{finish, line, line_with_points, svg_err, svg_root};
 use super::sweep::{shown, Axis, Out, Sweep, SweepArgs};
 
 use crate::BenchError;
@@ -1278,10 +1278,7 @@ fn plot_by_size(
             continue;
         }
         let label = format!("{} {}", p.label(), d.label());
-        line(&mut chart, pts.clone(), color, 2, label, 16)?;
-        chart
-            .draw_series(pts.iter().map(|pt| Circle::new(*pt, 3, color.filled())))
-            .map_err(svg_err)?;
+        line_with_points(&mut chart, pts, color, label)?;
     }
     finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }

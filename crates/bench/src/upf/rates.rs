@@ -400,11 +400,7 @@ fn draw_lines(
             continue;
         }
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let color = COLORS[k % COLORS.len()];
-        line(&mut chart, pts.clone(), color, 2, label, 16)?;
-        chart
-            .draw_series(pts.iter().map(|pt| Circle::new(*pt, 3, color.filled())))
-            .map_err(svg_err)?;
+        line_with_points(&mut chart, pts, COLORS[k % COLORS.len()], label)?;
     }
     finish(&mut chart, &root, SeriesLabelPosition::UpperLeft)
 }
