@@ -109,11 +109,7 @@ impl SctpSocket {
                 }
             },
             many => {
-                let batch: Vec<(SocketAddr, &[u8])> = many
-                    .iter()
-                    .map(|t| (t.remote, t.packet.as_slice()))
-                    .collect();
-                let done = self.transport.send_batch(&batch, lost).await?;
+                let done = self.transport.send_batch(many, lost).await?;
                 self.stats.packets_out += done.sent as u64;
                 self.stats.send_errors += done.failed as u64;
                 self.stats.send_calls += done.calls as u64;

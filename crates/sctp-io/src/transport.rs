@@ -15,6 +15,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+use sctp::Transmit;
+
 use crate::mmsg::send_to_many;
 
 /// IANA protocol number of SCTP.
@@ -281,20 +283,20 @@ impl Transport {
     /// socket itself is broken ends the batch with `Err`.
     pub async fn send_batch(
         &self,
-        packets: &[(SocketAddr, &[u8])],
+        packets: &[Transmit],
         mut failed: impl FnMut(SocketAddr, &io::Error),
     ) -> io::Result<BatchSent> {
         let raw = matches!(self.inner, Inner::Raw(_));
         let batch: Vec<(SockAddr, &[u8])> = packets
             .iter()
-            .map(|&(remote, pkt)| {
+            .map(|t| {
                 // Raw IP: the kernel builds the IPv4 header; a port means nothing there.
                 let dst = if raw {
-                    SocketAddr::new(remote.ip(), 0)
+                    SocketAddr::new(t.remote.ip(), 0)
                 } else {
-                    remote
+                    t.remote
                 };
-                (SockAddr::from(dst), pkt)
+                (SockAddr::from(dst), t.packet.as_slice())
             })
             .collect();
         let mut done = BatchSent::default();
@@ -332,8 +334,8 @@ impl Transport {
                     let e = other
                         .err()
                         .unwrap_or_else(|| io::Error::other("no datagram sent"));
-                    if let Some(&(remote, _)) = packets.get(at) {
-                        failed(remote, &e);
+                    if let Some(t) = packets.get(at) {
+                        failed(t.remote, &e);
                     }
                     done.failed += 1;
                     at += 1;
