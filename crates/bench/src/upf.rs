@@ -872,9 +872,7 @@ impl Lab {
         );
         let (ns, runs) = (p1.3.saturating_sub(p0.3), p1.4.saturating_sub(p0.4));
         let probe_report = probe0.zip(probe1).map(|(a, b)| {
-            // Drop reasons by their kernel names (SOCKET_RCVBUFF, ...), read from BTF.
-            let names = probe::drop_reason_names();
-            probe::report::build(&a, &b, probe::Filter::default(), &names)
+            probe::report::build(&a, &b, probe::Filter::default(), drop_reason_names())
         });
         if delivered == 0 {
             return Err(BenchError::Failed(format!(
@@ -964,6 +962,13 @@ fn receive_path(r: &probe::Report, delivered: u64) -> Vec<StageShare> {
             ns_per_packet: s.time_ns as f64 / n,
         })
         .collect()
+}
+
+/// Drop reasons by their kernel names (SOCKET_RCVBUFF, ...), read from the kernel's BTF
+/// once per run rather than once per measured case.
+fn drop_reason_names() -> &'static BTreeMap<u32, String> {
+    static NAMES: std::sync::OnceLock<BTreeMap<u32, String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(probe::drop_reason_names)
 }
 
 fn set_rcvbuf(s: &UdpSocket) {

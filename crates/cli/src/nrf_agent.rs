@@ -554,19 +554,8 @@ pub(crate) fn profile(
         )));
     }
     let ip = addr.ip().to_string();
-    let plmn = PlmnId {
-        mcc: cfg.plmn.mcc.clone(),
-        mnc: cfg.plmn.mnc.clone(),
-    };
-    let slices: Vec<Snssai> = cfg
-        .amf
-        .slices
-        .iter()
-        .map(|s| Snssai {
-            sst: s.sst,
-            sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
-        })
-        .collect();
+    let plmn = configured_plmn(cfg);
+    let slices = configured_slices(cfg);
     let nf_services = t
         .service_names()
         .iter()
@@ -699,6 +688,26 @@ pub(crate) fn profiles_of(
     Ok(out)
 }
 
+/// The configuration's PLMN, as a profile names it.
+fn configured_plmn(cfg: &Config) -> PlmnId {
+    PlmnId {
+        mcc: cfg.plmn.mcc.clone(),
+        mnc: cfg.plmn.mnc.clone(),
+    }
+}
+
+/// The configuration's slices (`amf.slices`, `--slice`), as a profile names them.
+fn configured_slices(cfg: &Config) -> Vec<Snssai> {
+    cfg.amf
+        .slices
+        .iter()
+        .map(|s| Snssai {
+            sst: s.sst,
+            sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
+        })
+        .collect()
+}
+
 /// The vendor-specific member of a UPF profile's `customInfo` holding its PFCP port, when it
 /// is not 8805 (TS 29.244 §4.2.2).
 const CUSTOM_PFCP_PORT: &str = "steer5gPfcpPort";
@@ -711,15 +720,7 @@ pub(crate) fn upf_profile(pfcp: SocketAddr, cfg: &Config) -> Result<NfProfile, C
             "the UPF serves PFCP on {pfcp}: a profile must name an address the SMF can reach, not 0.0.0.0"
         )));
     }
-    let slices: Vec<Snssai> = cfg
-        .amf
-        .slices
-        .iter()
-        .map(|s| Snssai {
-            sst: s.sst,
-            sd: s.sd.as_deref().and_then(|d| d.parse::<HexBytes<3>>().ok()),
-        })
-        .collect();
+    let slices = configured_slices(cfg);
     let dnns: Vec<DnnItem> = cfg
         .smf
         .dnns
@@ -737,10 +738,7 @@ pub(crate) fn upf_profile(pfcp: SocketAddr, cfg: &Config) -> Result<NfProfile, C
         nf_type: "UPF".into(),
         nf_status: NF_REGISTERED.into(),
         heart_beat_timer: None,
-        plmn_list: Some(vec![PlmnId {
-            mcc: cfg.plmn.mcc.clone(),
-            mnc: cfg.plmn.mnc.clone(),
-        }]),
+        plmn_list: Some(vec![configured_plmn(cfg)]),
         s_nssais: (!slices.is_empty()).then(|| slices.clone()),
         fqdn: None,
         ipv4_addresses: Some(vec![pfcp.ip().to_string()]),
