@@ -47,7 +47,7 @@ pub use self::soak::{SoakArgs, SoakUserPlane};
 pub use self::steering::SteeringArgs;
 pub use self::storebench::StoreArgs;
 pub use self::sweep::SweepArgs;
-pub use self::upf::UpfArgs;
+pub use self::upf::{upf_rates, UpfArgs};
 pub use self::usl::UslArgs;
 
 /// A benchmark scenario.

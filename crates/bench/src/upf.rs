@@ -21,6 +21,45 @@
 
 mod rates;
 
+/// `bench upf --rates LIST --paths PATH` with its defaults otherwise (128 B uplink, 64
+/// sessions, the product's N3 buffer): `steer5g probe sweep --target upf-tun|upf-xdp`.
+pub fn upf_rates(
+    json: bool,
+    path: &str,
+    rates: &[String],
+    step_s: f64,
+    out: &Path,
+) -> Result<(), BenchError> {
+    let path = match path {
+        "tun" => PathKind::Tun,
+        "xdp" => PathKind::Xdp,
+        other => {
+            return Err(BenchError::Invalid(format!(
+                "UPF path {other:?}: tun or xdp"
+            )))
+        }
+    };
+    let args = UpfArgs {
+        packet_size: None,
+        direction: None,
+        sessions: vec![64],
+        latency_samples: 0,
+        probe: true,
+        rates: Some(rates.to_vec()),
+        n3_rcvbuf: upf::userspace::DEFAULT_N3_RECV_BUFFER,
+        veth_gro: None,
+        paths: Some(vec![path]),
+        sweep: crate::sweep::SweepArgs {
+            duration: Some(step_s),
+            // `bench upf`'s own default.
+            warmup: Some(0.3),
+            out: Some(out.to_path_buf()),
+            ..Default::default()
+        },
+    };
+    rates::run(json, &args, rates)
+}
+
 use std::collections::BTreeMap;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::path::Path;

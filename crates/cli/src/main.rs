@@ -16,6 +16,7 @@ mod n2;
 mod nf_cmd;
 mod nrf_agent;
 mod nrf_cmd;
+mod probe_amf;
 mod probe_cmd;
 mod ran_cmd;
 mod report;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use probe::netns::{self, NetnsSpec};
+use probe::sweep::topo::Steering;
 use probe::sweep::{self, Condition, Rate};
 use probe::{Filter, Probe, Reading};
 
@@ -71,12 +72,34 @@ enum ConditionArg {
     Both,
 }
 
+/// What the sweep's generator sends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TargetArg {
+    /// A plain UDP socket read by the probe's own thread.
+    Sink,
+    /// Our AMF (`steer5g core`): NGAP over SCTP over UDP from the RAN emulator.
+    Amf,
+    /// Our UPF's TUN path: GTP-U (`bench upf --rates --paths tun`).
+    UpfTun,
+    /// Our UPF's XDP path: GTP-U (`bench upf --rates --paths xdp`).
+    UpfXdp,
+}
+
 #[derive(Debug, Args)]
 struct SweepArgs {
-    /// Offered rates in datagrams per second, comma-separated (`k`, `m` suffixes; `max`:
-    /// as fast as the generator's CPU sends).
-    #[arg(long, default_value = "10k,20k,50k,100k,200k,400k,max", value_delimiter = ',', value_parser = Rate::parse)]
-    rates: Vec<Rate>,
+    /// What receives: a UDP sink, our AMF, or our UPF on its TUN or XDP path.
+    #[arg(long, value_enum, default_value_t = TargetArg::Sink)]
+    target: TargetArg,
+    /// Offered rates, comma-separated (`k`, `m` suffixes; `max`: as fast as the generator
+    /// sends): datagrams per second for sink, UE runs per second for amf, GTP-U packets per
+    /// second for the UPF. Default: 10k,20k,50k,100k,200k,400k,max (sink),
+    /// 100,300,1000,3000,6000,10000,max (amf), 10k,20k,50k,80k,110k,max (UPF).
+    #[arg(long, value_delimiter = ',', value_parser = Rate::parse)]
+    rates: Option<Vec<Rate>>,
+    /// Where the receiver's softirq runs: RPS to --rx-cpu (rps), RFS over every CPU (rfs),
+    /// or the sender's CPU, as without either (off). Not for the UPF targets.
+    #[arg(long, default_value = "rps", value_parser = Steering::parse)]
+    rx_steering: Steering,
     /// UDP payload octets (at least 16, the probe's tag).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1472))]
     size: u16,
@@ -86,9 +109,10 @@ struct SweepArgs {
     /// Most datagrams per step.
     #[arg(long, default_value_t = 2_000_000)]
     max_packets: u64,
-    /// The receiver's CPU otherwise idle, shared with a pinned CPU-bound task, or both.
-    #[arg(long, value_enum, default_value_t = ConditionArg::Both)]
-    condition: ConditionArg,
+    /// The receiver's CPU otherwise idle, shared with a pinned CPU-bound task, or both
+    /// (the default; idle for the UPF targets, whose lab runs that one only).
+    #[arg(long, value_enum)]
+    condition: Option<ConditionArg>,
     /// The generator's CPU.
     #[arg(long, default_value_t = 0)]
     gen_cpu: usize,
@@ -202,7 +226,7 @@ fn resolve_filter(args: &IntervalArgs) -> Result<Filter, CliError> {
     })
 }
 
-fn probe_error(e: probe::Error) -> CliError {
+pub(crate) fn probe_error(e: probe::Error) -> CliError {
     match e {
         probe::Error::NotPermitted(_) => CliError::Privilege(e.to_string()),
         probe::Error::Filter(_) => CliError::Usage(e.to_string()),
@@ -269,13 +293,35 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
         ));
     }
     check_cpus(args.gen_cpu, args.rx_cpu)?;
-    let conditions = match args.condition {
+    let upf = matches!(args.target, TargetArg::UpfTun | TargetArg::UpfXdp);
+    let default = if upf {
+        ConditionArg::Idle
+    } else {
+        ConditionArg::Both
+    };
+    let conditions = match args.condition.unwrap_or(default) {
         ConditionArg::Idle => vec![Condition::Idle],
         ConditionArg::Loaded => vec![Condition::Loaded],
         ConditionArg::Both => vec![Condition::Idle, Condition::Loaded],
     };
+    let rates = |default: &str| -> Vec<Rate> {
+        args.rates.clone().unwrap_or_else(|| {
+            default
+                .split(',')
+                .filter_map(|r| Rate::parse(r).ok())
+                .collect()
+        })
+    };
+    match args.target {
+        TargetArg::Sink => {}
+        TargetArg::Amf => return run_amf_sweep(global, args, rates(AMF_RATES), conditions),
+        TargetArg::UpfTun | TargetArg::UpfXdp => {
+            return run_upf_sweep(global, args, &rates(UPF_RATES), conditions)
+        }
+    }
     let settings = sweep::Settings {
-        rates: args.rates.clone(),
+        steering: args.rx_steering,
+        rates: rates(SINK_RATES),
         payload: usize::from(args.size),
         step: Duration::from_secs_f64(args.step_seconds),
         max_packets: args.max_packets,
@@ -303,6 +349,86 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
         &report,
         &format!("{}written: {}\n", report.table(), dir.display()),
     )
+}
+
+/// Default rates per target.
+const SINK_RATES: &str = "10k,20k,50k,100k,200k,400k,max";
+const AMF_RATES: &str = "100,300,1000,3000,6000,10000,max";
+const UPF_RATES: &str = "10k,20k,50k,80k,110k,max";
+
+fn run_amf_sweep(
+    global: &Global,
+    args: &SweepArgs,
+    rates: Vec<Rate>,
+    conditions: Vec<Condition>,
+) -> Result<(), CliError> {
+    let settings = crate::probe_amf::AmfSettings {
+        rates,
+        step: Duration::from_secs_f64(args.step_seconds),
+        conditions,
+        gen_cpu: args.gen_cpu,
+        rx_cpu: args.rx_cpu,
+        steering: args.rx_steering,
+        tag: format!("s5a{:x}", std::process::id()),
+        out: args.out.clone(),
+    };
+    let total = settings.rates.len() * settings.conditions.len();
+    let bar = progress(
+        total as u64,
+        "amf sweep {bar:40} {pos}/{len} steps {elapsed}",
+    );
+    let report = crate::probe_amf::run(&settings, &|done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    let dir = &args.out;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        CliError::Failed(format!("cannot write {}: {e}", dir.join(what).display()))
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| fail("amf-sweep.json", &e))?;
+    std::fs::write(dir.join("amf-sweep.json"), json).map_err(|e| fail("amf-sweep.json", &e))?;
+    std::fs::write(dir.join("amf-sweep.csv"), report.csv())
+        .map_err(|e| fail("amf-sweep.csv", &e))?;
+    report
+        .write_plots(dir)
+        .map_err(|e| fail("amf-sweep-*.svg", &e))?;
+    print_report(
+        global,
+        &report,
+        &format!("{}written: {}\n", report.table(), dir.display()),
+    )
+}
+
+/// The UPF targets are `bench upf --rates`, whose lab (ran, upf and dn namespaces, the
+/// UPF's own paths) the sweep reuses rather than rebuilds.
+fn run_upf_sweep(
+    global: &Global,
+    args: &SweepArgs,
+    rates: &[Rate],
+    conditions: Vec<Condition>,
+) -> Result<(), CliError> {
+    if conditions != [Condition::Idle] {
+        return Err(CliError::Usage(
+            "--target upf-tun|upf-xdp: the UPF's lab runs the idle condition only (--condition idle)"
+                .to_owned(),
+        ));
+    }
+    if args.rx_steering != Steering::Rps {
+        return Err(CliError::Usage(
+            "--rx-steering: the UPF's lab steers its own packets (XDP, its threads)".to_owned(),
+        ));
+    }
+    let path = if args.target == TargetArg::UpfTun {
+        "tun"
+    } else {
+        "xdp"
+    };
+    let rates: Vec<String> = rates
+        .iter()
+        .map(|r| match r {
+            Rate::Pps(p) => p.to_string(),
+            Rate::Max => "max".to_owned(),
+        })
+        .collect();
+    bench::upf_rates(global.json, path, &rates, args.step_seconds, &args.out).map_err(Into::into)
 }
 
 fn check_cpus(gen_cpu: usize, rx_cpu: usize) -> Result<(), CliError> {

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use probe::sweep::topo::{Steering, Topology};
 use probe::sweep::{self, Condition, Rate, Settings};
 
 #[test]
@@ -24,6 +25,7 @@ fn every_datagram_is_read_or_seen_dropped() {
         gen_cpu: 0,
         rx_cpu: cpus.saturating_sub(1).min(1),
         tag: tag.clone(),
+        steering: Steering::Rps,
     };
     let progress = std::cell::Cell::new((0, 0));
     let report = sweep::run(&settings, &|done, total| progress.set((done, total))).unwrap();
@@ -143,5 +145,61 @@ fn the_overhead_compares_the_same_load_both_ways() {
     assert_eq!(
         std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap(),
         stats_before
+    );
+}
+
+/// What the receiver's veth queue says about where its packets' softirq goes.
+fn queue(t: &Topology, file: &str) -> String {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &t.rx_ns, "cat"])
+        .arg(format!("/sys/class/net/{}/queues/rx-0/{file}", t.rx_if))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{file}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn the_receive_is_steered_as_asked_and_rfs_is_put_back() {
+    if !testkit::privilege::require("probe sweep topology: namespaces and sysfs") {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let rx_cpu = cpus.saturating_sub(1).min(1);
+    let tag = format!("s5s{:x}", std::process::id());
+    let entries = || -> u64 {
+        std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = entries();
+
+    let mask = |v: &str| u64::from_str_radix(&v.replace(',', ""), 16).unwrap();
+    let t = Topology::create_steered(&tag, rx_cpu, Steering::Rps).unwrap();
+    assert_eq!(mask(&queue(&t, "rps_cpus")), 1 << rx_cpu);
+    drop(t);
+
+    let t = Topology::create_steered(&tag, rx_cpu, Steering::Off).unwrap();
+    assert_eq!(mask(&queue(&t, "rps_cpus")), 0);
+    drop(t);
+
+    let t = Topology::create_steered(&tag, rx_cpu, Steering::Rfs).unwrap();
+    assert_eq!(
+        mask(&queue(&t, "rps_cpus")).count_ones() as usize,
+        cpus.min(64)
+    );
+    assert_eq!(queue(&t, "rps_flow_cnt"), "4096");
+    assert!(entries() >= 32_768, "the global RFS table is sized");
+    drop(t);
+    assert_eq!(entries(), before, "rps_sock_flow_entries put back");
+    let left = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains(&tag),
+        "namespaces left"
     );
 }

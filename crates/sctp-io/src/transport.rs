@@ -26,6 +26,38 @@ pub const IPPROTO_SCTP: i32 = 132;
 /// benchmark both overflow the 208 KiB default.
 const SOCKET_BUFFER: usize = 4 << 20;
 
+/// Sizes both buffers to `SOCKET_BUFFER`, past `net.core.rmem_max`/`wmem_max` when the
+/// process may (`SO_RCVBUFFORCE`/`SO_SNDBUFFORCE`, CAP_NET_ADMIN), up to them otherwise.
+/// Plain `SO_RCVBUF` stops at rmem_max, 208 KiB on a stock kernel, and there a burst of 1000
+/// gNBs' NG Setups over UDP lost 490-711 datagrams at the N2 socket (`SOCKET_RCVBUFF`) and
+/// cost up to 110 retransmissions; forced to 4 MiB, none (`scripts/n2-setup-burst.sh`,
+/// docs/PERFORMANCE.md "Which receive-path tunings pay on our NFs?"). A smaller buffer
+/// still works, so a refusal is only logged.
+fn size_buffers(sock: &Socket, what: &str) {
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt};
+    if setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+    }
+    if setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+    }
+    // The kernel reports twice what it granted (its bookkeeping included).
+    let granted = getsockopt(sock, sockopt::RcvBuf).unwrap_or(0) / 2;
+    // Once per process: an emulator opens a transport per gNB.
+    static CAPPED: std::sync::Once = std::sync::Once::new();
+    if granted < SOCKET_BUFFER {
+        CAPPED.call_once(|| {
+            tracing::warn!(
+                socket = what,
+                granted,
+                asked = SOCKET_BUFFER,
+                "SCTP socket: receive buffer capped by net.core.rmem_max (no CAP_NET_ADMIN): \
+                 raise rmem_max for bursts of associations"
+            )
+        });
+    }
+}
+
 /// Why a transport could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -86,8 +118,7 @@ impl Transport {
             .map_err(|e| io_err("bind", e))?;
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        size_buffers(&sock, "raw");
         let fd = register(sock).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
             inner: Inner::Raw(fd),
@@ -97,6 +128,12 @@ impl Transport {
 
     /// Opens a UDP socket for SCTP over UDP encapsulation bound to `local` (port 0 picks one).
     /// Must be called inside a Tokio runtime.
+    ///
+    /// The socket stays unconnected (one per worker serves every gNB), so RFS cannot steer
+    /// its packets: the kernel records a flow's CPU only for connected UDP sockets. Neither
+    /// RPS nor RFS changed the AMF's CPU per procedure beyond the rounds' spread (`steer5g
+    /// probe sweep --target amf --rx-steering rps|rfs|off`, docs/PERFORMANCE.md); the
+    /// workers' own steering (`sk_reuseport`) is what places an association.
     pub fn bind_udp(local: SocketAddrV4) -> Result<Self, BindError> {
         let io_err = |what: &str, source| BindError::Io {
             what: format!("{what} (udp {local})"),
@@ -106,8 +143,7 @@ impl Transport {
             .map_err(|e| io_err("socket", e))?;
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        size_buffers(&sock, "udp");
         sock.bind(&SockAddr::from(local))
             .map_err(|e| io_err("bind", e))?;
         let std_sock: std::net::UdpSocket = sock.into();
@@ -149,8 +185,7 @@ impl Transport {
         let sock = Socket::from(sock);
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        size_buffers(&sock, "udp");
         let udp =
             UdpSocket::from_std(sock.into()).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
@@ -407,6 +442,28 @@ pub fn parse_ipv4(datagram: &[u8]) -> Option<(Ipv4Addr, std::ops::Range<usize>)>
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// With CAP_NET_ADMIN (CI is root) the buffers are the asked 4 MiB whatever
+    /// `net.core.rmem_max` is (208 KiB on a stock kernel); without it, up to rmem_max.
+    #[test]
+    fn sockets_get_the_asked_buffers_past_rmem_max_when_privileged() {
+        let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        size_buffers(&sock, "test");
+        let granted = sock.recv_buffer_size().unwrap() / 2;
+        let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if nix::unistd::geteuid().is_root() {
+            assert!(granted >= SOCKET_BUFFER, "root got {granted} bytes");
+        } else {
+            assert!(
+                granted >= SOCKET_BUFFER.min(rmem_max),
+                "got {granted} bytes"
+            );
+        }
+    }
 
     #[test]
     fn parses_ipv4_header_with_options() {

@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::report::{self, Reading, StageReport};
 use crate::{Error, Probe};
 
-pub use plot::write_plots;
+pub use plot::{chart, write_plots, Series};
 
 /// One step's offered load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,6 +94,8 @@ pub struct Settings {
     pub rx_cpu: usize,
     /// Prefix of the namespace and interface names (short: interface names are 15 chars).
     pub tag: String,
+    /// Where the receiver's softirq runs.
+    pub steering: topo::Steering,
 }
 
 /// One step.
@@ -166,6 +168,8 @@ pub struct SweepReport {
     pub payload: usize,
     /// Step length, s.
     pub step_s: f64,
+    /// Where the receiver's softirq was steered.
+    pub steering: topo::Steering,
     /// The generator's and the receiver's CPUs.
     pub gen_cpu: usize,
     /// The receiver's CPU.
@@ -193,7 +197,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             "a sweep needs a rate and a condition".to_owned(),
         ));
     }
-    let topo = topo::Topology::create(&settings.tag, settings.rx_cpu)?;
+    let topo = topo::Topology::create_steered(&settings.tag, settings.rx_cpu, settings.steering)?;
     let filter = topo.receiver_filter()?;
     let probe = Probe::attach(filter)?;
     let names = crate::drop_reason_names();
@@ -213,7 +217,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             let before = Reading::now(probe.snapshot()?);
             let read_before = sink.received();
             let misses0 = crate::RunStats::read().misses;
-            let share0 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
+            let share0 = Shares::read(competitor.as_ref(), sink.cpu_ns(), settings.rx_cpu);
             let sent = topo.send(
                 settings.gen_cpu,
                 settings.payload,
@@ -223,7 +227,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
                 flow,
             )?;
             // The shares cover the sending only, not the drain after it.
-            let share1 = Shares::read(competitor.as_ref(), &sink, settings.rx_cpu);
+            let share1 = Shares::read(competitor.as_ref(), sink.cpu_ns(), settings.rx_cpu);
             let dropped_before = before.counters.stage("kfree_skb").map_or(0, |s| s.count);
             let read_after = settle(&probe, &sink, dropped_before, read_before, sent.sent)?;
             let after = Reading::now(probe.snapshot()?);
@@ -262,6 +266,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
     Ok(SweepReport {
         payload: settings.payload,
         step_s: settings.step.as_secs_f64(),
+        steering: settings.steering,
         gen_cpu: settings.gen_cpu,
         rx_cpu: settings.rx_cpu,
         steps,
@@ -356,8 +361,10 @@ fn step(
     }
 }
 
-/// The cross-check's readings at one instant.
-struct Shares {
+/// The cross-check's readings at one instant: the competitor's work, the receiving
+/// application's CPU time, and the receiver CPU's /proc/stat times.
+#[derive(Debug, Clone, Copy)]
+pub struct Shares {
     at: std::time::Instant,
     competitor: Option<u64>,
     reader_ns: u64,
@@ -365,18 +372,24 @@ struct Shares {
 }
 
 impl Shares {
-    fn read(c: Option<&traffic::Competitor>, sink: &traffic::Sink, cpu: usize) -> Shares {
+    /// Reads them now; `reader_ns` is the receiving application's CPU time so far.
+    pub fn read(c: Option<&traffic::Competitor>, reader_ns: u64, cpu: usize) -> Shares {
         Shares {
             at: std::time::Instant::now(),
             competitor: c.map(traffic::Competitor::rounds),
-            reader_ns: sink.cpu_ns(),
+            reader_ns,
             cpu: crate::procfs::cpu_times_of(cpu),
         }
     }
 
+    /// The receiving application's CPU time at this reading, ns.
+    pub fn reader_ns(&self) -> u64 {
+        self.reader_ns
+    }
+
     /// What changed since `before`, as shares of the receiver's CPU; `None` without a
     /// competitor in both readings.
-    fn taken(&self, before: &Shares, baseline: f64, r: &report::Report) -> Option<CpuTaken> {
+    pub fn taken(&self, before: &Shares, baseline: f64, r: &report::Report) -> Option<CpuTaken> {
         let secs = self.at.duration_since(before.at).as_secs_f64().max(1e-9);
         let rate = self.competitor?.saturating_sub(before.competitor?) as f64 / secs;
         let (a, b) = (before.cpu?, self.cpu?);
@@ -403,8 +416,8 @@ impl SweepReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "offered-load sweep: UDP {} octets, generator CPU {}, receiver CPU {}, {:.1} s steps",
-            self.payload, self.gen_cpu, self.rx_cpu, self.step_s
+            "offered-load sweep: UDP {} octets, generator CPU {}, receiver CPU {} (steering {}), {:.1} s steps",
+            self.payload, self.gen_cpu, self.rx_cpu, self.steering.name(), self.step_s
         );
         let _ = writeln!(
             out,

@@ -8,7 +8,8 @@ use plotters::prelude::*;
 use super::{condition_name, Condition, Step, SweepReport};
 use crate::plot::{err, COLORS};
 
-type Series = (String, Vec<(f64, f64)>);
+/// One line: its legend and its points.
+pub type Series = (String, Vec<(f64, f64)>);
 
 /// Writes sweep-stages.svg, sweep-delivery.svg and sweep-napi.svg into `dir`.
 pub fn write_plots(dir: &Path, r: &SweepReport) -> Result<(), String> {
@@ -72,24 +73,34 @@ pub fn write_plots(dir: &Path, r: &SweepReport) -> Result<(), String> {
     chart(
         &dir.join("sweep-stages.svg"),
         "ns per event against offered load",
+        "offered datagrams/s (log)",
         "ns (log)",
         &stage_series,
     )?;
     chart(
         &dir.join("sweep-delivery.svg"),
         "datagrams read and dropped per second against offered load",
+        "offered datagrams/s (log)",
         "datagrams/s (log)",
         &delivery,
     )?;
     chart(
         &dir.join("sweep-napi.svg"),
         "NAPI batching against offered load",
+        "offered datagrams/s (log)",
         "packets per poll (log)",
         &napi,
     )
 }
 
-fn chart(path: &Path, title: &str, y: &str, series: &[Series]) -> Result<(), String> {
+/// A chart with both axes logarithmic, one line per series.
+pub fn chart(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y: &str,
+    series: &[Series],
+) -> Result<(), String> {
     let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let pts = series.iter().flat_map(|(_, p)| p.iter());
@@ -112,7 +123,7 @@ fn chart(path: &Path, title: &str, y: &str, series: &[Series]) -> Result<(), Str
         )
         .map_err(err)?;
     c.configure_mesh()
-        .x_desc("offered datagrams/s (log)")
+        .x_desc(x_desc)
         .y_desc(y)
         .draw()
         .map_err(err)?;

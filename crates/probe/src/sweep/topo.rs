@@ -7,6 +7,8 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Command;
 
+use serde::Serialize;
+
 use crate::Error;
 
 /// The two namespaces and their link.
@@ -24,6 +26,8 @@ pub struct Topology {
     pub gen_addr: Ipv4Addr,
     /// The receiver's address.
     pub rx_addr: Ipv4Addr,
+    /// The global RFS table size to put back on drop, when this topology raised it.
+    rfs_restore: Option<u64>,
 }
 
 fn run(cmd: &mut Command) -> Result<String, Error> {
@@ -49,12 +53,58 @@ fn in_ns(ns: &str, args: &[&str]) -> Result<String, Error> {
     run(Command::new("ip").args(["netns", "exec", ns]).args(args))
 }
 
+/// Where the receiver's veth hands its packets' softirq work. A veth has no hardware
+/// queue: without RPS the receive runs in the sender's `veth_xmit`, on the sender's CPU, as
+/// a single-queue NIC's runs on the CPU its interrupt is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Steering {
+    /// RPS to the receiver's CPU only (the sweep's topology).
+    Rps,
+    /// RFS: RPS over every CPU, each flow to the CPU where its socket was last read
+    /// (`rps_flow_cnt` on the queue, the global `rps_sock_flow_entries`).
+    Rfs,
+    /// Neither: the receive stays on the sender's CPU.
+    Off,
+}
+
+impl Steering {
+    /// `rps`, `rfs` or `off`.
+    pub fn parse(s: &str) -> Result<Steering, String> {
+        match s {
+            "rps" => Ok(Steering::Rps),
+            "rfs" => Ok(Steering::Rfs),
+            "off" => Ok(Steering::Off),
+            _ => Err(format!("{s:?}: rps, rfs or off")),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Steering::Rps => "rps",
+            Steering::Rfs => "rfs",
+            Steering::Off => "off",
+        }
+    }
+}
+
+/// The global RFS table size the sweep asks for, and restores on drop.
+const RFS_ENTRIES: u64 = 32_768;
+const RFS_SYSCTL: &str = "/proc/sys/net/core/rps_sock_flow_entries";
+
 impl Topology {
     /// Creates the namespaces `TAGg` and `TAGr` (removing stale ones of those names), the
     /// veth pair, addresses 10.213.0.1/.2, and steers the receiver's packets to `rx_cpu`
     /// with RPS so that its softirq runs there and not on the generator's CPU.
     pub fn create(tag: &str, rx_cpu: usize) -> Result<Topology, Error> {
-        let t = Topology {
+        Self::create_steered(tag, rx_cpu, Steering::Rps)
+    }
+
+    /// As `create`, with the receiver's packets steered as `steering` says.
+    pub fn create_steered(tag: &str, rx_cpu: usize, steering: Steering) -> Result<Topology, Error> {
+        let mut t = Topology {
+            rfs_restore: None,
             gen_ns: format!("{tag}g"),
             rx_ns: format!("{tag}r"),
             gen_if: format!("{tag}g"),
@@ -111,19 +161,40 @@ impl Topology {
                 "permanent",
             ])?;
         }
-        let mask = format!("{:x}", 1u64 << rx_cpu.min(63));
+        t.steer(steering, rx_cpu)?;
+        Ok(t)
+    }
+
+    fn steer(&mut self, steering: Steering, rx_cpu: usize) -> Result<(), Error> {
+        let cpus = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(64);
+        let (mask, flows) = match steering {
+            Steering::Rps => (1u64 << rx_cpu.min(63), 0),
+            Steering::Rfs => (u64::MAX >> (64 - cpus), 4096),
+            Steering::Off => (0, 0),
+        };
+        if steering == Steering::Rfs {
+            let before: u64 = std::fs::read_to_string(RFS_SYSCTL)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if before < RFS_ENTRIES {
+                std::fs::write(RFS_SYSCTL, RFS_ENTRIES.to_string())
+                    .map_err(|e| Error::Topology(format!("{RFS_SYSCTL}: {e}")))?;
+                self.rfs_restore = Some(before);
+            }
+        }
+        let queue = format!("/sys/class/net/{}/queues/rx-0", self.rx_if);
         in_ns(
-            &t.rx_ns,
+            &self.rx_ns,
             &[
                 "sh",
                 "-c",
-                &format!(
-                    "echo {mask} > /sys/class/net/{}/queues/rx-0/rps_cpus",
-                    t.rx_if
-                ),
+                &format!("echo {mask:x} > {queue}/rps_cpus && echo {flows} > {queue}/rps_flow_cnt"),
             ],
         )?;
-        Ok(t)
+        Ok(())
     }
 
     fn mac(ns: &str, ifname: &str) -> Result<String, Error> {
@@ -163,6 +234,9 @@ impl Drop for Topology {
         // Deleting a namespace deletes its veth end, and so the pair.
         for ns in [&self.gen_ns, &self.rx_ns] {
             let _ = ip(&["netns", "del", ns]);
+        }
+        if let Some(v) = self.rfs_restore {
+            let _ = std::fs::write(RFS_SYSCTL, v.to_string());
         }
     }
 }

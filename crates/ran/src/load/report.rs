@@ -559,6 +559,9 @@ pub struct SctpCounters {
     pub socket_wakeups: u64,
     /// Sends the socket refused.
     pub socket_send_errors: u64,
+    /// Packets the socket wrote: `packets_sent` less the refused ones and those built after
+    /// the socket's last flush.
+    pub socket_packets_out: u64,
 }
 
 impl SctpCounters {
@@ -584,6 +587,7 @@ impl SctpCounters {
             duplicate_tsns: s.duplicate_tsns,
             socket_wakeups: io.wakeups,
             socket_send_errors: io.send_errors,
+            socket_packets_out: io.packets_out,
         }
     }
 
@@ -608,6 +612,7 @@ impl SctpCounters {
         self.duplicate_tsns += o.duplicate_tsns;
         self.socket_wakeups += o.socket_wakeups;
         self.socket_send_errors += o.socket_send_errors;
+        self.socket_packets_out += o.socket_packets_out;
     }
 }
 
