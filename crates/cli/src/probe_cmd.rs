@@ -72,6 +72,12 @@ enum ConditionArg {
     Both,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProtoArg {
+    Udp,
+    Tcp,
+}
+
 /// What the sweep's generator sends to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TargetArg {
@@ -100,13 +106,17 @@ struct SweepArgs {
     /// or the sender's CPU, as without either (off). Not for the UPF targets.
     #[arg(long, default_value = "rps", value_parser = Steering::parse)]
     rx_steering: Steering,
-    /// UDP payload octets (at least 16, the probe's tag).
+    /// The sink's transport: tagged UDP datagrams, or messages on one TCP connection per
+    /// step (sink only).
+    #[arg(long, value_enum, default_value_t = ProtoArg::Udp)]
+    proto: ProtoArg,
+    /// UDP payload or TCP message octets (at least 16, the probe's tag).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(16..=1472))]
     size: u16,
     /// Seconds per step.
     #[arg(long, default_value_t = 2.0)]
     step_seconds: f64,
-    /// Most datagrams per step.
+    /// Most datagrams (TCP: messages) per step.
     #[arg(long, default_value_t = 2_000_000)]
     max_packets: u64,
     /// The receiver's CPU otherwise idle, shared with a pinned CPU-bound task, or both
@@ -312,6 +322,12 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
                 .collect()
         })
     };
+    if args.proto == ProtoArg::Tcp && args.target != TargetArg::Sink {
+        return Err(CliError::Usage(
+            "--proto tcp: the sink's transport; the AMF speaks SCTP over UDP and the UPF GTP-U"
+                .to_owned(),
+        ));
+    }
     match args.target {
         TargetArg::Sink => {}
         TargetArg::Amf => return run_amf_sweep(global, args, rates(AMF_RATES), conditions),
@@ -320,6 +336,10 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
         }
     }
     let settings = sweep::Settings {
+        proto: match args.proto {
+            ProtoArg::Udp => sweep::Proto::Udp,
+            ProtoArg::Tcp => sweep::Proto::Tcp,
+        },
         steering: args.rx_steering,
         rates: rates(SINK_RATES),
         payload: usize::from(args.size),

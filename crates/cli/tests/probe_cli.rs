@@ -155,6 +155,7 @@ fn filters_that_name_nothing_exit_2() {
         &["sweep", "--target", "upf-xdp", "--condition", "loaded"][..],
         &["sweep", "--target", "upf-tun", "--rx-steering", "off"][..],
         &["sweep", "--target", "amf", "--rates", "0"][..],
+        &["sweep", "--target", "amf", "--proto", "tcp"][..],
     ] {
         let done = run_timeout(steer5g().arg("probe").args(args), Duration::from_secs(30)).unwrap();
         assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr);

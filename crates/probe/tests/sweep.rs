@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use probe::sweep::topo::{Steering, Topology};
-use probe::sweep::{self, Condition, Rate, Settings};
+use probe::sweep::{self, Condition, Proto, Rate, Settings};
 
 #[test]
 fn every_datagram_is_read_or_seen_dropped() {
@@ -17,6 +17,7 @@ fn every_datagram_is_read_or_seen_dropped() {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let tag = format!("s5t{:x}", std::process::id());
     let settings = Settings {
+        proto: Proto::Udp,
         rates: vec![Rate::Pps(2_000), Rate::Max],
         payload: 64,
         step: Duration::from_millis(300),
@@ -202,4 +203,46 @@ fn the_receive_is_steered_as_asked_and_rfs_is_put_back() {
         !String::from_utf8_lossy(&left.stdout).contains(&tag),
         "namespaces left"
     );
+}
+
+#[test]
+fn every_tcp_message_is_read_and_its_reads_are_timed_by_skb() {
+    if !testkit::privilege::require("probe sweep over TCP: namespaces and BPF") {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let settings = Settings {
+        proto: Proto::Tcp,
+        rates: vec![Rate::Pps(2_000), Rate::Max],
+        payload: 200,
+        step: Duration::from_millis(300),
+        max_packets: 200_000,
+        conditions: vec![Condition::Idle],
+        gen_cpu: 0,
+        rx_cpu: cpus.saturating_sub(1).min(1),
+        tag: format!("s5c{:x}", std::process::id()),
+        steering: Steering::Rps,
+    };
+    let report = sweep::run(&settings, &|_, _| {}).unwrap();
+    assert_eq!(report.proto, Proto::Tcp);
+    assert_eq!(report.steps.len(), 2);
+    for st in &report.steps {
+        assert!(st.sent > 0, "{st:?}");
+        // TCP neither loses nor duplicates a message: every one written is read, whole.
+        assert_eq!(st.delivered, st.sent, "{st:?}");
+        assert_eq!(st.unaccounted, 0);
+        let count = |n: &str| {
+            st.stages
+                .iter()
+                .find(|s| s.name == n)
+                .map_or(0, |s| s.count)
+        };
+        assert!(count("netif_receive_skb") > 0, "{st:?}");
+        // The copy to the reader names its skb: TCP reads are timed without a tag.
+        assert!(count("skb_copy_datagram_iovec") > 0, "{st:?}");
+        assert_eq!(count("udp_fail_queue_rcv_skb"), 0);
+    }
+    // The paced step carried about its rate; the unpaced one more.
+    assert!(report.steps[0].offered_pps > 1_000.0 && report.steps[0].offered_pps < 3_000.0);
+    assert!(report.steps[1].offered_pps > report.steps[0].offered_pps);
 }

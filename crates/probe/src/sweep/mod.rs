@@ -65,6 +65,36 @@ impl Rate {
     }
 }
 
+/// The transport of the sink's traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Proto {
+    /// Datagrams, each tagged: drops at the socket show, and latency by sequence.
+    Udp,
+    /// One connection per step carrying `payload`-octet messages: TCP's flow control holds
+    /// the sender back instead of dropping, and reads are timed by skb.
+    Tcp,
+}
+
+impl Proto {
+    /// `udp` or `tcp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::Tcp => "tcp",
+        }
+    }
+
+    /// Octets on the wire per message besides its payload, one message per packet: UDP 8
+    /// or TCP 20, IPv4 20, Ethernet 14.
+    fn headers(self) -> usize {
+        match self {
+            Proto::Udp => 42,
+            Proto::Tcp => 54,
+        }
+    }
+}
+
 /// Under what the receiver runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,7 +110,9 @@ pub enum Condition {
 pub struct Settings {
     /// The offered rates, one step each.
     pub rates: Vec<Rate>,
-    /// UDP payload octets (at least the 16-octet tag).
+    /// The transport.
+    pub proto: Proto,
+    /// UDP payload or TCP message octets (at least the 16-octet tag).
     pub payload: usize,
     /// Length of a step.
     pub step: Duration,
@@ -164,7 +196,9 @@ pub struct CpuTaken {
 /// A whole sweep (`steer5g probe sweep --json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepReport {
-    /// UDP payload octets.
+    /// The transport.
+    pub proto: Proto,
+    /// UDP payload or TCP message octets.
     pub payload: usize,
     /// Step length, s.
     pub step_s: f64,
@@ -187,9 +221,6 @@ pub struct SweepReport {
     pub notes: Vec<String>,
 }
 
-/// Octets on the wire per datagram besides its payload: UDP 8, IPv4 20, Ethernet 14.
-const HEADERS: usize = 42;
-
 /// Runs the sweep; `progress(done, total)` after each step.
 pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<SweepReport, Error> {
     if settings.rates.is_empty() || settings.conditions.is_empty() {
@@ -201,7 +232,13 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
     let filter = topo.receiver_filter()?;
     let probe = Probe::attach(filter)?;
     let names = crate::drop_reason_names();
-    let sink = traffic::Sink::start(topo.rx_ns_path(), settings.rx_cpu, topo.rx_addr)?;
+    let sink = traffic::Sink::start_proto(
+        topo.rx_ns_path(),
+        settings.rx_cpu,
+        topo.rx_addr,
+        settings.proto,
+        settings.payload,
+    )?;
     let total = settings.rates.len() * settings.conditions.len();
     let baseline = settings
         .conditions
@@ -218,7 +255,8 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             let read_before = sink.received();
             let misses0 = crate::RunStats::read().misses;
             let share0 = Shares::read(competitor.as_ref(), sink.cpu_ns(), settings.rx_cpu);
-            let sent = topo.send(
+            let sent = topo.send_proto(
+                settings.proto,
                 settings.gen_cpu,
                 settings.payload,
                 rate.pps(),
@@ -229,6 +267,11 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
             // The shares cover the sending only, not the drain after it.
             let share1 = Shares::read(competitor.as_ref(), sink.cpu_ns(), settings.rx_cpu);
             let dropped_before = before.counters.stage("kfree_skb").map_or(0, |s| s.count);
+            // TCP retransmits what was dropped: only a read accounts for a message.
+            let dropped_before = match settings.proto {
+                Proto::Udp => Some(dropped_before),
+                Proto::Tcp => None,
+            };
             let read_after = settle(&probe, &sink, dropped_before, read_before, sent.sent)?;
             let after = Reading::now(probe.snapshot()?);
             let missed = crate::RunStats::read().misses.saturating_sub(misses0);
@@ -264,6 +307,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         }
     }
     Ok(SweepReport {
+        proto: settings.proto,
         payload: settings.payload,
         step_s: settings.step.as_secs_f64(),
         steering: settings.steering,
@@ -278,20 +322,24 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
 }
 
 /// Waits until every datagram of the step is read or seen dropped (at most 3 s), and
-/// returns the sink's count then. A quiet spell at the sink is not enough: in overload the
+/// returns the sink's count then; with `dropped_before` `None` (TCP), until every message
+/// is read. A quiet spell at the sink is not enough: in overload the
 /// softirq can starve the reader for longer than any such spell, and the step's last
 /// packets would then be counted in the next one.
 fn settle(
     probe: &Probe,
     sink: &traffic::Sink,
-    dropped_before: u64,
+    dropped_before: Option<u64>,
     read_before: u64,
     sent: u64,
 ) -> Result<u64, Error> {
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     loop {
         // Every drop of a matching packet counts the kfree_skb stage once.
-        let dropped = probe.count("kfree_skb")?.saturating_sub(dropped_before);
+        let dropped = match dropped_before {
+            Some(d) => probe.count("kfree_skb")?.saturating_sub(d),
+            None => 0,
+        };
         let read = sink.received();
         if read.saturating_sub(read_before) + dropped >= sent
             || std::time::Instant::now() >= deadline
@@ -334,7 +382,8 @@ fn step(
         condition,
         target_pps: rate.pps(),
         offered_pps,
-        offered_mbps: offered_pps * ((settings.payload.max(crate::tag::LEN) + HEADERS) * 8) as f64
+        offered_mbps: offered_pps
+            * ((settings.payload.max(crate::tag::LEN) + settings.proto.headers()) * 8) as f64
             / 1e6,
         sent: sent.sent,
         refused: sent.refused,
@@ -342,7 +391,10 @@ fn step(
         delivered_pps: delivered as f64 / secs,
         dropped,
         udp_queue_failures: stage("udp_fail_queue_rcv_skb"),
-        unaccounted: sent.sent as i64 - delivered as i64 - kfreed as i64,
+        unaccounted: match settings.proto {
+            Proto::Udp => sent.sent as i64 - delivered as i64 - kfreed as i64,
+            Proto::Tcp => sent.sent as i64 - delivered as i64,
+        },
         missed_events: 0,
         packets_per_poll: r.napi.packets_per_poll,
         poll_ns_per_packet: r.napi.poll_ns_per_packet,
@@ -416,7 +468,8 @@ impl SweepReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "offered-load sweep: UDP {} octets, generator CPU {}, receiver CPU {} (steering {}), {:.1} s steps",
+            "offered-load sweep: {} {} octets, generator CPU {}, receiver CPU {} (steering {}), {:.1} s steps",
+            self.proto.name(),
             self.payload, self.gen_cpu, self.rx_cpu, self.steering.name(), self.step_s
         );
         let _ = writeln!(

@@ -1,18 +1,20 @@
-//! The sweep's traffic: a paced UDP generator writing the probe's tag into every payload, a
-//! sink that reads and counts, and a CPU-bound competitor for the loaded condition. Each is
-//! a thread pinned to its CPU and, for the first two, moved into its namespace.
+//! The sweep's traffic: a paced generator writing the probe's tag into every UDP payload or
+//! TCP message, a sink that reads and counts, and a CPU-bound competitor for the loaded
+//! condition. Each is a thread pinned to its CPU and, for the first two, moved into its
+//! namespace.
 
-use std::net::{Ipv4Addr, UdpSocket};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::topo;
+use super::{topo, Proto};
 use crate::{tag, Error};
 
-/// The UDP port the sink listens on.
+/// The UDP (and TCP) port the sink listens on.
 pub const PORT: u16 = 9;
 
 /// How far ahead of its schedule a paced generator may send: datagrams leave in bursts of
@@ -22,9 +24,10 @@ pub const BURST: Duration = Duration::from_millis(1);
 /// What one generator run did.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sent {
-    /// Datagrams the kernel accepted.
+    /// Datagrams (TCP: messages) the kernel accepted.
     pub sent: u64,
-    /// Datagrams it refused (ENOBUFS and the like).
+    /// Datagrams it refused (ENOBUFS and the like; TCP: a write that failed, which ends
+    /// the run).
     pub refused: u64,
     /// How long the run took.
     pub elapsed: Duration,
@@ -44,14 +47,43 @@ impl topo::Topology {
         max: u64,
         flow: u32,
     ) -> Result<Sent, Error> {
+        self.send_proto(Proto::Udp, cpu, payload, rate, duration, max, flow)
+    }
+
+    /// As `send`, over `proto`: for TCP, one connection for the run (`TCP_NODELAY`), each
+    /// message written whole; a write blocks while the receiver's window is closed, so
+    /// what is offered is what TCP let through.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_proto(
+        &self,
+        proto: Proto,
+        cpu: usize,
+        payload: usize,
+        rate: Option<u64>,
+        duration: Duration,
+        max: u64,
+        flow: u32,
+    ) -> Result<Sent, Error> {
         let (ns, from, to) = (self.gen_ns_path(), self.gen_addr, self.rx_addr);
         std::thread::spawn(move || -> Result<Sent, Error> {
             topo::enter(&ns)?;
             topo::pin(cpu);
-            let sock = UdpSocket::bind((from, 0))
-                .map_err(|e| Error::Topology(format!("generator socket: {e}")))?;
-            sock.connect((to, PORT))
-                .map_err(|e| Error::Topology(format!("generator connect: {e}")))?;
+            let mut sock = match proto {
+                Proto::Udp => {
+                    let s = UdpSocket::bind((from, 0))
+                        .map_err(|e| Error::Topology(format!("generator socket: {e}")))?;
+                    s.connect((to, PORT))
+                        .map_err(|e| Error::Topology(format!("generator connect: {e}")))?;
+                    Out::Udp(s)
+                }
+                Proto::Tcp => {
+                    let s = TcpStream::connect((to, PORT))
+                        .map_err(|e| Error::Topology(format!("generator connect: {e}")))?;
+                    s.set_nodelay(true)
+                        .map_err(|e| Error::Topology(format!("generator TCP_NODELAY: {e}")))?;
+                    Out::Tcp(s)
+                }
+            };
             let mut buf = vec![0x5au8; payload.max(tag::LEN)];
             let mut out = Sent::default();
             let start = Instant::now();
@@ -73,9 +105,18 @@ impl topo::Topology {
                     }
                 }
                 tag::write(&mut buf, flow, i);
-                match sock.send(&buf) {
-                    Ok(_) => out.sent += 1,
-                    Err(_) => out.refused += 1,
+                match &mut sock {
+                    Out::Udp(s) => match s.send(&buf) {
+                        Ok(_) => out.sent += 1,
+                        Err(_) => out.refused += 1,
+                    },
+                    Out::Tcp(s) => match s.write_all(&buf) {
+                        Ok(()) => out.sent += 1,
+                        Err(_) => {
+                            out.refused += 1;
+                            break;
+                        }
+                    },
                 }
                 i += 1;
             }
@@ -87,10 +128,19 @@ impl topo::Topology {
     }
 }
 
+/// The generator's socket.
+enum Out {
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+}
+
 /// The receiving application: reads and counts until stopped.
 #[derive(Debug)]
 pub struct Sink {
+    /// Datagrams read (UDP), or octets read (TCP).
     received: Arc<AtomicU64>,
+    /// Octets per message (TCP), 1 for UDP, where each datagram counts itself.
+    per_message: u64,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     tid: i32,
@@ -99,6 +149,18 @@ pub struct Sink {
 impl Sink {
     /// Binds `addr`:[`PORT`] inside `ns` and reads on a thread pinned to `cpu`.
     pub fn start(ns: PathBuf, cpu: usize, addr: Ipv4Addr) -> Result<Sink, Error> {
+        Self::start_proto(ns, cpu, addr, Proto::Udp, 1)
+    }
+
+    /// As `start`, over `proto`; a TCP sink accepts one connection after another and counts
+    /// `payload` octets as one message.
+    pub fn start_proto(
+        ns: PathBuf,
+        cpu: usize,
+        addr: Ipv4Addr,
+        proto: Proto,
+        payload: usize,
+    ) -> Result<Sink, Error> {
         let received = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -107,11 +169,21 @@ impl Sink {
             let tid = nix::unistd::gettid().as_raw();
             let sock = topo::enter(&ns).and_then(|()| {
                 topo::pin(cpu);
-                let sock = UdpSocket::bind((addr, PORT))
-                    .map_err(|e| Error::Topology(format!("sink socket: {e}")))?;
-                sock.set_read_timeout(Some(Duration::from_millis(20)))
-                    .map_err(|e| Error::Topology(format!("sink timeout: {e}")))?;
-                Ok(sock)
+                let err =
+                    |what: &str, e: std::io::Error| Error::Topology(format!("sink {what}: {e}"));
+                match proto {
+                    Proto::Udp => {
+                        let sock = UdpSocket::bind((addr, PORT)).map_err(|e| err("socket", e))?;
+                        sock.set_read_timeout(Some(READ_TIMEOUT))
+                            .map_err(|e| err("timeout", e))?;
+                        Ok(In::Udp(sock))
+                    }
+                    Proto::Tcp => {
+                        let l = TcpListener::bind((addr, PORT)).map_err(|e| err("listener", e))?;
+                        l.set_nonblocking(true).map_err(|e| err("listener", e))?;
+                        Ok(In::Tcp(l))
+                    }
+                }
             });
             let sock = match sock {
                 Ok(sock) => {
@@ -124,9 +196,21 @@ impl Sink {
                 }
             };
             let mut buf = [0u8; 65536];
-            while !s.load(Ordering::Relaxed) {
-                if sock.recv(&mut buf).is_ok() {
-                    r.fetch_add(1, Ordering::Relaxed);
+            match sock {
+                In::Udp(sock) => {
+                    while !s.load(Ordering::Relaxed) {
+                        if sock.recv(&mut buf).is_ok() {
+                            r.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                In::Tcp(listener) => {
+                    while !s.load(Ordering::Relaxed) {
+                        match listener.accept() {
+                            Ok((conn, _)) => read_stream(conn, &mut buf, &s, &r),
+                            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                        }
+                    }
                 }
             }
         });
@@ -135,6 +219,10 @@ impl Sink {
             .map_err(|_| Error::Topology("sink thread ended".to_owned()))??;
         Ok(Sink {
             received,
+            per_message: match proto {
+                Proto::Udp => 1,
+                Proto::Tcp => payload.max(tag::LEN) as u64,
+            },
             stop,
             thread: Some(thread),
             tid,
@@ -149,9 +237,9 @@ impl Sink {
             .unwrap_or(0)
     }
 
-    /// Datagrams read so far.
+    /// Datagrams (TCP: whole messages) read so far.
     pub fn received(&self) -> u64 {
-        self.received.load(Ordering::Relaxed)
+        self.received.load(Ordering::Relaxed) / self.per_message
     }
 
     /// Waits until the count has not moved for `quiet` (at most `limit`): the queue drained.
@@ -170,6 +258,40 @@ impl Sink {
             }
         }
         last
+    }
+}
+
+/// How long a sink's read blocks before it looks at its stop flag.
+const READ_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// The sink's socket.
+enum In {
+    Udp(UdpSocket),
+    Tcp(TcpListener),
+}
+
+/// Reads one accepted TCP connection until the peer closes it or the sink stops, counting
+/// octets.
+fn read_stream(mut conn: TcpStream, buf: &mut [u8], stop: &AtomicBool, octets: &AtomicU64) {
+    // The listener is non-blocking; the connection reads blocking, with a timeout.
+    if conn.set_nonblocking(false).is_err() || conn.set_read_timeout(Some(READ_TIMEOUT)).is_err() {
+        return;
+    }
+    while !stop.load(Ordering::Relaxed) {
+        match conn.read(buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                octets.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return,
+        }
     }
 }
 
