@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use probe::report::{self, StageReport};
@@ -139,6 +140,8 @@ pub(crate) struct AmfSweepReport {
     /// failed, the gNB retransmitted, or the AMF shed or rejected load.
     losses_from_runs_per_s: BTreeMap<String, f64>,
     competitor_baseline: Option<f64>,
+    /// Whether SIGINT or SIGTERM ended the sweep before its last step.
+    interrupted: bool,
     notes: Vec<String>,
 }
 
@@ -415,10 +418,12 @@ fn offer(
         })
 }
 
-/// Runs the sweep; `progress(done, total)` after each step.
+/// Runs the sweep; `progress(done, total)` after each step; ends before the next step once
+/// `stop` is set.
 pub(crate) fn run(
     s: &AmfSettings,
     progress: &dyn Fn(usize, usize),
+    stop: &AtomicBool,
 ) -> Result<AmfSweepReport, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Failed(format!("cannot find this executable: {e}")))?;
@@ -444,9 +449,12 @@ pub(crate) fn run(
     let total = s.rates.len() * s.conditions.len();
     let ran_log = s.out.join("amf-ran.log");
     let mut steps = Vec::with_capacity(total);
-    for &condition in &s.conditions {
+    'conditions: for &condition in &s.conditions {
         let competitor = (condition == Condition::Loaded).then(|| Competitor::start(s.rx_cpu));
         for &rate in &s.rates {
+            if stop.load(Ordering::Relaxed) {
+                break 'conditions;
+            }
             let before = Reading::now(probe.snapshot().map_err(super_err)?);
             let misses0 = probe::RunStats::read().misses;
             let share0 = Shares::read(competitor.as_ref(), core.cpu_ns(), s.rx_cpu);
@@ -471,6 +479,7 @@ pub(crate) fn run(
     drop(probe);
     core.stop();
     drop(topo);
+    let interrupted = steps.len() < total;
     let max_offered_runs_per_s = steps
         .iter()
         .map(|st| st.offered_runs_per_s)
@@ -510,6 +519,7 @@ pub(crate) fn run(
         max_offered_runs_per_s,
         losses_from_runs_per_s,
         competitor_baseline: baseline,
+        interrupted,
         notes,
     })
 }
@@ -645,6 +655,9 @@ impl AmfSweepReport {
                 st.wakeups_per_procedure,
                 st.amf_cpu_us_per_procedure,
             );
+        }
+        if self.interrupted {
+            let _ = writeln!(out, "interrupted: the steps done so far");
         }
         let _ = writeln!(
             out,

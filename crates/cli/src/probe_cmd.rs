@@ -352,8 +352,9 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
     };
     let total = settings.rates.len() * settings.conditions.len();
     let bar = progress(total as u64, "sweep {bar:40} {pos}/{len} steps {elapsed}");
-    let report =
-        sweep::run(&settings, &|done, _| bar.set_position(done as u64)).map_err(probe_error)?;
+    let stop = stop_on_signal()?;
+    let report = sweep::run_until(&settings, &|done, n| step_done(&bar, done, n), &stop)
+        .map_err(probe_error)?;
     bar.finish_and_clear();
     let dir = &args.out;
     let fail = |what: &str, e: &dyn std::fmt::Display| {
@@ -369,6 +370,46 @@ fn run_sweep(global: &Global, args: &SweepArgs) -> Result<(), CliError> {
         &report,
         &format!("{}written: {}\n", report.table(), dir.display()),
     )
+}
+
+/// The bar moves, and a log line says so for whoever reads standard error without a
+/// terminal (the bar is hidden there).
+fn step_done(bar: &indicatif::ProgressBar, done: usize, total: usize) {
+    bar.set_position(done as u64);
+    tracing::info!("sweep step {done}/{total} done");
+}
+
+/// A flag set by SIGINT or SIGTERM, watched from a thread of its own: a sweep then ends
+/// after its current step, removes its namespaces and still reports, where the default
+/// action would kill it with its topology in place.
+fn stop_on_signal() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, CliError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start a runtime: {e}")))?;
+    // Registered here, before the sweep starts, so that no signal finds the default action.
+    let (mut int, mut term) = rt
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .map_err(|e| CliError::Failed(format!("cannot watch SIGINT/SIGTERM: {e}")))?;
+    let set = flag.clone();
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        });
+        tracing::warn!("signal received: the sweep ends after this step");
+        set.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    Ok(flag)
 }
 
 /// Default rates per target.
@@ -397,7 +438,8 @@ fn run_amf_sweep(
         total as u64,
         "amf sweep {bar:40} {pos}/{len} steps {elapsed}",
     );
-    let report = crate::probe_amf::run(&settings, &|done, _| bar.set_position(done as u64))?;
+    let stop = stop_on_signal()?;
+    let report = crate::probe_amf::run(&settings, &|done, n| step_done(&bar, done, n), &stop)?;
     bar.finish_and_clear();
     let dir = &args.out;
     let fail = |what: &str, e: &dyn std::fmt::Display| {

@@ -120,6 +120,45 @@ fn json_shape_and_detach_after_sigint_and_sigkill() {
     assert_gone(&mine, "SIGKILL");
 }
 
+/// SIGINT in the middle of a sweep: it ends after the current step, reports the steps done,
+/// and removes its namespaces (the default action would have left them).
+#[test]
+fn a_sweep_interrupted_reports_its_steps_and_removes_its_namespaces() {
+    if !testkit::privilege::require("probe sweep makes namespaces and loads BPF") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let mut child = ChildGuard::spawn(
+        steer5g()
+            .args(["--json", "probe", "sweep", "--condition", "idle"])
+            .args([
+                "--rates",
+                "2k,2k,2k,2k,2k,2k,2k,2k",
+                "--step-seconds",
+                "1",
+                "--out",
+            ])
+            .arg(out.path()),
+    )
+    .unwrap();
+    let tag = format!("s5p{:x}", child.pid());
+    child
+        .wait_for_stderr("sweep step 1/8 done", Duration::from_secs(30))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let done = child.stop("INT", Duration::from_secs(30)).unwrap();
+    assert_eq!(done.code(), Some(0), "stderr: {}", done.stderr);
+    let json: serde_json::Value = serde_json::from_str(done.stdout.trim()).expect("report");
+    assert_eq!(json["interrupted"], true);
+    let steps = json["steps"].as_array().unwrap().len();
+    assert!((1..8).contains(&steps), "{steps} steps");
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains(&tag),
+        "namespaces {tag}* left after SIGINT"
+    );
+}
+
 #[test]
 fn without_the_privilege_it_exits_3() {
     if !testkit::privilege::require("dropping capabilities needs root") {

@@ -14,6 +14,7 @@ pub mod traffic;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -217,12 +218,25 @@ pub struct SweepReport {
     /// The competitor's work per second alone on the receiver's CPU (the cross-check's
     /// baseline; null without the loaded condition).
     pub competitor_baseline: Option<f64>,
+    /// Whether SIGINT or SIGTERM ended the sweep before its last step.
+    pub interrupted: bool,
     /// What the probe's method is (the same as `steer5g probe`'s).
     pub notes: Vec<String>,
 }
 
 /// Runs the sweep; `progress(done, total)` after each step.
 pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<SweepReport, Error> {
+    run_until(settings, progress, &AtomicBool::new(false))
+}
+
+/// As `run`, ending before the next step once `stop` is set (SIGINT): the report then
+/// holds the steps done and says it was interrupted, and the topology is removed as after
+/// a whole sweep.
+pub fn run_until(
+    settings: &Settings,
+    progress: &dyn Fn(usize, usize),
+    stop: &AtomicBool,
+) -> Result<SweepReport, Error> {
     if settings.rates.is_empty() || settings.conditions.is_empty() {
         return Err(Error::Filter(
             "a sweep needs a rate and a condition".to_owned(),
@@ -246,10 +260,13 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         .then(|| traffic::Competitor::baseline(settings.rx_cpu, Duration::from_secs(1)));
     let mut steps = Vec::with_capacity(total);
     let mut flow = 0u32;
-    for &condition in &settings.conditions {
+    'conditions: for &condition in &settings.conditions {
         let competitor =
             (condition == Condition::Loaded).then(|| traffic::Competitor::start(settings.rx_cpu));
         for &rate in &settings.rates {
+            if stop.load(Ordering::Relaxed) {
+                break 'conditions;
+            }
             flow += 1;
             let before = Reading::now(probe.snapshot()?);
             let read_before = sink.received();
@@ -294,6 +311,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
     drop(sink);
     drop(probe);
     drop(topo);
+    let interrupted = steps.len() < total;
     let max_offered_pps = steps.iter().map(|s| s.offered_pps).fold(0.0, f64::max);
     let mut drops_from_pps = BTreeMap::new();
     for c in &settings.conditions {
@@ -317,6 +335,7 @@ pub fn run(settings: &Settings, progress: &dyn Fn(usize, usize)) -> Result<Sweep
         max_offered_pps,
         drops_from_pps,
         competitor_baseline: baseline,
+        interrupted,
         notes: report::method_notes(),
     })
 }
@@ -540,6 +559,9 @@ impl SweepReport {
                     );
                 }
             }
+        }
+        if self.interrupted {
+            let _ = writeln!(out, "interrupted: the steps done so far");
         }
         let _ = writeln!(
             out,
