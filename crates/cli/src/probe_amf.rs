@@ -432,15 +432,15 @@ pub(crate) fn run(
     let work = tempfile::tempdir()
         .map_err(|e| CliError::Failed(format!("cannot make a temporary directory: {e}")))?;
     let (data, subs) = provision(&exe, work.path())?;
-    let topo = Topology::create_steered(&s.tag, s.rx_cpu, s.steering).map_err(super_err)?;
+    let topo = Topology::create_steered(&s.tag, s.rx_cpu, s.steering).map_err(probe_err)?;
     let core = Core::start(&exe, &topo, s.rx_cpu, &data, &s.out.join("amf-core.log"))?;
-    let mut filter = topo.receiver_filter().map_err(super_err)?;
+    let mut filter = topo.receiver_filter().map_err(probe_err)?;
     filter = Filter {
         pid: core.pid,
         tags: false,
         ..filter
     };
-    let probe = Probe::attach(filter).map_err(super_err)?;
+    let probe = Probe::attach(filter).map_err(probe_err)?;
     let names = probe::drop_reason_names();
     let baseline = s
         .conditions
@@ -455,7 +455,7 @@ pub(crate) fn run(
             if stop.load(Ordering::Relaxed) {
                 break 'conditions;
             }
-            let before = Reading::now(probe.snapshot().map_err(super_err)?);
+            let before = Reading::now(probe.snapshot().map_err(probe_err)?);
             let misses0 = probe::RunStats::read().misses;
             let share0 = Shares::read(competitor.as_ref(), core.cpu_ns(), s.rx_cpu);
             let load = offer(&exe, &topo, s, rate, &subs, &data, &ran_log)?;
@@ -464,7 +464,7 @@ pub(crate) fn run(
             // exits, and a busy receiver CPU may hold them in its backlog: wait until each
             // packet the gNB sent is taken in or seen dropped (at most 2 s).
             settle(&probe, &before, load.packets_sent)?;
-            let after = Reading::now(probe.snapshot().map_err(super_err)?);
+            let after = Reading::now(probe.snapshot().map_err(probe_err)?);
             let missed = probe::RunStats::read().misses.saturating_sub(misses0);
             let r = report::build(&before, &after, filter, &names);
             let amf_cpu_ns = share1.reader_ns().saturating_sub(share0.reader_ns());
@@ -529,8 +529,8 @@ fn settle(probe: &Probe, before: &Reading, sent: u64) -> Result<(), CliError> {
     let (received0, dropped0) = (count0("netif_receive_skb"), count0("kfree_skb"));
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let received = probe.count("netif_receive_skb").map_err(super_err)?;
-        let dropped = probe.count("kfree_skb").map_err(super_err)?;
+        let received = probe.count("netif_receive_skb").map_err(probe_err)?;
+        let dropped = probe.count("kfree_skb").map_err(probe_err)?;
         let seen = received.saturating_sub(received0) + dropped.saturating_sub(dropped0);
         if seen >= sent || Instant::now() >= deadline {
             // A quiet moment more for the core's own reads of what just arrived.
@@ -541,7 +541,7 @@ fn settle(probe: &Probe, before: &Reading, sent: u64) -> Result<(), CliError> {
     }
 }
 
-fn super_err(e: probe::Error) -> CliError {
+fn probe_err(e: probe::Error) -> CliError {
     super::probe_cmd::probe_error(e)
 }
 

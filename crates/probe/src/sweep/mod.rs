@@ -246,7 +246,7 @@ pub fn run_until(
     let filter = topo.receiver_filter()?;
     let probe = Probe::attach(filter)?;
     let names = crate::drop_reason_names();
-    let sink = traffic::Sink::start_proto(
+    let sink = traffic::Sink::start(
         topo.rx_ns_path(),
         settings.rx_cpu,
         topo.rx_addr,
@@ -272,7 +272,7 @@ pub fn run_until(
             let read_before = sink.received();
             let misses0 = crate::RunStats::read().misses;
             let share0 = Shares::read(competitor.as_ref(), sink.cpu_ns(), settings.rx_cpu);
-            let sent = topo.send_proto(
+            let sent = topo.send(
                 settings.proto,
                 settings.gen_cpu,
                 settings.payload,

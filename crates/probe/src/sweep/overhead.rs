@@ -105,7 +105,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<OverheadReport, Error> {
     let topo = topo::Topology::create(&s.tag, s.rx_cpu)?;
     let filter = topo.receiver_filter()?;
-    let sink = traffic::Sink::start(topo.rx_ns_path(), s.rx_cpu, topo.rx_addr)?;
+    let sink = traffic::Sink::start(
+        topo.rx_ns_path(),
+        s.rx_cpu,
+        topo.rx_addr,
+        super::Proto::Udp,
+        s.payload,
+    )?;
     let tick_ns = 1_000_000_000 / procfs::ticks_per_second();
     let mut rounds = Vec::new();
     let mut per_program: std::collections::BTreeMap<String, RunStats> = Default::default();
@@ -122,6 +128,7 @@ pub fn run(s: &OverheadSettings, progress: &dyn Fn(usize, usize)) -> Result<Over
         let cpu0 = procfs::cpu_times();
         let read0 = sink.received();
         let sent = topo.send(
+            super::Proto::Udp,
             s.gen_cpu,
             s.payload,
             Some(s.rate),

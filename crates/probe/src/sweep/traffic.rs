@@ -34,27 +34,14 @@ pub struct Sent {
 }
 
 impl topo::Topology {
-    /// Sends `payload`-octet datagrams from the generator's namespace and address (on a
-    /// thread pinned to `cpu`) to the receiver at `rate` per second (`None`: as fast as the
-    /// CPU allows) for `duration` or `max` datagrams, whichever ends first. Datagram i of
-    /// `flow` carries tag (flow, i).
-    pub fn send(
-        &self,
-        cpu: usize,
-        payload: usize,
-        rate: Option<u64>,
-        duration: Duration,
-        max: u64,
-        flow: u32,
-    ) -> Result<Sent, Error> {
-        self.send_proto(Proto::Udp, cpu, payload, rate, duration, max, flow)
-    }
-
-    /// As `send`, over `proto`: for TCP, one connection for the run (`TCP_NODELAY`), each
-    /// message written whole; a write blocks while the receiver's window is closed, so
-    /// what is offered is what TCP let through.
+    /// Sends `payload`-octet datagrams (or TCP messages) from the generator's namespace and
+    /// address (on a thread pinned to `cpu`) to the receiver at `rate` per second (`None`:
+    /// as fast as the CPU allows) for `duration` or `max` of them, whichever ends first.
+    /// Message i of `flow` carries tag (flow, i). For TCP: one connection for the run (`TCP_NODELAY`), each message written whole; a
+    /// write blocks while the receiver's window is closed, so what is offered is what TCP
+    /// let through.
     #[allow(clippy::too_many_arguments)]
-    pub fn send_proto(
+    pub fn send(
         &self,
         proto: Proto,
         cpu: usize,
@@ -147,14 +134,10 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Binds `addr`:[`PORT`] inside `ns` and reads on a thread pinned to `cpu`.
-    pub fn start(ns: PathBuf, cpu: usize, addr: Ipv4Addr) -> Result<Sink, Error> {
-        Self::start_proto(ns, cpu, addr, Proto::Udp, 1)
-    }
-
-    /// As `start`, over `proto`; a TCP sink accepts one connection after another and counts
-    /// `payload` octets as one message.
-    pub fn start_proto(
+    /// Binds `addr`:[`PORT`] inside `ns` over `proto` and reads on a thread pinned to `cpu`;
+    /// a TCP sink accepts one connection after another and counts `payload` octets as one
+    /// message.
+    pub fn start(
         ns: PathBuf,
         cpu: usize,
         addr: Ipv4Addr,
