@@ -26,31 +26,31 @@ pub const IPPROTO_SCTP: i32 = 132;
 /// benchmark both overflow the 208 KiB default.
 const SOCKET_BUFFER: usize = 4 << 20;
 
-/// Sizes both buffers to `SOCKET_BUFFER`, past `net.core.rmem_max`/`wmem_max` when the
+/// Sizes both buffers to `bytes` (`SOCKET_BUFFER` for every transport), past `net.core.rmem_max`/`wmem_max` when the
 /// process may (`SO_RCVBUFFORCE`/`SO_SNDBUFFORCE`, CAP_NET_ADMIN), up to them otherwise.
 /// Plain `SO_RCVBUF` stops at rmem_max, 208 KiB on a stock kernel, and there a burst of 1000
 /// gNBs' NG Setups over UDP lost 490-711 datagrams at the N2 socket (`SOCKET_RCVBUFF`) and
 /// cost up to 110 retransmissions; forced to 4 MiB, none (`scripts/n2-setup-burst.sh`,
 /// docs/PERFORMANCE.md "Which receive-path tunings pay on our NFs?"). A smaller buffer
 /// still works, so a refusal is only logged.
-fn size_buffers(sock: &Socket, what: &str) {
+fn size_buffers(sock: &Socket, bytes: usize, what: &str) {
     use nix::sys::socket::{getsockopt, setsockopt, sockopt};
-    if setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER).is_err() {
-        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+    if setsockopt(sock, sockopt::RcvBufForce, &bytes).is_err() {
+        let _ = sock.set_recv_buffer_size(bytes);
     }
-    if setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER).is_err() {
-        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+    if setsockopt(sock, sockopt::SndBufForce, &bytes).is_err() {
+        let _ = sock.set_send_buffer_size(bytes);
     }
     // The kernel reports twice what it granted (its bookkeeping included).
     let granted = getsockopt(sock, sockopt::RcvBuf).unwrap_or(0) / 2;
     // Once per process: an emulator opens a transport per gNB.
     static CAPPED: std::sync::Once = std::sync::Once::new();
-    if granted < SOCKET_BUFFER {
+    if granted < bytes {
         CAPPED.call_once(|| {
             tracing::warn!(
                 socket = what,
                 granted,
-                asked = SOCKET_BUFFER,
+                asked = bytes,
                 "SCTP socket: receive buffer capped by net.core.rmem_max (no CAP_NET_ADMIN): \
                  raise rmem_max for bursts of associations"
             )
@@ -118,7 +118,7 @@ impl Transport {
             .map_err(|e| io_err("bind", e))?;
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        size_buffers(&sock, "raw");
+        size_buffers(&sock, SOCKET_BUFFER, "raw");
         let fd = register(sock).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
             inner: Inner::Raw(fd),
@@ -143,7 +143,7 @@ impl Transport {
             .map_err(|e| io_err("socket", e))?;
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        size_buffers(&sock, "udp");
+        size_buffers(&sock, SOCKET_BUFFER, "udp");
         sock.bind(&SockAddr::from(local))
             .map_err(|e| io_err("bind", e))?;
         let std_sock: std::net::UdpSocket = sock.into();
@@ -185,7 +185,7 @@ impl Transport {
         let sock = Socket::from(sock);
         sock.set_nonblocking(true)
             .map_err(|e| io_err("set_nonblocking", e))?;
-        size_buffers(&sock, "udp");
+        size_buffers(&sock, SOCKET_BUFFER, "udp");
         let udp =
             UdpSocket::from_std(sock.into()).map_err(|e| io_err("register with the runtime", e))?;
         Ok(Transport {
@@ -443,25 +443,24 @@ pub fn parse_ipv4(datagram: &[u8]) -> Option<(Ipv4Addr, std::ops::Range<usize>)>
 mod tests {
     use super::*;
 
-    /// With CAP_NET_ADMIN (CI is root) the buffers are the asked 4 MiB whatever
-    /// `net.core.rmem_max` is (208 KiB on a stock kernel); without it, up to rmem_max.
+    /// With CAP_NET_ADMIN (CI is root) a socket gets what it asks even past
+    /// `net.core.rmem_max` (208 KiB on a stock kernel); without it, up to rmem_max. The test
+    /// asks for twice rmem_max, which only `SO_RCVBUFFORCE` can grant.
     #[test]
     fn sockets_get_the_asked_buffers_past_rmem_max_when_privileged() {
-        let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
-        size_buffers(&sock, "test");
-        let granted = sock.recv_buffer_size().unwrap() / 2;
         let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
             .unwrap()
             .trim()
             .parse()
             .unwrap();
+        let asked = 2 * rmem_max;
+        let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        size_buffers(&sock, asked, "test");
+        let granted = sock.recv_buffer_size().unwrap() / 2;
         if nix::unistd::geteuid().is_root() {
-            assert!(granted >= SOCKET_BUFFER, "root got {granted} bytes");
+            assert!(granted >= asked, "root asked {asked} bytes, got {granted}");
         } else {
-            assert!(
-                granted >= SOCKET_BUFFER.min(rmem_max),
-                "got {granted} bytes"
-            );
+            assert!(granted >= rmem_max, "asked {asked} bytes, got {granted}");
         }
     }
 
